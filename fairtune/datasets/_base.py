@@ -1,0 +1,364 @@
+"""Shared pieces of the dataset loaders.
+
+* :class:`FairDataset`, the bunch every loader returns;
+* reading the bundled raw files (``fairtune/datasets/data/*.gz``): decompression, SHA-256
+  verification against :data:`_BUNDLED_SHA256` once per process, and a per-process cache of the
+  parsed frames;
+* resolving the user's ``sensitive=`` argument against a loader's table of sensitive options;
+* the known-issue warning, emitted once per process and dataset;
+* the download cache (:func:`get_data_home`) and :func:`_fetch_remote` for the loaders that
+  download their data instead of bundling it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sklearn.utils import Bunch
+
+DATA_HOME_ENV = "FAIRTUNE_DATA"
+_DEFAULT_DATA_HOME = "~/fairtune_data"
+_CHUNK_SIZE = 1 << 16
+
+# Directory of the bundled raw files. Module attribute (not a constant folded into functions) so
+# that tests can point it at a copy.
+_DATA_DIR = Path(__file__).resolve().parent / "data"
+_DESCR_DIR = Path(__file__).resolve().parent / "descr"
+
+# SHA-256 of the *uncompressed* bytes of every bundled file (see data/SOURCES.md).
+_BUNDLED_SHA256: dict[str, str] = {
+    "adult.data.gz": "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    "adult.test.gz": "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    "german.data.gz": "b21f3d81db8071257d5ff1deaeba1fd4303b62712e6fcc9715c7a86202cb5871",
+    "compas-scores-two-years.csv.gz": (
+        "c451db85908b2f7fef1d83203bedf6b71ecda0d5af468d82ae62178f91d0cc7d"
+    ),
+}
+
+# Per-process caches, keyed by the absolute path of the file (verified raw bytes) or by
+# (data directory, key) (parsed frames). `_clear_cache` empties both.
+_VERIFIED_BYTES: dict[str, bytes] = {}
+_FRAMES: dict[tuple[str, str], pd.DataFrame] = {}
+# Datasets whose known-issue warning was already shown in this process.
+_WARNED: set[str] = set()
+
+
+class ChecksumError(ValueError):
+    """A file's SHA-256 differs from the expected one (corrupted or tampered file)."""
+
+
+class FairtuneDatasetWarning(UserWarning):
+    """A dataset has known fairness or data-quality issues; its ``DESCR`` explains them.
+
+    Emitted once per process and dataset. Silence it with the standard warnings machinery::
+
+        import warnings
+        from fairtune.datasets import FairtuneDatasetWarning
+
+        warnings.filterwarnings("ignore", category=FairtuneDatasetWarning)
+    """
+
+
+class FairDataset(Bunch):
+    """A fairness dataset: features, a binary favourable-outcome label and sensitive features.
+
+    A dictionary whose keys are also attributes (like scikit-learn's ``Bunch``), with the keys
+
+    * ``data``: :class:`pandas.DataFrame` of the features, without the label. The columns the
+      sensitive features are taken from stay in ``data`` (as in fairlearn's ``fetch_adult``); drop
+      them yourself for a "fairness through unawareness" model. Categorical columns have the
+      pandas ``category`` dtype, numeric columns a numeric dtype, so one-hot encoding works.
+    * ``target``: :class:`pandas.Series` of ``int`` 0/1, where 1 is the favourable outcome.
+    * ``sensitive_features``: :class:`pandas.Series` (one sensitive attribute) or
+      :class:`pandas.DataFrame` (several, i.e. intersectional groups), aligned with ``data``.
+    * ``frame``: ``data`` with the ``target`` column appended.
+    * ``feature_names``: list of the columns of ``data``.
+    * ``target_name``: name of the ``target`` series (says what 1 means).
+    * ``DESCR``: description of the dataset, its provenance, license and known issues.
+    * ``name``: short name of the dataset (``"adult"``, ``"german"``, ``"compas"``).
+    """
+
+    data: pd.DataFrame
+    target: pd.Series
+    sensitive_features: pd.Series | pd.DataFrame
+    frame: pd.DataFrame
+    feature_names: list[str]
+    target_name: str
+    DESCR: str
+    name: str
+
+    def __repr__(self) -> str:
+        keys = ["data", "target", "sensitive_features", "frame", "feature_names", "target_name"]
+        if not all(k in self for k in keys):
+            return f"FairDataset({dict.__repr__(self)})"
+        sensitive = self["sensitive_features"]
+        if isinstance(sensitive, pd.DataFrame):
+            sens_names: Any = list(sensitive.columns)
+        else:
+            sens_names = sensitive.name
+        return (
+            f"FairDataset(name={self.get('name')!r}, rows={len(self['data'])}, "
+            f"features={len(self['feature_names'])}, target_name={self['target_name']!r}, "
+            f"sensitive={sens_names!r})"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Checksums and bundled files
+# --------------------------------------------------------------------------------------------
+
+
+def _sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK_SIZE), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _checksum_message(name: str | os.PathLike[str], expected: str, actual: str) -> str:
+    return (
+        f"SHA-256 checksum mismatch for {os.fspath(name)!s}: expected {expected}, "
+        f"but got {actual}. The file is corrupted or was modified; reinstall fairtune "
+        "(bundled files) or delete the file to download it again."
+    )
+
+
+def _read_bundled(filename: str) -> bytes:
+    """Decompressed, SHA-256-verified bytes of a bundled file (cached per process)."""
+    if filename not in _BUNDLED_SHA256:
+        raise ValueError(
+            f"`filename` must be one of {sorted(_BUNDLED_SHA256)}, but got filename={filename!r}."
+        )
+    path = Path(_DATA_DIR) / filename
+    key = str(path.resolve())
+    if key in _VERIFIED_BYTES:
+        return _VERIFIED_BYTES[key]
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        # A truncated or non-gzip file: report it with both checksums like any other corruption.
+        # (`gzip.BadGzipFile` is an OSError.)
+        raise ChecksumError(
+            _checksum_message(path, _BUNDLED_SHA256[filename], f"<unreadable gzip: {e}>")
+        ) from e
+    actual = hashlib.sha256(raw).hexdigest()
+    expected = _BUNDLED_SHA256[filename]
+    if actual != expected:
+        raise ChecksumError(_checksum_message(path, expected, actual))
+    _VERIFIED_BYTES[key] = raw
+    return raw
+
+
+def _cached_frame(key: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """Build a frame once per process and data directory; return a copy each time."""
+    cache_key = (str(Path(_DATA_DIR).resolve()), key)
+    if cache_key not in _FRAMES:
+        _FRAMES[cache_key] = build()
+    return _FRAMES[cache_key].copy()
+
+
+def _clear_cache() -> None:
+    """Forget verified files, parsed frames and shown warnings (used by tests)."""
+    _VERIFIED_BYTES.clear()
+    _FRAMES.clear()
+    _WARNED.clear()
+
+
+def _load_descr(name: str) -> str:
+    return (_DESCR_DIR / f"{name}.rst").read_text(encoding="utf-8")
+
+
+def _warn_once(dataset: str, message: str) -> None:
+    if dataset in _WARNED:
+        return
+    # stacklevel: _warn_once <- load_xxx <- user code.
+    warnings.warn(message, FairtuneDatasetWarning, stacklevel=3)
+    # Only after a successful warn: under an "error" filter every call raises consistently.
+    _WARNED.add(dataset)
+
+
+# --------------------------------------------------------------------------------------------
+# Sensitive features
+# --------------------------------------------------------------------------------------------
+
+
+def _resolve_sensitive(
+    sensitive: str | Sequence[str],
+    options: Mapping[str, Callable[[pd.DataFrame], pd.Series]],
+) -> list[str]:
+    """Validate ``sensitive`` (a name or a sequence of names) and return it as a list."""
+    names = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    valid = list(options)
+    if len(names) == 0:
+        raise ValueError(
+            f"`sensitive` must be a name or a non-empty sequence of names from {valid}, "
+            f"but got sensitive={sensitive!r}."
+        )
+    for name in names:
+        if not isinstance(name, str) or name not in options:
+            raise ValueError(
+                f"`sensitive` must be one of {valid} (or a sequence of them), "
+                f"but got sensitive={sensitive!r}."
+            )
+    if len(set(names)) != len(names):
+        raise ValueError(
+            f"`sensitive` must not repeat a name, but got sensitive={sensitive!r}."
+        )
+    return names
+
+
+def _sensitive_features(
+    frame: pd.DataFrame,
+    sensitive: str | Sequence[str],
+    options: Mapping[str, Callable[[pd.DataFrame], pd.Series]],
+) -> pd.Series | pd.DataFrame:
+    """One Series named after the option for a single name, else a DataFrame (one column each).
+
+    ``options`` maps a name to a function of the cleaned frame returning that feature.
+    """
+    names = _resolve_sensitive(sensitive, options)
+    columns = [options[name](frame).rename(name) for name in names]
+    if isinstance(sensitive, str):
+        return columns[0]
+    return pd.concat(columns, axis=1)
+
+
+def _make_dataset(
+    *,
+    name: str,
+    frame: pd.DataFrame,
+    feature_names: Sequence[str],
+    target: pd.Series,
+    sensitive: str | Sequence[str],
+    sensitive_options: Mapping[str, Callable[[pd.DataFrame], pd.Series]],
+    return_X_y: bool,
+) -> FairDataset | tuple[pd.DataFrame, pd.Series, pd.Series | pd.DataFrame]:
+    """Assemble the bunch (or the ``(X, y, sensitive)`` triple) from a cleaned frame."""
+    sensitive_features = _sensitive_features(frame, sensitive, sensitive_options)
+    frame = frame.reset_index(drop=True)
+    target = target.reset_index(drop=True).astype("int64")
+    sensitive_features = sensitive_features.reset_index(drop=True)
+    data = frame.loc[:, list(feature_names)]
+    if return_X_y:
+        return data, target, sensitive_features
+    full = pd.concat([data, target], axis=1)
+    return FairDataset(
+        data=data,
+        target=target,
+        sensitive_features=sensitive_features,
+        frame=full,
+        feature_names=list(feature_names),
+        target_name=str(target.name),
+        DESCR=_load_descr(name),
+        name=name,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Download cache (for loaders that download their data)
+# --------------------------------------------------------------------------------------------
+
+
+def get_data_home(data_home: str | os.PathLike[str] | None = None) -> Path:
+    """Folder where downloaded datasets are cached, created if missing.
+
+    Args:
+        data_home: The folder. Defaults to the environment variable ``FAIRTUNE_DATA`` if set,
+            else ``~/fairtune_data``. ``~`` is expanded.
+
+    Returns:
+        The folder as an absolute :class:`pathlib.Path`.
+    """
+    if data_home is None:
+        data_home = os.environ.get(DATA_HOME_ENV, _DEFAULT_DATA_HOME)
+    path = Path(data_home).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _fetch_remote(
+    url: str,
+    dest: str | os.PathLike[str],
+    sha256: str,
+    *,
+    n_retries: int = 3,
+    delay: float = 1.0,
+    timeout: float = 60.0,
+) -> Path:
+    """Download ``url`` to ``dest``, verifying its SHA-256; ``dest`` appears only when valid.
+
+    The bytes stream into a temporary file in ``dest``'s folder (same file system, so the final
+    :func:`os.replace` is atomic); the temporary file is removed on any failure. Network errors
+    are retried ``n_retries`` times with ``delay`` seconds between attempts; a checksum mismatch
+    is not retried and raises :class:`ChecksumError` naming the URL and both checksums.
+
+    Args:
+        url: Where to download from (any scheme urllib handles, ``file://`` included).
+        dest: Final path of the file. Its folder is created if missing.
+        sha256: Expected hex SHA-256 of the downloaded bytes.
+        n_retries: Extra attempts after a network error. Defaults to 3.
+        delay: Seconds to wait between attempts. Defaults to 1.0.
+        timeout: Socket timeout in seconds of each attempt. Defaults to 60.0.
+
+    Returns:
+        ``dest`` as a :class:`pathlib.Path`.
+    """
+    if n_retries < 0:
+        raise ValueError(f"`n_retries` must be >= 0, but got n_retries={n_retries}.")
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    expected = sha256.lower()
+    attempt = 0
+    while True:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+                for chunk in iter(lambda: resp.read(_CHUNK_SIZE), b""):
+                    digest.update(chunk)
+                    out.write(chunk)
+            actual = digest.hexdigest()
+            if actual != expected:
+                raise ChecksumError(_checksum_message(url, expected, actual))
+            os.replace(tmp_name, dest)
+            return dest
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+            _remove_quietly(tmp_name)
+            if attempt >= n_retries:
+                raise OSError(
+                    f"Could not download {url} after {attempt + 1} attempt(s): {e}"
+                ) from e
+            attempt += 1
+            time.sleep(delay)
+        except BaseException:
+            _remove_quietly(tmp_name)
+            raise
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+__all__ = [
+    "ChecksumError",
+    "FairDataset",
+    "FairtuneDatasetWarning",
+    "get_data_home",
+]

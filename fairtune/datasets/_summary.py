@@ -1,0 +1,71 @@
+"""One-table summary of the bundled datasets (``fairtune datasets``)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import pandas as pd
+
+from fairtune.datasets._adult import load_adult
+from fairtune.datasets._base import FairDataset, FairtuneDatasetWarning
+from fairtune.datasets._compas import load_compas
+from fairtune.datasets._german import load_german
+
+# name -> (loader with its defaults, what target 1 means)
+_BUNDLED: dict[str, tuple[Callable[[], FairDataset], str]] = {
+    "adult": (load_adult, "income >50K"),
+    "german": (load_german, "good credit"),
+    "compas": (load_compas, "no 2-year recidivism"),
+}
+
+SUMMARY_COLUMNS = [
+    "name",
+    "loader",
+    "rows",
+    "features",
+    "positive_rate",
+    "favourable",
+    "sensitive",
+    "groups",
+]
+
+
+def describe_datasets() -> pd.DataFrame:
+    """Summarize every bundled dataset, loaded with its default arguments.
+
+    The known-issue warnings of German credit and COMPAS are not emitted here (this is an
+    overview); they fire when the loaders are called directly.
+
+    Returns:
+        One row per dataset with the columns ``name``, ``loader``, ``rows``, ``features``
+        (number of columns of ``data``), ``positive_rate`` (mean of the 0/1 target),
+        ``favourable`` (what target 1 means), ``sensitive`` (default sensitive attribute) and
+        ``groups`` (a dict group -> number of rows, groups in category order).
+
+    Example:
+        >>> from fairtune.datasets import describe_datasets
+        >>> describe_datasets().set_index("name").loc["german", "rows"]
+        np.int64(1000)
+    """
+    rows = []
+    for name, (loader, favourable) in _BUNDLED.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FairtuneDatasetWarning)
+            dataset = loader()
+        sensitive = dataset.sensitive_features
+        assert isinstance(sensitive, pd.Series)  # the defaults name one attribute
+        counts = sensitive.value_counts(sort=False)
+        rows.append(
+            {
+                "name": name,
+                "loader": loader.__name__,
+                "rows": len(dataset.data),
+                "features": len(dataset.feature_names),
+                "positive_rate": float(dataset.target.mean()),
+                "favourable": favourable,
+                "sensitive": str(sensitive.name),
+                "groups": {str(k): int(v) for k, v in counts.items()},
+            }
+        )
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS).astype({"rows": "int64", "features": "int64"})
