@@ -68,7 +68,9 @@ def _cmd_datasets(args: argparse.Namespace, *, out: TextIO) -> int:
         ]
         for r in table.itertuples(index=False)
     ]
-    header = ["name", "loader", "rows", "features", "pos. rate", "target = 1", "sensitive", "groups"]
+    header = [
+        "name", "loader", "rows", "features", "pos. rate", "target = 1", "sensitive", "groups"
+    ]
     right_aligned = {2, 3, 4}
     out.write(_format_table(header, rows, right_aligned=right_aligned))
     out.write(

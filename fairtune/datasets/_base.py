@@ -87,6 +87,12 @@ class FairDataset(Bunch):
     * ``target_name``: name of the ``target`` series (says what 1 means).
     * ``DESCR``: description of the dataset, its provenance, license and known issues.
     * ``name``: short name of the dataset (``"adult"``, ``"german"``, ``"compas"``).
+
+    Example:
+        >>> from fairtune.datasets import load_adult
+        >>> adult = load_adult(sensitive=("sex", "race"))
+        >>> adult.data.shape, adult.target_name, list(adult.sensitive_features.columns)
+        ((45222, 14), 'income_gt_50k', ['sex', 'race'])
     """
 
     data: pd.DataFrame

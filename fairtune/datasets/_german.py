@@ -162,7 +162,7 @@ def load_german(
         >>> import warnings
         >>> from fairtune.datasets import FairtuneDatasetWarning, load_german
         >>> warnings.simplefilter("ignore", FairtuneDatasetWarning)
-        >>> load_german().target.mean()
+        >>> float(load_german().target.mean())
         0.7
     """
     _resolve_sensitive(sensitive, _SENSITIVE_OPTIONS)

@@ -68,4 +68,5 @@ def describe_datasets() -> pd.DataFrame:
                 "groups": {str(k): int(v) for k, v in counts.items()},
             }
         )
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS).astype({"rows": "int64", "features": "int64"})
+    table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    return table.astype({"rows": "int64", "features": "int64"})
