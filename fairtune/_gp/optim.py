@@ -1,0 +1,148 @@
+"""Maximize an acquisition function over the encoded search space.
+
+Notation:
+    acqf: maps a batch of candidate sets X (b, q, d) to values (b,); q = 1 for one point,
+        q > 1 for a jointly chosen batch (e.g. one point per tenant).
+    Continuous dims: floats and log-scaled ints (rounded at the end).
+    Discrete dims: linear ints, stepped floats and categoricals, searched over their grid.
+
+Algorithm:
+    1. Evaluate scrambled-Sobol candidate sets (and warm starts, e.g. the best observed point)
+       without gradients; keep the ``n_local_search`` best as starts.
+    2. Refine the continuous dims of all starts at once with L-BFGS-B (gradients by autograd on
+       the sum over starts; the starts do not interact, so the sum's gradient is each one's).
+    3. Improve the discrete dims by a coordinate sweep over their admissible values.
+    4. Round, re-evaluate, and return the best candidate set that is not excluded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.optimize
+import torch
+
+from fairtune._gp.search_space import SearchSpace
+
+AcqFunc = Callable[[torch.Tensor], torch.Tensor]  # (b, q, d) -> (b,)
+
+_CHUNK = 4096
+
+
+def _evaluate(acqf: AcqFunc, X: np.ndarray) -> np.ndarray:
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(X), _CHUNK):
+            out.append(acqf(torch.from_numpy(X[i : i + _CHUNK])).numpy())
+    values = np.concatenate(out) if out else np.empty(0)
+    return np.where(np.isfinite(values), values, -np.inf)
+
+
+def _excluded(X: np.ndarray, exclude: np.ndarray | None) -> np.ndarray:
+    """(b,) mask of candidate sets having a point equal to an excluded point (m, d)."""
+    if exclude is None or len(exclude) == 0:
+        return np.zeros(len(X), dtype=bool)
+    diff = np.abs(X[:, :, None, :] - exclude[None, None, :, :]).max(-1)  # (b, q, m)
+    return (diff < 1e-9).any(-1).any(-1)
+
+
+def _local_continuous(
+    acqf: AcqFunc, X0: np.ndarray, cont: np.ndarray, max_iter: int
+) -> np.ndarray:
+    """L-BFGS-B on the continuous dims of every start at once; X0 (k, q, d)."""
+    X_fixed = torch.from_numpy(X0.copy())
+    mask = torch.from_numpy(np.broadcast_to(cont, X0.shape).copy())
+    z0 = X0[:, :, cont].ravel()
+
+    def f(z: np.ndarray) -> tuple[float, np.ndarray]:
+        zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
+        X = X_fixed.masked_scatter(mask, zt)
+        values = acqf(X)
+        # Non-finite values (numerical trouble far from the data) must not derail the others.
+        values = torch.where(torch.isfinite(values), values, torch.zeros_like(values))
+        loss = -values.sum()
+        (grad,) = torch.autograd.grad(loss, zt)
+        return loss.item(), np.nan_to_num(grad.numpy())
+
+    result = scipy.optimize.minimize(
+        f, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(z0),
+        options={"maxiter": max_iter},
+    )
+    X = X0.copy()
+    X[:, :, cont] = result.x.reshape(X0.shape[0], X0.shape[1], -1)
+    return X
+
+
+def _coordinate_sweep(
+    acqf: AcqFunc, X: np.ndarray, values: np.ndarray, search_space: SearchSpace
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each start, try every admissible value of each discrete dim; keep improvements."""
+    k, q, _ = X.shape
+    for i in range(q):
+        for j in np.flatnonzero(search_space.is_discrete):
+            grid = search_space.grid_values(j)
+            trial = np.repeat(X[:, None], len(grid), axis=1)  # (k, g, q, d)
+            trial[:, :, i, j] = grid[None, :]
+            trial_values = _evaluate(acqf, trial.reshape(-1, q, X.shape[-1])).reshape(k, -1)
+            best = trial_values.argmax(1)
+            improve = trial_values[np.arange(k), best] > values
+            X[improve, i, j] = grid[best[improve]]
+            values = np.where(improve, trial_values[np.arange(k), best], values)
+    return X, values
+
+
+def maximize_acqf(
+    acqf: AcqFunc,
+    search_space: SearchSpace,
+    *,
+    rng: np.random.RandomState,
+    q: int = 1,
+    n_preliminary_samples: int = 1024,
+    n_local_search: int = 10,
+    warm_starts: np.ndarray | None = None,  # (k, q, d)
+    exclude: np.ndarray | None = None,  # (m, d)
+    max_iter: int = 200,
+) -> tuple[np.ndarray, float]:
+    """Return the best candidate set found, shape (q, d) (rounded, valid), and its value.
+
+    Args:
+        acqf: Batched acquisition (b, q, d) -> (b,), differentiable in X.
+        search_space: The encoded space (for sampling, rounding and discrete dims).
+        rng: Source of randomness (deterministic given its state).
+        q: Number of points chosen jointly.
+        n_preliminary_samples: Number of quasi-random candidate sets evaluated first.
+        n_local_search: Number of best candidates refined locally.
+        warm_starts: Extra candidate sets to consider, e.g. the best observed point.
+        exclude: Points that must not be returned (e.g. pending or evaluated ones); when every
+            candidate is excluded the best one is returned anyway.
+        max_iter: L-BFGS-B iteration cap.
+    """
+    d = search_space.dim
+    X = search_space.sample(n_preliminary_samples * q, rng).reshape(n_preliminary_samples, q, d)
+    if warm_starts is not None and len(warm_starts):
+        X = np.concatenate([search_space.round(np.asarray(warm_starts).reshape(-1, q, d)), X])
+    values = _evaluate(acqf, X)
+    is_excluded = _excluded(X, exclude)
+    ranked = np.argsort(-np.where(is_excluded, -np.inf, values), kind="stable")
+    starts = X[ranked[:n_local_search]].copy()
+    start_values = values[ranked[:n_local_search]]
+
+    cont = ~search_space.is_discrete
+    if cont.any():
+        refined = search_space.round(_local_continuous(acqf, starts, cont, max_iter))
+        refined_values = _evaluate(acqf, refined)
+        better = refined_values > start_values
+        starts[better] = refined[better]
+        start_values = np.where(better, refined_values, start_values)
+    if search_space.is_discrete.any():
+        starts, start_values = _coordinate_sweep(acqf, starts, start_values, search_space)
+
+    final = np.concatenate([starts, X[ranked[:1]]])
+    final_values = np.concatenate([start_values, values[ranked[:1]]])
+    penalized = np.where(_excluded(final, exclude), -np.inf, final_values)
+    if np.isfinite(penalized).any():
+        best = int(np.argmax(penalized))
+    else:
+        best = int(np.argmax(final_values))
+    return final[best], float(final_values[best])

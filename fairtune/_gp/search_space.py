@@ -1,0 +1,164 @@
+"""Encoding of Optuna search spaces to the unit hypercube and back.
+
+Notation:
+    d: number of parameters; one encoded dimension per parameter.
+    x: encoded point in [0, 1]^d.
+    n_grid[j]: number of admissible values of a discrete dimension j (0 for continuous).
+
+Continuous floats map linearly (in log space when ``log=True``). Ints and stepped floats on a
+linear scale map each admissible value to the centre of an equal-width cell, (i + 0.5) / n_grid,
+so that every value owns the same share of the cube. Log-scaled ints are continuous in
+log space over [log(low - 0.5), log(high + 0.5)] and rounded when decoded. Categorical choices map
+to cell centres too, with ``is_categorical`` set so that the kernel compares them by identity
+(Hamming distance), not by their arbitrary order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from scipy.stats import qmc
+
+_CONTINUOUS, _GRID, _LOG_INT, _CATEGORICAL = 0, 1, 2, 3
+
+
+class SearchSpace:
+    """An Optuna search space encoded to [0, 1]^d.
+
+    Args:
+        distributions: Parameter name -> Optuna distribution (Float, Int or Categorical).
+    """
+
+    def __init__(self, distributions: Mapping[str, BaseDistribution]) -> None:
+        if not distributions:
+            raise ValueError("`distributions` must not be empty.")
+        self.names: list[str] = list(distributions)
+        self.distributions: list[BaseDistribution] = [distributions[n] for n in self.names]
+        self.dim = len(self.names)
+        kinds, n_grid, lows, highs = [], [], [], []
+        for name, dist in zip(self.names, self.distributions):
+            if isinstance(dist, CategoricalDistribution):
+                kinds.append(_CATEGORICAL)
+                n_grid.append(len(dist.choices))
+                lows.append(0.0)
+                highs.append(1.0)
+            elif isinstance(dist, IntDistribution) and dist.log:
+                kinds.append(_LOG_INT)
+                n_grid.append(0)
+                lows.append(math.log(dist.low - 0.5))
+                highs.append(math.log(dist.high + 0.5))
+            elif isinstance(dist, IntDistribution) or (
+                isinstance(dist, FloatDistribution) and dist.step is not None
+            ):
+                step = dist.step
+                kinds.append(_GRID)
+                n_grid.append(int(round((dist.high - dist.low) / step)) + 1)
+                lows.append(float(dist.low))
+                highs.append(float(dist.high))
+            elif isinstance(dist, FloatDistribution):
+                kinds.append(_CONTINUOUS)
+                n_grid.append(0)
+                if dist.log:
+                    lows.append(math.log(dist.low))
+                    highs.append(math.log(dist.high))
+                else:
+                    lows.append(float(dist.low))
+                    highs.append(float(dist.high))
+            else:
+                raise ValueError(
+                    f"`distributions[{name!r}]` must be a Float, Int or Categorical distribution, "
+                    f"but got {dist!r}."
+                )
+        self._kinds = np.array(kinds)
+        self.n_grid = np.array(n_grid, dtype=int)
+        self._lows = np.array(lows)
+        self._highs = np.array(highs)
+        self.is_categorical = self._kinds == _CATEGORICAL
+        # Dimensions whose values are a small finite set: searched exhaustively by the optimizer.
+        self.is_discrete = (self._kinds == _CATEGORICAL) | (self._kinds == _GRID)
+
+    def _encode_one(self, j: int, value: Any) -> float:
+        dist = self.distributions[j]
+        kind = self._kinds[j]
+        if kind == _CATEGORICAL:
+            assert isinstance(dist, CategoricalDistribution)
+            return (dist.to_internal_repr(value) + 0.5) / self.n_grid[j]
+        if kind == _GRID:
+            index = round((float(value) - dist.low) / dist.step)  # type: ignore[attr-defined]
+            if self.n_grid[j] == 1:
+                return 0.5
+            return (min(max(index, 0), self.n_grid[j] - 1) + 0.5) / self.n_grid[j]
+        v = math.log(value) if kind == _LOG_INT or dist.log else float(value)  # type: ignore
+        span = self._highs[j] - self._lows[j]
+        return 0.5 if span == 0 else (v - self._lows[j]) / span
+
+    def encode(self, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Encode parameter dicts, shape (n, d), values in [0, 1]."""
+        out = np.empty((len(params), self.dim))
+        for i, p in enumerate(params):
+            for j, name in enumerate(self.names):
+                out[i, j] = self._encode_one(j, p[name])
+        return np.clip(out, 0.0, 1.0)
+
+    def round(self, x: np.ndarray) -> np.ndarray:
+        """Snap discrete dims of ``x`` (..., d) to their admissible values; clip to [0, 1]."""
+        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0).copy()
+        for j in range(self.dim):
+            kind = self._kinds[j]
+            if kind in (_CATEGORICAL, _GRID):
+                n = self.n_grid[j]
+                x[..., j] = (np.clip(np.floor(x[..., j] * n), 0, n - 1) + 0.5) / n
+            elif kind == _LOG_INT:
+                span = self._highs[j] - self._lows[j]
+                v = np.round(np.exp(self._lows[j] + x[..., j] * span))
+                dist = self.distributions[j]
+                v = np.clip(v, dist.low, dist.high)  # type: ignore[attr-defined]
+                x[..., j] = (np.log(v) - self._lows[j]) / span
+        return x
+
+    def decode(self, x: np.ndarray) -> dict[str, Any]:
+        """Decode one encoded point ``x`` (d,) to valid, python-native parameter values."""
+        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
+        params: dict[str, Any] = {}
+        for j, (name, dist) in enumerate(zip(self.names, self.distributions)):
+            kind = self._kinds[j]
+            if kind == _CATEGORICAL:
+                assert isinstance(dist, CategoricalDistribution)
+                index = int(min(math.floor(x[j] * self.n_grid[j]), self.n_grid[j] - 1))
+                params[name] = dist.choices[index]
+                continue
+            if kind == _GRID:
+                index = int(min(math.floor(x[j] * self.n_grid[j]), self.n_grid[j] - 1))
+                value: float = dist.low + index * dist.step  # type: ignore[attr-defined]
+            else:
+                value = self._lows[j] + x[j] * (self._highs[j] - self._lows[j])
+                if kind == _LOG_INT or dist.log:  # type: ignore[attr-defined]
+                    value = math.exp(value)
+            low, high = dist.low, dist.high  # type: ignore[attr-defined]
+            value = min(max(value, low), high)
+            if isinstance(dist, IntDistribution):
+                params[name] = int(round(value))
+            else:
+                params[name] = float(value)
+        return params
+
+    def sample(self, n: int, rng: np.random.RandomState) -> np.ndarray:
+        """``n`` scrambled-Sobol points, rounded, shape (n, d)."""
+        sobol = qmc.Sobol(self.dim, scramble=True, seed=rng.randint(0, 2**31 - 1))
+        # Sobol wants powers of two; draw the next one and keep n.
+        points = sobol.random(1 << max(int(math.ceil(math.log2(max(n, 1)))), 0))[:n]
+        return self.round(points)
+
+    def grid_values(self, j: int) -> np.ndarray:
+        """Encoded admissible values of a discrete dimension ``j``."""
+        n = self.n_grid[j]
+        return (np.arange(n) + 0.5) / n
