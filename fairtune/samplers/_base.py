@@ -1,0 +1,221 @@
+"""Glue shared by fairtune's GP samplers: trials -> arrays, startup phase, fallbacks, seeding.
+
+Samplers stay thin: they read the study here, hand tensors to :mod:`fairtune._gp`, and turn the
+chosen encoded point back into parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler
+from optuna.search_space import IntersectionSearchSpace
+from optuna.trial import FrozenTrial, TrialState
+
+if TYPE_CHECKING:
+    from optuna.study import Study
+
+_logger = logging.getLogger("fairtune")
+
+# Trial system attribute where a sampler records the parameters it proposed, so that other
+# workers see them as a pending point before the trial's suggest_* calls have stored them.
+RELATIVE_PARAMS_KEY = "fairtune:relative_params"
+# RDB storages cap a system attribute value at ~2045 characters.
+_SYSTEM_ATTR_MAX_LENGTH = 2000
+
+_MULTI_OBJECTIVE_ERROR = (
+    "{name} supports single-objective studies only, but the study has {n} objectives "
+    "(directions={directions})."
+)
+
+
+class LazyRandomState:
+    """A ``numpy.random.RandomState`` created on first use (cheap to construct and pickle)."""
+
+    def __init__(self, seed: int | None) -> None:
+        self._seed = seed
+        self._rng: np.random.RandomState | None = None
+
+    @property
+    def rng(self) -> np.random.RandomState:
+        if self._rng is None:
+            self._rng = np.random.RandomState(self._seed)
+        return self._rng
+
+    def reseed(self) -> None:
+        self._seed = None
+        self.rng.seed()
+
+
+def check_single_objective(study: Study, sampler_name: str) -> None:
+    if len(study.directions) > 1:
+        raise ValueError(
+            _MULTI_OBJECTIVE_ERROR.format(
+                name=sampler_name,
+                n=len(study.directions),
+                directions=[d.name.lower() for d in study.directions],
+            )
+        )
+
+
+def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> None:
+    text = json.dumps(params)
+    for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH):
+        study._storage.set_trial_system_attr(
+            trial._trial_id,
+            f"{RELATIVE_PARAMS_KEY}:{i // _SYSTEM_ATTR_MAX_LENGTH}",
+            text[i : i + _SYSTEM_ATTR_MAX_LENGTH],
+        )
+
+
+def pending_params(trial: FrozenTrial) -> dict[str, Any]:
+    """The parameters a running trial has or was assigned (stored params win)."""
+    chunks = sorted(
+        (int(key.rsplit(":", 1)[1]), value)
+        for key, value in trial.system_attrs.items()
+        if key.startswith(RELATIVE_PARAMS_KEY + ":")
+    )
+    params: dict[str, Any] = json.loads("".join(v for _, v in chunks)) if chunks else {}
+    params.update(trial.params)
+    return params
+
+
+def collect_trials(
+    study: Study, search_space: dict[str, BaseDistribution], current: FrozenTrial | None = None
+) -> tuple[list[FrozenTrial], list[dict[str, Any]]]:
+    """COMPLETE trials usable by a model, and the parameters of pending (RUNNING) trials.
+
+    A complete trial is used when it has every parameter of ``search_space`` and a non-NaN
+    value; failed, pruned and NaN trials are left out. A running trial is pending when its
+    parameters (or the ones a sampler assigned it) cover the search space.
+    """
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    names = search_space.keys()
+    complete, pending = [], []
+    for t in trials:
+        if t.state == TrialState.COMPLETE:
+            if t.values is None or any(math.isnan(v) for v in t.values):
+                continue
+            if names <= t.params.keys():
+                complete.append(t)
+        elif current is None or t._trial_id != current._trial_id:
+            params = pending_params(t)
+            if names <= params.keys():
+                pending.append(params)
+    return complete, pending
+
+
+class GPSamplerBase(BaseSampler):
+    """Common behaviour of fairtune's model-based samplers (not public).
+
+    Subclasses implement :meth:`_sample_relative_impl`.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | None,
+        independent_sampler: BaseSampler | None,
+        n_startup_trials: int,
+        warn_independent_sampling: bool,
+    ) -> None:
+        if not isinstance(n_startup_trials, int) or n_startup_trials < 0:
+            raise ValueError(
+                "`n_startup_trials` must be a non-negative integer, but got "
+                f"n_startup_trials={n_startup_trials!r}."
+            )
+        if independent_sampler is not None and not isinstance(independent_sampler, BaseSampler):
+            raise ValueError(
+                "`independent_sampler` must be an optuna sampler or None, but got "
+                f"independent_sampler={independent_sampler!r}."
+            )
+        self._rng = LazyRandomState(seed)
+        self._independent_sampler = independent_sampler or optuna.samplers.RandomSampler(
+            seed=seed
+        )
+        self._n_startup_trials = n_startup_trials
+        self._warn_independent_sampling = warn_independent_sampling
+        self._intersection_search_space = IntersectionSearchSpace()
+        # One sampler object serves every thread of study.optimize(n_jobs>1); the lock makes a
+        # suggestion and its recording as a pending point atomic, so threads never collide.
+        self._lock = threading.Lock()
+
+    def reseed_rng(self) -> None:
+        self._rng.reseed()
+        self._independent_sampler.reseed_rng()
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return {
+            name: dist
+            for name, dist in self._intersection_search_space.calculate(study).items()
+            if not dist.single()
+        }
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        check_single_objective(study, type(self).__name__)
+        if not search_space:
+            return {}
+        with self._lock:
+            complete, pending = collect_trials(study, search_space, trial)
+            if len(complete) < max(self._n_startup_trials, 1):
+                return {}
+            params = self._sample_relative_impl(study, search_space, complete, pending)
+            if params:
+                store_relative_params(study, trial, params)
+        return params
+
+    def _sample_relative_impl(
+        self,
+        study: Study,
+        search_space: dict[str, BaseDistribution],
+        complete: Sequence[FrozenTrial],
+        pending: Sequence[dict[str, Any]],
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        check_single_objective(study, type(self).__name__)
+        if self._warn_independent_sampling:
+            n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+            if n_complete >= max(self._n_startup_trials, 1):
+                _logger.warning(
+                    "%s samples parameter '%s' of trial %d with %s: it is not in the search "
+                    "space shared by all trials (dynamic search spaces are not modelled).",
+                    type(self).__name__,
+                    param_name,
+                    trial.number,
+                    type(self._independent_sampler).__name__,
+                )
+        return self._independent_sampler.sample_independent(
+            study, trial, param_name, param_distribution
+        )
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        self._independent_sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self._independent_sampler.after_trial(study, trial, state, values)
