@@ -10,9 +10,11 @@ Notation:
         var = k(x, x) - ||L^-1 W^1/2 k(X, x)||^2,
     P(t = 1 | x) = Phi(mean / sqrt(1 + var)).
 
-Kernel parameters: the lengthscales and outputscale come from a GP regression fitted to the
-+-1 labels (a cheap, robust proxy for type-II maximum likelihood under the Laplace evidence),
-with the outputscale raised so that the probit latent can express confident probabilities.
+The latent has a constant prior mean m = Phi^-1((n_1 + 1) / (n + 2)) (the smoothed positive
+rate), so that far from the data the predicted probability reverts to the base rate instead of
+1/2. Kernel parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid
+by the Laplace approximation of the marginal likelihood,
+    log q(t | X) = -a^T (f_hat - m) / 2 + sum_i log Phi(y_i f_hat_i) - sum_i log L_ii.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fairtune._gp.gp import KernelParams, fit_gp
+from fairtune._gp.gp import KernelParams
 from fairtune._gp.kernels import matern52
 
 _NEWTON_STEPS = 30
-_LATENT_SCALE = 4.0
+_LENGTHSCALES = (0.1, 0.2, 0.4, 0.8, 1.6)
+_OUTPUTSCALES = (1.0, 4.0, 16.0, 64.0)
 
 
 def _log_phi(z: torch.Tensor) -> torch.Tensor:
@@ -40,8 +43,10 @@ class GPClassifier:
         labels: torch.Tensor,  # (n,) in {0, 1}
         params: KernelParams,
         is_categorical: np.ndarray | torch.Tensor,
+        prior_mean: float = 0.0,
     ) -> None:
         self.X_train = X_train
+        self.prior_mean = prior_mean
         self.labels = labels
         self.params = params
         self.is_categorical = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
@@ -49,16 +54,17 @@ class GPClassifier:
         n = len(y)
         with torch.no_grad():
             K = self._kernel(X_train, X_train) + 1e-8 * torch.eye(n, dtype=torch.float64)
-            f = torch.zeros(n, dtype=torch.float64)
+            m = prior_mean
+            f = torch.full((n,), m, dtype=torch.float64)
             for _ in range(_NEWTON_STEPS):
                 grad, W = self._derivatives(f, y)
                 sw = W.sqrt()
                 B = torch.eye(n, dtype=torch.float64) + sw[:, None] * K * sw[None, :]
                 L = torch.linalg.cholesky(B)
-                b = W * f + grad
+                b = W * (f - m) + grad
                 c = torch.cholesky_solve((sw * (K @ b)).unsqueeze(-1), L).squeeze(-1)
                 a = b - sw * c
-                f_new = K @ a
+                f_new = m + K @ a
                 if float((f_new - f).abs().max()) < 1e-8:
                     f = f_new
                     break
@@ -69,6 +75,12 @@ class GPClassifier:
             self._L = torch.linalg.cholesky(B)
             self._grad = grad
             self._sqrt_W = sw
+            alpha = torch.linalg.solve(K, f - m) if n else f
+            self.log_evidence = float(
+                -0.5 * ((f - m) * alpha).sum()
+                + torch.special.log_ndtr(y * f).sum()
+                - self._L.diagonal().log().sum()
+            )
 
     def _kernel(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
         p = self.params
@@ -87,7 +99,7 @@ class GPClassifier:
         batch_shape = x.shape[:-1]
         flat = x.reshape(-1, x.shape[-1])
         k = self._kernel(flat, self.X_train)  # (m, n)
-        mean = k @ self._grad
+        mean = self.prior_mean + k @ self._grad
         v = torch.linalg.solve_triangular(self._L, (self._sqrt_W[:, None] * k.T), upper=False)
         var = (self.params.outputscale - (v * v).sum(0)).clamp_min(1e-12)
         return mean.reshape(batch_shape), var.reshape(batch_shape)
@@ -105,16 +117,31 @@ def fit_gp_classifier(
     *,
     warm_start: KernelParams | None = None,
 ) -> GPClassifier:
-    """Fit a probit GP classifier; works with single-class label vectors too."""
-    y = 2.0 * labels.to(torch.float64) - 1.0
-    regression = fit_gp(X, y - y.mean(), is_categorical, warm_start=warm_start)
-    p = regression.params
-    params = KernelParams(
-        p.inverse_squared_lengthscales,
-        torch.tensor(_LATENT_SCALE, dtype=torch.float64),
-        p.noise_var,
-    )
-    classifier = GPClassifier(X, labels, params, is_categorical)
-    # Keep the regression parameters for the next warm start.
-    classifier.params_for_warm_start = p  # type: ignore[attr-defined]
-    return classifier
+    """Fit a probit GP classifier; works with single-class label vectors too.
+
+    ``warm_start`` is accepted for interface symmetry with :func:`fit_gp`; the grid search
+    over kernel parameters is cheap enough to run every time.
+    """
+    n, d = X.shape
+    rate = (float(labels.sum()) + 1.0) / (n + 2.0)
+    prior_mean = float(torch.special.ndtri(torch.tensor(rate, dtype=torch.float64)))
+    best: GPClassifier | None = None
+    for lengthscale in _LENGTHSCALES:
+        # Scale with sqrt(d): distances in the unit cube grow like sqrt(d).
+        isl = torch.full((d,), 1.0 / (lengthscale * np.sqrt(max(d, 1))) ** 2, dtype=torch.float64)
+        for outputscale in _OUTPUTSCALES:
+            params = KernelParams(
+                isl,
+                torch.tensor(outputscale, dtype=torch.float64),
+                torch.tensor(0.0, dtype=torch.float64),
+            )
+            try:
+                clf = GPClassifier(X, labels, params, is_categorical, prior_mean)
+            except torch.linalg.LinAlgError:
+                continue
+            if best is None or clf.log_evidence > best.log_evidence:
+                best = clf
+    if best is None:  # pragma: no cover - every grid point failed numerically
+        best = GPClassifier(X, labels, KernelParams.default(d), is_categorical, prior_mean)
+    best.params_for_warm_start = best.params  # type: ignore[attr-defined]
+    return best

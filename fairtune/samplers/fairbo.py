@@ -211,9 +211,9 @@ class FairBOSampler(GPSamplerBase):
             observed = raw[~missing]
             if missing.any():
                 # A missing constraint value counts as infeasible: impute a clear violation.
-                spread = float(np.ptp(observed)) if len(observed) else 1.0
+                scale = float(max(np.ptp(observed), np.abs(observed).max())) if len(observed) else 1.0
                 worst = max(float(observed.max()) if len(observed) else 0.0, 0.0)
-                raw = np.where(missing, worst + max(spread, 1e-3), raw)
+                raw = np.where(missing, worst + max(scale, 1e-3), raw)
             c, mean, std = standardize(raw)
             gp = self._fit(study, "c:" + name, X, c, ss)
             regression.append((gp, (0.0 - mean) / std))

@@ -1,0 +1,258 @@
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+
+import numpy as np
+import optuna
+import pytest
+import torch
+from optuna.testing.pytest_samplers import (
+    BasicSamplerTestCase,
+    RelativeSamplerTestCase,
+    SingleOnlySamplerTestCase,
+)
+from optuna.trial import TrialState
+
+from fairtune.samplers import FairBOSampler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _small(sampler: FairBOSampler) -> FairBOSampler:
+    # Shrink the acquisition optimizer so that the contract suites stay fast.
+    sampler._n_preliminary_samples = 64
+    sampler._n_local_search = 2
+    sampler._n_max_value_candidates = 64
+    return sampler
+
+
+class TestFairBOCEIContract(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+    @pytest.fixture
+    def sampler(self) -> Callable[[], FairBOSampler]:
+        return lambda: _small(FairBOSampler(n_startup_trials=1, seed=0))
+
+
+class TestFairBOCMESContract(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+    @pytest.fixture
+    def sampler(self) -> Callable[[], FairBOSampler]:
+        return lambda: _small(FairBOSampler(acquisition="cmes", n_startup_trials=1, seed=0))
+
+
+class TestFairBOBinaryContract(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+    @pytest.fixture
+    def sampler(self) -> Callable[[], FairBOSampler]:
+        return lambda: _small(FairBOSampler(binary_constraints=True, n_startup_trials=1, seed=0))
+
+
+def _constrained_objective(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    y = trial.suggest_float("y", 0.0, 1.0)
+    trial.set_constraint("c", x + y - 0.8)  # feasible iff x + y <= 0.8
+    return x + 2 * y  # maximize: optimum 1.6 at (0, 0.8)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"acquisition": "cmes"}])
+def test_finds_better_fair_value_than_random(kwargs: dict) -> None:
+    def best_feasible(sampler: optuna.samplers.BaseSampler) -> float:
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study.optimize(_constrained_objective, n_trials=15)
+        return study.best_value
+
+    fairbo = np.median([best_feasible(_small(FairBOSampler(seed=s, **kwargs))) for s in range(3)])
+    random = np.median([best_feasible(optuna.samplers.RandomSampler(seed=s)) for s in range(3)])
+    assert fairbo > random
+    assert fairbo > 1.45  # optimum 1.6
+
+
+def test_feasibility_phase_picks_most_likely_feasible_region() -> None:
+    """No evaluated trial is feasible; the constraint falls steeply towards x = 1."""
+    study = optuna.create_study(direction="maximize", sampler=_small(FairBOSampler(seed=0)))
+    for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": x},
+                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+                value=10 - x,  # the objective prefers small x: must be ignored in this phase
+                system_attrs={"constraints:c": 1.0 - x},  # infeasible everywhere observed
+            )
+        )
+    trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    assert trial.params["x"] > 0.7
+
+
+def test_no_constraints_is_plain_ei() -> None:
+    study = optuna.create_study(sampler=_small(FairBOSampler(seed=1)))
+    study.optimize(lambda t: (t.suggest_float("x", -2, 2) - 0.5) ** 2, n_trials=14)
+    assert study.best_value < 0.01
+
+
+def test_parallel_jobs_never_propose_the_same_point() -> None:
+    study = optuna.create_study(
+        direction="maximize", sampler=_small(FairBOSampler(seed=0, n_startup_trials=2))
+    )
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_int("x", 0, 6)
+        c = trial.suggest_categorical("c", ["a", "b"])
+        trial.set_constraint("k", x - 5.0)
+        return x + (c == "a")
+
+    study.optimize(objective, n_trials=12, n_jobs=2)
+    points = [(t.params["x"], t.params["c"]) for t in study.trials]
+    assert len(points) == len(set(points))
+
+
+def test_pending_trials_are_not_proposed_again() -> None:
+    sampler = _small(FairBOSampler(seed=0, n_startup_trials=3, deterministic_objective=True))
+    study = optuna.create_study(sampler=sampler)
+    dist = {"x": optuna.distributions.IntDistribution(0, 20)}
+    for x in (0, 10, 20):
+        study.add_trial(optuna.trial.create_trial(params={"x": x}, distributions=dist, value=abs(x - 7)))
+    running = [study.ask(dist) for _ in range(5)]  # five workers ask before anybody tells
+    xs = [t.params["x"] for t in running]
+    assert len(set(xs)) == 5
+    assert not {0, 10, 20} & set(xs)
+
+
+def test_survives_failed_nan_pruned_and_constraint_less_trials() -> None:
+    sampler = _small(FairBOSampler(seed=0, n_startup_trials=3))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        kind = trial.number % 5
+        if kind == 1:
+            raise RuntimeError("training crashed")
+        if kind == 2:
+            return float("nan")
+        if kind == 3:
+            raise optuna.TrialPruned()
+        if kind == 4:
+            return x  # forgot the constraint: counts as infeasible
+        trial.set_constraint("c", x - 0.5)
+        return x
+
+    study.optimize(objective, n_trials=20, catch=(RuntimeError,))
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.FAIL) == 8  # 4 exceptions + 4 NaN
+    assert states.count(TrialState.PRUNED) == 4
+    assert states.count(TrialState.COMPLETE) == 8
+
+
+def test_missing_constraint_counts_as_infeasible() -> None:
+    sampler = _small(FairBOSampler(seed=0, n_startup_trials=2))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dist = {"x": optuna.distributions.FloatDistribution(0, 1)}
+    # High x is where constraints were never reported: the model must see it as infeasible.
+    for x in (0.8, 0.9, 1.0):
+        study.add_trial(optuna.trial.create_trial(params={"x": x}, distributions=dist, value=x))
+    for x in (0.0, 0.1, 0.2, 0.3):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": x}, distributions=dist, value=x, system_attrs={"constraints:c": -1.0}
+            )
+        )
+    trial = study.ask(dist)
+    assert trial.params["x"] < 0.7
+
+
+def test_dynamic_search_space_falls_back_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    sampler = _small(FairBOSampler(seed=0, n_startup_trials=2))
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        if trial.number % 2:
+            return x + trial.suggest_float("extra", 0, 1)
+        return x
+
+    with caplog.at_level(logging.WARNING, logger="fairtune"):
+        study.optimize(objective, n_trials=6)
+    assert "extra" in caplog.text and "dynamic search spaces" in caplog.text
+    assert len(study.get_trials(states=(TrialState.COMPLETE,))) == 6
+
+
+def test_multi_objective_raises() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=FairBOSampler())
+    with pytest.raises(ValueError, match="single-objective"):
+        study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+
+
+def test_same_seed_same_sequence() -> None:
+    def run() -> list[float]:
+        study = optuna.create_study(direction="maximize", sampler=_small(FairBOSampler(seed=3)))
+        study.optimize(_constrained_objective, n_trials=8)
+        return [t.params["x"] for t in study.trials]
+
+    assert run() == run()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"acquisition": "ei"}, r"`acquisition` must be one of \['cei', 'cmes'\]"),
+        ({"n_startup_trials": -1}, "`n_startup_trials` must be a non-negative integer"),
+        ({"binary_constraints": "c"}, "`binary_constraints` must be a bool or a list"),
+        ({"independent_sampler": "random"}, "`independent_sampler` must be an optuna sampler"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        FairBOSampler(**kwargs)
+
+
+def test_log_cei_equals_log_of_product_and_stays_finite() -> None:
+    from fairtune._gp.acquisition import log_ei, log_pof
+
+    mean = torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64)
+    var = torch.tensor([0.5, 1.0, 0.1], dtype=torch.float64)
+    c_mean = torch.tensor([-0.5, 0.2, 1.0], dtype=torch.float64)
+    c_var = torch.tensor([1.0, 0.3, 0.2], dtype=torch.float64)
+    best = 0.5
+    sigma = var.sqrt()
+    z = (mean - best) / sigma
+    normal = torch.distributions.Normal(0.0, 1.0)
+    ei = sigma * (normal.log_prob(z).exp() + z * normal.cdf(z))
+    pof = normal.cdf((0.0 - c_mean) / c_var.sqrt())
+    torch.testing.assert_close(log_ei(mean, var, best) + log_pof(c_mean, c_var), torch.log(ei * pof))
+    # Feasibility so rare that PoF underflows to 0 in float64: the log stays finite.
+    far = log_ei(mean, var, best) + log_pof(torch.full((3,), 60.0, dtype=torch.float64), c_var)
+    assert torch.isfinite(far).all()
+    assert (far < -1000).all()
+
+
+def test_binary_constraints_only_use_the_sign() -> None:
+    """Scaling the constraint values must not change what a binary-feedback sampler does."""
+
+    def run(scale: float) -> list[float]:
+        def objective(trial: optuna.Trial) -> float:
+            x = trial.suggest_float("x", 0.0, 1.0)
+            trial.set_constraint("c", scale * (x - 0.4))
+            return x
+
+        sampler = _small(FairBOSampler(seed=0, binary_constraints=["c"], n_startup_trials=3))
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study.optimize(objective, n_trials=8)
+        return [t.params["x"] for t in study.trials]
+
+    assert run(1.0) == run(1000.0)
+
+
+def test_gp_classifier_learns_a_separable_1d_rule_and_handles_one_class() -> None:
+    from fairtune._gp.classifier import fit_gp_classifier
+
+    X = torch.linspace(0, 1, 21, dtype=torch.float64).unsqueeze(-1)
+    labels = (X[:, 0] < 0.5).to(torch.float64)
+    clf = fit_gp_classifier(X, labels, np.array([False]))
+    p = clf.log_prob_positive(torch.tensor([[0.05], [0.3], [0.7], [0.95]], dtype=torch.float64)).exp()
+    assert p[0] > 0.7 and p[1] > 0.55 and p[2] < 0.45 and p[3] < 0.3
+    assert (p[:-1] > p[1:]).all()  # monotone along the rule
+    x = torch.rand(5, 3, 1, dtype=torch.float64, requires_grad=True)
+    out = clf.log_prob_positive(x)
+    assert out.shape == (5, 3)
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all()
+    ones = fit_gp_classifier(X, torch.ones(21, dtype=torch.float64), np.array([False]))
+    assert (ones.log_prob_positive(X).exp() > 0.5).all()
