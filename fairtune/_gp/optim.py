@@ -102,7 +102,7 @@ def maximize_acqf(
     n_local_search: int = 10,
     warm_starts: np.ndarray | None = None,  # (k, q, d)
     exclude: np.ndarray | None = None,  # (m, d)
-    max_iter: int = 200,
+    max_iter: int = 50,
 ) -> tuple[np.ndarray, float]:
     """Return the best candidate set found, shape (q, d) (rounded, valid), and its value.
 

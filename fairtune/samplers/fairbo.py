@@ -176,8 +176,7 @@ class FairBOSampler(GPSamplerBase):
         complete: Sequence[FrozenTrial],
         pending: Sequence[dict[str, Any]],
     ) -> dict[str, Any]:
-        with torch.device("cpu"):
-            return self._suggest(study, search_space, complete, pending)
+        return self._suggest(study, search_space, complete, pending)
 
     def _suggest(
         self,

@@ -1,0 +1,93 @@
+"""Time per suggestion of FairBOSampler vs Optuna's GPSampler, side by side in one run.
+
+For each N, a study with N completed random trials (7 parameters, 1 constraint, a synthetic
+objective) is built once per sampler (identical copies); each sampler then runs ``--repeats``
+further trials on its copy, as in real use (one sampler object, so both keep their warm starts
+between suggestions), and the median wall time of one suggestion (``study.ask``) is reported.
+The two samplers alternate trial by trial so that both see the same machine load.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_speed.py --n-trials 100 200 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution, IntDistribution
+
+from fairtune.samplers import FairBOSampler
+
+SPACE = {
+    "x0": FloatDistribution(0.0, 1.0),
+    "x1": FloatDistribution(1e-3, 1.0, log=True),
+    "x2": FloatDistribution(-5.0, 5.0),
+    "x3": IntDistribution(1, 16),
+    "x4": IntDistribution(1, 256, log=True),
+    "x5": FloatDistribution(0.0, 0.1),
+    "x6": FloatDistribution(0.01, 1.0),
+}
+
+
+def evaluate(params: dict) -> tuple[float, float]:
+    u = np.array([SPACE[k].to_internal_repr(v) for k, v in params.items()], dtype=float)
+    value = float(np.sin(3 * u[0]) + np.log(u[1]) / 7 - 0.1 * u[2] ** 2 + 0.02 * u[3])
+    constraint = float(u[0] + 0.05 * u[2] - 0.6 + 0.01 * np.sin(17 * u[6]))
+    return value, constraint
+
+
+def build_study(n: int, seed: int, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    for _ in range(n):
+        params = random.ask(SPACE).params
+        value, constraint = evaluate(params)
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params, distributions=SPACE, value=value,
+                system_attrs={"constraints:dsp": constraint},
+            )
+        )
+    return study
+
+
+def timed_trial(study: optuna.Study) -> float:
+    start = time.perf_counter()
+    trial = study.ask(SPACE)
+    elapsed = time.perf_counter() - start
+    value, constraint = evaluate(trial.params)
+    trial.set_constraint("dsp", constraint)
+    study.tell(trial, value)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-trials", type=int, nargs="+", default=[100, 200])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    samplers = {
+        "FairBOSampler": lambda: FairBOSampler(seed=args.seed, n_startup_trials=5),
+        "GPSampler": lambda: optuna.samplers.GPSampler(seed=args.seed, n_startup_trials=5),
+    }
+    print("| completed trials | FairBOSampler median s | GPSampler median s | ratio FairBO / GP |")
+    print("|---:|---:|---:|---:|")
+    for n in args.n_trials:
+        studies = {name: build_study(n, args.seed, make()) for name, make in samplers.items()}
+        times: dict[str, list[float]] = {name: [] for name in samplers}
+        for _ in range(args.repeats):
+            for name, study in studies.items():
+                times[name].append(timed_trial(study))
+        fair = statistics.median(times["FairBOSampler"])
+        gp = statistics.median(times["GPSampler"])
+        print(f"| {n} | {fair:.3f} | {gp:.3f} | {fair / gp:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
