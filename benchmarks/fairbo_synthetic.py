@@ -1,0 +1,211 @@
+"""Quality of FairBOSampler vs Optuna's GPSampler, TPESampler and RandomSampler.
+
+Problems (each with a known or reference constrained optimum):
+
+* ``gardner``: Gardner et al. (2014), "Bayesian optimization with inequality constraints",
+  simulation 1: minimize cos(2x) cos(y) + sin(x) s.t. cos(x) cos(y) - sin(x) sin(y) <= 0.5 on
+  [0, 6]^2 (optimum -2 at (3 pi / 2, 0)).
+* ``gramacy``: Gramacy et al. (2016), "Modeling an augmented Lagrangian for blackbox
+  constrained optimization": minimize x1 + x2 s.t.
+  1.5 - x1 - 2 x2 - 0.5 sin(2 pi (x1^2 - 2 x2)) <= 0 and x1^2 + x2^2 - 1.5 <= 0 on [0, 1]^2
+  (optimum ~0.5998).
+* ``german`` / ``compas``: random forest tuning (the Fair BO paper's 4-d space: trees 1-64 log,
+  min split fraction 0.01-0.5 log, max depth 1-5, criterion) maximizing validation accuracy
+  s.t. demographic parity difference <= 0.05 (70/30 stratified split, fixed).
+
+Every method gets the same 5 random initial trials for a seed (enqueued), then runs to
+``--n-trials``. Constraints reach every sampler through ``trial.set_constraint`` (Optuna 5).
+Reported: median (and interquartile range) of the best feasible value after 20 and 40 trials
+over seeds, and the median trial index at which the first feasible trial appeared.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems gardner gramacy \\
+        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_synthetic.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german compas \\
+        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_rf.csv
+    python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_*.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import optuna
+
+from fairtune.samplers import FairBOSampler
+
+N_INITIAL = 5
+
+
+def gardner(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 6.0)
+    y = trial.suggest_float("y", 0.0, 6.0)
+    trial.set_constraint("c", math.cos(x) * math.cos(y) - math.sin(x) * math.sin(y) - 0.5)
+    return math.cos(2 * x) * math.cos(y) + math.sin(x)
+
+
+def gramacy(trial: optuna.Trial) -> float:
+    x1 = trial.suggest_float("x1", 0.0, 1.0)
+    x2 = trial.suggest_float("x2", 0.0, 1.0)
+    trial.set_constraint(
+        "c1", 1.5 - x1 - 2 * x2 - 0.5 * math.sin(2 * math.pi * (x1**2 - 2 * x2))
+    )
+    trial.set_constraint("c2", x1**2 + x2**2 - 1.5)
+    return x1 + x2
+
+
+def make_rf_objective(dataset: str) -> Callable[[optuna.Trial], float]:
+    import pandas as pd
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import train_test_split
+
+    from fairtune import datasets
+    from fairtune.fairness import set_fairness_constraints
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", datasets.FairtuneDatasetWarning)
+        X, y, s = getattr(datasets, f"load_{dataset}")(return_X_y=True)
+    X = pd.get_dummies(X, dtype=float)
+    X_tr, X_va, y_tr, y_va, _, s_va = train_test_split(
+        X, y, s, test_size=0.3, stratify=y, random_state=0
+    )
+
+    def objective(trial: optuna.Trial) -> float:
+        model = RandomForestClassifier(
+            n_estimators=trial.suggest_int("n_estimators", 1, 64, log=True),
+            min_samples_split=trial.suggest_float("min_samples_split", 0.01, 0.5, log=True),
+            max_depth=trial.suggest_int("max_depth", 1, 5),
+            criterion=trial.suggest_categorical("criterion", ["gini", "entropy"]),
+            random_state=0,
+            n_jobs=1,
+        ).fit(X_tr, y_tr)
+        y_pred = model.predict(X_va)
+        set_fairness_constraints(
+            trial, y_va, y_pred, sensitive_features=s_va, limits="demographic_parity<=0.05"
+        )
+        return float((y_pred == y_va.to_numpy()).mean())
+
+    return objective
+
+
+PROBLEMS: dict[str, tuple[str, Callable[[], Callable[[optuna.Trial], float]]]] = {
+    "gardner": ("minimize", lambda: gardner),
+    "gramacy": ("minimize", lambda: gramacy),
+    "german": ("maximize", lambda: make_rf_objective("german")),
+    "compas": ("maximize", lambda: make_rf_objective("compas")),
+}
+
+METHODS: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
+    "FairBO-cEI": lambda s: FairBOSampler(seed=s, n_startup_trials=N_INITIAL),
+    "FairBO-cMES": lambda s: FairBOSampler(acquisition="cmes", seed=s, n_startup_trials=N_INITIAL),
+    "GPSampler": lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=N_INITIAL),
+    "TPESampler": lambda s: optuna.samplers.TPESampler(seed=s, n_startup_trials=N_INITIAL),
+    "RandomSampler": lambda s: optuna.samplers.RandomSampler(seed=s),
+}
+
+
+def initial_params(objective: Callable[[optuna.Trial], float], direction: str, seed: int) -> list:
+    """The shared random initial trials of a seed (the same for every method)."""
+    study = optuna.create_study(
+        direction=direction, sampler=optuna.samplers.RandomSampler(seed=10_000 + seed)
+    )
+    study.optimize(objective, n_trials=N_INITIAL)
+    return [t.params for t in study.trials]
+
+
+def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> list[dict]:
+    direction, factory = PROBLEMS[problem]
+    objective = factory()
+    study = optuna.create_study(direction=direction, sampler=METHODS[method](seed))
+    for params in initial:
+        study.enqueue_trial(params)
+    rows = []
+    sign = 1.0 if direction == "maximize" else -1.0
+    best = -math.inf
+    for i in range(n_trials):
+        start = time.perf_counter()
+        study.optimize(objective, n_trials=1)
+        elapsed = time.perf_counter() - start
+        t = study.trials[-1]
+        feasible = t.state == optuna.trial.TrialState.COMPLETE and all(
+            v <= 0 for v in t.constraints.values()
+        )
+        if feasible:
+            best = max(best, sign * t.value)
+        rows.append(
+            {
+                "problem": problem, "method": method, "seed": seed, "trial": i + 1,
+                "value": t.value, "feasible": int(feasible),
+                "best_feasible": sign * best if math.isfinite(best) else "",
+                "seconds": round(elapsed, 4),
+            }
+        )
+    return rows
+
+
+def summarize(paths: list[str]) -> None:
+    import pandas as pd
+
+    df = pd.concat([pd.read_csv(p) for p in paths])
+    print("| problem | method | best feasible @20: median [IQR] | @40: median [IQR] |"
+          " first feasible trial (median) | seeds without feasible @40 |")
+    print("|---|---|---|---|---|---|")
+    for (problem, method), g in df.groupby(["problem", "method"], sort=False):
+        cells = []
+        for k in (20, 40):
+            at = g[g.trial == k].best_feasible.astype(float)
+            at = at.dropna()
+            if len(at):
+                q1, med, q3 = np.percentile(at, [25, 50, 75])
+                cells.append(f"{med:.4f} [{q1:.4f}, {q3:.4f}]")
+            else:
+                cells.append("none feasible")
+        first = g[g.feasible == 1].groupby("seed").trial.min()
+        n_seeds = g.seed.nunique()
+        missing = n_seeds - len(first)
+        first_text = f"{first.median():.0f}" if len(first) else "-"
+        print(f"| {problem} | {method} | {cells[0]} | {cells[1]} | {first_text} | {missing} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--n-trials", type=int, default=40)
+    parser.add_argument("--out", default="benchmarks/results/fairbo_synthetic.csv")
+    parser.add_argument("--summarize", nargs="+", metavar="CSV")
+    args = parser.parse_args()
+    if args.summarize:
+        summarize(args.summarize)
+        return
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        writer = None
+        for problem in args.problems:
+            direction, factory = PROBLEMS[problem]
+            for seed in range(args.seeds):
+                initial = initial_params(factory(), direction, seed)
+                for method in args.methods:
+                    rows = run(problem, method, seed, args.n_trials, initial)
+                    if writer is None:
+                        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                        writer.writeheader()
+                    writer.writerows(rows)
+                    f.flush()
+                    last = rows[-1]
+                    print(f"{problem} seed={seed} {method}: best feasible={last['best_feasible']}"
+                          f" ({sum(r['seconds'] for r in rows):.1f}s)", flush=True)
+    summarize([args.out])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from fairtune._gp.acquisition import cmes, information_gain, lcb, log_ei, log_pof, ucb
+
+T = torch.float64
+
+
+def test_log_ei_matches_closed_form_where_representable() -> None:
+    z = np.linspace(-5, 5, 41)
+    sigma = 0.7
+    mean = torch.tensor(z * sigma + 1.0, dtype=T)
+    var = torch.full_like(mean, sigma**2)
+    expected = np.log(sigma * (stats.norm.pdf(z) + z * stats.norm.cdf(z)))
+    np.testing.assert_allclose(log_ei(mean, var, 1.0).numpy(), expected, rtol=1e-9)
+
+
+def test_log_ei_is_finite_and_monotone_far_below_the_incumbent() -> None:
+    z = torch.linspace(-1000.0, 2.0, 2001, dtype=T, requires_grad=True)
+    values = log_ei(z, torch.ones_like(z), 0.0)
+    assert torch.isfinite(values).all()
+    assert (values[1:] > values[:-1]).all()
+    # Asymptotically log EI ~ -z^2/2 - log(sqrt(2 pi)) - 2 log|z|.
+    assert float(values[0].detach()) == pytest.approx(-0.5e6 - 0.5 * math.log(2 * math.pi) - 2 * math.log(1000), rel=1e-6)
+    values.sum().backward()
+    assert torch.isfinite(z.grad).all()
+
+
+def test_log_pof_is_finite_where_the_probability_underflows() -> None:
+    mean = torch.tensor([50.0, 0.0, -3.0], dtype=T, requires_grad=True)
+    value = log_pof(mean, torch.ones(3, dtype=T))
+    value_ = value.detach()
+    assert float(value_[0]) == pytest.approx(stats.norm.logcdf(-50.0), rel=1e-9)
+    assert float(value_[0]) < -1200
+    assert float(value_[1]) == pytest.approx(math.log(0.5))
+    value.sum().backward()
+    assert torch.isfinite(mean.grad).all()
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5)])
+def test_acquisitions_keep_batch_shape_with_finite_gradients(shape: tuple[int, ...]) -> None:
+    gen = torch.Generator().manual_seed(0)
+    mean = torch.randn(*shape, generator=gen, dtype=T).requires_grad_(True)
+    var = (torch.rand(*shape, generator=gen, dtype=T) + 0.1).requires_grad_(True)
+    outputs = [
+        log_ei(mean, var, 0.5),
+        log_pof(mean, var, 0.2),
+        ucb(mean, var, 2.0),
+        lcb(mean, var, 2.0),
+        cmes(mean, var, torch.tensor([1.0, 1.5], dtype=T), [(mean - 0.3, var)], [log_pof(mean, var)]),
+    ]
+    for out in outputs:
+        assert out.shape == shape
+        assert torch.isfinite(out).all()
+        gm, gv = torch.autograd.grad(out.sum(), (mean, var))
+        assert torch.isfinite(gm).all() and torch.isfinite(gv).all()
+
+
+def test_ucb_and_lcb_formula() -> None:
+    mean, var = torch.tensor([1.0], dtype=T), torch.tensor([4.0], dtype=T)
+    assert float(ucb(mean, var, 9.0)) == pytest.approx(1.0 + 6.0)
+    assert float(lcb(mean, var, 9.0)) == pytest.approx(1.0 - 6.0)
+
+
+def test_information_gain_closed_form() -> None:
+    cov = torch.tensor([[1.0, 0.5], [0.5, 2.0]], dtype=T)
+    expected = 0.5 * np.log(np.linalg.det(np.eye(2) + cov.numpy() / 0.1))
+    assert float(information_gain(cov, 0.1)) == pytest.approx(expected)
+    batch = torch.stack([cov, 2 * cov, 3 * cov])
+    assert information_gain(batch, 0.1).shape == (3,)
+
+
+def test_cmes_without_constraints_is_mes_and_constraints_add_information() -> None:
+    mean = torch.tensor([0.0, 0.5, -1.0], dtype=T)
+    var = torch.tensor([1.0, 0.3, 2.0], dtype=T)
+    y_star = torch.tensor([1.2, 2.0], dtype=T)
+    gamma = (y_star.numpy()[None, :] - mean.numpy()[:, None]) / np.sqrt(var.numpy())[:, None]
+    mes = (gamma * stats.norm.pdf(gamma) / (2 * stats.norm.cdf(gamma)) - stats.norm.logcdf(gamma)).mean(1)
+    np.testing.assert_allclose(cmes(mean, var, y_star, []).numpy(), mes, rtol=1e-9)
+    # An almost surely satisfied constraint adds no information.
+    sure = [(torch.full((3,), -30.0, dtype=T), torch.ones(3, dtype=T))]
+    np.testing.assert_allclose(cmes(mean, var, y_star, sure).numpy(), mes, rtol=1e-6)
+    # An almost surely violated one makes the point worthless.
+    violated = [(torch.full((3,), 30.0, dtype=T), torch.ones(3, dtype=T))]
+    assert (cmes(mean, var, y_star, violated) < 1e-6).all()
+    # An uncertain constraint at an otherwise uninformative point is worth learning about.
+    flat = cmes(torch.tensor([-5.0], dtype=T), torch.tensor([1.0], dtype=T), torch.tensor([-1e3], dtype=T),
+                [(torch.tensor([0.0], dtype=T), torch.tensor([1.0], dtype=T))])
+    assert float(flat) == pytest.approx(math.log(2.0), rel=1e-6)

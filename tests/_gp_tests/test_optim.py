@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import numpy as np
+import torch
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+from fairtune._gp.optim import maximize_acqf
+from fairtune._gp.search_space import SearchSpace
+
+
+def test_finds_the_maximizer_on_continuous_int_and_categorical_dims() -> None:
+    ss = SearchSpace(
+        {
+            "x": FloatDistribution(0.0, 1.0),
+            "n": IntDistribution(0, 9),
+            "c": CategoricalDistribution(["a", "b", "c"]),
+        }
+    )
+    target = ss.encode([{"x": 0.3141, "n": 7, "c": "b"}])[0]
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:
+        x = X[..., 0, :]
+        return -((x - torch.from_numpy(target)) ** 2 * torch.tensor([1.0, 1.0, 5.0], dtype=x.dtype)).sum(-1)
+
+    x_best, value = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), n_preliminary_samples=64)
+    params = ss.decode(x_best[0])
+    assert abs(params["x"] - 0.3141) < 1e-3
+    assert params["n"] == 7 and params["c"] == "b"
+    assert value > -1e-5
+
+
+def test_joint_batch_of_two_points() -> None:
+    ss = SearchSpace({"x": FloatDistribution(0.0, 1.0), "y": FloatDistribution(0.0, 1.0)})
+    targets = torch.tensor([[0.2, 0.8], [0.7, 0.1]], dtype=torch.float64)
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:  # (b, 2, 2) -> (b,)
+        return -((X - targets) ** 2).sum((-1, -2))
+
+    X_best, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(1), q=2, n_preliminary_samples=128)
+    assert X_best.shape == (2, 2)
+    np.testing.assert_allclose(X_best, targets.numpy(), atol=1e-3)
+
+
+def test_excluded_points_are_not_returned_and_result_is_deterministic() -> None:
+    ss = SearchSpace({"n": IntDistribution(0, 4)})
+    best_enc = ss.encode([{"n": 2}])
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:
+        return -((X[..., 0, 0] - float(best_enc[0, 0])) ** 2)
+
+    x, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), exclude=best_enc)
+    assert ss.decode(x[0])["n"] in (1, 3)
+    again, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), exclude=best_enc)
+    np.testing.assert_array_equal(x, again)
+    everything = ss.encode([{"n": i} for i in range(5)])
+    x_all, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), exclude=everything)
+    assert ss.decode(x_all[0])["n"] == 2  # all excluded: the best is returned anyway
