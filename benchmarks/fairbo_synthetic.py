@@ -61,7 +61,7 @@ def gramacy(trial: optuna.Trial) -> float:
     return x1 + x2
 
 
-def make_rf_objective(dataset: str) -> Callable[[optuna.Trial], float]:
+def make_rf_objective(dataset: str, drop_sensitive: bool = True) -> Callable[[optuna.Trial], float]:
     import pandas as pd
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import train_test_split
@@ -72,6 +72,10 @@ def make_rf_objective(dataset: str) -> Callable[[optuna.Trial], float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", datasets.FairtuneDatasetWarning)
         X, y, s = getattr(datasets, f"load_{dataset}")(return_X_y=True)
+    if drop_sensitive:
+        # The model does not see the sensitive attribute ("unawareness"); fairness must still be
+        # enforced, because other features correlate with it.
+        X = X.drop(columns=[c for c in ("race", "sex", "personal_status_sex") if c in X.columns])
     X = pd.get_dummies(X, dtype=float)
     X_tr, X_va, y_tr, y_va, _, s_va = train_test_split(
         X, y, s, test_size=0.3, stratify=y, random_state=0
