@@ -3,6 +3,9 @@
 Usage::
 
     fairtune datasets        # table of the bundled fairness datasets
+    fairtune tune --dataset german --model random_forest --limit "demographic_parity<=0.05" \
+        --n-trials 40 --sampler fairbo --storage sqlite:///fairtune.db --plot tradeoff.png
+    fairtune report --storage sqlite:///fairtune.db --study-name NAME --plot tradeoff.png
 
 One function per subcommand: ``_add_<name>_parser(subparsers)`` declares its arguments and sets
 ``func`` to ``_cmd_<name>(args) -> int``; add it to ``_SUBCOMMANDS``. A command reports bad input
@@ -97,10 +100,176 @@ def _format_table(
 
 
 # --------------------------------------------------------------------------------------------
+# fairtune tune / fairtune report
+# --------------------------------------------------------------------------------------------
+
+_SAMPLERS = ("fairbo", "gp", "tpe", "random")
+
+
+def _make_sampler(name: str, seed: int) -> Any:
+    import optuna
+
+    if name == "fairbo":
+        from fairtune.samplers import FairBOSampler
+
+        return FairBOSampler(seed=seed)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def _add_tune_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "tune",
+        help="tune a model for accuracy under fairness limits",
+        description=(
+            "Tune a model of the Fair BO paper's search spaces on a bundled dataset, maximizing "
+            "a validation metric subject to fairness limits, and print the best fair trial. "
+            "With --storage the study is saved and a second call resumes it, adding --n-trials "
+            "more trials."
+        ),
+    )
+    parser.add_argument("--dataset", required=True, help="adult, german or compas")
+    parser.add_argument("--model", required=True, help="xgboost, random_forest, mlp or linear")
+    parser.add_argument(
+        "--limit", action="append", required=True, metavar="LIMIT",
+        help='fairness limit such as "demographic_parity<=0.05" (repeatable)',
+    )
+    parser.add_argument("--n-trials", type=int, default=100, help="trials to run (default 100)")
+    parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
+    parser.add_argument("--metric", default="accuracy",
+                        help="accuracy, balanced_accuracy, f1 or roc_auc (default accuracy)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--storage", help="Optuna storage URL, e.g. sqlite:///fairtune.db")
+    parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
+    parser.add_argument("--n-jobs", type=int, default=1, help="parallel trials (threads)")
+    parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(func=_cmd_tune)
+
+
+def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
+    import optuna
+
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning import FairObjective
+
+    if args.n_trials < 1:
+        raise ValueError(f"--n-trials must be at least 1, but got {args.n_trials}.")
+    if args.n_jobs < 1:
+        raise ValueError(f"--n-jobs must be at least 1, but got {args.n_jobs}.")
+    limits = parse_limits(args.limit)
+    objective = FairObjective(
+        args.dataset, args.model, limits=limits, metric=args.metric, random_state=args.seed
+    )
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    study = optuna.create_study(
+        study_name=name, storage=args.storage, direction="maximize", load_if_exists=True
+    )
+    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
+        raise ValueError(f"study {name!r} in the storage is not a maximization study.")
+    # A resumed study continues the sampler's random stream instead of replaying it.
+    study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
+    study.optimize(
+        objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+        show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
+    )
+    _report(study, out=out, metric_name=args.metric, plot=args.plot)
+    return EXIT_OK
+
+
+def _add_report_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="show the best fair trial of a stored study",
+        description="Print the best fair trial of a study in an Optuna storage, and plot it.",
+    )
+    parser.add_argument("--storage", required=True, help="Optuna storage URL")
+    parser.add_argument("--study-name", help="needed when the storage holds several studies")
+    parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
+    parser.add_argument("--metric", help="fairness metric on the plot's x axis")
+    parser.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    name = args.study_name
+    if name is None:
+        names = optuna.get_all_study_names(args.storage)
+        if len(names) != 1:
+            raise ValueError(
+                f"--study-name is needed: the storage holds {len(names)} studies {names}."
+            )
+        name = names[0]
+    try:
+        study = optuna.load_study(study_name=name, storage=args.storage)
+    except KeyError:
+        raise ValueError(f"no study named {name!r} in {args.storage}.") from None
+    _report(study, out=out, metric_name="objective", plot=args.plot, fairness_metric=args.metric)
+    return EXIT_OK
+
+
+def _report(
+    study: Any,
+    *,
+    out: TextIO,
+    metric_name: str,
+    plot: str | None,
+    fairness_metric: str | None = None,
+) -> None:
+    from optuna.trial import TrialState
+
+    from fairtune.fairness import fairness_values, is_feasible
+
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    feasible = [t for t in trials if is_feasible(t)]
+    out.write(
+        f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete, "
+        f"{len(feasible)} fair.\n"
+    )
+    if not trials:
+        out.write("No completed trial yet.\n")
+        return
+    if feasible:
+        best = study.best_trial
+        out.write(f"Best fair trial: #{best.number}\n")
+    else:
+        best = min(trials, key=lambda t: sum(max(v, 0.0) for v in t.constraints.values()))
+        out.write(f"No trial meets every limit yet; the least unfair one is #{best.number}.\n")
+    rows = [[metric_name, f"{best.value:.4f}", ""]]
+    for name, value in fairness_values(best).items():
+        violation = best.constraints.get(name)
+        status = "" if violation is None else ("ok" if violation <= 0 else "violated")
+        rows.append([name, f"{value:.4f}", status])
+    for name, value in best.params.items():
+        rows.append([name, f"{value:.6g}" if isinstance(value, float) else str(value), "param"])
+    out.write(_format_table(["", "value", ""], rows, right_aligned={1}))
+    if plot:
+        from fairtune.visualization import plot_tradeoff
+
+        ax = plot_tradeoff(study, metric=fairness_metric)
+        ax.figure.tight_layout()
+        ax.figure.savefig(plot, dpi=120)
+        import matplotlib.pyplot as plt
+
+        plt.close(ax.figure)
+        out.write(f"Trade-off plot written to {plot}\n")
+
+
+# --------------------------------------------------------------------------------------------
 # Parser and entry point
 # --------------------------------------------------------------------------------------------
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_datasets_parser]
+_SUBCOMMANDS: list[Callable[[Any], None]] = [
+    _add_datasets_parser,
+    _add_tune_parser,
+    _add_report_parser,
+]
 
 
 def _build_parser() -> _ArgumentParser:

@@ -1,0 +1,158 @@
+"""Plots of fairness-constrained studies (matplotlib; install with ``pip install fairtune[plot]``).
+
+* :func:`plot_tradeoff`: every trial as objective vs. fairness value, the limit, the best fair
+  trial (figure 3 of Perrone et al. 2021).
+* :func:`plot_best_feasible`: best feasible objective vs. trial number, median and interquartile
+  band over repeated studies (figure 2 of the paper).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import optuna
+from optuna.study import StudyDirection
+from optuna.trial import TrialState
+
+from fairtune.fairness.constraints import USER_ATTR_PREFIX, fairness_values, is_feasible
+from fairtune.fairness.metrics import METRICS, get_metric
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["plot_best_feasible", "plot_tradeoff"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "fairtune.visualization needs matplotlib: pip install 'fairtune[plot]'"
+        ) from e
+    return plt
+
+
+def _complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return [
+        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if t.value is not None and np.isfinite(t.value)
+    ]
+
+
+def plot_tradeoff(
+    study: optuna.Study, metric: str | None = None, *, ax: Axes | None = None
+) -> Axes:
+    """Scatter every completed trial as fairness value (x) vs. objective (y).
+
+    Args:
+        study: A single-objective study whose trials carry fairness values (user attributes
+            ``"fairtune:<metric>"``, as written by ``set_fairness_constraints``).
+        metric: The fairness metric on the x axis (name or alias). Defaults to the first one
+            found on the trials.
+        ax: Axes to draw on. Defaults to a new figure.
+
+    Returns:
+        The Axes: points coloured by trial number (with a colorbar), the limit as a dashed
+        vertical line (when the trials carry the matching constraint), and the best fair trial
+        marked with a star.
+
+    Raises:
+        ValueError: If no completed trial has a value for the metric.
+    """
+    plt = _pyplot()
+    trials = _complete(study)
+    if metric is None:
+        found = [m for t in trials for m in fairness_values(t)]
+        if not found:
+            raise ValueError(
+                "`study` has no completed trial with fairness values (user attributes "
+                f"'{USER_ATTR_PREFIX}<metric>'); record them with set_fairness_constraints."
+            )
+        metric = found[0]
+    name = get_metric(metric).name
+    points = [t for t in trials if name in fairness_values(t)]
+    if not points:
+        raise ValueError(f"`metric`: no completed trial has a value for {name!r}.")
+    x = np.array([fairness_values(t)[name] for t in points])
+    y = np.array([t.value for t in points])
+    numbers = np.array([t.number for t in points])
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4.5))
+    scatter = ax.scatter(x, y, c=numbers, cmap="viridis", s=28, edgecolors="none")
+    ax.figure.colorbar(scatter, ax=ax, label="trial number")
+    spec = METRICS[name]
+    bounds = [
+        (v - t.constraints[name]) if spec.sense == "upper" else (v + t.constraints[name])
+        for t, v in zip(points, x)
+        if name in t.constraints
+    ]
+    if bounds:
+        bound = float(np.median(bounds))
+        ax.axvline(bound, color="crimson", linestyle="--", linewidth=1.2,
+                   label=f"limit {name} {'<=' if spec.sense == 'upper' else '>='} {bound:g}")
+    feasible = [t for t in points if is_feasible(t)]
+    if feasible:
+        pick = max if study.direction == StudyDirection.MAXIMIZE else min
+        best = pick(feasible, key=lambda t: t.value)
+        ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
+                   facecolors="gold", edgecolors="black", zorder=5,
+                   label=f"best fair trial (#{best.number})")
+    ax.set_xlabel(f"{name} ({spec.description})")
+    ax.set_ylabel("objective value")
+    ax.set_title(f"Accuracy / fairness trade-off: {study.study_name}")
+    if bounds or feasible:
+        ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _best_feasible_curve(study: optuna.Study, n_trials: int) -> np.ndarray:
+    maximize = study.direction == StudyDirection.MAXIMIZE
+    curve = np.full(n_trials, np.nan)
+    best = np.nan
+    by_number = {t.number: t for t in _complete(study)}
+    for i in range(n_trials):
+        t = by_number.get(i)
+        if t is not None and is_feasible(t):
+            if np.isnan(best) or (t.value > best if maximize else t.value < best):
+                best = t.value
+        curve[i] = best
+    return curve
+
+
+def plot_best_feasible(
+    studies: Mapping[str, Sequence[optuna.Study]], *, ax: Axes | None = None
+) -> Axes:
+    """Best feasible objective value vs. trial number, median and IQR band over studies.
+
+    Args:
+        studies: Method label -> repeated studies (e.g. one per seed).
+        ax: Axes to draw on. Defaults to a new figure.
+
+    Returns:
+        The Axes, one line (median over studies, counting only studies that already have a
+        feasible trial) and one band (25th-75th percentile) per label.
+    """
+    plt = _pyplot()
+    if not studies:
+        raise ValueError("`studies` must map at least one label to a list of studies, but got {}.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4.5))
+    for label, group in studies.items():
+        if not group:
+            raise ValueError(f"`studies[{label!r}]` must contain at least one study.")
+        n = max(len(s.trials) for s in group)
+        curves = np.vstack([_best_feasible_curve(s, n) for s in group])
+        has = ~np.isnan(curves).all(0)
+        x = np.arange(1, n + 1)[has]
+        cols = curves[:, has]
+        median = np.nanmedian(cols, axis=0)
+        low, high = np.nanpercentile(cols, [25, 75], axis=0)
+        (line,) = ax.plot(x, median, label=label)
+        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("trial")
+    ax.set_ylabel("best feasible objective value")
+    ax.legend(loc="best", fontsize="small")
+    return ax
