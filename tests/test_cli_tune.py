@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from fairtune.cli import main
+
+
+def _tune(tmp_path: Path, *extra: str, n_trials: int = 4) -> list[str]:
+    return [
+        "tune", "--dataset", "german", "--model", "random_forest",
+        "--limit", "demographic_parity<=0.05", "--limit", "deo<=0.2",
+        "--n-trials", str(n_trials), "--sampler", "fairbo", "--seed", "0", "--no-progress",
+        "--storage", f"sqlite:///{tmp_path / 'ft.db'}", "--study-name", "s", *extra,
+    ]
+
+
+def test_tune_end_to_end_writes_plot_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plot = tmp_path / "tradeoff.png"
+    assert main(_tune(tmp_path, "--plot", str(plot))) == 0
+    out = capsys.readouterr().out
+    assert "Study s: 4 trials" in out and "demographic_parity" in out and "equal_opportunity" in out
+    assert plot.exists() and plot.stat().st_size > 10_000
+    # Resume: a second call adds trials to the same stored study.
+    assert main(_tune(tmp_path, n_trials=2)) == 0
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    assert len(study.trials) == 6
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    assert len({tuple(sorted(t.params.items())) for t in study.trials}) == 6
+    # report prints the same best trial and can plot.
+    capsys.readouterr()
+    plot2 = tmp_path / "report.png"
+    assert main(["report", "--storage", f"sqlite:///{tmp_path / 'ft.db'}", "--plot", str(plot2)]) == 0
+    report = capsys.readouterr().out
+    if any(all(v <= 0 for v in t.constraints.values()) for t in study.trials):
+        assert f"Best fair trial: #{study.best_trial.number}" in report
+    assert plot2.exists()
+
+
+def test_tune_via_subprocess(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "fairtune.cli", *_tune(tmp_path, n_trials=2)[:-4], "--sampler", "random"],
+        capture_output=True, text=True, env={"MPLBACKEND": "Agg", "PATH": "", "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    # Without --storage and --study-name: an in-memory study named dataset-model-sampler.
+    assert "Study german-random_forest-random: 2 trials" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["tune", "--dataset", "mnist", "--model", "random_forest", "--limit", "dsp<=0.1"], 1, "`dataset` must be one of"),
+        (["tune", "--dataset", "german", "--model", "svm", "--limit", "dsp<=0.1"], 1, "`model` must be one of"),
+        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<0.1"], 1, "`limits` must be strings like"),
+        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--sampler", "bo"], 2, "invalid choice: 'bo'"),
+        (["tune", "--dataset", "german", "--model", "linear"], 2, "--limit"),
+        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--n-trials", "0"], 1, "--n-trials"),
+        (["report", "--storage", "sqlite:///:memory:", "--study-name", "nope"], 1, "no study named 'nope'"),
+    ],
+)
+def test_bad_input_fails_with_one_line(argv: list[str], code: int, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("fairtune: error:")
+    assert needle in err

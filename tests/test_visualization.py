@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import optuna  # noqa: E402
+import pytest  # noqa: E402
+
+from fairtune.fairness import set_fairness_constraints  # noqa: E402
+from fairtune.visualization import plot_best_feasible, plot_tradeoff  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+Y = np.array([1, 0] * 10)
+GROUPS = np.array(["a"] * 10 + ["b"] * 10)
+
+
+def _study(seed: int, n: int = 8) -> optuna.Study:
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        y_pred = np.where((GROUPS == "a") & (np.arange(20) < 10 * x), 1, Y)
+        set_fairness_constraints(trial, Y, y_pred, sensitive_features=GROUPS, limits="dsp<=0.2")
+        return x
+
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=seed))
+    study.optimize(objective, n_trials=n)
+    return study
+
+
+def test_plot_tradeoff_draws_every_trial_the_limit_and_the_best_fair_trial() -> None:
+    study = _study(0)
+    ax = plot_tradeoff(study)
+    points = ax.collections[0].get_offsets()
+    assert len(points) == 8
+    np.testing.assert_allclose(sorted(points[:, 1]), sorted(t.value for t in study.trials))
+    limit_lines = [line for line in ax.get_lines() if list(line.get_xdata()) == [0.2, 0.2]]
+    assert len(limit_lines) == 1
+    star = ax.collections[1].get_offsets()[0]
+    assert star[1] == pytest.approx(study.best_trial.value)
+    plt.close("all")
+
+
+def test_plot_tradeoff_errors() -> None:
+    study = optuna.create_study()
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    with pytest.raises(ValueError, match="no completed trial with fairness values"):
+        plot_tradeoff(study)
+    with pytest.raises(ValueError, match="`metric`"):
+        plot_tradeoff(_study(1, 3), metric="equal_opportunity")
+
+
+def test_plot_best_feasible_median_and_band() -> None:
+    studies = {"random": [_study(s, 6) for s in range(3)], "other": [_study(10 + s, 6) for s in range(2)]}
+    ax = plot_best_feasible(studies)
+    assert len(ax.get_lines()) == 2
+    assert len(ax.collections) == 2  # one IQR band per label
+    curve = ax.get_lines()[0].get_ydata()
+    final_bests = [max(t.value for t in s.trials if t.constraints["demographic_parity"] <= 0)
+                   for s in studies["random"]]
+    assert curve[-1] == pytest.approx(np.median(final_bests))
+    plt.close("all")
+    with pytest.raises(ValueError, match="`studies`"):
+        plot_best_feasible({})

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import optuna
+import pytest
+
+from fairtune import datasets
+from fairtune.tuning import SPACES, FairObjective, get_space, register_space
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+EXPECTED_DIMS = {"xgboost": 7, "random_forest": 4, "mlp": 11, "linear": 6}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_DIMS))
+def test_space_samples_valid_parameters(name: str) -> None:
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(5):
+        trial = study.ask()
+        estimator = get_space(name).build(trial)
+        assert len(trial.params) == EXPECTED_DIMS[name]
+        estimator.set_params(**{})  # a real scikit-learn estimator
+        for key, dist in trial.distributions.items():
+            assert dist._contains(dist.to_internal_repr(trial.params[key]))
+        study.tell(trial, 0.0)
+
+
+@pytest.mark.parametrize("dataset", ["adult", "german", "compas"])
+@pytest.mark.parametrize("name", sorted(EXPECTED_DIMS))
+def test_estimator_trains_on_a_slice_of_each_dataset(dataset: str, name: str) -> None:
+    X, y, s = getattr(datasets, f"load_{dataset}")(return_X_y=True)
+    rng = np.random.RandomState(0)
+    rows = rng.choice(len(X), 300, replace=False)
+    objective = FairObjective(
+        (X.iloc[rows], y.iloc[rows], s.iloc[rows]), name, limits="dsp<=0.2"
+    )
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        study.optimize(objective, n_trials=2)
+    for t in study.trials:
+        assert t.state == optuna.trial.TrialState.COMPLETE
+        assert 0.0 <= t.value <= 1.0
+        assert "demographic_parity" in t.constraints
+
+
+def test_registry() -> None:
+    assert set(EXPECTED_DIMS) <= set(SPACES)
+    with pytest.raises(ValueError, match=r"`model` must be one of \["):
+        get_space("svm")
+
+    def tiny(trial: optuna.Trial):
+        from sklearn.tree import DecisionTreeClassifier
+
+        return DecisionTreeClassifier(max_depth=trial.suggest_int("max_depth", 1, 3))
+
+    try:
+        register_space("tree", tiny)
+        assert get_space("tree").build is tiny
+        with pytest.raises(ValueError, match="already registered"):
+            register_space("tree", tiny)
+        register_space("tree", tiny, overwrite=True)
+        with pytest.raises(ValueError, match="`build` must be callable"):
+            register_space("other", 3)  # type: ignore[arg-type]
+    finally:
+        SPACES.pop("tree", None)
