@@ -1,0 +1,199 @@
+"""Reproduce the Fair BO paper's experiments (Perrone et al. 2021, section 4) with fairtune.
+
+Experiment ``rf`` (paper figure 2): tune a random forest (4-d space, appendix A) for validation
+accuracy with the limit demographic parity difference (DSP) <= 0.05, on Adult, German and COMPAS.
+Methods, all starting from the same 5 random trials of a seed:
+
+* ``RS``: random search;
+* ``BO``: GP-EI Bayesian optimization that ignores fairness (FairBOSampler on a study whose
+  trials record DSP but set no constraint);
+* ``FairBO``: FairBOSampler with the DSP constraint;
+* ``GPSampler`` / ``TPESampler``: Optuna's samplers with the same constraint.
+
+Experiment ``linear`` (paper table 2): FairBO tuning the linear model (6-d space) with
+DSP <= 0.1; reports the validation error of the best fair model.
+
+Every trial's DSP is stored, so the best *feasible* accuracy after each trial is computed the
+same way for every method, including BO, which never sees the constraint.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets german compas \\
+        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_paper_rf.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets adult --seeds 5 \\
+        --n-trials 20 --out benchmarks/results/fairbo_paper_rf_adult.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py linear --datasets adult german compas \\
+        --seeds 3 --n-trials 40 --out benchmarks/results/fairbo_paper_linear.csv
+    python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_*.csv \\
+        --plot docs/images/fairbo_paper.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+
+from fairtune.samplers import FairBOSampler
+from fairtune.tuning import FairObjective
+
+N_INITIAL = 5
+PAPER_TABLE2 = {"adult": 0.175, "german": 0.196, "compas": 0.307}
+
+
+class _ConstraintBlind:
+    """A trial proxy that records constraints as user attributes instead of constraints.
+
+    The sampler then optimizes accuracy alone (the paper's unconstrained "BO" baseline), while
+    the benchmark can still tell afterwards which trials were fair.
+    """
+
+    def __init__(self, trial: optuna.Trial) -> None:
+        self._trial = trial
+
+    def set_constraint(self, key: str, value: float) -> None:
+        self._trial.set_user_attr(f"benchmark:constraint:{key}", float(value))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trial, name)
+
+
+METHODS: dict[str, tuple[Callable[[int], optuna.samplers.BaseSampler], bool]] = {
+    # name: (sampler factory, does the sampler see the constraint?)
+    "RS": (lambda s: optuna.samplers.RandomSampler(seed=s), True),
+    "BO": (lambda s: FairBOSampler(seed=s, n_startup_trials=N_INITIAL), False),
+    "FairBO": (lambda s: FairBOSampler(seed=s, n_startup_trials=N_INITIAL), True),
+    "GPSampler": (lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=N_INITIAL), True),
+    "TPESampler": (lambda s: optuna.samplers.TPESampler(seed=s, n_startup_trials=N_INITIAL), True),
+}
+
+
+def run(experiment: str, dataset: str, method: str, seed: int, n_trials: int,
+        objective: FairObjective, limit: float) -> list[dict]:
+    factory, sees_constraint = METHODS[method]
+    study = optuna.create_study(direction="maximize", sampler=factory(seed))
+    init = optuna.samplers.RandomSampler(seed=10_000 + seed)
+    init_study = optuna.create_study(sampler=init)
+    for _ in range(N_INITIAL):
+        t = init_study.ask()
+        objective.space.build(t)  # suggests the parameters
+        study.enqueue_trial(t.params)
+        init_study.tell(t, 0.0)
+    wrapped = objective if sees_constraint else (lambda trial: objective(_ConstraintBlind(trial)))
+    rows, best = [], np.nan
+    for i in range(n_trials):
+        start = time.perf_counter()
+        study.optimize(wrapped, n_trials=1)
+        elapsed = time.perf_counter() - start
+        t = study.trials[-1]
+        dsp = t.user_attrs.get("fairtune:demographic_parity", np.nan)
+        feasible = t.state == optuna.trial.TrialState.COMPLETE and dsp <= limit
+        if feasible and not (t.value <= best):
+            best = t.value
+        rows.append({
+            "experiment": experiment, "dataset": dataset, "method": method, "seed": seed,
+            "trial": i + 1, "accuracy": t.value, "dsp": dsp, "feasible": int(feasible),
+            "best_feasible": best, "seconds": round(elapsed, 3),
+        })
+    return rows
+
+
+def summarize(paths: list[str], plot: str | None) -> None:
+    import pandas as pd
+
+    df = pd.concat([pd.read_csv(p) for p in paths])
+    rf = df[df.experiment == "rf"]
+    if len(rf):
+        print("| dataset | method | seeds | trials | best fair accuracy @10 | @20 | @40 |"
+              " first fair trial (median) | unfair trials after init |")
+        print("|---|---|---:|---:|---|---|---|---:|---:|")
+        for (dataset, method), g in rf.groupby(["dataset", "method"], sort=False):
+            n = int(g.trial.max())
+            cells = []
+            for k in (10, 20, 40):
+                at = g[g.trial == k].best_feasible.dropna()
+                cells.append("-" if k > n else (f"{at.median():.4f}" if len(at) else "none fair")
+                             + ("" if k > n or len(at) == g.seed.nunique() or not len(at)
+                                else f" ({len(at)}/{g.seed.nunique()} seeds)"))
+            first = g[g.feasible == 1].groupby("seed").trial.min()
+            after = g[g.trial > N_INITIAL]
+            print(f"| {dataset} | {method} | {g.seed.nunique()} | {n} | {' | '.join(cells)} | "
+                  f"{first.median():.0f} | {1 - after.feasible.mean():.0%} |")
+    lin = df[df.experiment == "linear"]
+    if len(lin):
+        print("\n| dataset | paper (table 2, FairBO) | fairtune FairBO: validation error of the"
+              " best fair linear model, median [min, max] over seeds | seeds |")
+        print("|---|---:|---|---:|")
+        for dataset, g in lin.groupby("dataset", sort=False):
+            err = 1 - g.groupby("seed").best_feasible.last()
+            print(f"| {dataset} | {PAPER_TABLE2[dataset]:.3f} | {err.median():.3f} "
+                  f"[{err.min():.3f}, {err.max():.3f}] | {len(err)} |")
+    if plot and len(rf):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        datasets = list(dict.fromkeys(rf.dataset))
+        fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
+        for ax, dataset in zip(axes[0], datasets):
+            for method, g in rf[rf.dataset == dataset].groupby("method", sort=False):
+                curves = g.pivot(index="trial", columns="seed", values="best_feasible")
+                has = curves.notna().any(axis=1)
+                med = curves[has].median(axis=1)
+                q1, q3 = curves[has].quantile(0.25, axis=1), curves[has].quantile(0.75, axis=1)
+                (line,) = ax.plot(med.index, med.values, label=method)
+                ax.fill_between(med.index, q1.values, q3.values, color=line.get_color(), alpha=0.15)
+            ax.set_title(f"{dataset}: random forest, DSP <= 0.05")
+            ax.set_xlabel("trial")
+            ax.set_ylabel("best fair validation accuracy")
+        axes[0][0].legend(fontsize="small")
+        fig.tight_layout()
+        Path(plot).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(plot, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", choices=["rf", "linear", "summarize"])
+    parser.add_argument("paths", nargs="*", help="CSV files to summarize")
+    parser.add_argument("--datasets", nargs="+", default=["adult", "german", "compas"])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--n-trials", type=int, default=40)
+    parser.add_argument("--out", default="benchmarks/results/fairbo_paper.csv")
+    parser.add_argument("--plot", help="with summarize: figure of best fair accuracy vs trial")
+    args = parser.parse_args()
+    if args.experiment == "summarize":
+        summarize(args.paths, args.plot)
+        return
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    limit = 0.05 if args.experiment == "rf" else 0.1
+    model = "random_forest" if args.experiment == "rf" else "linear"
+    methods = args.methods if args.experiment == "rf" else ["FairBO"]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        writer = None
+        for dataset in args.datasets:
+            objective = FairObjective(dataset, model, limits=f"demographic_parity<={limit}")
+            for seed in range(args.seeds):
+                for method in methods:
+                    rows = run(args.experiment, dataset, method, seed, args.n_trials, objective,
+                               limit)
+                    if writer is None:
+                        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                        writer.writeheader()
+                    writer.writerows(rows)
+                    f.flush()
+                    print(f"{args.experiment} {dataset} seed={seed} {method}: best fair "
+                          f"{rows[-1]['best_feasible']:.4f} ({sum(r['seconds'] for r in rows):.0f}s)",
+                          flush=True)
+
+
+if __name__ == "__main__":
+    main()
