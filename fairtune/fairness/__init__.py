@@ -9,6 +9,13 @@ from fairtune.fairness.constraints import (
     parse_limits,
     set_fairness_constraints,
 )
+from fairtune.fairness.welfare import (
+    TenantFairnessCallback,
+    fair_cumulative_regret,
+    g2sf_weights,
+    generalized_gini,
+    gini_inequality,
+)
 from fairtune.fairness.metrics import (
     METRICS,
     MetricSpec,
@@ -27,14 +34,19 @@ __all__ = [
     "FairnessCallback",
     "FairnessLimit",
     "MetricSpec",
+    "TenantFairnessCallback",
     "TrialRecord",
     "demographic_parity_difference",
     "disparate_impact_ratio",
     "equal_opportunity_difference",
     "equalized_odds_difference",
+    "fair_cumulative_regret",
     "fairness_values",
     "false_positive_rate_difference",
+    "g2sf_weights",
+    "generalized_gini",
     "get_metric",
+    "gini_inequality",
     "group_rates",
     "is_feasible",
     "parse_limits",

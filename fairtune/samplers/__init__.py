@@ -1,5 +1,6 @@
 """fairtune's Optuna samplers."""
 
+from fairtune.samplers.collaborative import CollaborativeUCBSampler
 from fairtune.samplers.fairbo import FairBOSampler
 
-__all__ = ["FairBOSampler"]
+__all__ = ["CollaborativeUCBSampler", "FairBOSampler"]

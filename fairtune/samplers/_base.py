@@ -193,20 +193,23 @@ class GPSamplerBase(BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         check_single_objective(study, type(self).__name__)
-        if self._warn_independent_sampling:
-            n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-            if n_complete >= max(self._n_startup_trials, 1):
-                _logger.warning(
-                    "%s samples parameter '%s' of trial %d with %s: it is not in the search "
-                    "space shared by all trials (dynamic search spaces are not modelled).",
-                    type(self).__name__,
-                    param_name,
-                    trial.number,
-                    type(self._independent_sampler).__name__,
-                )
+        if self._warn_independent_sampling and not self._in_startup(study, trial):
+            _logger.warning(
+                "%s samples parameter '%s' of trial %d with %s: it is not in the search "
+                "space shared by all trials (dynamic search spaces are not modelled).",
+                type(self).__name__,
+                param_name,
+                trial.number,
+                type(self._independent_sampler).__name__,
+            )
         return self._independent_sampler.sample_independent(
             study, trial, param_name, param_distribution
         )
+
+    def _in_startup(self, study: Study, trial: FrozenTrial) -> bool:
+        """Whether ``trial`` is sampled at random by design (no warning for its parameters)."""
+        n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        return n_complete < max(self._n_startup_trials, 1)
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
         self._independent_sampler.before_trial(study, trial)
