@@ -29,3 +29,12 @@ def test_fairbo_quickstart(capsys: pytest.CaptureFixture[str]) -> None:
     assert best.constraints["demographic_parity"] <= 0
     assert f"#{best.number}" in out and "demographic parity difference" in out
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+
+
+def test_collaborative_tenants(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _load("collaborative_tenants").main(rounds=3)
+    out = capsys.readouterr().out
+    assert result["n_trials"] == 9
+    assert set(result["utilities"]) == {"alpha", "beta", "gamma"}
+    assert result["inequality"] >= 0
+    assert "inequality" in out and "alpha" in out
