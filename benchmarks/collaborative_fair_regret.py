@@ -159,14 +159,15 @@ def hpo(args: argparse.Namespace) -> None:
         data[f"t{i}"] = train_test_split(X[idx], y[idx], test_size=0.4, random_state=0)
 
     def objective(trial: optuna.Trial) -> float:
+        C = trial.suggest_float("C", 1e-4, 1e2, log=True)
+        intercept_scaling = trial.suggest_float("intercept_scaling", 0.1, 10, log=True)
+        balanced = trial.suggest_categorical("class_weight", ["none", "balanced"]) == "balanced"
+        # The tenant is assigned at the first suggest of an untagged trial.
         tenant = trial.storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
         X_tr, X_va, y_tr, y_va = data[tenant]
         model = LogisticRegression(
-            C=trial.suggest_float("C", 1e-4, 1e2, log=True),
-            intercept_scaling=trial.suggest_float("intercept_scaling", 0.1, 10, log=True),
-            class_weight=trial.suggest_categorical("class_weight", ["none", "balanced"])
-            .replace("none", "") or None,
-            max_iter=200,
+            C=C, intercept_scaling=intercept_scaling,
+            class_weight="balanced" if balanced else None, max_iter=200,
         ).fit(X_tr, y_tr)
         return float(model.score(X_va, y_va))
 

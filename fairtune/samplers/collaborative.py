@@ -81,7 +81,9 @@ class CollaborativeUCBSampler(GPSamplerBase):
     asks, from the completed trials (running trials enter as pending points, conditioned on
     their posterior mean) and a seed derived from ``seed`` and the round: tenants in different
     processes or machines sharing an RDB or Journal storage each get their own assigned point,
-    exactly one per tenant per round. A trial's round is its index among its tenant's trials,
+    exactly one per tenant per round. An untagged trial gets its tenant at its first
+    ``suggest_*`` call (read it in the objective with :func:`fairtune.tenancy.tenant_of` after
+    suggesting). A trial's round is its index among its tenant's trials,
     so a failed trial uses up its tenant's slot and never stalls the others. An untagged trial is
     given to the tenant with the fewest trials (round robin), so a single-process simulation of
     n tenants is one ``study.optimize(objective, n_trials=n * T)``.
@@ -164,7 +166,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
 
     def _tenant_and_round(self, study: Study, trial: FrozenTrial) -> tuple[str, int]:
         trials = study.get_trials(deepcopy=False, states=None)
-        tenant = trial.user_attrs.get(TENANT_KEY)
+        # Read the tag from the storage: tenancy.ask() sets it after the trial was created.
+        tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
         if tenant is None:
             counts = {t: 0 for t in self._tenants}
             for other in trials:
