@@ -90,7 +90,7 @@ def run(experiment: str, dataset: str, method: str, seed: int, n_trials: int,
         start = time.perf_counter()
         study.optimize(wrapped, n_trials=1)
         elapsed = time.perf_counter() - start
-        t = study.trials[-1]
+        t = study.trials[i]  # trial i ran in the i-th call (enqueued trials come first)
         dsp = t.user_attrs.get("fairtune:demographic_parity", np.nan)
         feasible = t.state == optuna.trial.TrialState.COMPLETE and dsp <= limit
         if feasible and not (t.value <= best):
