@@ -17,11 +17,11 @@ import argparse
 import optuna
 import pandas as pd
 from sklearn.model_selection import train_test_split
-from xgboost import XGBClassifier
 
 from fairtune.datasets import load_adult
 from fairtune.fairness import set_fairness_constraints
 from fairtune.samplers import FairBOSampler
+from fairtune.tuning.spaces import xgboost as xgboost_space
 
 LIMIT = "demographic_parity<=0.05"
 
@@ -38,19 +38,9 @@ def main(n_trials: int = 30, n_rows: int = 12_000, seed: int = 0) -> optuna.Stud
     )
 
     def objective(trial: optuna.Trial) -> float:
-        # The XGBoost search space of the Fair BO paper (appendix A).
-        model = XGBClassifier(
-            n_estimators=trial.suggest_int("n_estimators", 1, 256, log=True),
-            learning_rate=trial.suggest_float("learning_rate", 0.01, 1.0, log=True),
-            gamma=trial.suggest_float("gamma", 0.0, 0.1),
-            reg_alpha=trial.suggest_float("reg_alpha", 1e-3, 1e3, log=True),
-            reg_lambda=trial.suggest_float("reg_lambda", 1e-3, 1e3, log=True),
-            subsample=trial.suggest_float("subsample", 0.01, 1.0),
-            max_depth=trial.suggest_int("max_depth", 1, 16),
-            tree_method="hist",
-            n_jobs=2,
-            random_state=seed,
-        )
+        # The XGBoost search space of the Fair BO paper (appendix A): n_estimators, learning_rate,
+        # gamma, reg_alpha, reg_lambda, subsample and max_depth.
+        model = xgboost_space(trial, random_state=seed)
         model.fit(X_train, y_train)
         y_pred = model.predict(X_valid)
         # Stores "fairtune:demographic_parity" and the constraint dsp - 0.05 on the trial.

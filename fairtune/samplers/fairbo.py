@@ -176,15 +176,6 @@ class FairBOSampler(GPSamplerBase):
         complete: Sequence[FrozenTrial],
         pending: Sequence[dict[str, Any]],
     ) -> dict[str, Any]:
-        return self._suggest(study, search_space, complete, pending)
-
-    def _suggest(
-        self,
-        study: Study,
-        search_space: dict[str, BaseDistribution],
-        complete: Sequence[FrozenTrial],
-        pending: Sequence[dict[str, Any]],
-    ) -> dict[str, Any]:
         rng = self._rng.rng
         ss = SearchSpace(search_space)
         X_np = ss.encode([t.params for t in complete])
