@@ -26,16 +26,32 @@ def ask(
     tenant: str,
     fixed_distributions: dict[str, BaseDistribution] | None = None,
 ) -> optuna.Trial:
-    """Create a trial for ``tenant``, tagged before any parameter is sampled.
+    """Create a running trial for ``tenant``, tagged with :data:`TENANT_KEY` at creation.
 
-    Optuna samples relative parameters lazily at the first ``suggest_*`` call, so a sampler
-    that assigns points per tenant reads the tag then. With ``fixed_distributions`` the
-    parameters are sampled at once (like ``study.ask(fixed_distributions)``).
+    Like ``study.ask()``, but the tag is part of the new trial from its first moment in the
+    storage, before any ``suggest_*`` call (Optuna samples relative parameters lazily at the
+    first suggest, which is when a tenant-aware sampler reads the tag), and no other process
+    ever sees the trial untagged. Unlike ``study.ask()`` it does not pop enqueued (waiting)
+    trials: those stay for ``study.ask()`` / ``study.optimize``.
+
+    Args:
+        study: The shared study.
+        tenant: The tenant's name (non-empty).
+        fixed_distributions: Parameters sampled at once, as in
+            ``study.ask(fixed_distributions)``. Defaults to None.
+
+    Example:
+        .. code-block:: python
+
+            trial = fairtune.tenancy.ask(study, "alice")
+            x = trial.suggest_float("x", 0.0, 1.0)  # alice's point of the current round
+            study.tell(trial, evaluate(x))
     """
     if not isinstance(tenant, str) or not tenant:
         raise ValueError(f"`tenant` must be a non-empty string, but got tenant={tenant!r}.")
-    trial = study.ask()
-    trial.set_user_attr(TENANT_KEY, tenant)
+    template = optuna.trial.create_trial(state=TrialState.RUNNING, user_attrs={TENANT_KEY: tenant})
+    trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
+    trial = optuna.Trial(study, trial_id)
     for name, distribution in (fixed_distributions or {}).items():
         trial._suggest(name, distribution)
     return trial
@@ -57,7 +73,12 @@ def tenant_of(trial: optuna.Trial | FrozenTrial) -> str | None:
 def trials_by_tenant(
     study: optuna.Study, states: Sequence[TrialState] | None = (TrialState.COMPLETE,)
 ) -> dict[str, list[FrozenTrial]]:
-    """Tagged trials grouped by tenant (in trial order); ``states=None`` keeps every state."""
+    """Tagged trials grouped by tenant, in trial order.
+
+    Args:
+        study: The shared study.
+        states: Trial states to keep; None keeps every state. Defaults to COMPLETE only.
+    """
     groups: dict[str, list[FrozenTrial]] = {}
     for trial in study.get_trials(deepcopy=False, states=None if states is None else tuple(states)):
         tenant = tenant_of(trial)
@@ -71,8 +92,15 @@ def cumulative_utilities(
 ) -> dict[str, float]:
     """Each tenant's cumulative utility: the sum of its COMPLETE trials' values.
 
-    For a minimized objective the utility of a trial is the *negated* value, so that a larger
-    utility is always better. Tenants listed in ``tenants`` without trials get 0.
+    ``lambda^i = sum_{COMPLETE trials of i} s * value`` with ``s = +1`` for a maximized and
+    ``s = -1`` for a minimized objective: the utility of a trial is the *negated* value when
+    minimizing, so that a larger utility is always better. Failed, pruned and running trials
+    count 0.
+
+    Args:
+        study: The shared (single-objective) study.
+        tenants: The tenants to report, in this order; listed tenants without trials get 0 and
+            other tenants are left out. Defaults to every tenant that has a COMPLETE trial.
     """
     sign = -1.0 if study.direction == StudyDirection.MINIMIZE else 1.0
     totals = {str(t): 0.0 for t in tenants} if tenants is not None else {}

@@ -1,43 +1,102 @@
-"""CollaborativeUCBSampler: fair batch UCB across the tenants of a shared study."""
+"""CollaborativeUCBSampler: fair batch UCB across the tenants of a shared study.
+
+Notation (Sim, Zhang, Low, Jaillet, ICML 2021, "Collaborative Bayesian Optimization with Fair
+Regret"):
+    n tenants, d encoded parameters; round t = 1, 2, ... (stored 0-based as ``round_``).
+    lambda_t^i: tenant i's cumulative utility before round t (sum of its observed values, the
+        negated values for a minimized objective).
+    mu, Sigma: GP posterior mean and joint covariance in the objective's units (maximized sign).
+    w_i = rho^(i-1): generalized Gini (G2SF) weights, phi: sort ascending.
+    alpha_t = c1 * d * sum_i w_i^2 * log(c2 * t): the exploration weight.
+    acquisition of a batch X_t = (x^1..x^n), (n, d):
+        sum_i w_i * phi_i((lambda_t^i + mu(x^i))_i)
+            + s * sqrt(alpha_t * 0.5 * logdet(I + sigma^-2 Sigma(X_t)))
+    with s the GP's output scale (the information gain is dimensionless).
+
+Assignment. For fixed X_t and lambda, the first term is largest when the k-th highest mu goes
+to the tenant with the k-th lowest lambda (an exchange argument: swapping a better point towards
+a worse-off tenant never lowers the sorted vector's weighted sum, because the weights do not
+increase). The acquisition therefore evaluates the first term under that assignment, and the
+search over X_t is joint (an n x d problem handed to ``maximize_acqf(q=n)``).
+
+Rounds in storage. A trial's round is its index among its tenant's trials (trial numbers are
+unique and ordered by creation). The plan of round t, one point per tenant, is stored in the
+study's system attributes, one key per tenant ("fairtune:collab:plan:<round>:<tenant>", long
+values split into chunks). It is a deterministic function of the seed and a snapshot of the
+history that every process sees identically, so that processes computing the same round at the
+same moment produce the same plan (writes are also first-writer-wins: a stored entry is never
+replaced, and every process returns what is stored):
+    cutoff_t = datetime_start of the earliest-numbered trial of round t;
+    data     = every COMPLETE trial with datetime_complete <= cutoff_t (used by the GP and, for
+               tagged trials, for lambda);
+    pending  = every trial of an earlier round not in the data (still running, or finished after
+               the cutoff), at the point it was assigned: its round's plan entry (model rounds)
+               or its seeded random point (startup rounds). Pending points enter the GP as
+               fantasies at their posterior mean.
+Trials that are running at the time of computing finish after the cutoff, so a later computation
+cannot see more data than an earlier one (on one clock; with machines whose clocks disagree, the
+first-writer-wins rule still keeps every tenant on one stored plan in all but a tiny window).
+One exception: when no trial had finished at the cutoff (round 0 with ``n_startup_rounds=0``),
+the plan uses the trials finished when it is computed, and first-writer-wins alone applies.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import zlib
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from optuna.distributions import BaseDistribution
-from optuna.samplers import BaseSampler
+from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import StudyDirection
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 
 from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune.fairness.welfare import g2sf_weights
-from fairtune.samplers._base import GPSamplerBase, check_single_objective, collect_trials
+from fairtune.samplers._base import GPSamplerBase, check_single_objective
 from fairtune.tenancy import TENANT_KEY
 
 if TYPE_CHECKING:
     from optuna.study import Study
 
-__all__ = ["CollaborativeUCBSampler", "PLAN_KEY_PREFIX", "ROUND_KEY"]
+__all__ = [
+    "CollaborativeUCBSampler",
+    "PLAN_KEY_PREFIX",
+    "ROUND_KEY",
+    "SEED_KEY",
+    "assign_points",
+    "g2sf_term",
+]
 
-# Study system attribute "fairtune:collab:plan:<round>:<tenant>" -> JSON params of that tenant's
-# assigned point in that round (one entry per tenant keeps each value short for RDB storages).
+# Study system attribute "fairtune:collab:plan:<round>:<tenant>" -> JSON params of that
+# tenant's assigned point in that round (one entry per tenant keeps values short for RDB
+# storages, which cap a value at ~2045 characters; longer values are chunked).
 PLAN_KEY_PREFIX = "fairtune:collab:plan"
 # Trial system attribute: the round a trial belongs to (its index among its tenant's trials).
 ROUND_KEY = "fairtune:collab:round"
+# Study system attribute: the shared base seed when the sampler has no ``seed`` (so that every
+# process derives the same plans and startup points).
+SEED_KEY = "fairtune:collab:seed"
+_logger = logging.getLogger("fairtune")
+_CHUNK_MARK = "chunks:"
+_MAX_VALUE_LENGTH = 2000
 
 
 def assign_points(lambda_: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """Tenant -> point index: the k-th highest ``mu`` goes to the tenant with the k-th lowest
-    cumulative utility ``lambda_`` (ties keep tenant order). Returns ``order`` with
-    ``order[i]`` the point of tenant i."""
+    cumulative utility ``lambda_`` (ties keep tenant order).
+
+    Returns ``order`` with ``order[i]`` the index of tenant i's point.
+    """
     tenants_by_need = np.argsort(lambda_, kind="stable")  # lowest utility first
     points_by_value = np.argsort(-mu, kind="stable")  # highest mean first
     order = np.empty(len(lambda_), dtype=int)
@@ -46,64 +105,94 @@ def assign_points(lambda_: np.ndarray, mu: np.ndarray) -> np.ndarray:
 
 
 def g2sf_term(lambda_sorted: torch.Tensor, mu: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """``sum_i w_i * sort_asc(lambda_(i) + mu_[i])`` with mu_[i] sorted descending; (..., n) -> (...)."""
+    """``sum_i w_i * phi_i(lambda + mu)`` under the best assignment; mu (..., n) -> (...).
+
+    ``lambda_sorted`` (n,) is ascending; the highest mu is added to the lowest lambda, and the
+    sums are sorted ascending before weighting.
+    """
     mu_desc = torch.sort(mu, dim=-1, descending=True).values
     v = torch.sort(lambda_sorted + mu_desc, dim=-1).values
     return (v * w).sum(-1)
 
 
+def _derived_seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) % 2**63 for p in parts]).generate_state(1)[0])
+
+
+def _name_code(name: str) -> int:
+    # A process-independent code for a string (hash() is salted per process).
+    return zlib.crc32(name.encode())
+
+
 class CollaborativeUCBSampler(GPSamplerBase):
     """Collaborative Bayesian optimization with fair regret across the tenants of one study.
 
-    Several tenants tune the same objective in one shared study; the sampler acts as the
-    mediator of Sim, Zhang, Low and Jaillet (ICML 2021, "Collaborative Bayesian Optimization
-    with Fair Regret"), pooling every tenant's observations in one GP and handing out one point
-    per tenant per round:
+    Several tenants tune the same objective in one shared study; the sampler is the mediator
+    of Sim, Zhang, Low and Jaillet (ICML 2021, "Collaborative Bayesian Optimization with Fair
+    Regret"): it pools every tenant's observations in one GP and hands out one point per tenant
+    per round.
 
-    1. The first ``n_startup_rounds`` rounds are random for every tenant.
+    1. The first ``n_startup_rounds`` rounds are random for every tenant (each tenant and round
+       gets its own seeded random point, so tenants in different processes never share one).
     2. In round t the n points X_t = (x_t^1..x_t^n) are chosen *jointly* (an n x d search) to
        maximize
-       ``sum_i w_i * phi_i((lambda_t^i + mu(x_t^i))_i) + sqrt(alpha_t * 0.5 logdet(I + sigma^-2 Sigma(X_t)))``,
+
+       ``sum_i w_i * phi_i((lambda_t^i + mu(x_t^i))_i)
+       + sqrt(alpha_t * 0.5 * logdet(I + sigma^-2 Sigma(X_t)))``
+
        where lambda_t^i is tenant i's cumulative observed utility (the sum of its observed
        values; the *negated* values for a minimized objective), mu the GP posterior mean,
        phi sorts ascending, w_i = rho^(i-1) (generalized Gini weights: the worst-off tenant
        weighs most), Sigma(X_t) the joint posterior covariance of the batch (its information
-       gain rewards diverse batches), and
-       ``alpha_t = c1 * d * sum_i w_i^2 * log(c2 * t)``. With ``vary_c1`` c1 is scaled by
-       ``(sum_i w_i)^2 / (n sum_i w_i^2)`` so that exploration keeps the same weight relative to
-       exploitation for every rho. The exploration term is in units of the GP's output scale.
-    3. For the chosen batch, the k-th highest mu is given to the tenant with the k-th lowest
+       gain rewards diverse batches) and ``alpha_t = c1 * d * sum_i w_i^2 * log(c2 * t)``. With
+       ``vary_c1``, c1 is multiplied by ``(sum_i w_i)^2 / (n * sum_i w_i^2)`` (1 at rho = 1), so
+       that sqrt(alpha_t) / sum_i w_i, the weight of exploration relative to the G2SF term, is
+       the same for every rho. The exploration term is in units of the GP's output scale.
+    3. For the chosen batch, the k-th highest mu goes to the tenant with the k-th lowest
        lambda (which maximizes the first term for that batch).
 
-    ``rho = 1`` is distributed batch GP-UCB (DB-GP-UCB, the utilitarian mediator); smaller rho
-    is fairer. Round plans live in the study's system attributes (keys
-    ``fairtune:collab:plan:<round>:<tenant>``), computed once, when the first tenant of a round
-    asks, from the completed trials (running trials enter as pending points, conditioned on
-    their posterior mean) and a seed derived from ``seed`` and the round: tenants in different
-    processes or machines sharing an RDB or Journal storage each get their own assigned point,
-    exactly one per tenant per round. An untagged trial gets its tenant at its first
-    ``suggest_*`` call (read it in the objective with :func:`fairtune.tenancy.tenant_of` after
-    suggesting). A trial's round is its index among its tenant's trials,
-    so a failed trial uses up its tenant's slot and never stalls the others. An untagged trial is
-    given to the tenant with the fewest trials (round robin), so a single-process simulation of
-    n tenants is one ``study.optimize(objective, n_trials=n * T)``.
+    ``rho = 1`` is distributed batch GP-UCB (DB-GP-UCB, the utilitarian mediator: the first term
+    is sum_i lambda_i + sum_i mu(x^i), whoever gets which point); smaller rho is fairer.
+
+    Rounds and processes: a trial's round is its index among its tenant's trials. Create a
+    tenant's trial with :func:`fairtune.tenancy.ask` (tagged at creation); an untagged trial is
+    given to the tenant with the fewest trials at its first ``suggest_*`` call (round robin), so
+    a single-process simulation of n tenants is one ``study.optimize(objective, n_trials=n*T)``
+    (read the tenant in the objective with :func:`fairtune.tenancy.tenant_of` after the first
+    suggest). The plan of each round lives in the study's system attributes and is computed
+    deterministically from the seed and the trials completed before the round's first trial
+    started (see the module docstring), with the other running trials as pending points: tenants
+    in different processes or machines sharing an RDB or Journal storage each get their own
+    point, exactly one per tenant per round, and a tenant asking while others of its round still
+    run gets its entry of the same batch. A failed or pruned trial uses up its tenant's slot in
+    its round (the tenant's next trial belongs to the next round), so failures never stall a
+    round; a round is done when every tenant has a finished trial in it.
 
     Example:
-        >>> sampler = CollaborativeUCBSampler(tenants=["a", "b", "c"], rho=0.5, seed=0)
-        >>> study = optuna.create_study(sampler=sampler)
-        >>> study.optimize(objective, n_trials=3 * 20)  # doctest: +SKIP
-        >>> fairtune.tenancy.cumulative_utilities(study)  # doctest: +SKIP
+        .. code-block:: python
+
+            import optuna
+            from fairtune.samplers import CollaborativeUCBSampler
+            from fairtune.tenancy import cumulative_utilities
+
+            sampler = CollaborativeUCBSampler(tenants=["a", "b", "c"], rho=0.5, seed=0)
+            study = optuna.create_study(direction="maximize", sampler=sampler)
+            study.optimize(objective, n_trials=3 * 20)  # 20 rounds of 3 tenants
+            print(cumulative_utilities(study))
 
     Args:
         tenants: Tenant names, or their number n (names "0".."n-1").
         rho: G2SF weight decay in (0, 1]. Defaults to 0.5.
-        c1: Exploration constant. Defaults to 0.1.
+        c1: Exploration constant (> 0). Defaults to 0.1.
         c2: Constant inside the logarithm of alpha_t (> 0). Defaults to 2.0.
         vary_c1: Scale c1 with rho as described above. Defaults to True.
-        n_startup_rounds: Random rounds before the GP is used. Defaults to 2.
-        independent_sampler: Sampler for startup rounds and parameters outside the shared
-            search space. Defaults to ``RandomSampler(seed=seed)``.
-        seed: Seed of the sampler. Defaults to None.
+        n_startup_rounds: Random rounds before the GP is used. Defaults to ``ceil(10 / n)``
+            (about 10 random trials in all, like Optuna's GPSampler).
+        independent_sampler: Sampler for parameters outside the shared search space (and for
+            startup rounds, if given: it is then responsible for giving different processes
+            different points). Defaults to seeded random sampling per tenant and round.
+        seed: Seed of the plans and random points. Defaults to None (a random base seed is
+            stored in the study so that every process agrees on it).
     """
 
     def __init__(
@@ -114,7 +203,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
         c1: float | None = None,
         c2: float | None = None,
         vary_c1: bool = True,
-        n_startup_rounds: int = 2,
+        n_startup_rounds: int | None = None,
         independent_sampler: BaseSampler | None = None,
         seed: int | None = None,
     ) -> None:
@@ -137,6 +226,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
         for name, value in (("c1", c1), ("c2", c2)):
             if value is not None and not (isinstance(value, (int, float)) and value > 0):
                 raise ValueError(f"`{name}` must be positive, but got {name}={value!r}.")
+        if n_startup_rounds is None:
+            n_startup_rounds = max(1, math.ceil(10 / len(names)))
         if not isinstance(n_startup_rounds, int) or n_startup_rounds < 0:
             raise ValueError(
                 f"`n_startup_rounds` must be a non-negative integer, but got "
@@ -148,28 +239,43 @@ class CollaborativeUCBSampler(GPSamplerBase):
             n_startup_trials=0,
             warn_independent_sampling=True,
         )
+        self._owns_independent_sampler = independent_sampler is None
         self._tenants = names
+        self._index = {t: i for i, t in enumerate(names)}
         self._rho = float(rho)
         self._c1 = 0.1 if c1 is None else float(c1)
         self._c2 = 2.0 if c2 is None else float(c2)
         self._vary_c1 = vary_c1
         self._n_startup_rounds = n_startup_rounds
         self._seed = seed
+        # Tuning knobs of the joint n x d search (tests shrink them).
         self._n_preliminary_samples = 256
         self._n_local_search = 3
 
     @property
     def tenants(self) -> list[str]:
+        """The tenant names, in the order given."""
         return list(self._tenants)
 
-    # -- tenants and rounds -------------------------------------------------------------------
+    # -- tenants, rounds, seeds ------------------------------------------------------------------
+
+    def _rounds(self, trials: Sequence[FrozenTrial]) -> dict[int, tuple[str, int]]:
+        """Trial number -> (tenant, round) for the trials tagged with one of our tenants."""
+        counts = dict.fromkeys(self._tenants, 0)
+        rounds = {}
+        for t in sorted(trials, key=lambda t: t.number):
+            tenant = t.user_attrs.get(TENANT_KEY)
+            if tenant in counts:
+                rounds[t.number] = (tenant, counts[tenant])
+                counts[tenant] += 1
+        return rounds
 
     def _tenant_and_round(self, study: Study, trial: FrozenTrial) -> tuple[str, int]:
         trials = study.get_trials(deepcopy=False, states=None)
-        # Read the tag from the storage: tenancy.ask() sets it after the trial was created.
+        # Read the tag from the storage: the cached frozen trial may predate it.
         tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
         if tenant is None:
-            counts = {t: 0 for t in self._tenants}
+            counts = dict.fromkeys(self._tenants, 0)
             for other in trials:
                 owner = other.user_attrs.get(TENANT_KEY)
                 if owner in counts and other.number != trial.number:
@@ -177,7 +283,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
             tenant = min(self._tenants, key=lambda t: counts[t])
             study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
         tenant = str(tenant)
-        if tenant not in self._tenants:
+        if tenant not in self._index:
             raise ValueError(
                 f"trial {trial.number} belongs to tenant {tenant!r}, which is not one of the "
                 f"sampler's `tenants` {self._tenants}."
@@ -190,7 +296,27 @@ class CollaborativeUCBSampler(GPSamplerBase):
         study._storage.set_trial_system_attr(trial._trial_id, ROUND_KEY, round_)
         return tenant, round_
 
-    # -- sampling ------------------------------------------------------------------------------
+    def _base_seed(self, study: Study) -> int:
+        if self._seed is not None:
+            return int(self._seed)
+        attrs = study._storage.get_study_system_attrs(study._study_id)
+        if SEED_KEY not in attrs:
+            study._storage.set_study_system_attr(
+                study._study_id, SEED_KEY, int(self._rng.rng.randint(0, 2**31 - 1))
+            )
+            attrs = study._storage.get_study_system_attrs(study._study_id)
+        return int(attrs[SEED_KEY])
+
+    def _startup_value(
+        self, study: Study, trial: FrozenTrial, tenant: str, round_: int, name: str,
+        distribution: BaseDistribution,
+    ) -> Any:
+        seed = _derived_seed(
+            self._base_seed(study), 1, round_, self._index[tenant], _name_code(name)
+        )
+        return RandomSampler(seed=seed).sample_independent(study, trial, name, distribution)
+
+    # -- sampling --------------------------------------------------------------------------------
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
@@ -201,14 +327,60 @@ class CollaborativeUCBSampler(GPSamplerBase):
             tenant, round_ = self._tenant_and_round(study, trial)
             if not search_space or round_ < self._n_startup_rounds:
                 return {}
-            plan = self._read_plan(study, round_, search_space)
-            if tenant not in plan:
-                computed = self._compute_plan(study, trial, round_, search_space)
-                if not computed:
-                    return {}
-                self._write_plan(study, round_, computed)
-                plan = self._read_plan(study, round_, search_space)
-            return plan.get(tenant, {})
+            return self._plan(study, round_, search_space).get(tenant, {})
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        check_single_objective(study, type(self).__name__)
+        startup = self._in_startup(study, trial)
+        if not startup:
+            _logger.warning(
+                "%s samples parameter '%s' of trial %d independently: it is not in the search "
+                "space shared by all trials (dynamic search spaces are not modelled).",
+                type(self).__name__,
+                param_name,
+                trial.number,
+            )
+        if self._owns_independent_sampler:
+            tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
+            round_ = study._storage.get_trial_system_attrs(trial._trial_id).get(ROUND_KEY)
+            if tenant in self._index and round_ is not None:
+                return self._startup_value(
+                    study, trial, tenant, int(round_), param_name, param_distribution
+                )
+        return self._independent_sampler.sample_independent(
+            study, trial, param_name, param_distribution
+        )
+
+    def _in_startup(self, study: Study, trial: FrozenTrial) -> bool:
+        round_ = study._storage.get_trial_system_attrs(trial._trial_id).get(ROUND_KEY)
+        if round_ is None or round_ < self._n_startup_rounds:
+            return True
+        tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
+        attrs = study._storage.get_study_system_attrs(study._study_id)
+        # A model round without a plan had no data yet: its points are random by design.
+        return f"{PLAN_KEY_PREFIX}:{round_}:{tenant}" not in attrs
+
+    # -- plans -----------------------------------------------------------------------------------
+
+    def _plan(
+        self, study: Study, round_: int, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, dict[str, Any]]:
+        """The stored plan of a round, computed and stored first if it is incomplete."""
+        plan = self._read_plan(study, round_, search_space)
+        if len(plan) == len(self._tenants):
+            return plan
+        computed = self._compute_plan(study, round_, search_space)
+        if not computed:
+            return plan
+        self._write_plan(study, round_, computed)
+        stored = self._read_plan(study, round_, search_space)
+        return {tenant: stored.get(tenant, params) for tenant, params in computed.items()}
 
     def _read_plan(
         self, study: Study, round_: int, search_space: dict[str, BaseDistribution]
@@ -216,7 +388,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
         attrs = study._storage.get_study_system_attrs(study._study_id)
         plan = {}
         for tenant in self._tenants:
-            raw = attrs.get(f"{PLAN_KEY_PREFIX}:{round_}:{tenant}")
+            raw = _read_value(attrs, f"{PLAN_KEY_PREFIX}:{round_}:{tenant}")
             if raw is None:
                 continue
             params = json.loads(raw)
@@ -232,39 +404,56 @@ class CollaborativeUCBSampler(GPSamplerBase):
         attrs = study._storage.get_study_system_attrs(study._study_id)
         for tenant, params in plan.items():
             key = f"{PLAN_KEY_PREFIX}:{round_}:{tenant}"
-            if key not in attrs:  # the first writer wins; a concurrent plan is never mixed in
-                study._storage.set_study_system_attr(study._study_id, key, json.dumps(params))
+            if key not in attrs:  # first writer wins: a stored entry is never replaced
+                _write_value(study, key, json.dumps(params))
 
     def _compute_plan(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        round_: int,
-        search_space: dict[str, BaseDistribution],
+        self, study: Study, round_: int, search_space: dict[str, BaseDistribution]
     ) -> dict[str, dict[str, Any]]:
-        complete, pending = collect_trials(study, search_space, trial)
-        if not complete:
+        trials = study.get_trials(deepcopy=False, states=None)
+        rounds = self._rounds(trials)
+        starts = [
+            t.datetime_start
+            for t in trials
+            if t.number in rounds and rounds[t.number][1] == round_ and t.datetime_start
+        ]
+        cutoff = min(starts) if starts else None
+        if cutoff is not None and not any(_usable(t, search_space, cutoff) for t in trials):
+            # Nothing had finished when the round began (round 0 without startup rounds): use
+            # what has finished by now; first-writer-wins keeps every tenant on one plan.
+            cutoff = None
+        data, pending = [], []
+        for t in sorted(trials, key=lambda t: t.number):
+            if _finished_by(t, cutoff):
+                if _usable(t, search_space, cutoff):
+                    data.append(t)
+            elif t.number in rounds and rounds[t.number][1] < round_:
+                point = self._assigned_point(study, t, *rounds[t.number], search_space)
+                if point is not None:
+                    pending.append(point)
+        if not data:
             return {}
+
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         lambda_ = np.zeros(len(self._tenants))
-        index = {t: i for i, t in enumerate(self._tenants)}
-        for t in complete:
+        for t in data:
             owner = t.user_attrs.get(TENANT_KEY)
-            if owner in index:
-                lambda_[index[owner]] += sign * t.value
+            if owner in self._index:
+                lambda_[self._index[owner]] += sign * t.values[0]
         ss = SearchSpace(search_space)
-        X = torch.from_numpy(ss.encode([t.params for t in complete]))
-        y, y_mean, y_std = standardize(sign * np.array([t.value for t in complete], dtype=float))
+        X = torch.from_numpy(ss.encode([t.params for t in data]))
+        y, y_mean, y_std = standardize(sign * np.array([t.values[0] for t in data]))
         gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical)
         if pending:
             X_pending = torch.from_numpy(ss.encode(pending))
             with torch.no_grad():
                 gp = gp.condition_on(X_pending, gp.posterior(X_pending)[0])
+
         n, d = len(self._tenants), ss.dim
         w_np = g2sf_weights(n, self._rho)
         c1 = self._c1
         if self._vary_c1:
-            c1 *= w_np.sum() ** 2 / (n * (w_np**2).sum())
+            c1 *= float(w_np.sum() ** 2 / (n * (w_np**2).sum()))
         t = round_ + 1
         alpha_t = c1 * d * float((w_np**2).sum()) * max(math.log(self._c2 * t), 0.0)
         w = torch.from_numpy(w_np)
@@ -278,10 +467,12 @@ class CollaborativeUCBSampler(GPSamplerBase):
             exploration = (alpha_t * information_gain(cov, noise)).clamp_min(0.0).sqrt()
             return g2sf_term(lambda_sorted, mu, w) + scale * exploration
 
-        seed = None if self._seed is None else (self._seed * 1_000_003 + round_) % (2**32)
-        rng = np.random.RandomState(seed) if seed is not None else self._rng.rng
+        rng = np.random.RandomState(_derived_seed(self._base_seed(study), 0, round_) % 2**32)
         X_best, _ = maximize_acqf(
-            acqf, ss, rng=rng, q=n,
+            acqf,
+            ss,
+            rng=rng,
+            q=n,
             n_preliminary_samples=self._n_preliminary_samples,
             n_local_search=self._n_local_search,
         )
@@ -290,8 +481,61 @@ class CollaborativeUCBSampler(GPSamplerBase):
         order = assign_points(lambda_, mu)
         return {tenant: ss.decode(X_best[order[i]]) for i, tenant in enumerate(self._tenants)}
 
-    def _in_startup(self, study: Study, trial: FrozenTrial) -> bool:
-        round_ = study._storage.get_trial_system_attrs(trial._trial_id).get(ROUND_KEY)
-        if round_ is not None and round_ < self._n_startup_rounds:
-            return True
-        return super()._in_startup(study, trial)
+    def _assigned_point(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        tenant: str,
+        round_: int,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any] | None:
+        """Where an earlier round's trial was sent, independent of how far it has got."""
+        if round_ >= self._n_startup_rounds:
+            # Earlier plans are stored before any of their trials is sampled; computing one here
+            # only happens if none of its trials reached a suggest call (same result anyway).
+            return self._plan(study, round_, search_space).get(tenant)
+        if not self._owns_independent_sampler:
+            return None
+        return {
+            name: self._startup_value(study, trial, tenant, round_, name, dist)
+            for name, dist in search_space.items()
+        }
+
+
+def _usable(
+    trial: FrozenTrial, search_space: dict[str, BaseDistribution], cutoff: datetime | None
+) -> bool:
+    return (
+        _finished_by(trial, cutoff)
+        and trial.state == TrialState.COMPLETE
+        and trial.values is not None
+        and math.isfinite(trial.values[0])
+        and search_space.keys() <= trial.params.keys()
+    )
+
+
+def _finished_by(trial: FrozenTrial, cutoff: datetime | None) -> bool:
+    if not trial.state.is_finished():
+        return False
+    if cutoff is None or trial.datetime_complete is None:
+        return True
+    return trial.datetime_complete <= cutoff
+
+
+def _write_value(study: Study, key: str, text: str) -> None:
+    if len(text) <= _MAX_VALUE_LENGTH:
+        study._storage.set_study_system_attr(study._study_id, key, text)
+        return
+    chunks = [text[i : i + _MAX_VALUE_LENGTH] for i in range(0, len(text), _MAX_VALUE_LENGTH)]
+    for j, chunk in enumerate(chunks):
+        study._storage.set_study_system_attr(study._study_id, f"{key}:{j}", chunk)
+    # The header goes last, so a reader never sees a plan entry with missing chunks.
+    study._storage.set_study_system_attr(study._study_id, key, f"{_CHUNK_MARK}{len(chunks)}")
+
+
+def _read_value(attrs: dict[str, Any], key: str) -> str | None:
+    value = attrs.get(key)
+    if not isinstance(value, str) or not value.startswith(_CHUNK_MARK):
+        return value
+    n_chunks = int(value[len(_CHUNK_MARK) :])
+    return "".join(attrs[f"{key}:{j}"] for j in range(n_chunks))
