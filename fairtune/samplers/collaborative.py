@@ -74,6 +74,7 @@ __all__ = [
     "ROUND_KEY",
     "SEED_KEY",
     "assign_points",
+    "exploration_weight",
     "g2sf_term",
 ]
 
@@ -113,6 +114,22 @@ def g2sf_term(lambda_sorted: torch.Tensor, mu: torch.Tensor, w: torch.Tensor) ->
     mu_desc = torch.sort(mu, dim=-1, descending=True).values
     v = torch.sort(lambda_sorted + mu_desc, dim=-1).values
     return (v * w).sum(-1)
+
+
+def exploration_weight(
+    *, n: int, d: int, rho: float, c1: float, c2: float, t: int, vary_c1: bool
+) -> float:
+    """``alpha_t = c1' * d * sum_i w_i^2 * log(c2 * t)`` (clipped at 0), with
+    ``c1' = c1 * (sum_i w_i)^2 / (n * sum_i w_i^2)`` if ``vary_c1`` else ``c1``.
+
+    With ``vary_c1``, ``sqrt(alpha_t) / sum_i w_i`` does not depend on rho: exploration keeps the
+    same weight relative to the G2SF term (whose scale is sum_i w_i) as at rho = 1.
+    """
+    w = g2sf_weights(n, rho)
+    sum_w2 = float((w**2).sum())
+    if vary_c1:
+        c1 = c1 * float(w.sum()) ** 2 / (n * sum_w2)
+    return c1 * d * sum_w2 * max(math.log(c2 * t), 0.0)
 
 
 def _derived_seed(*parts: int) -> int:
@@ -450,13 +467,10 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 gp = gp.condition_on(X_pending, gp.posterior(X_pending)[0])
 
         n, d = len(self._tenants), ss.dim
-        w_np = g2sf_weights(n, self._rho)
-        c1 = self._c1
-        if self._vary_c1:
-            c1 *= float(w_np.sum() ** 2 / (n * (w_np**2).sum()))
-        t = round_ + 1
-        alpha_t = c1 * d * float((w_np**2).sum()) * max(math.log(self._c2 * t), 0.0)
-        w = torch.from_numpy(w_np)
+        alpha_t = exploration_weight(
+            n=n, d=d, rho=self._rho, c1=self._c1, c2=self._c2, t=round_ + 1, vary_c1=self._vary_c1
+        )
+        w = torch.from_numpy(g2sf_weights(n, self._rho))
         lambda_sorted = torch.from_numpy(np.sort(lambda_))
         scale = y_std * float(gp.params.outputscale) ** 0.5
         noise = gp.params.noise_var
