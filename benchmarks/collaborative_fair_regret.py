@@ -123,6 +123,35 @@ def hartmann(args: argparse.Namespace) -> None:
         writer.writeheader()
         writer.writerows(rows)
     summarize(rows, args)
+    if args.plot:
+        plot(rows, args.plot)
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """R_T/n and the averaged inequality against rho (mean and standard error over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    collab = df[df["method"] != "independent"]
+    rhos = [float(m.split("=")[1]) for m in collab["method"].unique()]
+    for ax, col in zip(axes, ("R_T/n", "S_T", "inequality")):
+        g = collab.groupby("method", sort=False)[col]
+        ax.errorbar(rhos, g.mean(), yerr=g.sem(), marker="o", capsize=3, label="CollaborativeUCB")
+        base = df[df["method"] == "independent"][col]
+        if len(base):
+            ax.axhline(base.mean(), color="gray", ls="--", label="independent GP-UCB")
+        ax.set_xlabel("rho")
+        ax.set_title({"inequality": "avg inequality U_t/n - g_t"}.get(col, col))
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
 
 
 def summarize(rows: list[dict], args: argparse.Namespace) -> None:
@@ -172,19 +201,30 @@ def hpo(args: argparse.Namespace) -> None:
         return float(model.score(X_va, y_va))
 
     rows = []
+    tenants = [f"t{i}" for i in range(n)]
     for seed in range(args.seeds):
-        for rho in args.rhos:
-            sampler = CollaborativeUCBSampler(tenants=[f"t{i}" for i in range(n)], rho=rho,
-                                              n_startup_rounds=args.startup, seed=seed)
-            study = optuna.create_study(direction="maximize", sampler=sampler)
-            study.optimize(objective, n_trials=n * args.rounds)
-            per_tenant: dict[str, list[float]] = {}
-            for t in study.trials:
-                per_tenant.setdefault(t.user_attrs[TENANT_KEY], []).append(t.value)
-            tenants = sorted(per_tenant)
+        for rho in [*args.rhos, None]:
+            per_tenant: dict[str, list[float]] = {t: [] for t in tenants}
+            if rho is not None:
+                sampler = CollaborativeUCBSampler(tenants=tenants, rho=rho,
+                                                  n_startup_rounds=args.startup, seed=seed)
+                study = optuna.create_study(direction="maximize", sampler=sampler)
+                study.optimize(objective, n_trials=n * args.rounds)
+                trials = study.trials
+            else:  # each tenant alone on its shard: GP-UCB without pooling
+                trials = []
+                for i, tenant in enumerate(tenants):
+                    sampler = CollaborativeUCBSampler(tenants=[tenant], rho=1.0,
+                                                      n_startup_rounds=args.startup,
+                                                      seed=seed * 100 + i)
+                    study = optuna.create_study(direction="maximize", sampler=sampler)
+                    study.optimize(objective, n_trials=args.rounds)
+                    trials += study.trials
+            for t in trials:
+                per_tenant[t.user_attrs[TENANT_KEY]].append(t.value)
             cumulative = np.array([np.sum(per_tenant[t]) for t in tenants])
             rows.append({
-                "method": f"rho={rho:g}", "seed": seed,
+                "method": "independent" if rho is None else f"rho={rho:g}", "seed": seed,
                 "mean utility": cumulative.mean() / args.rounds,
                 "worst tenant": cumulative.min() / args.rounds,
                 "inequality": cumulative.mean() - generalized_gini(cumulative, args.rho_eval),
@@ -193,8 +233,8 @@ def hpo(args: argparse.Namespace) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    print("\n| rho | mean accuracy per round (avg over tenants) | worst tenant's mean accuracy |"
-          " inequality of cumulative utilities | seeds |")
+    print("\n| method | mean accuracy per round (avg over tenants) | worst tenant's mean accuracy |"
+          " inequality of cumulative utilities (rho_eval) | seeds |")
     print("|---|---:|---:|---:|---:|")
     for method, g in df.groupby("method", sort=False):
         print(f"| {method} | {g['mean utility'].mean():.4f} | {g['worst tenant'].mean():.4f} | "
@@ -233,6 +273,7 @@ def main() -> None:
     parser.add_argument("--startup", type=int, default=10)
     parser.add_argument("--rho-eval", type=float, default=0.5)
     parser.add_argument("--out", default="benchmarks/results/collaborative_hartmann.csv")
+    parser.add_argument("--plot", help="hartmann: also save a figure to this path")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     {"hartmann": hartmann, "hpo": hpo, "scale": scale}[args.case](args)

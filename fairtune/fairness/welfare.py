@@ -39,7 +39,7 @@ _logger = logging.getLogger("fairtune")
 
 
 def _check_rho(rho: float) -> float:
-    if not (isinstance(rho, (int, float)) and 0.0 < rho <= 1.0):
+    if isinstance(rho, bool) or not (isinstance(rho, (int, float)) and 0.0 < rho <= 1.0):
         raise ValueError(f"`rho` must be in (0, 1], but got rho={rho!r}.")
     return float(rho)
 
@@ -105,10 +105,26 @@ def fair_cumulative_regret(
 ) -> float:
     """Fair cumulative regret ``S_T = T f* - g_norm(sum_t u_t)`` after T rounds.
 
+    The fair regret of Sim et al. (2021) measures the mediator against the ideal in which every
+    tenant gets the optimum f* in every round, through the normalized generalized Gini welfare
+    of the tenants' *cumulative* utilities U^i_T = sum_{t<=T} u_t^i:
+
+        S_T = g_norm(T f* 1) - g_norm(U_T) = T f* - sum_i w_i U_(i),T / sum_i w_i,
+
+    with U_(1),T <= ... <= U_(n),T sorted ascending and w_i = rho^(i-1). It splits into the
+    average cumulative regret and the inequality:
+    ``S_T = R_T / n + (mean_i U^i_T - g_norm(U_T))`` with ``R_T / n = T f* - mean_i U^i_T``;
+    with rho = 1, S_T = R_T / n. (Multiply by sum_i w_i for the unnormalized form.)
+
     Args:
-        utilities: Per-round utilities, shape (T, n): row t holds each tenant's value in round t.
-        optimum: The optimal value f* (of the maximized function).
-        rho: G2SF weight decay. Defaults to 0.5.
+        utilities: Per-round utilities, shape (T, n): row t holds each tenant's value in round t
+            (of the maximized function; negate a minimized objective's values).
+        optimum: The optimal value f* of that function.
+        rho: G2SF weight decay in (0, 1]. Defaults to 0.5.
+
+    Example:
+        >>> fair_cumulative_regret([[1.0, 0.5], [1.0, 0.5]], optimum=1.0, rho=0.5)
+        0.6666666666666667
     """
     array = np.asarray(utilities, dtype=float)
     if array.ndim != 2 or array.size == 0:
@@ -134,6 +150,13 @@ class TenantFairnessCallback:
     Args:
         rho: G2SF weight decay used for the inequality. Defaults to 0.5.
         tenants: Tenants to report (others are ignored). Defaults to every tenant seen.
+
+    Example:
+        .. code-block:: python
+
+            callback = TenantFairnessCallback(rho=0.5)
+            study.optimize(objective, n_trials=30, callbacks=[callback])
+            callback.last  # {"utilities": {"a": ..., "b": ...}, "inequality": ...}
     """
 
     def __init__(self, *, rho: float = 0.5, tenants: Sequence[str] | None = None) -> None:
