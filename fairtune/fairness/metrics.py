@@ -16,15 +16,23 @@ disparate_impact_ratio          selection rate                         min / max
 ==============================  =====================================  =====================
 
 For a binary sensitive feature the three differences are the DSP, DEO and DFP of Perrone et al.
-(2021), "Fair Bayesian Optimization", section 4.
+(2021), "Fair Bayesian Optimization", section 4. The table :data:`METRICS` is the single source
+of truth for names, aliases (``dsp``, ``deo``, ``dfp``, ``eod``, ``di``), the fairlearn rates a
+metric uses, how they are aggregated and whether a limit bounds the metric from above or below.
 
 The group rates come from :class:`fairlearn.metrics.MetricFrame`; this module only validates the
-inputs (so that a wrong call fails loudly instead of producing a silent NaN) and aggregates.
+inputs and aggregates. Two deliberate departures from fairlearn, both so that a fairness
+constraint never rests on a meaningless number:
+
+- A rate that is undefined for some group raises a ``ValueError`` naming the group, where
+  fairlearn silently reports 0 (the TPR of a group without positive samples, the FPR of a group
+  without negative samples) or NaN (a group whose sample weights are all zero).
+- :func:`disparate_impact_ratio` is 1 when no group is selected at all (every group is treated
+  alike, as the difference 0 says), where fairlearn's ``demographic_parity_ratio`` is NaN.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -44,7 +52,15 @@ __all__ = [
     "group_rates",
 ]
 
+RateName = Literal["selection_rate", "true_positive_rate", "false_positive_rate"]
+
 # Error messages (tests assert on them).
+_MSG_NOT_1D = "`{name}` must be one-dimensional, but got an array of shape {shape}."
+_MSG_SENSITIVE_NDIM = (
+    "`sensitive_features` must be 1-d or 2-d (one column per feature), but got an array of "
+    "shape {shape}."
+)
+_MSG_NO_COLUMNS = "`sensitive_features` must have at least one column, but got none."
 _MSG_LENGTH = (
     "`{name}` must have the same length as `y_true`, but got len(y_true)={n} and "
     "len({name})={m}."
@@ -58,12 +74,14 @@ _MSG_SINGLE_GROUP = (
     "{group!r}."
 )
 _MSG_EMPTY = "`y_true` must not be empty, but got 0 samples."
-_MSG_WEIGHTS = "`sample_weight` must be non-negative and finite, but got min={value}."
-_MSG_UNDEFINED_RATE = (
-    "The {rate} of group {group!r} is undefined: the group has no samples with y_true={label}. "
-    "Use a metric that does not condition on the label (e.g. demographic_parity) or merge "
-    "groups."
+_MSG_WEIGHTS = (
+    "`sample_weight` must be non-negative and finite, but got {count} bad value(s), e.g. {value}."
 )
+_MSG_UNDEFINED_RATE = (
+    "The {rate} of group {group!r} is undefined: the group has no {what}. Use a metric that "
+    "does not need it (e.g. demographic_parity) or merge groups."
+)
+_MSG_UNKNOWN_RATE = "`rates` must be among {valid}, but got {unknown}."
 _MSG_UNKNOWN_METRIC = "`metric` must be one of {valid} (or an alias in {aliases}), but got {name!r}."
 
 
@@ -72,23 +90,27 @@ def _as_1d(values: Any, name: str) -> np.ndarray:
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
     if array.ndim != 1:
-        raise ValueError(f"`{name}` must be one-dimensional, but got shape {array.shape}.")
+        raise ValueError(_MSG_NOT_1D.format(name=name, shape=array.shape))
     return array
 
 
 def _check_binary(values: Any, name: str) -> np.ndarray:
+    """Return 0/1 labels as ints; accept booleans and 0/1 ints or floats, nothing else."""
     array = _as_1d(values, name)
     if array.dtype == bool:
         return array.astype(int)
     missing = pd.isna(array)
     if missing.any():
         raise ValueError(_MSG_NAN.format(name=name, count=int(missing.sum())))
+    # Strings such as "0"/"1" or "yes"/"no" would otherwise convert or fail unpredictably.
+    if array.dtype.kind in "USO" and any(isinstance(v, (str, bytes)) for v in array.tolist()):
+        values_ = sorted({repr(v) for v in array.tolist()})[:5]
+        raise ValueError(_MSG_NOT_BINARY.format(name=name, values=values_))
     try:
         numeric = array.astype(float)
     except (TypeError, ValueError):
-        raise ValueError(
-            _MSG_NOT_BINARY.format(name=name, values=sorted(map(repr, set(array.tolist())))[:5])
-        ) from None
+        values_ = sorted({repr(v) for v in array.tolist()})[:5]
+        raise ValueError(_MSG_NOT_BINARY.format(name=name, values=values_)) from None
     bad = ~np.isin(numeric, (0.0, 1.0))
     if bad.any():
         raise ValueError(_MSG_NOT_BINARY.format(name=name, values=np.unique(numeric[bad])[:5]))
@@ -96,9 +118,12 @@ def _check_binary(values: Any, name: str) -> np.ndarray:
 
 
 def _check_sensitive(sensitive_features: Any, n: int) -> pd.Series:
-    """Validate the sensitive features and return one group label per sample."""
+    """Validate the sensitive features and return one group label per sample.
+
+    Several columns give one tuple label per sample (intersectional groups).
+    """
     if isinstance(sensitive_features, pd.DataFrame):
-        frame = sensitive_features
+        frame = sensitive_features.reset_index(drop=True)
     else:
         array = np.asarray(sensitive_features, dtype=object)
         if array.ndim == 1:
@@ -106,28 +131,44 @@ def _check_sensitive(sensitive_features: Any, n: int) -> pd.Series:
         elif array.ndim == 2:
             frame = pd.DataFrame(array)
         else:
-            raise ValueError(
-                "`sensitive_features` must be 1-d or 2-d, but got shape "
-                f"{array.shape}."
-            )
+            raise ValueError(_MSG_SENSITIVE_NDIM.format(shape=array.shape))
     if len(frame) != n:
         raise ValueError(_MSG_LENGTH.format(name="sensitive_features", n=n, m=len(frame)))
     if frame.shape[1] == 0:
-        raise ValueError("`sensitive_features` must have at least one column, but got none.")
-    missing = frame.isna().to_numpy().sum()
+        raise ValueError(_MSG_NO_COLUMNS)
+    missing = int(frame.isna().to_numpy().sum())
     if missing:
-        raise ValueError(_MSG_NAN.format(name="sensitive_features", count=int(missing)))
+        raise ValueError(_MSG_NAN.format(name="sensitive_features", count=missing))
     if frame.shape[1] == 1:
+        # to_numpy() drops unused categories of a categorical column (they are not groups).
         groups = pd.Series(frame.iloc[:, 0].to_numpy(), name="group")
     else:
-        # Intersectional groups: one label per combination that occurs.
-        groups = pd.Series(
-            [tuple(row) for row in frame.itertuples(index=False, name=None)], name="group"
-        )
+        groups = pd.Series(list(frame.itertuples(index=False, name=None)), name="group")
     unique = pd.unique(groups)
     if len(unique) < 2:
         raise ValueError(_MSG_SINGLE_GROUP.format(group=unique[0]))
     return groups
+
+
+def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
+    if sample_weight is None:
+        return None
+    weights = _as_1d(sample_weight, "sample_weight")
+    if len(weights) != n:
+        raise ValueError(_MSG_LENGTH.format(name="sample_weight", n=n, m=len(weights)))
+    try:
+        weights = weights.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`sample_weight` must be numeric, but got dtype {weights.dtype}."
+        ) from None
+    n_nan = int(np.isnan(weights).sum())
+    if n_nan:
+        raise ValueError(_MSG_NAN.format(name="sample_weight", count=n_nan))
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if bad.any():
+        raise ValueError(_MSG_WEIGHTS.format(count=int(bad.sum()), value=weights[bad][0]))
+    return weights
 
 
 def _validate(
@@ -142,23 +183,20 @@ def _validate(
         raise ValueError(_MSG_LENGTH.format(name="y_pred", n=n, m=len(y_pred_)))
     y_pred_ = _check_binary(y_pred_, "y_pred")
     groups = _check_sensitive(sensitive_features, n)
-    weights = None
-    if sample_weight is not None:
-        weights = _as_1d(sample_weight, "sample_weight")
-        if len(weights) != n:
-            raise ValueError(_MSG_LENGTH.format(name="sample_weight", n=n, m=len(weights)))
-        weights = weights.astype(float)
-        if np.isnan(weights).any():
-            raise ValueError(
-                _MSG_NAN.format(name="sample_weight", count=int(np.isnan(weights).sum()))
-            )
-        if not np.all(np.isfinite(weights)) or weights.min() < 0:
-            raise ValueError(_MSG_WEIGHTS.format(value=weights.min()))
+    weights = _check_weights(sample_weight, n)
     return y_true_, y_pred_, groups, weights
 
 
-# fairlearn is imported lazily: it pulls in scikit-learn and plotting helpers.
+# For each rate: the label it conditions on (None: none) and what a group needs for it to exist.
+_RATE_CONDITION: dict[str, tuple[int | None, str]] = {
+    "selection_rate": (None, "samples with positive weight"),
+    "true_positive_rate": (1, "positive samples (y_true=1) with positive weight"),
+    "false_positive_rate": (0, "negative samples (y_true=0) with positive weight"),
+}
+
+
 def _rate_functions() -> dict[str, Callable[..., float]]:
+    # fairlearn is imported lazily: it pulls in scikit-learn and more.
     from fairlearn.metrics import false_positive_rate, selection_rate, true_positive_rate
 
     return {
@@ -168,12 +206,21 @@ def _rate_functions() -> dict[str, Callable[..., float]]:
     }
 
 
-# The label a rate conditions on (None: no conditioning); used to report undefined rates.
-_CONDITION: dict[str, int | None] = {
-    "selection_rate": None,
-    "true_positive_rate": 1,
-    "false_positive_rate": 0,
-}
+def _check_rates_defined(
+    rates: tuple[str, ...], y_true: np.ndarray, groups: pd.Series, weights: np.ndarray | None
+) -> None:
+    codes, uniques = pd.factorize(groups)
+    for rate in rates:
+        label, what = _RATE_CONDITION[rate]
+        counted = np.ones(len(y_true), dtype=bool) if label is None else y_true == label
+        if weights is not None:
+            counted &= weights > 0
+        counts = np.bincount(codes[counted], minlength=len(uniques))
+        if (counts == 0).any():
+            group = uniques[int(np.argmin(counts))]
+            raise ValueError(
+                _MSG_UNDEFINED_RATE.format(rate=rate.replace("_", " "), group=group, what=what)
+            )
 
 
 def group_rates(
@@ -181,54 +228,42 @@ def group_rates(
     y_pred: Any,
     *,
     sensitive_features: Any,
-    rates: tuple[str, ...] = ("selection_rate",),
+    rates: tuple[RateName, ...] = ("selection_rate",),
     sample_weight: Any = None,
 ) -> pd.DataFrame:
     """Per-group rates, one row per group and one column per rate.
 
     Args:
-        y_true: True 0/1 labels.
-        y_pred: Predicted 0/1 labels.
-        sensitive_features: Group membership: a 1-d array-like, or a DataFrame whose columns
-            together define intersectional groups.
+        y_true: True 0/1 labels, shape (n,).
+        y_pred: Predicted 0/1 labels, shape (n,).
+        sensitive_features: Group membership: a 1-d array-like, or a DataFrame (or 2-d array)
+            whose columns together define intersectional groups.
         rates: Names among ``"selection_rate"``, ``"true_positive_rate"``,
-            ``"false_positive_rate"``.
-        sample_weight: Optional non-negative sample weights.
+            ``"false_positive_rate"``. Defaults to ``("selection_rate",)``.
+        sample_weight: Optional non-negative sample weights, shape (n,). Defaults to None.
 
     Returns:
-        A DataFrame indexed by group (fairlearn's ``MetricFrame.by_group``).
+        fairlearn's ``MetricFrame.by_group``: a DataFrame indexed by group (a MultiIndex for
+        intersectional groups).
 
     Raises:
-        ValueError: On inputs of different lengths, labels that are not 0/1, NaN, a single
-            group, or a rate that is undefined for some group (e.g. the TPR of a group without
-            positive samples).
+        ValueError: On inputs of different lengths, labels that are not 0/1, NaN, negative
+            weights, a single group, or a rate that is undefined for some group (e.g. the TPR of
+            a group without positive samples); the message names the argument or the group.
     """
     from fairlearn.metrics import MetricFrame
 
     functions = _rate_functions()
     unknown = [r for r in rates if r not in functions]
-    if unknown:
-        raise ValueError(f"`rates` must be among {sorted(functions)}, but got {unknown}.")
+    if unknown or not rates:
+        raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(functions), unknown=list(rates)))
     y_true_, y_pred_, groups, weights = _validate(y_true, y_pred, sensitive_features, sample_weight)
-    codes, uniques = pd.factorize(groups)
-    for rate in rates:
-        label = _CONDITION[rate]
-        if label is None:
-            continue
-        has_label = y_true_ == label
-        if weights is not None:
-            has_label &= weights > 0
-        counts = np.bincount(codes[has_label], minlength=len(uniques))
-        if (counts == 0).any():
-            group = uniques[int(np.argmin(counts))]
-            raise ValueError(
-                _MSG_UNDEFINED_RATE.format(rate=rate.replace("_", " "), group=group, label=label)
-            )
-    params = {} if weights is None else {r: {"sample_weight": weights} for r in rates}
+    _check_rates_defined(rates, y_true_, groups, weights)
     if isinstance(groups.iloc[0], tuple):
-        # Intersectional groups: MetricFrame wants one named column per feature.
+        # Intersectional groups: MetricFrame takes one named column per feature.
+        width = len(groups.iloc[0])
         sensitive: Any = pd.DataFrame(
-            groups.tolist(), columns=[f"sensitive_feature_{i}" for i in range(len(groups.iloc[0]))]
+            groups.tolist(), columns=[f"sensitive_feature_{i}" for i in range(width)]
         )
     else:
         sensitive = groups
@@ -237,29 +272,30 @@ def group_rates(
         y_true=y_true_,
         y_pred=y_pred_,
         sensitive_features=sensitive,
-        sample_params=params or None,
+        sample_params=None if weights is None else {r: {"sample_weight": weights} for r in rates},
     )
     return frame.by_group
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """How one fairness metric is computed from per-group rates.
+    """How one fairness metric is computed from fairlearn's per-group rates.
 
     Attributes:
         name: Canonical name used in limits, constraints and user attributes.
         function: The public metric function.
         rates: The fairlearn per-group rates it uses.
-        aggregate: ``"difference"`` (max - min, 0 is fair) or ``"ratio"`` (min / max, 1 is fair).
+        aggregate: ``"difference"`` (max - min over groups, the largest gap over ``rates``;
+            0 is fair) or ``"ratio"`` (min / max over groups; 1 is fair).
         sense: ``"upper"`` if a limit bounds the metric from above (differences), ``"lower"`` if
             from below (ratios).
-        aliases: Short names accepted in limit strings.
-        description: One line for error messages and reports.
+        aliases: Other accepted names, e.g. the paper's acronyms.
+        description: One line for error messages, reports and plot labels.
     """
 
     name: str
     function: Callable[..., float]
-    rates: tuple[str, ...]
+    rates: tuple[RateName, ...]
     aggregate: Literal["difference", "ratio"]
     sense: Literal["upper", "lower"]
     aliases: tuple[str, ...]
@@ -267,54 +303,41 @@ class MetricSpec:
 
 
 def _aggregate(by_group: pd.DataFrame, how: Literal["difference", "ratio"]) -> float:
-    if how == "difference":
-        return float((by_group.max() - by_group.min()).max())
     high = by_group.max()
     low = by_group.min()
+    if how == "difference":
+        return float((high - low).max())
     # Nobody selected in any group: every group is treated alike, so the ratio is 1.
     ratios = np.where(high > 0, low / np.where(high > 0, high, 1.0), 1.0)
     return float(np.min(ratios))
 
 
-def _metric(spec_name: str) -> Callable[..., float]:
-    def compute(
-        y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
-    ) -> float:
-        spec = METRICS[spec_name]
-        by_group = group_rates(
-            y_true,
-            y_pred,
-            sensitive_features=sensitive_features,
-            rates=spec.rates,
-            sample_weight=sample_weight,
-        )
-        value = _aggregate(by_group, spec.aggregate)
-        if math.isnan(value):  # pragma: no cover - guarded by group_rates' checks
-            raise ValueError(f"{spec_name} is undefined for these inputs.")
-        return value
-
-    return compute
-
-
-_demographic_parity = _metric("demographic_parity")
-_equal_opportunity = _metric("equal_opportunity")
-_false_positive_rate = _metric("false_positive_rate")
-_equalized_odds = _metric("equalized_odds")
-_disparate_impact = _metric("disparate_impact")
+def _compute(
+    name: str, y_true: Any, y_pred: Any, sensitive_features: Any, sample_weight: Any
+) -> float:
+    spec = METRICS[name]
+    by_group = group_rates(
+        y_true,
+        y_pred,
+        sensitive_features=sensitive_features,
+        rates=spec.rates,
+        sample_weight=sample_weight,
+    )
+    return _aggregate(by_group, spec.aggregate)
 
 
 def demographic_parity_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """Largest gap in selection rate P(yhat = 1 | group) between groups (DSP).
+    """Largest gap in selection rate between groups (DSP).
 
-    ``max_g P(yhat=1 | g) - min_g P(yhat=1 | g)``; 0 means every group is selected at the same
-    rate. ``y_true`` is validated but does not enter the value.
+    ``DSP = max_g P(yhat=1 | g) - min_g P(yhat=1 | g)``; 0 means every group is selected at the
+    same rate. ``y_true`` is validated but does not enter the value.
 
     Args:
         y_true: True 0/1 labels, shape (n,).
         y_pred: Predicted 0/1 labels, shape (n,).
-        sensitive_features: Group of each sample: 1-d array-like, or a DataFrame whose columns
+        sensitive_features: Group of each sample: a 1-d array-like, or a DataFrame whose columns
             define intersectional groups.
         sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
 
@@ -322,24 +345,26 @@ def demographic_parity_difference(
         The difference, in [0, 1].
 
     Example:
-        >>> demographic_parity_difference([0, 1, 0, 1], [1, 1, 0, 1], sensitive_features=list("aabb"))
+        >>> demographic_parity_difference(
+        ...     [0, 1, 0, 1], [1, 1, 0, 1], sensitive_features=["a", "a", "b", "b"]
+        ... )
         0.5
     """
-    return _demographic_parity(
-        y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
-    )
+    return _compute("demographic_parity", y_true, y_pred, sensitive_features, sample_weight)
 
 
 def equal_opportunity_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """Largest gap in true positive rate P(yhat = 1 | y = 1, group) between groups (DEO).
+    """Largest gap in true positive rate between groups (DEO).
+
+    ``DEO = max_g P(yhat=1 | y=1, g) - min_g P(yhat=1 | y=1, g)``.
 
     Args:
         y_true: True 0/1 labels, shape (n,).
         y_pred: Predicted 0/1 labels, shape (n,).
         sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights. Defaults to None.
+        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
 
     Returns:
         The difference, in [0, 1].
@@ -347,21 +372,21 @@ def equal_opportunity_difference(
     Raises:
         ValueError: If some group has no positive sample (its TPR is undefined).
     """
-    return _equal_opportunity(
-        y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
-    )
+    return _compute("equal_opportunity", y_true, y_pred, sensitive_features, sample_weight)
 
 
 def false_positive_rate_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """Largest gap in false positive rate P(yhat = 1 | y = 0, group) between groups (DFP).
+    """Largest gap in false positive rate between groups (DFP).
+
+    ``DFP = max_g P(yhat=1 | y=0, g) - min_g P(yhat=1 | y=0, g)``.
 
     Args:
         y_true: True 0/1 labels, shape (n,).
         y_pred: Predicted 0/1 labels, shape (n,).
         sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights. Defaults to None.
+        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
 
     Returns:
         The difference, in [0, 1].
@@ -369,9 +394,7 @@ def false_positive_rate_difference(
     Raises:
         ValueError: If some group has no negative sample (its FPR is undefined).
     """
-    return _false_positive_rate(
-        y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
-    )
+    return _compute("false_positive_rate", y_true, y_pred, sensitive_features, sample_weight)
 
 
 def equalized_odds_difference(
@@ -379,18 +402,21 @@ def equalized_odds_difference(
 ) -> float:
     """The larger of the TPR gap and the FPR gap between groups (equalized odds).
 
+    ``EOD = max(DEO, DFP)``; 0 means equal error rates in every group.
+
     Args:
         y_true: True 0/1 labels, shape (n,).
         y_pred: Predicted 0/1 labels, shape (n,).
         sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights. Defaults to None.
+        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
 
     Returns:
-        ``max(equal_opportunity_difference, false_positive_rate_difference)``, in [0, 1].
+        The difference, in [0, 1].
+
+    Raises:
+        ValueError: If some group has no positive or no negative sample.
     """
-    return _equalized_odds(
-        y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
-    )
+    return _compute("equalized_odds", y_true, y_pred, sensitive_features, sample_weight)
 
 
 def disparate_impact_ratio(
@@ -398,52 +424,69 @@ def disparate_impact_ratio(
 ) -> float:
     """Smallest over largest group selection rate (disparate impact; "four-fifths rule").
 
-    ``min_g P(yhat=1 | g) / max_g P(yhat=1 | g)``; 1 means equal selection rates, and the
-    US EEOC four-fifths rule flags values below 0.8. If no group is ever selected the ratio is 1.
+    ``DI = min_g P(yhat=1 | g) / max_g P(yhat=1 | g)``; 1 means equal selection rates, and the
+    US EEOC four-fifths rule flags values below 0.8. If no group is ever selected, DI is 1.
 
     Args:
         y_true: True 0/1 labels, shape (n,).
         y_pred: Predicted 0/1 labels, shape (n,).
         sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights. Defaults to None.
+        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
 
     Returns:
         The ratio, in [0, 1].
     """
-    return _disparate_impact(
-        y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
-    )
+    return _compute("disparate_impact", y_true, y_pred, sensitive_features, sample_weight)
 
 
-# One spec table: the single source of truth for names, aliases and bound senses.
+# The spec table: the single source of truth for names, aliases, rates and bound senses.
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
         MetricSpec(
-            "demographic_parity", demographic_parity_difference, ("selection_rate",),
-            "difference", "upper", ("dsp", "demographic_parity_difference", "dp"),
-            "gap in selection rate between groups",
+            name="demographic_parity",
+            function=demographic_parity_difference,
+            rates=("selection_rate",),
+            aggregate="difference",
+            sense="upper",
+            aliases=("dsp", "dp", "demographic_parity_difference"),
+            description="gap in selection rate between groups",
         ),
         MetricSpec(
-            "equal_opportunity", equal_opportunity_difference, ("true_positive_rate",),
-            "difference", "upper", ("deo", "equal_opportunity_difference", "tpr"),
-            "gap in true positive rate between groups",
+            name="equal_opportunity",
+            function=equal_opportunity_difference,
+            rates=("true_positive_rate",),
+            aggregate="difference",
+            sense="upper",
+            aliases=("deo", "tpr", "equal_opportunity_difference"),
+            description="gap in true positive rate between groups",
         ),
         MetricSpec(
-            "false_positive_rate", false_positive_rate_difference, ("false_positive_rate",),
-            "difference", "upper", ("dfp", "false_positive_rate_difference", "fpr"),
-            "gap in false positive rate between groups",
+            name="false_positive_rate",
+            function=false_positive_rate_difference,
+            rates=("false_positive_rate",),
+            aggregate="difference",
+            sense="upper",
+            aliases=("dfp", "fpr", "false_positive_rate_difference"),
+            description="gap in false positive rate between groups",
         ),
         MetricSpec(
-            "equalized_odds", equalized_odds_difference,
-            ("true_positive_rate", "false_positive_rate"),
-            "difference", "upper", ("eod", "equalized_odds_difference"),
-            "larger of the TPR and FPR gaps between groups",
+            name="equalized_odds",
+            function=equalized_odds_difference,
+            rates=("true_positive_rate", "false_positive_rate"),
+            aggregate="difference",
+            sense="upper",
+            aliases=("eod", "equalized_odds_difference"),
+            description="larger of the TPR and FPR gaps between groups",
         ),
         MetricSpec(
-            "disparate_impact", disparate_impact_ratio, ("selection_rate",),
-            "ratio", "lower", ("di", "disparate_impact_ratio"),
-            "smallest over largest selection rate",
+            name="disparate_impact",
+            function=disparate_impact_ratio,
+            rates=("selection_rate",),
+            aggregate="ratio",
+            sense="lower",
+            aliases=("di", "disparate_impact_ratio"),
+            description="smallest over largest selection rate",
         ),
     )
 }
@@ -453,7 +496,16 @@ _ALIASES: dict[str, str] = {
 
 
 def get_metric(name: str) -> MetricSpec:
-    """Look up a metric by canonical name or alias (case-insensitive, ``-``/space as ``_``).
+    """Look up a metric by canonical name or alias.
+
+    Matching ignores case and surrounding spaces, and reads ``-`` and inner spaces as ``_``
+    (``"Equalized-Odds"`` is ``"equalized_odds"``).
+
+    Args:
+        name: A canonical name of :data:`METRICS` or one of its aliases.
+
+    Returns:
+        The metric's :class:`MetricSpec`.
 
     Raises:
         ValueError: For an unknown name; the message lists the valid ones.
@@ -462,9 +514,7 @@ def get_metric(name: str) -> MetricSpec:
     if key not in _ALIASES:
         raise ValueError(
             _MSG_UNKNOWN_METRIC.format(
-                valid=sorted(METRICS),
-                aliases=sorted(set(_ALIASES) - set(METRICS)),
-                name=name,
+                valid=sorted(METRICS), aliases=sorted(set(_ALIASES) - set(METRICS)), name=name
             )
         )
     return METRICS[_ALIASES[key]]
