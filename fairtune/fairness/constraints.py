@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-from fairtune.fairness.metrics import METRICS, get_metric
+import numpy as np
+
+from fairtune.fairness.metrics import METRICS, MetricSpec, get_metric
 
 if TYPE_CHECKING:
     import optuna
@@ -32,30 +34,72 @@ __all__ = [
 ]
 
 USER_ATTR_PREFIX = "fairtune:"
+"""Prefix of the user attributes holding raw metric values: ``"fairtune:demographic_parity"``."""
 
 _LIMIT_PATTERN = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\- ]*?)\s*(<=|>=)\s*(\S+)\s*$")
+
+# Error messages (tests assert on them).
+# The wording "must be strings like" is also asserted by the CLI and FairObjective tests.
 _MSG_MALFORMED = (
-    "`limits` must be strings like 'demographic_parity<=0.05' or 'disparate_impact>=0.8' "
-    "(metric, '<=' or '>=', number), but got {text!r}."
+    "`{arg}` must be strings like 'demographic_parity<=0.05' or 'disparate_impact>=0.8' "
+    "(a metric, '<=' or '>=', a number), but got {text!r}."
 )
+_MSG_UNKNOWN = "`{arg}` names an unknown metric in {text!r}: {reason}"
 _MSG_SENSE = (
-    "`limits`: {metric} is {kind}, so its limit must be written '{metric}{op}bound', "
+    "`{arg}`: {metric} is {kind}, so its limit must be written '{metric}{op}bound', "
     "but got {text!r}."
 )
-_MSG_NEGATIVE = "`bound` must be a non-negative finite number, but got bound={bound!r} for {metric}."
-_MSG_RATIO = "`bound` of {metric} must be in [0, 1], but got bound={bound!r}."
+_MSG_BOUND = "`bound` must be {rule} for {metric}, but got bound={bound!r}."
+_MSG_LIMIT_BOUND = "`{arg}` must give {metric} a bound that is {rule}, but got {text!r}."
+_MSG_TYPE = (
+    "`limits` must be a string, a FairnessLimit, a dict from metric to bound, or a list of "
+    "strings / FairnessLimit objects, but got limits={limits!r}."
+)
+_MSG_ENTRY_TYPE = "`limits` entries must be strings or FairnessLimit objects, but got {item!r}."
+_MSG_EMPTY = "`limits` must contain at least one fairness limit, but got limits={limits!r}."
+_MSG_DUPLICATE = "`limits` must limit each metric once, but got {metric} twice in {limits!r}."
+_MSG_ALREADY_SET = (
+    "`trial` already has a constraint named {name!r}: Optuna keeps the first value of a "
+    "constraint, so set_fairness_constraints must be called once per trial and metric."
+)
+
+_RULE_DIFFERENCE = "a non-negative finite number"
+_RULE_RATIO = "a number in [0, 1] (it is a ratio)"
+
+
+def _bound_problem(spec: MetricSpec, bound: Any) -> str | None:
+    """The rule ``bound`` breaks for ``spec``, or None if it is a valid bound."""
+    rule = _RULE_RATIO if spec.aggregate == "ratio" else _RULE_DIFFERENCE
+    if isinstance(bound, bool) or not isinstance(bound, (int, float, np.integer, np.floating)):
+        return rule
+    value = float(bound)
+    if not math.isfinite(value) or value < 0 or (spec.aggregate == "ratio" and value > 1):
+        return rule
+    return None
+
+
+def _metric_in(name: str, *, arg: str, text: Any) -> MetricSpec:
+    try:
+        return get_metric(name)
+    except ValueError as err:
+        raise ValueError(_MSG_UNKNOWN.format(arg=arg, text=text, reason=err)) from None
 
 
 @dataclass(frozen=True)
 class FairnessLimit:
     """A fairness metric and the bound it must respect.
 
+    Differences (``demographic_parity``, ``equal_opportunity``, ``false_positive_rate``,
+    ``equalized_odds``) are limited from above, ``metric <= bound``; the ``disparate_impact``
+    ratio from below, ``metric >= bound``. :attr:`sense` says which.
+
     Args:
         metric: A metric name or alias of :data:`fairtune.fairness.METRICS`
             (``"demographic_parity"``/``"dsp"``, ``"equal_opportunity"``/``"deo"``,
-            ``"false_positive_rate"``/``"dfp"``, ``"equalized_odds"``, ``"disparate_impact"``);
-            stored as the canonical name.
-        bound: Upper bound for differences, lower bound for the disparate impact ratio.
+            ``"false_positive_rate"``/``"dfp"``, ``"equalized_odds"``/``"eod"``,
+            ``"disparate_impact"``/``"di"``); stored as the canonical name.
+        bound: Upper bound (>= 0) for differences, lower bound in [0, 1] for the disparate
+            impact ratio.
 
     Example:
         >>> FairnessLimit.parse("dsp <= 0.05")
@@ -69,16 +113,11 @@ class FairnessLimit:
 
     def __post_init__(self) -> None:
         spec = get_metric(self.metric)
+        rule = _bound_problem(spec, self.bound)
+        if rule is not None:
+            raise ValueError(_MSG_BOUND.format(rule=rule, metric=spec.name, bound=self.bound))
         object.__setattr__(self, "metric", spec.name)
-        try:
-            bound = float(self.bound)
-        except (TypeError, ValueError):
-            raise ValueError(_MSG_NEGATIVE.format(bound=self.bound, metric=spec.name)) from None
-        if not math.isfinite(bound) or bound < 0:
-            raise ValueError(_MSG_NEGATIVE.format(bound=self.bound, metric=spec.name))
-        if spec.aggregate == "ratio" and bound > 1:
-            raise ValueError(_MSG_RATIO.format(bound=self.bound, metric=spec.name))
-        object.__setattr__(self, "bound", bound)
+        object.__setattr__(self, "bound", float(self.bound))
 
     @property
     def sense(self) -> Literal["upper", "lower"]:
@@ -89,36 +128,58 @@ class FairnessLimit:
     def parse(cls, text: str) -> FairnessLimit:
         """Parse ``"<metric><=<bound>"`` (differences) or ``"<metric>>=<bound>"`` (ratios).
 
+        Spaces around the operator are allowed and metric names are matched as in
+        :func:`~fairtune.fairness.get_metric` (``"DSP <= 0.05"`` works).
+
+        Args:
+            text: The limit, e.g. ``"demographic_parity<=0.05"`` or ``"disparate_impact>=0.8"``.
+
+        Returns:
+            The parsed limit.
+
         Raises:
             ValueError: On a malformed string, an unknown metric (the message lists the valid
                 ones), the wrong operator for the metric, or an invalid bound.
         """
-        if not isinstance(text, str):
-            raise ValueError(_MSG_MALFORMED.format(text=text))
-        match = _LIMIT_PATTERN.match(text)
-        if match is None:
-            raise ValueError(_MSG_MALFORMED.format(text=text))
-        name, op, number = match.groups()
-        try:
-            bound = float(number)
-        except ValueError:
-            raise ValueError(_MSG_MALFORMED.format(text=text)) from None
-        spec = get_metric(name)
-        expected = "<=" if spec.sense == "upper" else ">="
-        if op != expected:
-            kind = "a difference (0 is fair)" if spec.sense == "upper" else "a ratio (1 is fair)"
-            raise ValueError(_MSG_SENSE.format(metric=spec.name, kind=kind, op=expected, text=text))
-        return cls(metric=spec.name, bound=bound)
+        return _parse(text, arg="text")
 
     def violation(self, value: float) -> float:
-        """The Optuna constraint value: <= 0 iff ``value`` respects the limit."""
+        """The Optuna constraint value: ``value - bound`` (upper) or ``bound - value`` (lower).
+
+        It is <= 0 exactly when ``value`` respects the limit.
+        """
         return value - self.bound if self.sense == "upper" else self.bound - value
 
     def __str__(self) -> str:
         return f"{self.metric}{'<=' if self.sense == 'upper' else '>='}{self.bound:g}"
 
 
-LimitsLike = Union[str, FairnessLimit, Mapping[str, float], Sequence[Union[str, FairnessLimit]]]
+def _parse(text: Any, *, arg: str) -> FairnessLimit:
+    match = _LIMIT_PATTERN.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(_MSG_MALFORMED.format(arg=arg, text=text))
+    name, op, number = match.groups()
+    try:
+        bound = float(number)
+    except ValueError:
+        raise ValueError(_MSG_MALFORMED.format(arg=arg, text=text)) from None
+    spec = _metric_in(name, arg=arg, text=text)
+    expected = "<=" if spec.sense == "upper" else ">="
+    if op != expected:
+        kind = "a difference (0 is fair)" if spec.sense == "upper" else "a ratio (1 is fair)"
+        raise ValueError(
+            _MSG_SENSE.format(arg=arg, metric=spec.name, kind=kind, op=expected, text=text)
+        )
+    rule = _bound_problem(spec, bound)
+    if rule is not None:
+        raise ValueError(_MSG_LIMIT_BOUND.format(arg=arg, metric=spec.name, rule=rule, text=text))
+    return FairnessLimit(metric=spec.name, bound=bound)
+
+
+LimitsLike = Union[
+    str, FairnessLimit, Mapping[str, float], Sequence[Union[str, FairnessLimit]]
+]
+"""Every form :func:`parse_limits` accepts."""
 
 
 def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
@@ -127,44 +188,57 @@ def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
     Args:
         limits: A string (``"dsp<=0.05"``), a :class:`FairnessLimit`, a dict from metric name to
             bound (``{"demographic_parity": 0.05, "disparate_impact": 0.8}``; for the ratio the
-            value is the lower bound), or a list of strings / limits.
+            value is its lower bound), or a list or tuple of strings and limits.
+
+    Returns:
+        The limits, in the order given, with canonical metric names.
 
     Raises:
-        ValueError: On an empty input, malformed entries, or the same metric limited twice.
+        ValueError: On an empty input, malformed entries, an unknown metric (the message lists
+            the valid ones), an invalid bound, or the same metric limited twice. The message
+            names ``limits`` and the offending entry.
     """
-    if isinstance(limits, (str, FairnessLimit)):
-        items: list[FairnessLimit] = [_one(limits)]
+    if isinstance(limits, FairnessLimit):
+        items = [limits]
+    elif isinstance(limits, str):
+        items = [_parse(limits, arg="limits")]
     elif isinstance(limits, Mapping):
-        items = [FairnessLimit(metric=k, bound=v) for k, v in limits.items()]
+        items = [_from_item(name, bound) for name, bound in limits.items()]
     elif isinstance(limits, Sequence):
         items = [_one(item) for item in limits]
     else:
-        raise ValueError(
-            "`limits` must be a string, a FairnessLimit, a dict or a list of those, but got "
-            f"limits={limits!r}."
-        )
+        raise ValueError(_MSG_TYPE.format(limits=limits))
     if not items:
-        raise ValueError("`limits` must name at least one fairness limit, but got none.")
+        raise ValueError(_MSG_EMPTY.format(limits=limits))
     seen: set[str] = set()
     for item in items:
         if item.metric in seen:
-            raise ValueError(f"`limits` limits {item.metric} more than once: {limits!r}.")
+            raise ValueError(_MSG_DUPLICATE.format(metric=item.metric, limits=limits))
         seen.add(item.metric)
     return items
+
+
+def _from_item(name: Any, bound: Any) -> FairnessLimit:
+    text = {name: bound}
+    spec = _metric_in(str(name), arg="limits", text=text)
+    rule = _bound_problem(spec, bound)
+    if rule is not None:
+        raise ValueError(
+            _MSG_LIMIT_BOUND.format(arg="limits", metric=spec.name, rule=rule, text=text)
+        )
+    return FairnessLimit(metric=spec.name, bound=bound)
 
 
 def _one(item: Any) -> FairnessLimit:
     if isinstance(item, FairnessLimit):
         return item
     if isinstance(item, str):
-        return FairnessLimit.parse(item)
-    raise ValueError(
-        f"`limits` entries must be strings or FairnessLimit objects, but got {item!r}."
-    )
+        return _parse(item, arg="limits")
+    raise ValueError(_MSG_ENTRY_TYPE.format(item=item))
 
 
 def set_fairness_constraints(
-    trial: optuna.trial.Trial | optuna.trial.FrozenTrial,
+    trial: optuna.trial.BaseTrial,
     y_true: Any,
     y_pred: Any,
     *,
@@ -174,21 +248,35 @@ def set_fairness_constraints(
 ) -> dict[str, float]:
     """Compute the limited fairness metrics and record them as Optuna 5 constraints.
 
-    For every limit, stores the raw metric value as the user attribute
-    ``"fairtune:<metric>"`` and calls ``trial.set_constraint(<metric>, value - bound)``
-    (``bound - value`` for the disparate impact ratio), so that the trial is feasible iff every
-    limit holds and ``study.best_trial`` is the best fair trial.
+    For every limit:
+
+    1. compute the metric with :data:`~fairtune.fairness.METRICS` (all of them first, so that
+       bad input raises before the trial is touched);
+    2. store the raw value as the user attribute ``"fairtune:<metric>"``;
+    3. call ``trial.set_constraint(<metric>, value - bound)`` (``bound - value`` for the
+       disparate impact ratio, a lower bound).
+
+    Optuna 5 deems a trial feasible when every constraint value is <= 0, i.e. when every limit
+    holds, and ``study.best_trial`` is then the best fair trial.
 
     Args:
-        trial: The trial being evaluated (inside an objective) or a FrozenTrial being built.
-        y_true: True 0/1 labels of the evaluation data.
-        y_pred: Predicted 0/1 labels.
-        sensitive_features: Group of each sample (1-d, or a DataFrame for intersectional groups).
+        trial: The trial being evaluated (an ``optuna.Trial`` inside an objective), a
+            ``FrozenTrial`` being built before ``study.add_trial``, or any other Optuna trial
+            with ``set_constraint`` and ``set_user_attr``.
+        y_true: True 0/1 labels of the evaluation data, shape (n,).
+        y_pred: Predicted 0/1 labels, shape (n,).
+        sensitive_features: Group of each sample (1-d, or a DataFrame for intersectional
+            groups).
         limits: See :func:`parse_limits`.
-        sample_weight: Optional non-negative sample weights. Defaults to None.
+        sample_weight: Optional non-negative sample weights, shape (n,). Defaults to None.
 
     Returns:
-        ``{metric: raw value}`` for every limited metric.
+        ``{metric: raw value}`` for every limited metric (canonical names).
+
+    Raises:
+        ValueError: On bad limits or data (see :func:`parse_limits` and the metrics), or if the
+            trial already has a constraint of the same name (Optuna would silently keep the
+            old value).
 
     Example:
         >>> def objective(trial):
@@ -199,13 +287,16 @@ def set_fairness_constraints(
         ...     return accuracy_score(y_valid, y_pred)  # doctest: +SKIP
     """
     parsed = parse_limits(limits)
-    # Compute everything first, so that bad inputs leave the trial untouched.
     values = {
         limit.metric: METRICS[limit.metric].function(
             y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
         )
         for limit in parsed
     }
+    existing = trial.constraints
+    for limit in parsed:
+        if limit.metric in existing:
+            raise ValueError(_MSG_ALREADY_SET.format(name=limit.metric))
     for limit in parsed:
         trial.set_user_attr(USER_ATTR_PREFIX + limit.metric, values[limit.metric])
         trial.set_constraint(limit.metric, limit.violation(values[limit.metric]))
@@ -213,7 +304,16 @@ def set_fairness_constraints(
 
 
 def fairness_values(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
-    """The raw fairness metric values stored on a trial by :func:`set_fairness_constraints`."""
+    """The raw fairness metric values stored on a trial by :func:`set_fairness_constraints`.
+
+    Args:
+        trial: A finished (or running) trial.
+
+    Returns:
+        ``{metric: value}`` read from the user attributes ``"fairtune:<metric>"`` whose metric
+        is in :data:`~fairtune.fairness.METRICS` (other ``fairtune:`` keys, such as the tenant
+        tag, are skipped); empty if none was set.
+    """
     return {
         key[len(USER_ATTR_PREFIX):]: float(value)
         for key, value in trial.user_attrs.items()
@@ -222,8 +322,18 @@ def fairness_values(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
 
 
 def is_feasible(trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether every constraint of the trial is <= 0 (Optuna 5's definition).
+    """Whether every constraint value of the trial is <= 0, Optuna 5's definition.
 
-    A trial without constraints counts as feasible, as in Optuna 5's ``study.best_trial``.
+    This matches how ``study.best_trial`` filters trials in Optuna 5: a trial is feasible when
+    ``all(value <= 0 for value in trial.constraints.values())``. A trial **without constraints
+    is therefore feasible** (and ``study.best_trial`` may return it), so an objective that
+    limits fairness should call :func:`set_fairness_constraints` on every trial it completes.
+    The trial's state is not looked at; callers that want COMPLETE trials filter for them.
+
+    Args:
+        trial: Any trial.
+
+    Returns:
+        True if no constraint value is positive.
     """
     return all(value <= 0.0 for value in trial.constraints.values())
