@@ -168,6 +168,10 @@ class CollaborativeUCBSampler(GPSamplerBase):
     3. For the chosen batch, the k-th highest mu goes to the tenant with the k-th lowest
        lambda (which maximizes the first term for that batch).
 
+    Batches that repeat a point, or a point still being evaluated (a pending trial), rank below
+    every batch that does not, so two tenants never get the same configuration unless the search
+    space has fewer configurations than needed.
+
     ``rho = 1`` is distributed batch GP-UCB (DB-GP-UCB, the utilitarian mediator: the first term
     is sum_i lambda_i + sum_i mu(x^i), whoever gets which point); smaller rho is fairer.
 
@@ -277,13 +281,17 @@ class CollaborativeUCBSampler(GPSamplerBase):
     # -- tenants, rounds, seeds ------------------------------------------------------------------
 
     def _rounds(self, trials: Sequence[FrozenTrial]) -> dict[int, tuple[str, int]]:
-        """Trial number -> (tenant, round) for the trials tagged with one of our tenants."""
+        """Trial number -> (tenant, round) for the trials tagged with one of our tenants.
+
+        The round recorded at sampling time wins; a trial not sampled yet is counted among its
+        tenant's trials by number (its round once it is sampled).
+        """
         counts = dict.fromkeys(self._tenants, 0)
         rounds = {}
         for t in sorted(trials, key=lambda t: t.number):
             tenant = t.user_attrs.get(TENANT_KEY)
             if tenant in counts:
-                rounds[t.number] = (tenant, counts[tenant])
+                rounds[t.number] = (tenant, int(t.system_attrs.get(ROUND_KEY, counts[tenant])))
                 counts[tenant] += 1
         return rounds
 
@@ -292,24 +300,29 @@ class CollaborativeUCBSampler(GPSamplerBase):
         # Read the tag from the storage: the cached frozen trial may predate it.
         tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
         if tenant is None:
+            # The tenant whose turn it is: the one with the fewest trials; the trial is its next
+            # round. (Under the sampler's lock, so threads of one process never collide.)
             counts = dict.fromkeys(self._tenants, 0)
             for other in trials:
                 owner = other.user_attrs.get(TENANT_KEY)
                 if owner in counts and other.number != trial.number:
                     counts[owner] += 1
             tenant = min(self._tenants, key=lambda t: counts[t])
+            round_ = counts[tenant]
             study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
-        tenant = str(tenant)
-        if tenant not in self._index:
-            raise ValueError(
-                f"trial {trial.number} belongs to tenant {tenant!r}, which is not one of the "
-                f"sampler's `tenants` {self._tenants}."
+        else:
+            tenant = str(tenant)
+            if tenant not in self._index:
+                raise ValueError(
+                    f"trial {trial.number} belongs to tenant {tenant!r}, which is not one of the "
+                    f"sampler's `tenants` {self._tenants}."
+                )
+            # Tagged at creation: the index among the tenant's trials, by trial number.
+            round_ = sum(
+                1
+                for other in trials
+                if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
             )
-        round_ = sum(
-            1
-            for other in trials
-            if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
-        )
         study._storage.set_trial_system_attr(trial._trial_id, ROUND_KEY, round_)
         return tenant, round_
 
@@ -475,11 +488,17 @@ class CollaborativeUCBSampler(GPSamplerBase):
         scale = y_std * float(gp.params.outputscale) ** 0.5
         noise = gp.params.noise_var
 
+        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
+        # Larger than any difference of acquisition values: a batch that repeats a point (or a
+        # pending one) loses to every batch that does not, whenever the space allows one.
+        big = 1e6 * (1.0 + float(np.abs(lambda_).sum()) + n * (abs(y_mean) + y_std))
+
         def acqf(Xb: torch.Tensor) -> torch.Tensor:  # (b, n, d) -> (b,)
             mean, cov = gp.joint_posterior(Xb)
             mu = y_mean + y_std * mean
             exploration = (alpha_t * information_gain(cov, noise)).clamp_min(0.0).sqrt()
-            return g2sf_term(lambda_sorted, mu, w) + scale * exploration
+            value = g2sf_term(lambda_sorted, mu, w) + scale * exploration
+            return value - big * _n_repeats(Xb.detach(), X_pending)
 
         rng = np.random.RandomState(_derived_seed(self._base_seed(study), 0, round_) % 2**32)
         X_best, _ = maximize_acqf(
@@ -514,6 +533,18 @@ class CollaborativeUCBSampler(GPSamplerBase):
             name: self._startup_value(study, trial, tenant, round_, name, dist)
             for name, dist in search_space.items()
         }
+
+
+def _n_repeats(Xb: torch.Tensor, X_pending: torch.Tensor | None) -> torch.Tensor:
+    """Per batch (b, q, d), the number of point pairs that coincide, within the batch or with a
+    pending point (m, d); shape (b,)."""
+    q = Xb.shape[-2]
+    same = (Xb[:, :, None, :] - Xb[:, None, :, :]).abs().amax(-1) < 1e-9  # (b, q, q)
+    count = torch.triu(same, diagonal=1).sum((-2, -1))
+    if X_pending is not None and q:
+        hits = (Xb[:, :, None, :] - X_pending[None, None]).abs().amax(-1) < 1e-9  # (b, q, m)
+        count = count + hits.sum((-2, -1))
+    return count.to(Xb.dtype)
 
 
 def _usable(

@@ -186,6 +186,19 @@ def test_one_point_per_tenant_per_round_single_process() -> None:
     assert len({tuple(by_tenant[t][0].params.values()) for t in "abc"}) == 3
 
 
+def test_no_tenant_shares_a_point_in_a_round_of_a_small_discrete_space() -> None:
+    sampler = _small(CollaborativeUCBSampler(tenants=["a", "b", "c"], n_startup_rounds=1, seed=0))
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: (t.suggest_int("k", 0, 5) - 2) ** 2, n_trials=15)
+    by_tenant = trials_by_tenant(study)
+    for round_ in range(1, 5):  # model rounds: three different values of k among 6
+        assert len({by_tenant[t][round_].params["k"] for t in "abc"}) == 3
+    # Fewer configurations than tenants: repeats are unavoidable, and nothing breaks.
+    study = optuna.create_study(sampler=_small(CollaborativeUCBSampler(tenants=3, n_startup_rounds=1, seed=0)))
+    study.optimize(lambda t: float(t.suggest_categorical("c", ["u", "v"]) == "u"), n_trials=9)
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+
+
 def test_startup_points_are_seeded_per_tenant_and_round() -> None:
     def run(seed: int | None, first: str) -> dict[str, dict]:
         sampler = CollaborativeUCBSampler(tenants=["a", "b"], n_startup_rounds=2, seed=seed)
