@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
 from fairtune.fairness.constraints import fairness_values, is_feasible
+from fairtune.fairness.metrics import get_metric
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -21,10 +23,30 @@ __all__ = ["FairnessCallback", "TrialRecord"]
 
 _logger = logging.getLogger("fairtune")
 
+_MSG_TARGET = "`target` must be a finite number or None, but got target={target!r}."
+_MSG_METRIC_NAMES = (
+    "`metric_names` must be a sequence of metric names, but got the string "
+    "metric_names={names!r}; wrap it in a list."
+)
+_MSG_MULTI_OBJECTIVE = (
+    "`FairnessCallback` supports single-objective studies only, but the study has "
+    "{n} objectives."
+)
+
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """What :class:`FairnessCallback` saw of one finished trial."""
+    """What :class:`FairnessCallback` saw of one finished trial.
+
+    Attributes:
+        number: The trial number.
+        state: Its final state (COMPLETE, PRUNED or FAIL).
+        value: Its objective value, None unless COMPLETE.
+        feasible: Whether it is COMPLETE and every constraint value is <= 0.
+        fairness: Raw fairness metric values (user attributes ``fairtune:<metric>``),
+            restricted to the callback's ``metric_names``.
+        constraints: All its constraint values.
+    """
 
     number: int
     state: TrialState
@@ -32,6 +54,13 @@ class TrialRecord:
     feasible: bool
     fairness: dict[str, float] = field(default_factory=dict)
     constraints: dict[str, float] = field(default_factory=dict)
+
+
+def _canonical(metric_names: Sequence[str]) -> list[str]:
+    try:
+        return [get_metric(name).name for name in metric_names]
+    except ValueError as err:
+        raise ValueError(f"`metric_names` has an unknown metric: {err}") from None
 
 
 class FairnessCallback:
@@ -42,22 +71,31 @@ class FairnessCallback:
 
     1. records the trial's fairness values (user attributes ``fairtune:<metric>`` written by
        :func:`~fairtune.fairness.set_fairness_constraints`), its constraints and feasibility
-       in :attr:`history`, and logs them on the ``"fairtune"`` logger;
+       in :attr:`history`, and logs them (by default on the ``"fairtune"`` logger);
     2. updates :attr:`best_fair_trial`, the best COMPLETE trial whose constraints all hold
        (in the study's direction);
     3. calls ``study.stop()`` if ``target`` is set, ``stop_on_target`` is true, and a feasible
        trial reached it (``value >= target`` when maximizing, ``<=`` when minimizing).
 
-    A trial is feasible when all its constraint values are <= 0, as in Optuna 5; a trial
-    without constraints counts as feasible.
+    A trial is feasible when all its constraint values are <= 0, as in Optuna 5 (and
+    :func:`~fairtune.fairness.is_feasible`); a COMPLETE trial without constraints counts as
+    feasible. The callback only sees the trials finished by the ``study.optimize`` calls it is
+    passed to (in this process), so on a resumed or distributed study :attr:`best_fair_trial` is
+    the best of those, while ``study.best_trial`` covers the whole study.
 
     Args:
         target: Objective value at which a fair trial is good enough. Defaults to None (never
             stop).
-        metric_names: Fairness metrics to log; None logs every metric found on the trial.
-            Defaults to None.
+        metric_names: Fairness metrics to record and log (names or aliases, e.g.
+            ``["dsp"]``); None keeps every metric found on the trial. Defaults to None.
         stop_on_target: Whether reaching ``target`` stops the study. Defaults to True.
         verbose: Whether to log each trial at INFO level (else DEBUG). Defaults to True.
+        logger: Where to log. Defaults to None, the ``"fairtune"`` logger.
+
+    Attributes:
+        history: One :class:`TrialRecord` per finished trial, in order.
+        best_fair_trial: The best feasible COMPLETE trial so far, or None.
+        target_reached: Whether a feasible trial has reached ``target``.
 
     Example:
         >>> callback = FairnessCallback(target=0.85)
@@ -72,28 +110,29 @@ class FairnessCallback:
         metric_names: Sequence[str] | None = None,
         stop_on_target: bool = True,
         verbose: bool = True,
+        logger: logging.Logger | None = None,
     ) -> None:
-        if target is not None and not (isinstance(target, (int, float)) and math.isfinite(target)):
-            raise ValueError(f"`target` must be a finite number or None, but got target={target!r}.")
+        if target is not None and (
+            isinstance(target, bool)
+            or not isinstance(target, numbers.Real)
+            or not math.isfinite(target)
+        ):
+            raise ValueError(_MSG_TARGET.format(target=target))
         if isinstance(metric_names, str):
-            raise ValueError(
-                "`metric_names` must be a sequence of metric names, but got the string "
-                f"metric_names={metric_names!r}."
-            )
+            raise ValueError(_MSG_METRIC_NAMES.format(names=metric_names))
         self.target = None if target is None else float(target)
-        self.metric_names = None if metric_names is None else list(metric_names)
+        # Canonical names, so that aliases ("dsp") match the stored user attributes.
+        self.metric_names = None if metric_names is None else _canonical(metric_names)
         self.stop_on_target = stop_on_target
         self.verbose = verbose
+        self._logger = _logger if logger is None else logger
         self.history: list[TrialRecord] = []
         self.best_fair_trial: FrozenTrial | None = None
         self.target_reached = False
 
     def __call__(self, study: Study, trial: FrozenTrial) -> None:
         if len(study.directions) > 1:
-            raise ValueError(
-                "`FairnessCallback` supports single-objective studies only, but the study has "
-                f"{len(study.directions)} objectives."
-            )
+            raise ValueError(_MSG_MULTI_OBJECTIVE.format(n=len(study.directions)))
         values = fairness_values(trial)
         if self.metric_names is not None:
             values = {k: v for k, v in values.items() if k in self.metric_names}
@@ -120,7 +159,7 @@ class FairnessCallback:
             if self.best_fair_trial is None
             else f"{self.best_fair_trial.value:.6g} (trial {self.best_fair_trial.number})"
         )
-        _logger.log(
+        self._logger.log(
             logging.INFO if self.verbose else logging.DEBUG,
             "Trial %d %s: value=%s, %s, %s. Best fair value: %s.",
             trial.number,
@@ -135,13 +174,9 @@ class FairnessCallback:
             if reached:
                 self.target_reached = True
                 if self.stop_on_target:
-                    _logger.info(
+                    self._logger.info(
                         "Trial %d is fair and reached the target %g: stopping the study.",
                         trial.number,
                         self.target,
                     )
                     study.stop()
-
-
-
-
