@@ -1,20 +1,22 @@
-"""Fairness metrics, fairness limits as Optuna constraints, and study callbacks."""
+"""Fairness for fairtune: group metrics, fairness limits as Optuna 5 constraints, callbacks.
+
+- :mod:`~fairtune.fairness.metrics`: group-fairness metrics over fairlearn (DSP, DEO, DFP,
+  equalized odds, disparate impact), any number of groups, intersectional features.
+- :mod:`~fairtune.fairness.constraints`: limits such as ``"demographic_parity<=0.05"`` and
+  :func:`set_fairness_constraints`, which records them as Optuna constraints.
+- :mod:`~fairtune.fairness.callbacks`: :class:`FairnessCallback` for ``study.optimize``.
+- :mod:`~fairtune.fairness.welfare`: fairness between tenants (G2SF weights, generalized Gini).
+"""
 
 from fairtune.fairness.callbacks import FairnessCallback, TrialRecord
 from fairtune.fairness.constraints import (
     USER_ATTR_PREFIX,
     FairnessLimit,
+    LimitsLike,
     fairness_values,
     is_feasible,
     parse_limits,
     set_fairness_constraints,
-)
-from fairtune.fairness.welfare import (
-    TenantFairnessCallback,
-    fair_cumulative_regret,
-    g2sf_weights,
-    generalized_gini,
-    gini_inequality,
 )
 from fairtune.fairness.metrics import (
     METRICS,
@@ -27,12 +29,20 @@ from fairtune.fairness.metrics import (
     get_metric,
     group_rates,
 )
+from fairtune.fairness.welfare import (
+    TenantFairnessCallback,
+    fair_cumulative_regret,
+    g2sf_weights,
+    generalized_gini,
+    gini_inequality,
+)
 
 __all__ = [
     "METRICS",
     "USER_ATTR_PREFIX",
     "FairnessCallback",
     "FairnessLimit",
+    "LimitsLike",
     "MetricSpec",
     "TenantFairnessCallback",
     "TrialRecord",

@@ -82,7 +82,9 @@ _MSG_UNDEFINED_RATE = (
     "does not need it (e.g. demographic_parity) or merge groups."
 )
 _MSG_UNKNOWN_RATE = "`rates` must be among {valid}, but got {unknown}."
-_MSG_UNKNOWN_METRIC = "`metric` must be one of {valid} (or an alias in {aliases}), but got {name!r}."
+_MSG_UNKNOWN_METRIC = (
+    "`metric` must be one of {valid} (or an alias in {aliases}), but got {name!r}."
+)
 
 
 def _as_1d(values: Any, name: str) -> np.ndarray:

@@ -45,7 +45,8 @@ def test_parse_limit_strings(text: str, metric: str, bound: float, sense: str) -
 
 
 def test_constructor_accepts_aliases() -> None:
-    assert FairnessLimit(metric="dsp", bound=0.05) == FairnessLimit.parse("demographic_parity<=0.05")
+    expected = FairnessLimit.parse("demographic_parity<=0.05")
+    assert FairnessLimit(metric="dsp", bound=0.05) == expected
     assert FairnessLimit(metric="di", bound=0.8).sense == "lower"
     assert FairnessLimit(metric="eod", bound=np.float32(0.25)).bound == 0.25
     with pytest.raises(ValueError, match=r"`metric` must be one of \["):
@@ -95,14 +96,14 @@ def test_parse_limits_accepts_every_form() -> None:
          r"'demographic_parity<=bound', but got 'dsp>=0.05'"),
         ("disparate_impact<=0.8", r"`limits`: disparate_impact is a ratio .* "
          r"'disparate_impact>=bound'"),
-        ("dsp<=-0.05", re.escape("`limits` must give demographic_parity a bound that is a non-negative "
-                                 "finite number, but got 'dsp<=-0.05'.")),
+        ("dsp<=-0.05", re.escape("`limits` must give demographic_parity a bound that is a "
+                                 "non-negative finite number, but got 'dsp<=-0.05'.")),
         ("dsp<=inf", "`limits` must give demographic_parity a bound"),
         ({"demographic_parity": -0.1}, r"`limits` must give demographic_parity a bound .*-0\.1"),
         ({"demographic_parity": float("nan")}, "`limits` must give demographic_parity a bound"),
         ({"demographic_parity": "0.1"}, "`limits` must give demographic_parity a bound"),
-        ("di>=1.5", re.escape("`limits` must give disparate_impact a bound that is a number in [0, 1]")),
-        ({"di": 1.5}, re.escape("`limits` must give disparate_impact a bound that is a number in [0, 1]")),
+        ("di>=1.5", re.escape("disparate_impact a bound that is a number in [0, 1]")),
+        ({"di": 1.5}, re.escape("`limits` must give disparate_impact a bound that is a number")),
         ([], "`limits` must contain at least one"),
         ({}, "`limits` must contain at least one"),
         (["dsp<=0.05", "demographic_parity<=0.1"], "`limits` must limit each metric once"),
@@ -195,7 +196,7 @@ def test_setting_the_same_limit_twice_raises() -> None:
     set_fairness_constraints(trial, [0, 1, 0, 1], [1, 1, 0, 1], **kwargs)
     # Optuna would keep the first constraint value (with a warning) while the user attribute
     # changed: refuse instead.
-    with pytest.raises(ValueError, match="`trial` already has a constraint named 'demographic_parity'"):
+    with pytest.raises(ValueError, match="`trial` already has a constraint named 'demographic_"):
         set_fairness_constraints(trial, [0, 1, 0, 1], [0, 0, 0, 0], **kwargs)
     assert trial.user_attrs[USER_ATTR_PREFIX + "demographic_parity"] == 0.5
     # Another metric on the same trial is fine.
