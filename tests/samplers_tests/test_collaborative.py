@@ -199,6 +199,36 @@ def test_no_tenant_shares_a_point_in_a_round_of_a_small_discrete_space() -> None
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
 
 
+def test_threads_of_one_process_share_rounds_correctly() -> None:
+    sampler = _small(CollaborativeUCBSampler(tenants=["a", "b", "c"], n_startup_rounds=1, seed=0))
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1) - 0.3) ** 2, n_trials=12, n_jobs=3)
+    by_tenant = trials_by_tenant(study)
+    plans = _plans(study)
+    for tenant in "abc":
+        assert sorted(t.system_attrs[ROUND_KEY] for t in by_tenant[tenant]) == [0, 1, 2, 3]
+        for t in by_tenant[tenant]:
+            if t.system_attrs[ROUND_KEY] >= 1:
+                assert t.params == plans[t.system_attrs[ROUND_KEY]][tenant]
+
+
+def test_untagged_trials_sampled_out_of_order_take_distinct_rounds() -> None:
+    """As with threads: later-numbered untagged trials may reach their first suggest first."""
+    sampler = _small(CollaborativeUCBSampler(tenants=["a", "b", "c"], n_startup_rounds=1, seed=0))
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)  # round 0
+    trials = [study.ask() for _ in range(6)]  # numbers 3..8, untagged
+    for i in (0, 1, 5, 2, 3, 4):
+        trials[i].suggest_float("x", 0, 1)
+    for trial in trials:
+        study.tell(trial, trial.params["x"])
+    slots = [(tenant_of(t), t.system_attrs[ROUND_KEY]) for t in study.trials[3:]]
+    assert sorted(slots) == [(t, r) for t in "abc" for r in (1, 2)]
+    plans = _plans(study)
+    for t in study.trials[3:]:
+        assert t.params == plans[t.system_attrs[ROUND_KEY]][tenant_of(t)]
+
+
 def test_startup_points_are_seeded_per_tenant_and_round() -> None:
     def run(seed: int | None, first: str) -> dict[str, dict]:
         sampler = CollaborativeUCBSampler(tenants=["a", "b"], n_startup_rounds=2, seed=seed)
