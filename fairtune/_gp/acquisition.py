@@ -45,6 +45,8 @@ import torch
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_SQRT_PI_OVER_2 = 0.5 * math.log(math.pi / 2)
 _SQRT2 = math.sqrt(2.0)
+# Beyond this |z| the tail of log h switches to its asymptotic series (truncation error < 1e-16).
+_ASYMPTOTIC_FROM = 1e3
 
 
 def _log1mexp(w: torch.Tensor) -> torch.Tensor:
@@ -58,19 +60,30 @@ def _log1mexp(w: torch.Tensor) -> torch.Tensor:
 
 
 def log_h(z: torch.Tensor) -> torch.Tensor:
-    """log(phi(z) + z Phi(z)), stable for all z."""
+    """log(phi(z) + z Phi(z)), stable and finite for all finite z."""
+    # Three regimes, each evaluated on a clamped copy of z so that the branches torch.where does
+    # not select stay finite (their gradients would otherwise poison the selected one).
     z_hi = z.clamp_min(-1.0)
     direct = torch.log(
         torch.exp(-0.5 * z_hi * z_hi - _LOG_SQRT_2PI) + z_hi * torch.special.ndtr(z_hi)
     )
-    z_lo = z.clamp_max(-1.0)
-    a = -z_lo
+    a = (-z).clamp(1.0, _ASYMPTOTIC_FROM)
     tail = (
-        -0.5 * z_lo * z_lo
+        -0.5 * a * a
         - _LOG_SQRT_2PI
         + _log1mexp(torch.log(a * torch.special.erfcx(a / _SQRT2)) + _LOG_SQRT_PI_OVER_2)
     )
-    return torch.where(z > -1.0, direct, tail)
+    # 1 - sqrt(pi/2) a erfcx(a/sqrt2) = a^-2 - 3 a^-4 + 15 a^-6 - ..., whose direct evaluation
+    # loses all digits once a^-2 nears the float64 epsilon.
+    b = (-z).clamp(_ASYMPTOTIC_FROM, 1e150)
+    inv_b2 = 1.0 / (b * b)
+    asymptotic = (
+        -0.5 * b * b
+        - _LOG_SQRT_2PI
+        - 2.0 * torch.log(b)
+        + torch.log1p(-3.0 * inv_b2 + 15.0 * inv_b2 * inv_b2)
+    )
+    return torch.where(z > -1.0, direct, torch.where(z > -_ASYMPTOTIC_FROM, tail, asymptotic))
 
 
 def log_ei(mean: torch.Tensor, var: torch.Tensor, best_f: float | torch.Tensor) -> torch.Tensor:

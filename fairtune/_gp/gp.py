@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -30,6 +31,7 @@ from fairtune._gp.kernels import matern52, matern52_from_squared_distance
 
 MIN_NOISE_VAR = 1e-6
 _JITTER = 1e-8
+_MIN_VAR = 1e-12
 _SQRT5 = math.sqrt(5.0)
 _LS_PRIOR_SHIFT = -1.5
 _LS_PRIOR_VAR = 3.0
@@ -90,8 +92,58 @@ def _lengthscale_prior(dim: int) -> tuple[float, float]:
     return math.sqrt(2.0) + 0.5 * math.log(max(dim, 1)) + _LS_PRIOR_SHIFT, _LS_PRIOR_VAR
 
 
+class _LatentPosterior(torch.autograd.Function):
+    """Posterior mean and variance of f at x (m, d) with a hand-written backward pass.
+
+    The acquisition optimizer calls this hundreds of times on small batches, where the cost is
+    the number of tensor operations, not their size: one fused node instead of ~20 autograd
+    nodes roughly halves the time of a value-and-gradient evaluation. Gradients w.r.t. x:
+        d mean / d k = alpha,  d var / d k = -2 K^-1 k = -2 (k L^-T) L^-1,
+        d k / d r^2 = s m'(r^2),  d r^2 / d x_j = 2 (x_j - X_ij) / l_j^2 (continuous dims; the
+        Hamming distance of categorical dims is piecewise constant, so its gradient is 0).
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, x: torch.Tensor, gp: GPRegressor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        xc = x[:, gp._cont]  # (m, d_cont)
+        xs = xc * gp._sqrt_isl
+        r2 = ((xs * xs).sum(-1, keepdim=True) + gp._Xs_sq - 2.0 * (xs @ gp._Xs.T)).clamp_min_(0.0)
+        if len(gp._cat):
+            mismatch = (x[:, None, gp._cat] - gp.X_train[:, gp._cat]).abs() > 1e-9
+            r2 = r2 + mismatch.to(x.dtype) @ gp._isl_cat
+        r = r2.sqrt()
+        e = torch.exp(-_SQRT5 * r)
+        s = gp.params.outputscale
+        k = s * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r2) * e  # (m, n)
+        mean = k @ gp._alpha
+        v = k @ gp._Linv_T  # (m, n), v = L^-1 k
+        var = s - (v * v).sum(-1)
+        ctx.gp = gp
+        ctx.save_for_backward(xc, r, e, v)
+        return mean, var
+
+    @staticmethod
+    def backward(  # type: ignore[override]
+        ctx: Any, grad_mean: torch.Tensor, grad_var: torch.Tensor
+    ) -> tuple[torch.Tensor, None]:
+        gp: GPRegressor = ctx.gp
+        xc, r, e, v = ctx.saved_tensors
+        dk = grad_mean[:, None] * gp._alpha - 2.0 * grad_var[:, None] * (v @ gp._Linv)
+        dr2 = dk * (gp.params.outputscale * (-5.0 / 6.0)) * (1.0 + _SQRT5 * r) * e  # (m, n)
+        dxc = 2.0 * gp._isl_cont * (dr2.sum(-1, keepdim=True) * xc - dr2 @ gp._X_cont)
+        dx = torch.zeros(len(xc), len(gp.is_categorical), dtype=xc.dtype)
+        dx[:, gp._cont] = dxc
+        return dx, None
+
+
 class GPRegressor:
     """An exact GP conditioned on data, with fixed kernel parameters.
+
+    The Cholesky factor L of K = k(X, X) + (sigma2 + jitter) I, its inverse L^-1 (for
+    one-matmul variances) and alpha = K^-1 y are computed once here; :func:`fit_gp` builds one
+    with fitted parameters, and any fixed ``params`` can be given directly.
 
     Args:
         X_train: Encoded inputs, shape (n, d).
@@ -106,68 +158,115 @@ class GPRegressor:
         y_train: torch.Tensor,  # (n,)
         params: KernelParams,
         is_categorical: np.ndarray | torch.Tensor,  # (d,)
+        *,
+        _cholesky: torch.Tensor | None = None,  # (n, n), given by condition_on
     ) -> None:
-        self.X_train = X_train
-        self.y_train = y_train
+        if X_train.ndim != 2 or y_train.shape != X_train.shape[:1]:
+            raise ValueError(
+                "`X_train` must have shape (n, d) and `y_train` shape (n,), but got "
+                f"X_train.shape={tuple(X_train.shape)}, y_train.shape={tuple(y_train.shape)}."
+            )
+        self.X_train = X_train.detach().to(torch.float64)
+        self.y_train = y_train.detach().to(torch.float64)
         self.params = params
         self.is_categorical = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
+        if self.is_categorical.shape != (X_train.shape[1],):
+            raise ValueError(
+                f"`is_categorical` must have shape ({X_train.shape[1]},), but got "
+                f"{tuple(self.is_categorical.shape)}."
+            )
+        isl = params.inverse_squared_lengthscales.detach()
         # Cross-covariances k(x, X_train) are the hot path of acquisition optimization:
         # precompute scaled training inputs so that r^2 = |a|^2 + |b|^2 - 2 a.b is one matmul.
         self._cont = torch.nonzero(~self.is_categorical).squeeze(-1)
         self._cat = torch.nonzero(self.is_categorical).squeeze(-1)
-        self._sqrt_isl = params.inverse_squared_lengthscales[self._cont].sqrt()
-        self._Xs = X_train[:, self._cont] * self._sqrt_isl  # (n, d_cont)
+        self._isl_cont = isl[self._cont]
+        self._isl_cat = isl[self._cat]
+        self._sqrt_isl = self._isl_cont.sqrt()
+        self._X_cont = self.X_train[:, self._cont]  # (n, d_cont)
+        self._Xs = self._X_cont * self._sqrt_isl  # (n, d_cont)
         self._Xs_sq = (self._Xs * self._Xs).sum(-1)  # (n,)
+        n = len(self.X_train)
         with torch.no_grad():
-            K = self.kernel(X_train, X_train)
-            K = K + (params.noise_var + _JITTER) * torch.eye(len(X_train), dtype=torch.float64)
-            self._L = _robust_cholesky(K)
-            self._alpha = torch.cholesky_solve(y_train.unsqueeze(-1), self._L).squeeze(-1)
+            if _cholesky is None:
+                K = self.kernel(self.X_train, self.X_train)
+                K = K + (params.noise_var.detach() + _JITTER) * torch.eye(n, dtype=torch.float64)
+                _cholesky = _robust_cholesky(K)
+            self._L = _cholesky
+            self._Linv = torch.linalg.solve_triangular(
+                self._L, torch.eye(n, dtype=torch.float64), upper=False
+            )
+            self._Linv_T = self._Linv.T.contiguous()
+            self._alpha = torch.cholesky_solve(self.y_train.unsqueeze(-1), self._L).squeeze(-1)
 
     def kernel(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
+        """k(X1, X2) with this GP's parameters, shape (..., n1, n2)."""
         p = self.params
         return matern52(
-            X1, X2, p.inverse_squared_lengthscales, p.outputscale, self.is_categorical
+            X1,
+            X2,
+            p.inverse_squared_lengthscales.detach(),
+            p.outputscale.detach(),
+            self.is_categorical,
         )
 
     def kernel_to_train(self, x: torch.Tensor) -> torch.Tensor:
-        """k(x, X_train) for x (..., d), shape (..., n)."""
+        """k(x, X_train) for x (..., d), shape (..., n); differentiable in x."""
         xs = x[..., self._cont] * self._sqrt_isl
         r2 = (xs * xs).sum(-1, keepdim=True) + self._Xs_sq - 2.0 * xs @ self._Xs.T
         r2 = r2.clamp_min(0.0)
         if len(self._cat):
-            isl_cat = self.params.inverse_squared_lengthscales[self._cat]
             mismatch = (x[..., None, self._cat] - self.X_train[:, self._cat]).abs() > 1e-9
-            r2 = r2 + (mismatch.to(x.dtype) * isl_cat).sum(-1)
-        return self.params.outputscale * matern52_from_squared_distance(r2)
+            r2 = r2 + (mismatch.to(x.dtype) * self._isl_cat).sum(-1)
+        return self.params.outputscale.detach() * matern52_from_squared_distance(r2)
 
     def posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and variance of the latent f at ``x`` (..., d); both of shape (...,)."""
+        """Mean and variance of the latent f at ``x`` (..., d); both of shape (...,).
+
+        The variance excludes observation noise and is clamped at a tiny positive floor.
+        Differentiable w.r.t. ``x``.
+        """
         batch_shape = x.shape[:-1]
-        flat = x.reshape(-1, x.shape[-1])
-        k = self.kernel_to_train(flat)  # (m, n)
-        mean = k @ self._alpha
-        v = torch.linalg.solve_triangular(self._L, k.T, upper=False)  # (n, m)
-        var = (self.params.outputscale - (v * v).sum(0)).clamp_min(1e-12)
-        return mean.reshape(batch_shape), var.reshape(batch_shape)
+        flat = x.reshape(-1, x.shape[-1]).to(torch.float64)
+        mean, var = _LatentPosterior.apply(flat, self)
+        return mean.reshape(batch_shape), var.clamp_min(_MIN_VAR).reshape(batch_shape)
 
     def joint_posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean (..., q) and covariance (..., q, q) of the latent f at ``x`` (..., q, d)."""
         k = self.kernel_to_train(x)  # (..., q, n)
         mean = k @ self._alpha
-        L = self._L.expand(*k.shape[:-2], *self._L.shape)
-        v = torch.linalg.solve_triangular(L, k.transpose(-1, -2), upper=False)  # (..., n, q)
-        cov = self.kernel(x, x) - v.transpose(-1, -2) @ v
+        v = k @ self._Linv_T  # (..., q, n)
+        cov = self.kernel(x, x) - v @ v.transpose(-1, -2)
+        cov = 0.5 * (cov + cov.transpose(-1, -2))
         return mean, cov
 
     def condition_on(self, X_new: torch.Tensor, y_new: torch.Tensor) -> GPRegressor:
-        """The same GP with (X_new, y_new) appended to the data, kernel parameters unchanged."""
-        return GPRegressor(
-            torch.cat([self.X_train, X_new]),
-            torch.cat([self.y_train, y_new]),
-            self.params,
-            self.is_categorical,
-        )
+        """The same GP with (X_new, y_new) appended to the data, kernel parameters unchanged.
+
+        Extends the Cholesky factor by a block instead of refactorizing:
+        [[L, 0], [B^T, C]] with B = L^-1 K_12 and C C^T = K_22 - B^T B.
+        """
+        X_new = X_new.detach().to(torch.float64).reshape(-1, self.X_train.shape[1])
+        y_new = y_new.detach().to(torch.float64).reshape(-1)
+        m = len(X_new)
+        X = torch.cat([self.X_train, X_new])
+        y = torch.cat([self.y_train, y_new])
+        if m == 0:
+            return self
+        with torch.no_grad():
+            B = self._Linv @ self.kernel(self.X_train, X_new)  # (n, m)
+            K22 = self.kernel(X_new, X_new) + (
+                self.params.noise_var.detach() + _JITTER
+            ) * torch.eye(m, dtype=torch.float64)
+            C, info = torch.linalg.cholesky_ex(K22 - B.T @ B)
+            if int(info) != 0:  # numerically singular: refactorize with escalating jitter
+                return GPRegressor(X, y, self.params, self.is_categorical)
+            n = len(self.X_train)
+            L = torch.zeros(n + m, n + m, dtype=torch.float64)
+            L[:n, :n] = self._L
+            L[n:, :n] = B.T
+            L[n:, n:] = C
+        return GPRegressor(X, y, self.params, self.is_categorical, _cholesky=L)
 
     def sample_joint(
         self, x: torch.Tensor, n_samples: int, generator: torch.Generator
@@ -180,6 +279,7 @@ class GPRegressor:
             return mean + z @ L.T
 
     def marginal_log_likelihood(self) -> torch.Tensor:
+        """log p(y_train | X_train, params), a scalar tensor."""
         n = len(self.y_train)
         return (
             -0.5 * (self.y_train * self._alpha).sum()
@@ -211,7 +311,8 @@ def _negative_log_posterior(
         d(-mll)/dK = (K^-1 - alpha alpha^T) / 2,
         dK/d log(1/l_j^2) = s * m'(r^2) * sqd_j / l_j^2,  dK/d log s = s m(r^2),
         dK/d log sigma2 = sigma2 I,
-    with m(r^2) = (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r), m'(r^2) = -5/6 (1 + sqrt5 r) exp(-sqrt5 r).
+    with m(r^2) = (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r),
+    m'(r^2) = -5/6 (1 + sqrt5 r) exp(-sqrt5 r).
     The inputs do not change during a fit, so the squared distances are computed once.
     """
     d = sqd.shape[-1]
