@@ -14,6 +14,9 @@ warm-started from the previous fit. Priors (weak, on standardized outputs and un
         median of 0.92 sqrt(d), which suits the few-dozen-trial budgets of hyperparameter tuning)
     outputscale s   ~ LogNormal(0, 1)
     noise sigma2    ~ Gamma(1.1, rate 30)                        (mean ~0.04, mode ~0.003)
+(:func:`default_log_prior`, shared with the GP classifier). The noise variance is floored at
+``MIN_NOISE_VAR`` (and fixed there for deterministic objectives); a jitter of 1e-8 on the
+diagonal, escalated if a Cholesky factorization fails, handles duplicate inputs.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ _LS_PRIOR_SHIFT = -1.5
 _LS_PRIOR_VAR = 3.0
 _MAX_ITER = 100
 _MAX_ITER_WARM = 20
+# Gamma(shape 1.1, rate 30) on the noise variance, as a density over its logarithm.
+_NOISE_PRIOR_SHAPE = 1.1
+_NOISE_PRIOR_RATE = 30.0
 
 
 def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -88,8 +94,44 @@ class KernelParams:
 
 
 def _lengthscale_prior(dim: int) -> tuple[float, float]:
-    """Mean and variance of the log-normal lengthscale prior."""
+    """Mean and variance of the normal prior on log lengthscales."""
     return math.sqrt(2.0) + 0.5 * math.log(max(dim, 1)) + _LS_PRIOR_SHIFT, _LS_PRIOR_VAR
+
+
+def default_log_prior(params: KernelParams) -> torch.Tensor:
+    """Weak log prior density of kernel parameters, over their logarithms (up to a constant).
+
+    The priors of the module docstring, as a differentiable scalar tensor, for any model that
+    fits the same :class:`KernelParams` (e.g. the GP classifier).
+    """
+    raw_isl = params.inverse_squared_lengthscales.log()
+    mu, var = _lengthscale_prior(len(raw_isl))
+    log_lengthscale = -0.5 * raw_isl
+    raw_s = params.outputscale.log()
+    return (
+        -((log_lengthscale - mu) ** 2).sum() / (2.0 * var)
+        - 0.5 * raw_s**2
+        + _NOISE_PRIOR_SHAPE * params.noise_var.log()
+        - _NOISE_PRIOR_RATE * params.noise_var
+    )
+
+
+def _log_prior_and_grad(raw: torch.Tensor, fixed_noise: bool) -> tuple[float, torch.Tensor]:
+    """:func:`default_log_prior` and its gradient w.r.t. the raw parameters (d + 2,)."""
+    d = len(raw) - 2
+    mu, var = _lengthscale_prior(d)
+    log_lengthscale = -0.5 * raw[:-2]
+    value = float(-((log_lengthscale - mu) ** 2).sum() / (2 * var) - raw[-2] ** 2 / 2.0)
+    grad = torch.empty(d + 2, dtype=torch.float64)
+    grad[:-2] = (log_lengthscale - mu) / (2 * var)
+    grad[-2] = -raw[-2]
+    if fixed_noise:
+        grad[-1] = 0.0
+    else:
+        noise = float(raw[-1].exp())
+        value += float(_NOISE_PRIOR_SHAPE * raw[-1]) - _NOISE_PRIOR_RATE * noise
+        grad[-1] = _NOISE_PRIOR_SHAPE - _NOISE_PRIOR_RATE * noise
+    return value, grad
 
 
 class _LatentPosterior(torch.autograd.Function):
@@ -335,18 +377,7 @@ def _negative_log_posterior(
     grad[:-2] = torch.einsum("ab,abj->j", G * (s * dm), sqd) * isl
     grad[-2] = (G * K_f).sum()
     grad[-1] = 0.0 if fixed_noise else noise * G.diagonal().sum()
-    # Log prior (see the module docstring) and its gradient.
-    mu, var = _lengthscale_prior(d)
-    log_lengthscale = -0.5 * raw[:-2]
-    prior = float(-((log_lengthscale - mu) ** 2).sum() / (2 * var) - raw[-2] ** 2 / 2.0)
-    prior_grad = torch.empty(d + 2, dtype=torch.float64)
-    prior_grad[:-2] = (log_lengthscale - mu) / (2 * var)
-    prior_grad[-2] = -raw[-2]
-    if fixed_noise:
-        prior_grad[-1] = 0.0
-    else:
-        prior += float(1.1 * raw[-1] - 30.0 * noise)
-        prior_grad[-1] = 1.1 - 30.0 * noise
+    prior, prior_grad = _log_prior_and_grad(raw, fixed_noise is not None)
     scale = 1.0 / max(n, 1)
     return (nll - prior) * scale, ((grad - prior_grad) * scale).numpy()
 
@@ -362,10 +393,30 @@ def fit_gp(
 ) -> GPRegressor:
     """Fit kernel parameters by maximum a posteriori and return the conditioned GP.
 
-    Starts from ``warm_start`` when its dimension matches (the previous fit, so that refits after
-    one new trial take a few iterations); a failed optimization retries from the defaults, then
-    warns and keeps the default parameters.
+    Minimizes -(log p(y | X, theta) + log prior(theta)) / n over the log-parameters with scipy's
+    L-BFGS-B (analytic gradient, see :func:`_negative_log_posterior`). Starts from
+    ``warm_start`` when its dimension matches (the previous fit: refits after one new trial
+    need a few iterations, capped at ``_MAX_ITER_WARM``); a failed optimization (exception or
+    non-finite result) retries from the defaults, then warns and keeps the default parameters.
+
+    Args:
+        X: Encoded inputs, shape (n, d), n >= 1.
+        y: Standardized outputs, shape (n,) (see :func:`standardize`).
+        is_categorical: Boolean mask of categorical dimensions, shape (d,).
+        warm_start: Parameters to start from, e.g. the previous fit. Defaults to None.
+        deterministic: Fix the noise variance at ``MIN_NOISE_VAR`` (noise-free objectives).
+            Defaults to False.
+        max_iter: L-BFGS-B iteration cap of a fit from the defaults. Defaults to 100.
     """
+    if X.ndim != 2 or len(X) == 0 or y.shape != X.shape[:1]:
+        raise ValueError(
+            "`X` must have shape (n, d) with n >= 1 and `y` shape (n,), but got "
+            f"X.shape={tuple(X.shape)}, y.shape={tuple(y.shape)}."
+        )
+    if not (bool(torch.isfinite(X).all()) and bool(torch.isfinite(y).all())):
+        raise ValueError("`X` and `y` must be finite (standardize `y` with `standardize`).")
+    X = X.detach().to(torch.float64)
+    y = y.detach().to(torch.float64)
     dim = X.shape[-1]
     is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
     fixed_noise = MIN_NOISE_VAR if deterministic else None
