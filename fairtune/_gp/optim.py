@@ -82,7 +82,7 @@ def batched_lbfgsb(
     memory: int = 10,
     pgtol: float = 1e-5,
     ftol: float = 1e-9,
-    max_line_search: int = 10,
+    max_line_search: int = 20,
 ) -> np.ndarray:  # (k, m)
     """Minimize k independent box-constrained problems at once (projected L-BFGS).
 
