@@ -8,7 +8,7 @@ Notation:
 
 Algorithm:
     1. Evaluate scrambled-Sobol candidate sets (and warm starts, e.g. the best observed point)
-       without gradients; keep the ``n_local_search`` best as starts.
+       without gradients; keep the ``n_local_search`` best and every warm start as starts.
     2. Refine the continuous dims of all starts at once with L-BFGS-B (gradients by autograd on
        the sum over starts; the starts do not interact, so the sum's gradient is each one's).
     3. Improve the discrete dims by a coordinate sweep over their admissible values.
@@ -113,20 +113,28 @@ def maximize_acqf(
         q: Number of points chosen jointly.
         n_preliminary_samples: Number of quasi-random candidate sets evaluated first.
         n_local_search: Number of best candidates refined locally.
-        warm_starts: Extra candidate sets to consider, e.g. the best observed point.
+        warm_starts: Extra candidate sets that are always refined, e.g. the best observed
+            point.
         exclude: Points that must not be returned (e.g. pending or evaluated ones); when every
             candidate is excluded the best one is returned anyway.
         max_iter: L-BFGS-B iteration cap.
     """
     d = search_space.dim
     X = search_space.sample(n_preliminary_samples * q, rng).reshape(n_preliminary_samples, q, d)
+    n_warm = 0
     if warm_starts is not None and len(warm_starts):
         X = np.concatenate([search_space.round(np.asarray(warm_starts).reshape(-1, q, d)), X])
+        n_warm = len(np.asarray(warm_starts).reshape(-1, q, d))
     values = _evaluate(acqf, X)
     is_excluded = _excluded(X, exclude)
     ranked = np.argsort(-np.where(is_excluded, -np.inf, values), kind="stable")
-    starts = X[ranked[:n_local_search]].copy()
-    start_values = values[ranked[:n_local_search]]
+    # Warm starts (e.g. the incumbent) are always refined: a constrained optimum usually lies on
+    # a constraint's boundary, and the last digits are won by walking along it from the best
+    # feasible point, whose acquisition value is rarely among the best quasi-random ones.
+    warm = np.arange(n_warm)
+    chosen = np.concatenate([ranked[:n_local_search], warm[~np.isin(warm, ranked[:n_local_search])]])
+    starts = X[chosen].copy()
+    start_values = values[chosen]
 
     cont = ~search_space.is_discrete
     if cont.any():
