@@ -259,3 +259,29 @@ def test_standardize_handles_constant_and_infinite_values() -> None:
     ys, _, _ = standardize(np.array([0.0, 1.0, np.inf, -np.inf, np.nan]))
     assert np.isfinite(ys).all()
     assert ys[2] == ys[1] and ys[3] == ys[0]  # infinities clipped to the finite range
+
+
+def _gramacy_constraint(X: np.ndarray) -> np.ndarray:
+    return 1.5 - X[:, 0] - 2 * X[:, 1] - 0.5 * np.sin(2 * np.pi * (X[:, 0] ** 2 - 2 * X[:, 1]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fitted_noise_is_small_for_noise_free_data(seed: int) -> None:
+    # A noise-free constraint (Gramacy et al. 2016's) must be interpolated: a fitted noise near
+    # the prior's mean (~0.04) would blur the probability of feasibility at its boundary.
+    X = np.random.RandomState(seed).rand(15, 2)
+    y, _, _ = standardize(_gramacy_constraint(X))
+    gp = fit_gp(torch.tensor(X), torch.tensor(y), np.array([False, False]))
+    assert float(gp.params.noise_var) < 5e-3
+
+
+def test_fitted_noise_follows_the_data_when_it_is_noisy() -> None:
+    noise = []
+    for seed in range(5):
+        rng = np.random.RandomState(seed)
+        X = rng.rand(30, 2)
+        y, _, _ = standardize(_gramacy_constraint(X) + 0.3 * rng.randn(30))
+        gp = fit_gp(torch.tensor(X), torch.tensor(y), np.array([False, False]))
+        noise.append(float(gp.params.noise_var))
+    # The standardized noise variance is ~0.17 here.
+    assert np.median(noise) > 0.04

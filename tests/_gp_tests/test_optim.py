@@ -55,3 +55,27 @@ def test_excluded_points_are_not_returned_and_result_is_deterministic() -> None:
     everything = ss.encode([{"n": i} for i in range(5)])
     x_all, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), exclude=everything)
     assert ss.decode(x_all[0])["n"] == 2  # all excluded: the best is returned anyway
+
+
+def test_warm_start_is_refined_even_when_quasi_random_points_look_better() -> None:
+    # A broad hill at (0.8, 0.8) wins the quasi-random screening; a narrow, higher peak sits
+    # next to the warm start (the incumbent). Only refining the warm start finds the peak.
+    ss = SearchSpace({"x": FloatDistribution(0.0, 1.0), "y": FloatDistribution(0.0, 1.0)})
+    peak = torch.tensor([0.23, 0.31], dtype=torch.float64)
+    hill = torch.tensor([0.8, 0.8], dtype=torch.float64)
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:
+        x = X[..., 0, :]
+        broad = torch.exp(-((x - hill) ** 2).sum(-1) / 0.1)
+        narrow = 2.0 * torch.exp(-((x - peak) ** 2).sum(-1) / 0.002)
+        return broad + narrow
+
+    warm = np.array([[[0.2, 0.28]]])
+    with torch.no_grad():
+        assert float(acqf(torch.from_numpy(warm))) < 1.0  # worse than the hill's top
+    x_best, value = maximize_acqf(
+        acqf, ss, rng=np.random.RandomState(0), n_preliminary_samples=32, n_local_search=1,
+        warm_starts=warm,
+    )
+    np.testing.assert_allclose(x_best[0], peak.numpy(), atol=1e-3)
+    assert value > 1.99
