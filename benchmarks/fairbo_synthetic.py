@@ -16,7 +16,9 @@ Problems (each with a known or reference constrained optimum):
 Every method gets the same 5 random initial trials for a seed (enqueued), then runs to
 ``--n-trials``. Constraints reach every sampler through ``trial.set_constraint`` (Optuna 5).
 Reported: median (and interquartile range) of the best feasible value after 20 and 40 trials
-over seeds, and the median trial index at which the first feasible trial appeared.
+over seeds, a seed without any feasible trial counting as the worst outcome, and the median
+trial index at which the first feasible trial appeared (a seed without one counting as later
+than the last trial).
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems gardner gramacy \\
@@ -154,28 +156,40 @@ def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> l
     return rows
 
 
+def _quantiles(values: np.ndarray, sign: float) -> str:
+    """Median [IQR] of best feasible values over seeds; a seed without a feasible trial counts
+    as the worst outcome (so a median can itself be "none feasible")."""
+    worst_first = np.where(np.isnan(values), -np.inf, sign * values)
+    with np.errstate(invalid="ignore"):
+        q1, med, q3 = np.percentile(worst_first, [25, 50, 75])
+    cells = [f"{sign * v:.4f}" if np.isfinite(v) else "none" for v in (q1, med, q3)]
+    low, high = (cells[0], cells[2]) if sign > 0 else (cells[2], cells[0])
+    return f"{cells[1]} [{low}, {high}]"
+
+
 def summarize(paths: list[str]) -> None:
     import pandas as pd
 
     df = pd.concat([pd.read_csv(p) for p in paths])
     print("| problem | method | best feasible @20: median [IQR] | @40: median [IQR] |"
-          " first feasible trial (median) | seeds without feasible @40 |")
+          " first feasible trial (median) | seeds without feasible @20 / @40 |")
     print("|---|---|---|---|---|---|")
     for (problem, method), g in df.groupby(["problem", "method"], sort=False):
+        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
         cells = []
         for k in (20, 40):
-            at = g[g.trial == k].best_feasible.astype(float)
-            at = at.dropna()
-            if len(at):
-                q1, med, q3 = np.percentile(at, [25, 50, 75])
-                cells.append(f"{med:.4f} [{q1:.4f}, {q3:.4f}]")
-            else:
-                cells.append("none feasible")
+            at = g[g.trial == k].sort_values("seed").best_feasible.astype(float).to_numpy()
+            cells.append(_quantiles(at, sign))
         first = g[g.feasible == 1].groupby("seed").trial.min()
         n_seeds = g.seed.nunique()
         missing = n_seeds - len(first)
-        first_text = f"{first.median():.0f}" if len(first) else "-"
-        print(f"| {problem} | {method} | {cells[0]} | {cells[1]} | {first_text} | {missing} |")
+        missing_20 = n_seeds - int((first <= 20).sum())
+        # Seeds without a feasible trial count as "after the last trial" in the median.
+        firsts = np.concatenate([first.to_numpy(float), np.full(missing, np.inf)])
+        med_first = np.median(firsts)
+        first_text = f"{med_first:.0f}" if np.isfinite(med_first) else f"> {g.trial.max()}"
+        print(f"| {problem} | {method} | {cells[0]} | {cells[1]} | {first_text} |"
+              f" {missing_20} / {missing} |")
 
 
 def main() -> None:

@@ -44,9 +44,10 @@ class FairBOSampler(GPSamplerBase):
        ``binary_constraints`` are only satisfied/violated feedback, modelled by GP
        classification of the indicator ``value <= 0``.
     3. While no evaluated trial is feasible, the next point maximizes the probability of
-       feasibility, ``sum_j log PoF_j(x)``, under a mixture of the fitted constraint GPs and
-       copies with 2x and 4x shorter lengthscales (robust to the overconfident extrapolation of
-       lengthscales fitted to infeasible trials only; see ``_feasibility_log_prob``).
+       feasibility, ``sum_j log PoF_j(x)``. When the fitted constraint GPs find no point even 1 %
+       likely to be feasible, which is how GPs fitted to infeasible trials only extrapolate with
+       overconfidence, the probability is taken under a mixture of those GPs and copies with 2x
+       and 4x shorter lengthscales (see ``_feasibility_log_prob``).
     4. Afterwards it maximizes, with ``acquisition="cei"``,
        ``log cEI(x) = log EI(x; best feasible value) + sum_j log PoF_j(x)``, the log of
        ``EI(x) * prod_j P(c_j(x) <= 0)``, computed in log space so that rare feasibility does
@@ -145,6 +146,7 @@ class FairBOSampler(GPSamplerBase):
         self._n_max_value_samples = 16
         self._n_max_value_candidates = 1000
         self._feasibility_lengthscale_factors = (1.0, 0.5, 0.25)
+        self._feasibility_trust_level = 0.01
 
     def _is_binary(self, name: str) -> bool:
         if isinstance(self._binary_constraints, bool):
@@ -247,7 +249,7 @@ class FairBOSampler(GPSamplerBase):
                 return acquisition.cmes(mean, var, y_star, moments, log_probs)
 
         elif has_constraints and not feasible.any():
-            feasibility = self._feasibility_log_prob(regression, classifiers)
+            feasibility = self._feasibility_log_prob(regression, classifiers, ss)
 
             def acqf(x: torch.Tensor) -> torch.Tensor:
                 return feasibility(x[..., 0, :])
@@ -276,7 +278,10 @@ class FairBOSampler(GPSamplerBase):
         return ss.decode(x_best[0])
 
     def _feasibility_log_prob(
-        self, regression: list[tuple[GPRegressor, float]], classifiers: list[GPClassifier]
+        self,
+        regression: list[tuple[GPRegressor, float]],
+        classifiers: list[GPClassifier],
+        ss: SearchSpace,
     ) -> Callable[[torch.Tensor], torch.Tensor]:
         """log P(all constraints hold at x), x (..., d) -> (...), for the feasibility phase.
 
@@ -290,10 +295,11 @@ class FairBOSampler(GPSamplerBase):
         neighbourhood of the least violating trials, where fair configurations usually sit.
         Shorter lengthscales keep plausible dips near those trials in the running (shrinking
         lengthscales to stay robust to misspecified ones, as in Berkenkamp et al. 2019, "No-regret
-        Bayesian optimization with unknown hyperparameters"). The mixture is at least a third of
-        the fitted model's probability everywhere, so points that model finds likely feasible
-        stay likely; where it finds feasibility negligible, the shorter lengthscales decide.
-        Classifiers of binary constraints enter every mixture component unchanged.
+        Bayesian optimization with unknown hyperparameters"). The mixture is used only when the
+        fitted GPs give every point of a fixed quasi-random probe set a probability of
+        feasibility below ``_feasibility_trust_level`` (1 %), the symptom of that
+        overconfidence; otherwise the fitted GPs are trusted as they are. Classifiers of binary
+        constraints enter every mixture component unchanged.
         """
         components: list[list[tuple[GPRegressor, float]]] = []
         for factor in self._feasibility_lengthscale_factors:
@@ -319,6 +325,16 @@ class FairBOSampler(GPSamplerBase):
                 ]
             )
         log_k = math.log(len(components))
+        if regression and len(components) > 1:
+            # Trust the fitted GPs where they find a fair configuration plausible somewhere.
+            probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
+            with torch.no_grad():
+                fitted = torch.zeros(len(probe), dtype=torch.float64)
+                for gp, thr in regression:
+                    mean, var = gp.posterior(probe)
+                    fitted = fitted + acquisition.log_pof(mean, var, thr)
+            if float(fitted.max()) >= math.log(self._feasibility_trust_level):
+                components, log_k = [regression], 0.0
 
         def log_prob(x: torch.Tensor) -> torch.Tensor:
             shared = torch.zeros(x.shape[:-1], dtype=torch.float64)
