@@ -43,7 +43,7 @@ _SQRT5 = math.sqrt(5.0)
 _LS_PRIOR_SHIFT = -1.0
 _LS_PRIOR_VAR = 3.0
 _MAX_ITER = 100
-_MAX_ITER_WARM = 20
+_MAX_ITER_WARM = 10
 # Gamma(shape 1.1, rate 30) on the noise variance (its density in sigma2, see the docstring).
 _NOISE_PRIOR_SHAPE = 1.1
 _NOISE_PRIOR_RATE = 30.0

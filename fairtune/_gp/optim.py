@@ -8,7 +8,8 @@ Notation:
 
 Algorithm:
     1. Evaluate scrambled-Sobol candidate sets (and warm starts, e.g. the best observed point)
-       without gradients; keep the ``n_local_search`` best and every warm start as starts.
+       without gradients; refine every warm start and the best of the others, up to
+       ``n_local_search`` starts in all (at least one quasi-random one).
     2. Refine the continuous dims of all starts at once with L-BFGS-B (gradients by autograd on
        the sum over starts; the starts do not interact, so the sum's gradient is each one's).
     3. Improve the discrete dims by a coordinate sweep over their admissible values.
@@ -102,7 +103,7 @@ def maximize_acqf(
     n_local_search: int = 10,
     warm_starts: np.ndarray | None = None,  # (k, q, d)
     exclude: np.ndarray | None = None,  # (m, d)
-    max_iter: int = 50,
+    max_iter: int = 30,
 ) -> tuple[np.ndarray, float]:
     """Return the best candidate set found, shape (q, d) (rounded, valid), and its value.
 
@@ -112,7 +113,7 @@ def maximize_acqf(
         rng: Source of randomness (deterministic given its state).
         q: Number of points chosen jointly.
         n_preliminary_samples: Number of quasi-random candidate sets evaluated first.
-        n_local_search: Number of best candidates refined locally.
+        n_local_search: Number of candidates refined locally (warm starts included).
         warm_starts: Extra candidate sets that are always refined, e.g. the best observed
             point.
         exclude: Points that must not be returned (e.g. pending or evaluated ones); when every
@@ -131,8 +132,9 @@ def maximize_acqf(
     # Warm starts (e.g. the incumbent) are always refined: a constrained optimum usually lies on
     # a constraint's boundary, and the last digits are won by walking along it from the best
     # feasible point, whose acquisition value is rarely among the best quasi-random ones.
-    warm = np.arange(n_warm)
-    chosen = np.concatenate([ranked[:n_local_search], warm[~np.isin(warm, ranked[:n_local_search])]])
+    # They count towards ``n_local_search``.
+    others = ranked[~np.isin(ranked, np.arange(n_warm))]
+    chosen = np.concatenate([np.arange(n_warm), others[: max(n_local_search - n_warm, 1)]])
     starts = X[chosen].copy()
     start_values = values[chosen]
 
