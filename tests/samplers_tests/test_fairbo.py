@@ -291,3 +291,26 @@ def test_gp_classifier_learns_a_separable_1d_rule_and_handles_one_class() -> Non
     assert torch.isfinite(x.grad).all()
     ones = fit_gp_classifier(X, torch.ones(21, dtype=torch.float64), np.array([False]))
     assert (ones.log_prob_positive(X).exp() > 0.5).all()
+
+
+def test_incumbent_is_the_best_observation_without_noise_and_shrinks_a_lucky_one() -> None:
+    from fairtune._gp.gp import GPRegressor, KernelParams
+    from fairtune.samplers.fairbo import _incumbent
+
+    X = torch.linspace(0, 1, 9, dtype=torch.float64)[:, None]
+    y = torch.sin(3 * X[:, 0])
+    y[4] = 3.0  # one lucky observation among smooth neighbours
+    is_cat = np.array([False])
+
+    def gp(noise: float) -> GPRegressor:
+        params = KernelParams(
+            torch.tensor([4.0], dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64),
+            torch.tensor(noise, dtype=torch.float64),
+        )
+        return GPRegressor(X, y, params, is_cat)
+
+    assert _incumbent(gp(1e-8), X) == pytest.approx(3.0, abs=1e-4)
+    noisy = _incumbent(gp(0.5), X)
+    assert float(y.sort().values[-2]) < noisy < 2.5
+    # Only the given (feasible) trials count.
+    assert _incumbent(gp(1e-8), X[:3]) == pytest.approx(float(y[:3].max()), abs=1e-4)
