@@ -46,8 +46,8 @@ class FairBOSampler(GPSamplerBase):
     3. While no evaluated trial is feasible, the next point maximizes the probability of
        feasibility, ``sum_j log PoF_j(x)``. When the fitted constraint GPs find no point even 1 %
        likely to be feasible, which is how GPs fitted to infeasible trials only extrapolate with
-       overconfidence, the probability is taken under a mixture of those GPs and copies with 2x
-       and 4x shorter lengthscales (see ``_feasibility_log_prob``).
+       overconfidence, the probability is taken under a mixture of those GPs and copies with 2x,
+       4x and 8x shorter lengthscales (see ``_feasibility_log_prob``).
     4. Afterwards it maximizes, with ``acquisition="cei"``,
        ``log cEI(x) = log EI(x; best feasible value) + sum_j log PoF_j(x)``, the log of
        ``EI(x) * prod_j P(c_j(x) <= 0)``, computed in log space so that rare feasibility does
@@ -147,7 +147,7 @@ class FairBOSampler(GPSamplerBase):
         self._n_local_search = 5
         self._n_max_value_samples = 16
         self._n_max_value_candidates = 1000
-        self._feasibility_lengthscale_factors = (1.0, 0.5, 0.25)
+        self._feasibility_lengthscale_factors = (1.0, 0.5, 0.25, 0.125)
         self._feasibility_trust_level = 0.01
 
     def _is_binary(self, name: str) -> bool:
