@@ -227,10 +227,7 @@ class FairBOSampler(GPSamplerBase):
                 ]
 
         def sum_log_pof(x: torch.Tensor) -> torch.Tensor:
-            total = torch.zeros(x.shape[:-1], dtype=torch.float64)
-            for gp, thr in regression:
-                mean, var = gp.posterior(x)
-                total = total + acquisition.log_pof(mean, var, thr)
+            total = _sum_log_pof(regression, x)
             for clf in classifiers:
                 total = total + clf.log_prob_positive(x)
             return total
@@ -331,10 +328,7 @@ class FairBOSampler(GPSamplerBase):
             # Trust the fitted GPs where they find a fair configuration plausible somewhere.
             probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
             with torch.no_grad():
-                fitted = torch.zeros(len(probe), dtype=torch.float64)
-                for gp, thr in regression:
-                    mean, var = gp.posterior(probe)
-                    fitted = fitted + acquisition.log_pof(mean, var, thr)
+                fitted = _sum_log_pof(regression, probe)
             if float(fitted.max()) >= math.log(self._feasibility_trust_level):
                 components, log_k = [regression], 0.0
 
@@ -344,14 +338,8 @@ class FairBOSampler(GPSamplerBase):
                 shared = shared + clf.log_prob_positive(x)
             if not regression:
                 return shared
-            terms = []
-            for models in components:
-                total = shared
-                for gp, thr in models:
-                    mean, var = gp.posterior(x)
-                    total = total + acquisition.log_pof(mean, var, thr)
-                terms.append(total)
-            return torch.logsumexp(torch.stack(terms), 0) - log_k
+            terms = torch.stack([shared + _sum_log_pof(models, x) for models in components])
+            return torch.logsumexp(terms, 0) - log_k
 
         return log_prob
 
@@ -397,6 +385,15 @@ class FairBOSampler(GPSamplerBase):
             y_star = torch.where(torch.isfinite(masked), masked, torch.full_like(masked, lowest))
             y_star = torch.maximum(y_star, torch.tensor(floor, dtype=torch.float64))
         return y_star + 1e-6
+
+
+def _sum_log_pof(models: list[tuple[GPRegressor, float]], x: torch.Tensor) -> torch.Tensor:
+    """sum_j log P(c_j(x) <= threshold_j) over regression constraint models, x (..., d)."""
+    total = torch.zeros(x.shape[:-1], dtype=torch.float64)
+    for gp, threshold in models:
+        mean, var = gp.posterior(x)
+        total = total + acquisition.log_pof(mean, var, threshold)
+    return total
 
 
 def _incumbent(gp: GPRegressor, X_feasible: torch.Tensor) -> float:
