@@ -300,37 +300,20 @@ class FairBOSampler(GPSamplerBase):
         overconfidence; otherwise the fitted GPs are trusted as they are. Classifiers of binary
         constraints enter every mixture component unchanged.
         """
-        components: list[list[tuple[GPRegressor, float]]] = []
-        for factor in self._feasibility_lengthscale_factors:
-            if factor == 1.0:
-                components.append(regression)
-                continue
-            components.append(
-                [
-                    (
-                        GPRegressor(
-                            gp.X_train,
-                            gp.y_train,
-                            KernelParams(
-                                gp.params.inverse_squared_lengthscales / factor**2,
-                                gp.params.outputscale,
-                                gp.params.noise_var,
-                            ),
-                            gp.is_categorical,
-                        ),
-                        thr,
-                    )
-                    for gp, thr in regression
-                ]
-            )
-        log_k = math.log(len(components))
-        if regression and len(components) > 1:
-            # Trust the fitted GPs where they find a fair configuration plausible somewhere.
+        components: list[list[tuple[GPRegressor, float]]] = [regression]
+        factors = [f for f in self._feasibility_lengthscale_factors if f != 1.0]
+        if regression and factors:
+            # Trust the fitted GPs where they find a fair configuration plausible somewhere;
+            # only otherwise build the shorter-lengthscale copies (a Cholesky each).
             probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
             with torch.no_grad():
                 fitted = _sum_log_pof(regression, probe)
-            if float(fitted.max()) >= math.log(self._feasibility_trust_level):
-                components, log_k = [regression], 0.0
+            if float(fitted.max()) < math.log(self._feasibility_trust_level):
+                components += [
+                    [(_shorten_lengthscales(gp, factor), thr) for gp, thr in regression]
+                    for factor in factors
+                ]
+        log_k = math.log(len(components))
 
         def log_prob(x: torch.Tensor) -> torch.Tensor:
             shared = torch.zeros(x.shape[:-1], dtype=torch.float64)
@@ -385,6 +368,15 @@ class FairBOSampler(GPSamplerBase):
             y_star = torch.where(torch.isfinite(masked), masked, torch.full_like(masked, lowest))
             y_star = torch.maximum(y_star, torch.tensor(floor, dtype=torch.float64))
         return y_star + 1e-6
+
+
+def _shorten_lengthscales(gp: GPRegressor, factor: float) -> GPRegressor:
+    """The same GP with every lengthscale multiplied by ``factor``."""
+    params = KernelParams(
+        gp.params.inverse_squared_lengthscales / factor**2, gp.params.outputscale,
+        gp.params.noise_var,
+    )
+    return GPRegressor(gp.X_train, gp.y_train, params, gp.is_categorical)
 
 
 def _sum_log_pof(models: list[tuple[GPRegressor, float]], x: torch.Tensor) -> torch.Tensor:
