@@ -233,7 +233,14 @@ class FairBOSampler(GPSamplerBase):
             return total
 
         has_constraints = bool(names)
-        if self._acquisition == "cmes":
+        if has_constraints and not feasible.any():
+            # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.
+            feasibility = self._feasibility_log_prob(regression, classifiers, ss)
+
+            def acqf(x: torch.Tensor) -> torch.Tensor:
+                return feasibility(x[..., 0, :])
+
+        elif self._acquisition == "cmes":
             y_star = self._sample_max_values(objective_gp, regression, classifiers, ss,
                                              y[feasible] if has_constraints else y, rng)
 
@@ -246,12 +253,6 @@ class FairBOSampler(GPSamplerBase):
                     moments.append((m - thr, v))  # feasible iff (c - thr) <= 0
                 log_probs = [clf.log_prob_positive(x) for clf in classifiers]
                 return acquisition.cmes(mean, var, y_star, moments, log_probs)
-
-        elif has_constraints and not feasible.any():
-            feasibility = self._feasibility_log_prob(regression, classifiers, ss)
-
-            def acqf(x: torch.Tensor) -> torch.Tensor:
-                return feasibility(x[..., 0, :])
 
         else:
             best_f = _incumbent(objective_gp, X[torch.from_numpy(feasible)] if has_constraints else X)
@@ -340,9 +341,8 @@ class FairBOSampler(GPSamplerBase):
         Objective and constraints are drawn independently at each point of a candidate set
         (quasi-random points and the evaluated ones); a sample's maximum is the largest
         objective draw among the points whose constraint draws are all feasible, floored at the
-        best feasible observation. Samples without any feasible point get a value below every
-        plausible objective value, so that the acquisition then measures information about
-        feasibility alone.
+        best feasible observation (``y_feasible`` is not empty: cMES runs only once a feasible
+        trial exists, or in a study without constraints, where every trial counts).
         """
         S = self._n_max_value_samples
         candidates = torch.cat(
@@ -362,11 +362,9 @@ class FairBOSampler(GPSamplerBase):
             for clf in classifiers:
                 p = clf.log_prob_positive(candidates).exp()
                 ok &= torch.rand(S, len(p), generator=generator, dtype=torch.float64) < p
-            floor = float(y_feasible.max()) if len(y_feasible) else -math.inf
-            lowest = float(f.min()) - 5.0
             masked = torch.where(ok, f, torch.full_like(f, -math.inf)).max(-1).values
-            y_star = torch.where(torch.isfinite(masked), masked, torch.full_like(masked, lowest))
-            y_star = torch.maximum(y_star, torch.tensor(floor, dtype=torch.float64))
+            # A draw without any feasible candidate (masked = -inf) gets the floor.
+            y_star = torch.maximum(masked, torch.tensor(float(y_feasible.max()), dtype=torch.float64))
         return y_star + 1e-6
 
 

@@ -66,9 +66,12 @@ def test_finds_better_fair_value_than_random(kwargs: dict) -> None:
     assert fairbo > 1.45  # optimum 1.6
 
 
-def test_feasibility_phase_picks_most_likely_feasible_region() -> None:
+@pytest.mark.parametrize("acquisition", ["cei", "cmes"])
+def test_feasibility_phase_picks_most_likely_feasible_region(acquisition: str) -> None:
     """No evaluated trial is feasible; the constraint falls steeply towards x = 1."""
-    study = optuna.create_study(direction="maximize", sampler=_small(FairBOSampler(seed=0)))
+    study = optuna.create_study(
+        direction="maximize", sampler=_small(FairBOSampler(acquisition=acquisition, seed=0))
+    )
     for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5):
         study.add_trial(
             optuna.trial.create_trial(
@@ -97,13 +100,15 @@ def _needle_objective(trial: optuna.Trial) -> float:
     return 0.6 + 0.01 * d + 0.001 * math.log(n)
 
 
-def test_feasibility_phase_finds_a_needle_next_to_almost_fair_trials() -> None:
+@pytest.mark.parametrize("acquisition", ["cei", "cmes"])
+def test_feasibility_phase_finds_a_needle_next_to_almost_fair_trials(acquisition: str) -> None:
     # With the fitted constraint GP alone, log PoF is a far-tail value everywhere and the search
     # visits the corners of the box: 0 of these 4 seeds find a fair trial within 20 trials. The
     # mixture with shorter lengthscales searches near the least unfair trials.
     found = 0
     for seed in range(4):
-        study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=seed))
+        sampler = FairBOSampler(acquisition=acquisition, seed=seed)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
         study.optimize(_needle_objective, n_trials=20)
         found += any(t.constraints["demographic_parity"] <= 0 for t in study.trials)
     assert found >= 3
