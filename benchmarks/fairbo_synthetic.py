@@ -111,6 +111,10 @@ PROBLEMS: dict[str, tuple[str, Callable[[], Callable[[optuna.Trial], float]]]] =
 METHODS: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {
     "FairBO-cEI": lambda s: FairBOSampler(seed=s, n_startup_trials=N_INITIAL),
     "FairBO-cMES": lambda s: FairBOSampler(acquisition="cmes", seed=s, n_startup_trials=N_INITIAL),
+    # The same problems with satisfied / violated feedback only (GP classification).
+    "FairBO-cEI-binary": lambda s: FairBOSampler(
+        seed=s, n_startup_trials=N_INITIAL, binary_constraints=True
+    ),
     "GPSampler": lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=N_INITIAL),
     "TPESampler": lambda s: optuna.samplers.TPESampler(seed=s, n_startup_trials=N_INITIAL),
     "RandomSampler": lambda s: optuna.samplers.RandomSampler(seed=s),

@@ -1,41 +1,77 @@
-"""GP classification for binary (satisfied / violated) feedback, probit likelihood, Laplace.
+"""GP classification for binary (satisfied / violated) feedback: probit likelihood, EP.
 
 Notation:
     labels t_i in {0, 1} (1 = positive, e.g. "constraint satisfied"); y_i = 2 t_i - 1 in {-1, 1}.
-    Latent f ~ GP(0, k); p(t_i = 1 | f_i) = Phi(f_i).
-    Laplace approximation (Rasmussen & Williams 2006, algorithm 3.1): Newton iterations for the
-    mode f_hat of p(f | t); W = -d^2 log p(t | f) / df^2 (diagonal);
-    B = I + W^1/2 K W^1/2 = L L^T.
-    Predictive latent at x: mean = k(x, X) grad log p(t | f_hat),
-        var = k(x, x) - ||L^-1 W^1/2 k(X, x)||^2,
-    P(t = 1 | x) = Phi(mean / sqrt(1 + var)).
+    Latent f = m + g, g ~ GP(0, k), with a constant prior mean m; p(t_i = 1 | f_i) = Phi(f_i).
 
-The latent has a constant prior mean m = Phi^-1((n_1 + 1) / (n + 2)) (the smoothed positive
-rate), so that far from the data the predicted probability reverts to the base rate instead of
-1/2. Kernel parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid
-by the Laplace approximation of the marginal likelihood,
-    log q(t | X) = -a^T (f_hat - m) / 2 + sum_i log Phi(y_i f_hat_i) - sum_i log L_ii.
+The posterior of g is approximated by expectation propagation (Rasmussen & Williams 2006,
+algorithms 3.5 and 3.6): each likelihood term is replaced by a Gaussian site with natural
+parameters (nu_i, tau_i), chosen so that the site and the exact term give the same moments of
+g_i against the rest of the approximation (the cavity, mean mu_-i and variance s2_-i). For the
+probit term the tilted moments are closed form, with z_i = y_i (m + mu_-i) / sqrt(1 + s2_-i):
+    Z_i = Phi(z_i),   r_i = phi(z_i) / Phi(z_i),
+    mean = mu_-i + y_i s2_-i r_i / sqrt(1 + s2_-i),
+    var  = s2_-i - s2_-i^2 r_i (z_i + r_i) / (1 + s2_-i).
+With S = diag(tau), B = I + S^1/2 K S^1/2 = L L^T and a = nu - S^1/2 B^-1 S^1/2 K nu:
+    predictive latent at x: mean = m + k(x, X) a,  var = k(x, x) - ||L^-1 S^1/2 k(X, x)||^2,
+    P(t = 1 | x) = Phi(mean / sqrt(1 + var)).
+EP is used rather than the Laplace approximation because of what repeated feedback does: every
+further "violated" at the same point pulls an EP posterior's variance down, so the probability
+of feasibility there goes to zero, whereas the curvature of a probit term vanishes once it is
+confidently classified, and a Laplace posterior stays as wide as the prior (a constraint
+violated 16 times at the corner the objective pulls towards kept a 16 % chance of feasibility).
+
+The prior mean is m = Phi^-1((n_1 + 1) / (n + 2)) (the smoothed positive rate), so that far
+from the data the predicted probability reverts to the base rate instead of 1/2. Kernel
+parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid by the EP
+approximation of the marginal likelihood (R&W eq. 3.65) plus the regression GP's priors on
+lengthscales and outputscale.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import scipy.linalg
+import scipy.special
 import torch
 
-from fairtune._gp.gp import KernelParams
+from fairtune._gp.gp import KernelParams, _lengthscale_prior
 from fairtune._gp.kernels import matern52
 
-_NEWTON_STEPS = 30
+_MAX_SWEEPS = 100
+_DAMPING = 0.5
+_TOLERANCE = 1e-6
+_MIN_SITE_PRECISION = 1e-10
 _LENGTHSCALES = (0.1, 0.2, 0.4, 0.8, 1.6)
 _OUTPUTSCALES = (1.0, 4.0, 16.0, 64.0)
 
 
-def _log_phi(z: torch.Tensor) -> torch.Tensor:
-    return -0.5 * z * z - 0.5 * np.log(2 * np.pi)
+def _log_prior(params: KernelParams) -> float:
+    """The regression GP's priors on lengthscales and outputscale (no noise term)."""
+    log_lengthscale = -0.5 * params.inverse_squared_lengthscales.log()
+    mu, var = _lengthscale_prior(len(log_lengthscale))
+    return float(
+        -((log_lengthscale - mu) ** 2).sum() / (2 * var) - 0.5 * params.outputscale.log() ** 2
+    )
+
+
+def _tilted_moments(
+    y: np.ndarray, m: float, mu_cav: np.ndarray, var_cav: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log Z, mean and variance of the tilted distributions Phi(y (m + g)) N(g; mu, var)."""
+    denom = np.sqrt(1.0 + var_cav)
+    z = y * (m + mu_cav) / denom
+    log_z = scipy.special.log_ndtr(z)
+    ratio = np.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_z)
+    mean = mu_cav + y * var_cav * ratio / denom
+    var = var_cav - var_cav**2 * ratio * (z + ratio) / (1.0 + var_cav)
+    return log_z, mean, var
 
 
 class GPClassifier:
-    """A probit GP classifier (Laplace approximation) with fixed kernel parameters."""
+    """A probit GP classifier (expectation propagation) with fixed kernel parameters."""
 
     def __init__(
         self,
@@ -50,57 +86,83 @@ class GPClassifier:
         self.labels = labels
         self.params = params
         self.is_categorical = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
-        y = 2.0 * labels.to(torch.float64) - 1.0
+        y = 2.0 * labels.detach().numpy().astype(float) - 1.0
         n = len(y)
         with torch.no_grad():
-            K = self._kernel(X_train, X_train) + 1e-8 * torch.eye(n, dtype=torch.float64)
-            m = prior_mean
-            f = torch.full((n,), m, dtype=torch.float64)
-            for _ in range(_NEWTON_STEPS):
-                grad, W = self._derivatives(f, y)
-                sw = W.sqrt()
-                B = torch.eye(n, dtype=torch.float64) + sw[:, None] * K * sw[None, :]
-                L = torch.linalg.cholesky(B)
-                b = W * (f - m) + grad
-                c = torch.cholesky_solve((sw * (K @ b)).unsqueeze(-1), L).squeeze(-1)
-                a = b - sw * c
-                f_new = m + K @ a
-                if float((f_new - f).abs().max()) < 1e-8:
-                    f = f_new
-                    break
-                f = f_new
-            grad, W = self._derivatives(f, y)
-            sw = W.sqrt()
-            B = torch.eye(n, dtype=torch.float64) + sw[:, None] * K * sw[None, :]
-            self._L = torch.linalg.cholesky(B)
-            self._grad = grad
-            self._sqrt_W = sw
-            alpha = torch.linalg.solve(K, f - m) if n else f
-            self.log_evidence = float(
-                -0.5 * ((f - m) * alpha).sum()
-                + torch.special.log_ndtr(y * f).sum()
-                - self._L.diagonal().log().sum()
-            )
+            K = (self._kernel(X_train, X_train) + 1e-8 * torch.eye(n, dtype=torch.float64)).numpy()
+        nu, tau = np.zeros(n), np.zeros(n)
+        Sigma, mu, L = K.copy(), np.zeros(n), np.zeros((0, 0))
+        for sweep in range(_MAX_SWEEPS if n else 0):
+            # Parallel EP: every site is refitted against its cavity under the current
+            # approximation, then all sites move (damped) at once and the posterior is refreshed.
+            diag = np.diag(Sigma)
+            tau_cav = np.maximum(1.0 / diag - tau, _MIN_SITE_PRECISION)
+            nu_cav = mu / diag - nu
+            _, mean, var = _tilted_moments(y, prior_mean, nu_cav / tau_cav, 1.0 / tau_cav)
+            new_tau = np.maximum(1.0 / var - tau_cav, _MIN_SITE_PRECISION)
+            new_nu = mean / var - nu_cav
+            step = 1.0 if sweep == 0 else _DAMPING
+            change = np.max(np.abs(new_tau - tau)) / (1.0 + np.max(tau))
+            tau = tau + step * (new_tau - tau)
+            nu = nu + step * (new_nu - nu)
+            Sigma, mu, L = self._refresh(K, nu, tau)
+            if change < _TOLERANCE:
+                break
+        sqrt_tau = np.sqrt(tau)
+        # a = nu - S^1/2 B^-1 S^1/2 K nu
+        a = nu - sqrt_tau * scipy.linalg.cho_solve((L, True), sqrt_tau * (K @ nu)) if n else nu
+        self._L = torch.from_numpy(L)
+        self._a = torch.from_numpy(a)
+        self._sqrt_tau = torch.from_numpy(sqrt_tau)
+        self.log_evidence = self._log_evidence(K, Sigma, mu, nu, tau, L, y, prior_mean)
+
+    @staticmethod
+    def _refresh(
+        K: np.ndarray, nu: np.ndarray, tau: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sigma = K - V^T V (V = L^-1 S^1/2 K), mu = Sigma nu, and L = chol(B)."""
+        n = len(nu)
+        sqrt_tau = np.sqrt(tau)
+        B = np.eye(n) + sqrt_tau[:, None] * K * sqrt_tau[None, :]
+        L = np.linalg.cholesky(B)
+        V = scipy.linalg.solve_triangular(L, sqrt_tau[:, None] * K, lower=True)
+        Sigma = K - V.T @ V
+        return Sigma, Sigma @ nu, L
+
+    @staticmethod
+    def _log_evidence(
+        K: np.ndarray, Sigma: np.ndarray, mu: np.ndarray, nu: np.ndarray, tau: np.ndarray,
+        L: np.ndarray, y: np.ndarray, prior_mean: float,
+    ) -> float:
+        """The EP approximation of log p(t | X) (R&W eq. 3.65, algorithm 3.5)."""
+        if len(y) == 0:
+            return 0.0
+        diag = np.diag(Sigma)
+        tau_cav = 1.0 / diag - tau
+        nu_cav = mu / diag - nu
+        var_cav = 1.0 / tau_cav
+        mu_cav = nu_cav * var_cav
+        log_z, _, _ = _tilted_moments(y, prior_mean, mu_cav, var_cav)
+        return float(
+            0.5 * np.sum(np.log1p(tau / tau_cav))
+            - np.sum(np.log(np.diag(L)))
+            + 0.5 * nu @ (Sigma @ nu)
+            - 0.5 * np.sum(nu**2 / (tau_cav + tau))
+            + 0.5 * np.sum(mu_cav * tau_cav / (tau_cav + tau) * (tau * mu_cav - 2 * nu))
+            + np.sum(log_z)
+        )
 
     def _kernel(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
         p = self.params
         return matern52(X1, X2, p.inverse_squared_lengthscales, p.outputscale, self.is_categorical)
-
-    @staticmethod
-    def _derivatives(f: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        z = y * f
-        ratio = torch.exp(_log_phi(f) - torch.special.log_ndtr(z))  # N(f) / Phi(y f)
-        grad = y * ratio
-        W = ratio * ratio + z * ratio
-        return grad, W.clamp_min(1e-12)
 
     def latent_posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and variance of the latent at ``x`` (..., d), each of shape (...,)."""
         batch_shape = x.shape[:-1]
         flat = x.reshape(-1, x.shape[-1])
         k = self._kernel(flat, self.X_train)  # (m, n)
-        mean = self.prior_mean + k @ self._grad
-        v = torch.linalg.solve_triangular(self._L, (self._sqrt_W[:, None] * k.T), upper=False)
+        mean = self.prior_mean + k @ self._a
+        v = torch.linalg.solve_triangular(self._L, (self._sqrt_tau[:, None] * k.T), upper=False)
         var = (self.params.outputscale - (v * v).sum(0)).clamp_min(1e-12)
         return mean.reshape(batch_shape), var.reshape(batch_shape)
 
@@ -137,9 +199,10 @@ def fit_gp_classifier(
             )
             try:
                 clf = GPClassifier(X, labels, params, is_categorical, prior_mean)
-            except torch.linalg.LinAlgError:
+            except np.linalg.LinAlgError:
                 continue
-            if best is None or clf.log_evidence > best.log_evidence:
+            clf.log_score = clf.log_evidence + _log_prior(params)
+            if best is None or clf.log_score > best.log_score:
                 best = clf
     if best is None:  # pragma: no cover - every grid point failed numerically
         best = GPClassifier(X, labels, KernelParams.default(d), is_categorical, prior_mean)

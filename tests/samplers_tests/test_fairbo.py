@@ -319,3 +319,48 @@ def test_incumbent_is_the_best_observation_without_noise_and_shrinks_a_lucky_one
     assert float(y.sort().values[-2]) < noisy < 2.5
     # Only the given (feasible) trials count.
     assert _incumbent(gp(1e-8), X[:3]) == pytest.approx(float(y[:3].max()), abs=1e-4)
+
+
+@pytest.mark.parametrize("label", [0.0, 1.0])
+def test_gp_classifier_ep_is_exact_for_one_observation(label: float) -> None:
+    # With one observation, EP matches the exact evidence Phi(y m / sqrt(1 + k)) and the exact
+    # posterior moments of the latent, here computed by quadrature.
+    from scipy import integrate, stats
+
+    from fairtune._gp.classifier import GPClassifier
+    from fairtune._gp.gp import KernelParams
+
+    T = torch.float64
+    params = KernelParams(torch.tensor([4.0], dtype=T), torch.tensor(2.0, dtype=T),
+                          torch.tensor(0.0, dtype=T))
+    x = torch.tensor([[0.3]], dtype=T)
+    m, y = 0.4, 2 * label - 1
+    clf = GPClassifier(x, torch.tensor([label], dtype=T), params, np.array([False]), m)
+    assert clf.log_evidence == pytest.approx(math.log(stats.norm.cdf(y * m / math.sqrt(3.0))),
+                                             abs=1e-7)
+
+    def tilted(g: float, power: int) -> float:
+        return g**power * stats.norm.cdf(y * (m + g)) * stats.norm.pdf(g, scale=math.sqrt(2.0))
+
+    z = integrate.quad(tilted, -20, 20, args=(0,))[0]
+    mean = integrate.quad(tilted, -20, 20, args=(1,))[0] / z
+    var = integrate.quad(tilted, -20, 20, args=(2,))[0] / z - mean**2
+    latent_mean, latent_var = clf.latent_posterior(x)
+    assert float(latent_mean) == pytest.approx(m + mean, abs=1e-6)
+    assert float(latent_var) == pytest.approx(var, abs=1e-6)
+
+
+def test_gp_classifier_repeated_violations_drive_feasibility_to_zero() -> None:
+    # A corner violated 16 times (where the objective pulls cEI): the probability of
+    # feasibility there must become small. A Laplace posterior, whose probit curvature vanishes
+    # at confidently classified points, kept it above 0.1 here.
+    from fairtune._gp.classifier import fit_gp_classifier
+
+    rng = np.random.RandomState(0)
+    X = np.concatenate([rng.rand(10, 2), 0.99 + 0.005 * rng.rand(16, 2)])
+    labels = np.concatenate([X[:10].sum(1) <= 1.0, np.zeros(16, dtype=bool)])
+    clf = fit_gp_classifier(torch.from_numpy(X), torch.from_numpy(labels.astype(float)),
+                            np.zeros(2, dtype=bool))
+    p = clf.log_prob_positive(torch.tensor([[0.995, 0.995], [0.1, 0.1]], dtype=torch.float64)).exp()
+    assert p[0] < 0.05
+    assert p[1] > 10 * p[0]  # next to feasible trials
