@@ -234,6 +234,12 @@ class FairBOSampler(GPSamplerBase):
 
         has_constraints = bool(names)
         if has_constraints and not feasible.any():
+            if not regression and not any(bool(clf.labels.any()) for clf in classifiers):
+                # Binary feedback that was never "satisfied" says nothing about where a feasible
+                # point may be: a classifier's probability then only grows with the distance
+                # from the data, which would send the search to the corners of the box. Sample
+                # uniformly instead, as random search would.
+                return ss.decode(ss.sample(1, rng)[0])
             # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.
             feasibility = self._feasibility_log_prob(regression, classifiers, ss)
 

@@ -364,3 +364,22 @@ def test_gp_classifier_repeated_violations_drive_feasibility_to_zero() -> None:
     p = clf.log_prob_positive(torch.tensor([[0.995, 0.995], [0.1, 0.1]], dtype=torch.float64)).exp()
     assert p[0] < 0.05
     assert p[1] > 10 * p[0]  # next to feasible trials
+
+
+def test_binary_feedback_never_satisfied_samples_uniformly() -> None:
+    # Every trial so far violated a binary constraint: the classifier then carries no
+    # information about where feasibility lies, and maximizing its probability of feasibility
+    # would pick the points farthest from the data (the edges and corners of the box).
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        trial.set_constraint("c", 1.0)
+        return x + y
+
+    sampler = _small(FairBOSampler(seed=0, binary_constraints=True, n_startup_trials=3))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.optimize(objective, n_trials=40)
+    points = np.array([[t.params["x"], t.params["y"]] for t in study.trials[3:]])
+    near_edge = (np.minimum(points, 1.0 - points).min(1) < 0.05).mean()
+    assert near_edge < 0.4  # uniform: 0.19
+    assert len({tuple(p) for p in points.round(6)}) == len(points)
