@@ -24,8 +24,9 @@ violated 16 times at the corner the objective pulls towards kept a 16 % chance o
 The prior mean is m = Phi^-1((n_1 + 1) / (n + 2)) (the smoothed positive rate), so that far
 from the data the predicted probability reverts to the base rate instead of 1/2. Kernel
 parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid by the EP
-approximation of the marginal likelihood (R&W eq. 3.65) plus the regression GP's priors on
-lengthscales and outputscale.
+approximation of the marginal likelihood (R&W eq. 3.65). (Adding the regression GP's priors
+held the outputscale near 1, which caps how sure the classifier can get that a region is
+infeasible: with the objective pulling into that region, cEI then kept sampling it.)
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import scipy.linalg
 import scipy.special
 import torch
 
-from fairtune._gp.gp import KernelParams, _lengthscale_prior
+from fairtune._gp.gp import KernelParams
 from fairtune._gp.kernels import matern52
 
 _MAX_SWEEPS = 100
@@ -46,15 +47,6 @@ _TOLERANCE = 1e-6
 _MIN_SITE_PRECISION = 1e-10
 _LENGTHSCALES = (0.1, 0.2, 0.4, 0.8, 1.6)
 _OUTPUTSCALES = (1.0, 4.0, 16.0, 64.0)
-
-
-def _log_prior(params: KernelParams) -> float:
-    """The regression GP's priors on lengthscales and outputscale (no noise term)."""
-    log_lengthscale = -0.5 * params.inverse_squared_lengthscales.log()
-    mu, var = _lengthscale_prior(len(log_lengthscale))
-    return float(
-        -((log_lengthscale - mu) ** 2).sum() / (2 * var) - 0.5 * params.outputscale.log() ** 2
-    )
 
 
 def _tilted_moments(
@@ -201,8 +193,7 @@ def fit_gp_classifier(
                 clf = GPClassifier(X, labels, params, is_categorical, prior_mean)
             except np.linalg.LinAlgError:
                 continue
-            clf.log_score = clf.log_evidence + _log_prior(params)
-            if best is None or clf.log_score > best.log_score:
+            if best is None or clf.log_evidence > best.log_evidence:
                 best = clf
     if best is None:  # pragma: no cover - every grid point failed numerically
         best = GPClassifier(X, labels, KernelParams.default(d), is_categorical, prior_mean)

@@ -47,7 +47,10 @@ class FairBOSampler(GPSamplerBase):
        feasibility, ``sum_j log PoF_j(x)``. When the fitted constraint GPs find no point even 1 %
        likely to be feasible, which is how GPs fitted to infeasible trials only extrapolate with
        overconfidence, the probability is taken under a mixture of those GPs and copies with 2x,
-       4x and 8x shorter lengthscales (see ``_feasibility_log_prob``).
+       4x and 8x shorter lengthscales (see ``_feasibility_log_prob``). This phase is the same
+       for both acquisitions. If every constraint is binary and none was ever satisfied, the
+       classifiers carry no information about where feasibility lies and the point is
+       uniformly random.
     4. Afterwards it maximizes, with ``acquisition="cei"``,
        ``log cEI(x) = log EI(x; best feasible value) + sum_j log PoF_j(x)``, the log of
        ``EI(x) * prod_j P(c_j(x) <= 0)``, computed in log space so that rare feasibility does
