@@ -25,7 +25,11 @@ Usage:
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_synthetic.csv
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german compas \\
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_rf.csv
-    python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_*.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --seeds 20 \\
+        --methods FairBO-cEI FairBO-cMES GPSampler TPESampler RandomSampler \\
+        --out benchmarks/results/fairbo_german20.csv
+    python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_synthetic.csv \\
+        benchmarks/results/fairbo_rf.csv
 """
 
 from __future__ import annotations
