@@ -58,7 +58,9 @@ def _tilted_moments(
     log_z = scipy.special.log_ndtr(z)
     ratio = np.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_z)
     mean = mu_cav + y * var_cav * ratio / denom
-    var = var_cav - var_cav**2 * ratio * (z + ratio) / (1.0 + var_cav)
+    # In exact arithmetic 0 < var < var_cav; keep it so when ratio * (z + ratio) rounds to 1.
+    var = np.maximum(var_cav - var_cav**2 * ratio * (z + ratio) / (1.0 + var_cav),
+                     1e-12 * var_cav)
     return log_z, mean, var
 
 
@@ -130,7 +132,7 @@ class GPClassifier:
         if len(y) == 0:
             return 0.0
         diag = np.diag(Sigma)
-        tau_cav = 1.0 / diag - tau
+        tau_cav = np.maximum(1.0 / diag - tau, _MIN_SITE_PRECISION)
         nu_cav = mu / diag - nu
         var_cav = 1.0 / tau_cav
         mu_cav = nu_cav * var_cav
@@ -192,6 +194,8 @@ def fit_gp_classifier(
             try:
                 clf = GPClassifier(X, labels, params, is_categorical, prior_mean)
             except np.linalg.LinAlgError:
+                continue
+            if not math.isfinite(clf.log_evidence):
                 continue
             if best is None or clf.log_evidence > best.log_evidence:
                 best = clf

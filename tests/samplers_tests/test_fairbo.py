@@ -383,3 +383,19 @@ def test_binary_feedback_never_satisfied_samples_uniformly() -> None:
     near_edge = (np.minimum(points, 1.0 - points).min(1) < 0.05).mean()
     assert near_edge < 0.4  # uniform: 0.19
     assert len({tuple(p) for p in points.round(6)}) == len(points)
+
+
+def test_gp_classifier_survives_duplicates_with_conflicting_labels() -> None:
+    from fairtune._gp.classifier import fit_gp_classifier
+
+    rng = np.random.RandomState(1)
+    X = np.repeat(rng.rand(6, 3), 10, axis=0)  # each point 10 times
+    satisfied = [0, 1, 3, 7, 9, 10]  # of each point's 10 labels: conflicting feedback
+    labels = np.array([float(j < k) for k in satisfied for j in range(10)])
+    clf = fit_gp_classifier(torch.from_numpy(X), torch.from_numpy(labels), np.zeros(3, dtype=bool))
+    assert math.isfinite(clf.log_evidence)
+    p = clf.log_prob_positive(torch.from_numpy(np.concatenate([X[::10], rng.rand(5, 3)]))).exp()
+    assert torch.isfinite(p).all()
+    # At a repeated point the probability follows that point's share of satisfied labels.
+    shares = labels.reshape(6, 10).mean(1)
+    assert np.corrcoef(p[:6].numpy(), shares)[0, 1] > 0.8
