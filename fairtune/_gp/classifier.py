@@ -43,7 +43,7 @@ from fairtune._gp.kernels import matern52
 
 _MAX_SWEEPS = 100
 _DAMPING = 0.5
-_TOLERANCE = 1e-6
+_TOLERANCE = 1e-4
 _MIN_SITE_PRECISION = 1e-10
 _LENGTHSCALES = (0.1, 0.2, 0.4, 0.8, 1.6)
 _OUTPUTSCALES = (1.0, 4.0, 16.0, 64.0)
@@ -175,31 +175,48 @@ def fit_gp_classifier(
 ) -> GPClassifier:
     """Fit a probit GP classifier; works with single-class label vectors too.
 
-    ``warm_start`` is accepted for interface symmetry with :func:`fit_gp`; the grid search
-    over kernel parameters is cheap enough to run every time.
+    The kernel parameters maximize the EP evidence over the grid ``_LENGTHSCALES`` x
+    ``_OUTPUTSCALES``. With ``warm_start`` (the parameters of the previous fit, on that grid),
+    only its neighbours on the grid, itself included, are tried: one step per refit, 4 to 9
+    fits instead of 20.
     """
     n, d = X.shape
     rate = (float(labels.sum()) + 1.0) / (n + 2.0)
     prior_mean = float(torch.special.ndtri(torch.tensor(rate, dtype=torch.float64)))
+    scale = math.sqrt(max(d, 1))  # distances in the unit cube grow like sqrt(d)
+    candidates = [(i, j) for i in range(len(_LENGTHSCALES)) for j in range(len(_OUTPUTSCALES))]
+    start = _grid_index(warm_start, d, scale)
+    if start is not None:
+        candidates = [(i, j) for i, j in candidates
+                      if abs(i - start[0]) <= 1 and abs(j - start[1]) <= 1]
     best: GPClassifier | None = None
-    for lengthscale in _LENGTHSCALES:
-        # Scale with sqrt(d): distances in the unit cube grow like sqrt(d).
-        isl = torch.full((d,), 1.0 / (lengthscale * np.sqrt(max(d, 1))) ** 2, dtype=torch.float64)
-        for outputscale in _OUTPUTSCALES:
-            params = KernelParams(
-                isl,
-                torch.tensor(outputscale, dtype=torch.float64),
-                torch.tensor(0.0, dtype=torch.float64),
-            )
-            try:
-                clf = GPClassifier(X, labels, params, is_categorical, prior_mean)
-            except np.linalg.LinAlgError:
-                continue
-            if not math.isfinite(clf.log_evidence):
-                continue
-            if best is None or clf.log_evidence > best.log_evidence:
-                best = clf
+    for i, j in candidates:
+        params = KernelParams(
+            torch.full((d,), 1.0 / (_LENGTHSCALES[i] * scale) ** 2, dtype=torch.float64),
+            torch.tensor(_OUTPUTSCALES[j], dtype=torch.float64),
+            torch.tensor(0.0, dtype=torch.float64),
+        )
+        try:
+            clf = GPClassifier(X, labels, params, is_categorical, prior_mean)
+        except np.linalg.LinAlgError:
+            continue
+        if not math.isfinite(clf.log_evidence):
+            continue
+        if best is None or clf.log_evidence > best.log_evidence:
+            best = clf
     if best is None:  # pragma: no cover - every grid point failed numerically
         best = GPClassifier(X, labels, KernelParams.default(d), is_categorical, prior_mean)
     best.params_for_warm_start = best.params  # type: ignore[attr-defined]
     return best
+
+
+def _grid_index(params: KernelParams | None, d: int, scale: float) -> tuple[int, int] | None:
+    """(lengthscale, outputscale) grid indices of ``params``, or None if not on the grid."""
+    if params is None or params.inverse_squared_lengthscales.shape != (d,):
+        return None
+    lengthscales = (params.inverse_squared_lengthscales.numpy() ** -0.5) / scale
+    i = np.flatnonzero(np.isclose(_LENGTHSCALES, lengthscales[0], rtol=1e-9))
+    j = np.flatnonzero(np.isclose(_OUTPUTSCALES, float(params.outputscale), rtol=1e-9))
+    if len(i) != 1 or len(j) != 1 or not np.allclose(lengthscales, lengthscales[0], rtol=1e-9):
+        return None
+    return int(i[0]), int(j[0])

@@ -399,3 +399,38 @@ def test_gp_classifier_survives_duplicates_with_conflicting_labels() -> None:
     # At a repeated point the probability follows that point's share of satisfied labels.
     shares = labels.reshape(6, 10).mean(1)
     assert np.corrcoef(p[:6].numpy(), shares)[0, 1] > 0.8
+
+
+def test_gp_classifier_warm_start_searches_the_grid_neighbours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fairtune._gp import classifier as clf_module
+
+    tried: list[tuple[float, float]] = []
+    original = clf_module.GPClassifier
+
+    class Counting(original):  # type: ignore[misc, valid-type]
+        def __init__(self, X, labels, params, *args, **kwargs):  # type: ignore[no-untyped-def]
+            tried.append((float(params.inverse_squared_lengthscales[0]) ** -0.5,
+                          float(params.outputscale)))
+            super().__init__(X, labels, params, *args, **kwargs)
+
+    monkeypatch.setattr(clf_module, "GPClassifier", Counting)
+    X = torch.linspace(0, 1, 21, dtype=torch.float64).unsqueeze(-1)
+    labels = (X[:, 0] < 0.5).to(torch.float64)
+    clf_module.fit_gp_classifier(X, labels, np.array([False]))
+    assert len(tried) == len(clf_module._LENGTHSCALES) * len(clf_module._OUTPUTSCALES)
+
+    tried.clear()
+    warm = clf_module.KernelParams(
+        torch.tensor([clf_module._LENGTHSCALES[2] ** -2], dtype=torch.float64),
+        torch.tensor(clf_module._OUTPUTSCALES[1], dtype=torch.float64),
+        torch.tensor(0.0, dtype=torch.float64),
+    )
+    fitted = clf_module.fit_gp_classifier(X, labels, np.array([False]), warm_start=warm)
+    neighbours = {(ls, s) for ls in clf_module._LENGTHSCALES[1:4]
+                  for s in clf_module._OUTPUTSCALES[0:3]}
+    assert {(round(ls, 9), s) for ls, s in tried} == {(round(ls, 9), s) for ls, s in neighbours}
+    assert clf_module._grid_index(fitted.params, 1, 1.0) is not None
+    # Parameters of another dimension are not on this grid: a full search.
+    assert clf_module._grid_index(warm, 2, math.sqrt(2.0)) is None
