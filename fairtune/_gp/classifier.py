@@ -15,11 +15,13 @@ probit term the tilted moments are closed form, with z_i = y_i (m + mu_-i) / sqr
 With S = diag(tau), B = I + S^1/2 K S^1/2 = L L^T and a = nu - S^1/2 B^-1 S^1/2 K nu:
     predictive latent at x: mean = m + k(x, X) a,  var = k(x, x) - ||L^-1 S^1/2 k(X, x)||^2,
     P(t = 1 | x) = Phi(mean / sqrt(1 + var)).
-EP is used rather than the Laplace approximation because of what repeated feedback does: every
-further "violated" at the same point pulls an EP posterior's variance down, so the probability
-of feasibility there goes to zero, whereas the curvature of a probit term vanishes once it is
-confidently classified, and a Laplace posterior stays as wide as the prior (a constraint
-violated 16 times at the corner the objective pulls towards kept a 16 % chance of feasibility).
+EP is used rather than the Laplace approximation because of what repeated feedback does. A
+Laplace posterior is centred on the mode, and a probit term's pull on the mode and its curvature
+both vanish once a point is confidently classified: further "violated" labels at that point
+barely move it, and the predictive probability stays moderate. EP matches the moments of the
+tilted distributions, whose mass lies well beyond the mode, so each further violation moves the
+posterior further to the violated side. At a corner violated 16 times, next to 10 random trials,
+Laplace kept a 16 % probability of feasibility there; EP gives 0.5 %.
 
 The prior mean is m = Phi^-1((n_1 + 1) / (n + 2)) (the smoothed positive rate), so that far
 from the data the predicted probability reverts to the base rate instead of 1/2. Kernel
@@ -28,9 +30,9 @@ approximation of the marginal likelihood (R&W eq. 3.65). The outputscale grid re
 because a deterministic constraint (the same configuration always passes or always fails) is
 best explained by a latent far from zero, i.e. a nearly noise-free link: on the binary Gramacy
 benchmark the evidence chose 64 whenever that was the top of the grid, and now picks 256 or
-1024 at times. (Adding the regression GP's priors
-held the outputscale near 1, which caps how sure the classifier can get that a region is
-infeasible: with the objective pulling into that region, cEI then kept sampling it.)
+1024 at times. (Adding the regression GP's priors held the outputscale near 1, which caps how
+sure the classifier can get that a region is infeasible: with the objective pulling into that
+region, cEI then kept sampling it.)
 """
 
 from __future__ import annotations
