@@ -176,7 +176,7 @@ class FairBOSampler(GPSamplerBase):
             X, torch.from_numpy(labels.astype(float)), ss.is_categorical,
             warm_start=self._kernel_cache.get(cache_key),
         )
-        self._kernel_cache[cache_key] = clf.params_for_warm_start  # type: ignore[attr-defined]
+        self._kernel_cache[cache_key] = clf.params
         return clf
 
     def _sample_relative_impl(
@@ -192,10 +192,18 @@ class FairBOSampler(GPSamplerBase):
         X = torch.from_numpy(X_np)
         X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+        names = sorted({name for t in complete for name in t.constraints})
+        if names and all(self._is_binary(n) for n in names) and not any(
+            t.constraints.get(n, math.nan) <= 0.0 for t in complete for n in names
+        ):
+            # Binary feedback that was never "satisfied" says nothing about where a feasible
+            # point may be: a classifier's probability then only grows with the distance from
+            # the data, which would send the search to the corners of the box. Sample uniformly
+            # instead, as random search would (and fit no model).
+            return ss.decode(ss.sample(1, rng)[0])
+
         y, _, _ = standardize(sign * np.array([t.value for t in complete], dtype=float))
         objective_gp = self._fit(study, "objective", X, y, ss, self._deterministic)
-
-        names = sorted({name for t in complete for name in t.constraints})
         feasible = np.ones(len(complete), dtype=bool)
         # Each constraint model as a function x (..., d) -> (mean, var) or log PoF.
         regression: list[tuple[GPRegressor, float]] = []  # (gp, standardized threshold)
@@ -230,19 +238,10 @@ class FairBOSampler(GPSamplerBase):
                 ]
 
         def sum_log_pof(x: torch.Tensor) -> torch.Tensor:
-            total = _sum_log_pof(regression, x)
-            for clf in classifiers:
-                total = total + clf.log_prob_positive(x)
-            return total
+            return _sum_log_pof(regression, x) + _sum_log_prob_positive(classifiers, x)
 
         has_constraints = bool(names)
         if has_constraints and not feasible.any():
-            if not regression and not any(bool(clf.labels.any()) for clf in classifiers):
-                # Binary feedback that was never "satisfied" says nothing about where a feasible
-                # point may be: a classifier's probability then only grows with the distance
-                # from the data, which would send the search to the corners of the box. Sample
-                # uniformly instead, as random search would.
-                return ss.decode(ss.sample(1, rng)[0])
             # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.
             feasibility = self._feasibility_log_prob(regression, classifiers, ss)
 
@@ -326,9 +325,7 @@ class FairBOSampler(GPSamplerBase):
         log_k = math.log(len(components))
 
         def log_prob(x: torch.Tensor) -> torch.Tensor:
-            shared = torch.zeros(x.shape[:-1], dtype=torch.float64)
-            for clf in classifiers:
-                shared = shared + clf.log_prob_positive(x)
+            shared = _sum_log_prob_positive(classifiers, x)
             if not regression:
                 return shared
             terms = torch.stack([shared + _sum_log_pof(models, x) for models in components])
@@ -392,6 +389,14 @@ def _sum_log_pof(models: list[tuple[GPRegressor, float]], x: torch.Tensor) -> to
     for gp, threshold in models:
         mean, var = gp.posterior(x)
         total = total + acquisition.log_pof(mean, var, threshold)
+    return total
+
+
+def _sum_log_prob_positive(classifiers: list[GPClassifier], x: torch.Tensor) -> torch.Tensor:
+    """sum_j log P(constraint j satisfied at x) over binary-constraint classifiers, x (..., d)."""
+    total = torch.zeros(x.shape[:-1], dtype=torch.float64)
+    for clf in classifiers:
+        total = total + clf.log_prob_positive(x)
     return total
 
 
