@@ -25,11 +25,13 @@ Usage:
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_synthetic.csv
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german compas \\
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_rf.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --seeds 20 \\
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --seeds 60 \\
         --methods FairBO-cEI FairBO-cMES GPSampler TPESampler RandomSampler \\
-        --out benchmarks/results/fairbo_german20.csv
+        --out benchmarks/results/fairbo_german60.csv
+    (or in parallel: ``--first-seed 0 --seeds 20``, ``--first-seed 20 --seeds 20``, ... into
+    separate files, then concatenated)
     python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_synthetic.csv \\
-        benchmarks/results/fairbo_rf.csv
+        benchmarks/results/fairbo_rf.csv --versus TPESampler
 """
 
 from __future__ import annotations
@@ -200,17 +202,59 @@ def summarize(paths: list[str]) -> None:
               f" {missing_20} / {missing} |")
 
 
+def paired(paths: list[str], reference: str) -> None:
+    """Per-seed comparison of every method with ``reference`` at 20 and 40 trials.
+
+    A seed counts as a win when the method's best feasible value is strictly better than the
+    reference's on the same seed (same shared initial trials), a tie when equal; a seed without
+    a feasible trial counts as the worst outcome. The p-value is the two-sided sign test on the
+    seeds that are not ties (scipy.stats.binomtest), a check of whether one method is better
+    more often than chance would give.
+    """
+    import pandas as pd
+    from scipy.stats import binomtest
+
+    df = pd.concat([pd.read_csv(p) for p in paths])
+    print(f"| problem | method | seeds | @20 vs {reference}: wins / ties / losses (sign test p) |"
+          f" @40 vs {reference}: wins / ties / losses (sign test p) |")
+    print("|---|---|---|---|---|")
+    for (problem, method), g in df.groupby(["problem", "method"], sort=False):
+        if method == reference:
+            continue
+        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
+        ref = df[(df.problem == problem) & (df.method == reference)]
+        cells = []
+        for k in (20, 40):
+            mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
+            theirs = ref[ref.trial == k].set_index("seed").best_feasible.astype(float)
+            seeds = mine.index.intersection(theirs.index)
+            a = np.nan_to_num(sign * mine[seeds].to_numpy(), nan=-np.inf)
+            b = np.nan_to_num(sign * theirs[seeds].to_numpy(), nan=-np.inf)
+            wins, losses = int((a > b).sum()), int((a < b).sum())
+            ties = len(seeds) - wins - losses
+            p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+            cells.append(f"{wins} / {ties} / {losses} (p = {p:.3f})")
+        print(f"| {problem} | {method} | {len(seeds)} | {cells[0]} | {cells[1]} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=10, help="number of seeds")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds are first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--n-trials", type=int, default=40)
     parser.add_argument("--out", default="benchmarks/results/fairbo_synthetic.csv")
     parser.add_argument("--summarize", nargs="+", metavar="CSV")
+    parser.add_argument("--versus", metavar="METHOD",
+                        help="with --summarize: per-seed wins / ties / losses against METHOD")
     args = parser.parse_args()
     if args.summarize:
         summarize(args.summarize)
+        if args.versus:
+            print()
+            paired(args.summarize, args.versus)
         return
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -218,7 +262,7 @@ def main() -> None:
         writer = None
         for problem in args.problems:
             direction, factory = PROBLEMS[problem]
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 initial = initial_params(factory(), direction, seed)
                 for method in args.methods:
                     rows = run(problem, method, seed, args.n_trials, initial)
