@@ -40,12 +40,20 @@ def _evaluate(acqf: AcqFunc, X: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values), values, -np.inf)
 
 
-def _excluded(X: np.ndarray, exclude: np.ndarray | None) -> np.ndarray:
-    """(b,) mask of candidate sets having a point equal to an excluded point (m, d)."""
-    if exclude is None or len(exclude) == 0:
-        return np.zeros(len(X), dtype=bool)
-    diff = np.abs(X[:, :, None, :] - exclude[None, None, :, :]).max(-1)  # (b, q, m)
-    return (diff < 1e-9).any(-1).any(-1)
+def _excluded(
+    X: np.ndarray, exclude: np.ndarray | None, exclude_boxes: np.ndarray | None = None
+) -> np.ndarray:
+    """(b,) mask of candidate sets having a point equal to an excluded point (m, d) or inside an
+    excluded box (k, 2, d) of [low, high] corners."""
+    mask = np.zeros(len(X), dtype=bool)
+    if exclude is not None and len(exclude):
+        diff = np.abs(X[:, :, None, :] - exclude[None, None, :, :]).max(-1)  # (b, q, m)
+        mask |= (diff < 1e-9).any(-1).any(-1)
+    if exclude_boxes is not None and len(exclude_boxes):
+        low, high = exclude_boxes[:, 0], exclude_boxes[:, 1]  # (k, d)
+        inside = (X[:, :, None, :] >= low - 1e-9) & (X[:, :, None, :] <= high + 1e-9)
+        mask |= inside.all(-1).any(-1).any(-1)
+    return mask
 
 
 def _local_continuous(
@@ -103,6 +111,7 @@ def maximize_acqf(
     n_local_search: int = 10,
     warm_starts: np.ndarray | None = None,  # (k, q, d)
     exclude: np.ndarray | None = None,  # (m, d)
+    exclude_boxes: np.ndarray | None = None,  # (k, 2, d)
     max_iter: int = 30,
 ) -> tuple[np.ndarray, float]:
     """Return the best candidate set found, shape (q, d) (rounded, valid), and its value.
@@ -118,6 +127,9 @@ def maximize_acqf(
             point.
         exclude: Points that must not be returned (e.g. pending or evaluated ones); when every
             candidate is excluded the best one is returned anyway.
+        exclude_boxes: Boxes, as [low, high] corners (encoded), whose points must not be
+            returned either (e.g. a region known to give the same result as trials already
+            run); the same fallback applies.
         max_iter: L-BFGS-B iteration cap.
     """
     d = search_space.dim
@@ -127,7 +139,7 @@ def maximize_acqf(
         X = np.concatenate([search_space.round(np.asarray(warm_starts).reshape(-1, q, d)), X])
         n_warm = len(np.asarray(warm_starts).reshape(-1, q, d))
     values = _evaluate(acqf, X)
-    is_excluded = _excluded(X, exclude)
+    is_excluded = _excluded(X, exclude, exclude_boxes)
     ranked = np.argsort(-np.where(is_excluded, -np.inf, values), kind="stable")
     # Warm starts (e.g. the incumbent) are always refined: a constrained optimum usually lies on
     # a constraint's boundary, and the last digits are won by walking along it from the best
@@ -150,7 +162,7 @@ def maximize_acqf(
 
     final = np.concatenate([starts, X[ranked[:1]]])
     final_values = np.concatenate([start_values, values[ranked[:1]]])
-    penalized = np.where(_excluded(final, exclude), -np.inf, final_values)
+    penalized = np.where(_excluded(final, exclude, exclude_boxes), -np.inf, final_values)
     if np.isfinite(penalized).any():
         best = int(np.argmax(penalized))
     else:

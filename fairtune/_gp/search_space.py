@@ -85,6 +85,9 @@ class SearchSpace:
         self.is_categorical = self._kinds == _CATEGORICAL
         # Dimensions whose values are a small finite set: searched exhaustively by the optimizer.
         self.is_discrete = (self._kinds == _CATEGORICAL) | (self._kinds == _GRID)
+        # Floats without a step (linear or log): the only dims that take non-admissible-grid
+        # values; log-scaled ints are searched continuously but take integer values.
+        self.is_continuous = self._kinds == _CONTINUOUS
 
     def _encode_one(self, j: int, value: Any) -> float:
         dist = self.distributions[j]

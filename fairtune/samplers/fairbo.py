@@ -62,6 +62,9 @@ class FairBOSampler(GPSamplerBase):
     5. Running trials are pending points: each regression GP is conditioned on its posterior
        mean at them (fantasies), and no pending or evaluated point is proposed again, so that
        ``n_jobs > 1`` and several processes sharing an RDB storage get distinct points.
+    6. Trials that differ only in continuous floats and report bit-for-bit the same objective
+       and constraint values trained the same model; the box they span is not proposed again
+       (see ``_plateau_boxes``).
 
     A study without constraints is plain GP-EI Bayesian optimization (the paper's "BO"
     baseline). A COMPLETE trial that lacks a constraint the study uses counts as infeasible
@@ -282,6 +285,7 @@ class FairBOSampler(GPSamplerBase):
             n_local_search=self._n_local_search,
             warm_starts=warm_starts,
             exclude=ss.round(exclude),
+            exclude_boxes=_plateau_boxes(complete, names, X_np, ss),
         )
         return ss.decode(x_best[0])
 
@@ -398,6 +402,41 @@ def _sum_log_prob_positive(classifiers: list[GPClassifier], x: torch.Tensor) -> 
     for clf in classifiers:
         total = total + clf.log_prob_positive(x)
     return total
+
+
+def _plateau_boxes(
+    complete: Sequence[FrozenTrial], names: list[str], X: np.ndarray, ss: SearchSpace
+) -> np.ndarray:
+    """Boxes of the encoded space that repeat a result already observed, shape (k, 2, d).
+
+    Trials that agree on every parameter except continuous floats and report bit-for-bit the
+    same objective and constraint values ran the same model: e.g. ``min_samples_split``
+    fractions of a random forest that round to the same sample count, or a learning-rate range
+    that early stopping makes irrelevant. For a parameter that acts through thresholds
+    (``min_samples_split``, ``min_impurity_decrease``, ...) every value between two such trials
+    gives that model again, so a trial there would repeat a known result. The box spanned by
+    such a group (its continuous dims from the smallest to the largest value, the others fixed)
+    is excluded from the acquisition's maximization. Continuous objectives never repeat a value
+    exactly at distinct inputs, so they are unaffected.
+    """
+    if not ss.is_continuous.any():
+        return np.empty((0, 2, ss.dim))
+    groups: dict[tuple, list[int]] = {}
+    fixed = ~ss.is_continuous
+    for i, t in enumerate(complete):
+        outcome = (float(t.value), *(float(t.constraints.get(n, math.nan)) for n in names))
+        if any(math.isnan(v) for v in outcome):
+            continue
+        key = (outcome, tuple(np.round(X[i, fixed], 12)))
+        groups.setdefault(key, []).append(i)
+    boxes = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        low, high = X[members].min(0), X[members].max(0)
+        if (high > low).any():
+            boxes.append(np.stack([low, high]))
+    return np.array(boxes) if boxes else np.empty((0, 2, ss.dim))
 
 
 def _incumbent(gp: GPRegressor, X_feasible: torch.Tensor) -> float:

@@ -79,3 +79,19 @@ def test_warm_start_is_refined_even_when_quasi_random_points_look_better() -> No
     )
     np.testing.assert_allclose(x_best[0], peak.numpy(), atol=1e-3)
     assert value > 1.99
+
+
+def test_excluded_boxes_are_not_returned() -> None:
+    ss = SearchSpace({"x": FloatDistribution(0.0, 1.0), "c": CategoricalDistribution(["a", "b"])})
+    peak = ss.encode([{"x": 0.5, "c": "a"}])[0]
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:
+        return -((X[..., 0, :] - torch.from_numpy(peak)) ** 2).sum(-1)
+
+    # The peak's neighbourhood in x (with c = "a") is ruled out; c = "b" stays allowed.
+    box = np.array([[[0.4, peak[1]], [0.6, peak[1]]]])
+    x, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), exclude_boxes=box)
+    params = ss.decode(x[0])
+    assert not (params["c"] == "a" and 0.4 - 1e-6 <= params["x"] <= 0.6 + 1e-6)
+    # The best allowed points: the box's edges with c = "a", or x = 0.5 with c = "b".
+    assert min(abs(params["x"] - 0.4), abs(params["x"] - 0.6), abs(params["x"] - 0.5)) < 0.02

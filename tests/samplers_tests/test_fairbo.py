@@ -144,6 +144,73 @@ def test_parallel_jobs_never_propose_the_same_point() -> None:
             assert b == a or x != points[a], (a, b, x)
 
 
+def _steps(trial: optuna.Trial) -> float:
+    """A random-forest-like landscape: the result only changes at thresholds of ``x``."""
+    x = trial.suggest_float("x", 0.01, 0.5, log=True)
+    depth = trial.suggest_int("depth", 1, 3)
+    trial.set_constraint("gap", 0.1 * depth - 0.25)  # depth 3 is unfair
+    return math.floor(math.log(x) * 4) / 4 + 0.1 * depth
+
+
+def _repeats(study: optuna.Study) -> int:
+    """Trials whose x lies between two earlier trials of the same depth and the same result."""
+    count = 0
+    for i, t in enumerate(study.trials):
+        same = [
+            u.params["x"] for u in study.trials[:i]
+            if u.params["depth"] == t.params["depth"] and u.value == t.value
+        ]
+        if len(same) >= 2 and min(same) <= t.params["x"] <= max(same):
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("acquisition", ["cei", "cmes"])
+def test_no_trial_inside_a_plateau_already_run(acquisition: str) -> None:
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=_small(FairBOSampler(acquisition=acquisition, seed=0, n_startup_trials=4)),
+    )
+    study.optimize(_steps, n_trials=25)
+    assert _repeats(study) == 0
+    assert study.best_trial.params["depth"] == 2 and study.best_value == pytest.approx(-0.55)
+
+
+def test_plateau_boxes_group_identical_results_of_the_same_discrete_params() -> None:
+    from fairtune._gp.search_space import SearchSpace
+    from fairtune.samplers.fairbo import _plateau_boxes
+
+    dists = {
+        "x": optuna.distributions.FloatDistribution(0.0, 1.0),
+        "n": optuna.distributions.IntDistribution(1, 64, log=True),
+    }
+    rows = [  # (x, n, value, constraint)
+        (0.2, 8, 1.0, -0.1), (0.3, 8, 1.0, -0.1),  # the same model: one box, x in [0.2, 0.3]
+        (0.6, 8, 1.0, -0.2),  # same value, another constraint value: a different model
+        (0.5, 16, 1.0, -0.1),  # same results, another n: not between the two above
+        (0.7, 4, 2.0, math.nan), (0.9, 4, 2.0, math.nan),  # missing constraint: no box
+    ]
+    def make(values: list[float]) -> list[optuna.trial.FrozenTrial]:
+        return [
+            optuna.trial.create_trial(
+                params={"x": x, "n": n}, distributions=dists, value=value,
+                constraints={} if math.isnan(c) else {"k": c},
+            )
+            for (x, n, _, c), value in zip(rows, values)
+        ]
+
+    trials = make([v for _, _, v, _ in rows])
+    ss = SearchSpace(dists)
+    X = ss.encode([t.params for t in trials])
+    boxes = _plateau_boxes(trials, ["k"], X, ss)
+    assert boxes.shape == (1, 2, 2)
+    np.testing.assert_allclose(boxes[0, :, 0], [0.2, 0.3])
+    np.testing.assert_allclose(boxes[0, 0, 1], boxes[0, 1, 1])  # n is held fixed
+    # A continuous objective never repeats a value: nothing is excluded.
+    distinct = make(list(np.linspace(0.0, 1.0, len(rows))))
+    assert _plateau_boxes(distinct, ["k"], X, ss).shape == (0, 2, 2)
+
+
 def test_pending_trials_are_not_proposed_again() -> None:
     sampler = _small(FairBOSampler(seed=0, n_startup_trials=3, deterministic_objective=True))
     study = optuna.create_study(sampler=sampler)
