@@ -209,6 +209,16 @@ def test_plateau_boxes_group_identical_results_of_the_same_discrete_params() -> 
     # A continuous objective never repeats a value: nothing is excluded.
     distinct = make(list(np.linspace(0.0, 1.0, len(rows))))
     assert _plateau_boxes(distinct, ["k"], X, ss).shape == (0, 2, 2)
+    # Without constraints an equal objective value alone is too weak a sign of one model.
+    assert _plateau_boxes(trials, [], X, ss).shape == (0, 2, 2)
+    # A trial between the two with another result: the values in between matter.
+    between = make([v for _, _, v, _ in rows]) + [
+        optuna.trial.create_trial(
+            params={"x": 0.25, "n": 8}, distributions=dists, value=3.0, constraints={"k": -0.1}
+        )
+    ]
+    X_between = ss.encode([t.params for t in between])
+    assert _plateau_boxes(between, ["k"], X_between, ss).shape == (0, 2, 2)
 
 
 def test_pending_trials_are_not_proposed_again() -> None:
