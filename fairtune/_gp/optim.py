@@ -40,20 +40,14 @@ def _evaluate(acqf: AcqFunc, X: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values), values, -np.inf)
 
 
-def _excluded(
-    X: np.ndarray, exclude: np.ndarray | None, exclude_boxes: np.ndarray | None = None
-) -> np.ndarray:
-    """(b,) mask of candidate sets having a point equal to an excluded point (m, d) or inside an
-    excluded box (k, 2, d) of [low, high] corners."""
-    mask = np.zeros(len(X), dtype=bool)
-    if exclude is not None and len(exclude):
-        diff = np.abs(X[:, :, None, :] - exclude[None, None, :, :]).max(-1)  # (b, q, m)
-        mask |= (diff < 1e-9).any(-1).any(-1)
-    if exclude_boxes is not None and len(exclude_boxes):
-        low, high = exclude_boxes[:, 0], exclude_boxes[:, 1]  # (k, d)
-        inside = (X[:, :, None, :] >= low - 1e-9) & (X[:, :, None, :] <= high + 1e-9)
-        mask |= inside.all(-1).any(-1).any(-1)
-    return mask
+def _excluded(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(b,) mask of candidate sets having a point inside one of the boxes (k, 2, d) of
+    [low, high] corners (an excluded point is a box with low = high)."""
+    if len(boxes) == 0:
+        return np.zeros(len(X), dtype=bool)
+    low, high = boxes[:, 0], boxes[:, 1]  # (k, d)
+    inside = (X[:, :, None, :] >= low - 1e-9) & (X[:, :, None, :] <= high + 1e-9)
+    return inside.all(-1).any(-1).any(-1)
 
 
 def _local_continuous(
@@ -133,13 +127,19 @@ def maximize_acqf(
         max_iter: L-BFGS-B iteration cap.
     """
     d = search_space.dim
+    boxes = [np.empty((0, 2, d))]
+    if exclude is not None and len(exclude):
+        boxes.append(np.repeat(np.asarray(exclude, dtype=float)[:, None, :], 2, axis=1))
+    if exclude_boxes is not None and len(exclude_boxes):
+        boxes.append(np.asarray(exclude_boxes, dtype=float))
+    excluded_boxes = np.concatenate(boxes)
     X = search_space.sample(n_preliminary_samples * q, rng).reshape(n_preliminary_samples, q, d)
     n_warm = 0
     if warm_starts is not None and len(warm_starts):
         X = np.concatenate([search_space.round(np.asarray(warm_starts).reshape(-1, q, d)), X])
         n_warm = len(np.asarray(warm_starts).reshape(-1, q, d))
     values = _evaluate(acqf, X)
-    is_excluded = _excluded(X, exclude, exclude_boxes)
+    is_excluded = _excluded(X, excluded_boxes)
     ranked = np.argsort(-np.where(is_excluded, -np.inf, values), kind="stable")
     # Warm starts (e.g. the incumbent) are always refined: a constrained optimum usually lies on
     # a constraint's boundary, and the last digits are won by walking along it from the best
@@ -162,7 +162,7 @@ def maximize_acqf(
 
     final = np.concatenate([starts, X[ranked[:1]]])
     final_values = np.concatenate([start_values, values[ranked[:1]]])
-    penalized = np.where(_excluded(final, exclude, exclude_boxes), -np.inf, final_values)
+    penalized = np.where(_excluded(final, excluded_boxes), -np.inf, final_values)
     if np.isfinite(penalized).any():
         best = int(np.argmax(penalized))
     else:

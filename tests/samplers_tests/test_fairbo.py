@@ -212,7 +212,7 @@ def test_plateau_boxes_group_identical_results_of_the_same_discrete_params() -> 
     # Without constraints an equal objective value alone is too weak a sign of one model.
     assert _plateau_boxes(trials, [], X, ss).shape == (0, 2, 2)
     # A trial between the two with another result: the values in between matter.
-    between = make([v for _, _, v, _ in rows]) + [
+    between = trials + [
         optuna.trial.create_trial(
             params={"x": 0.25, "n": 8}, distributions=dists, value=3.0, constraints={"k": -0.1}
         )
