@@ -375,6 +375,30 @@ def test_gp_classifier_learns_a_separable_1d_rule_and_handles_one_class() -> Non
     assert (ones.log_prob_positive(X).exp() > 0.5).all()
 
 
+def test_gp_classifier_far_from_the_data_reverts_to_the_prior_predictive() -> None:
+    # Documented in fairtune._gp.classifier: the prior mean is Phi^-1 of the smoothed positive
+    # rate, and far from the data the probability is Phi(m / sqrt(1 + s)): between that rate and
+    # 1/2, nearer 1/2 for a large outputscale s.
+    from scipy import stats
+
+    from fairtune._gp.classifier import fit_gp_classifier
+
+    T = torch.float64
+    X = torch.linspace(0.0, 0.1, 8, dtype=T)[:, None]
+    labels = torch.tensor([1, 0, 0, 0, 0, 0, 0, 0], dtype=T)
+    clf = fit_gp_classifier(X, labels, np.array([False]))
+    rate = (1 + 1) / (8 + 2)
+    assert clf.prior_mean == pytest.approx(stats.norm.ppf(rate))
+    # Beyond 10 lengthscales the kernel (and so the data's pull) is negligible.
+    far = torch.tensor([[0.1 + 10.0 / float(clf.params.inverse_squared_lengthscales[0]) ** 0.5]],
+                       dtype=T)
+    s = float(clf.params.outputscale)
+    expected = stats.norm.cdf(stats.norm.ppf(rate) / math.sqrt(1.0 + s))
+    p_far = float(clf.log_prob_positive(far).exp())
+    assert p_far == pytest.approx(expected, rel=1e-3)
+    assert rate <= p_far < 0.5
+
+
 def test_incumbent_is_the_best_observation_without_noise_and_shrinks_a_lucky_one() -> None:
     from fairtune._gp.gp import GPRegressor, KernelParams
     from fairtune.samplers.fairbo import _incumbent
