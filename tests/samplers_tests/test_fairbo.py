@@ -3,6 +3,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -231,6 +232,29 @@ def test_pending_trials_are_not_proposed_again() -> None:
     xs = [t.params["x"] for t in running]
     assert len(set(xs)) == 5
     assert not {0, 10, 20} & set(xs)
+
+
+def test_processes_sharing_an_rdb_storage_get_distinct_points(tmp_path: Path) -> None:
+    # Two workers, each with its own sampler and study handle on one SQLite storage (as two
+    # processes would have), ask in turn before anybody tells: each sees the other's running
+    # trials through the storage and proposes somewhere else.
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    dist = {"x": optuna.distributions.IntDistribution(0, 40)}
+    first = optuna.create_study(study_name="s", storage=url, direction="maximize",
+                                sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    for x in (0, 20, 40):
+        first.add_trial(optuna.trial.create_trial(
+            params={"x": x}, distributions=dist, value=-abs(x - 25.0),
+            constraints={"c": x - 30.0},
+        ))
+    second = optuna.load_study(study_name="s", storage=url,
+                               sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    running = [(first if i % 2 == 0 else second).ask(dist) for i in range(6)]
+    xs = [t.params["x"] for t in running]
+    assert len(set(xs)) == 6, xs
+    assert not {0, 20, 40} & set(xs)
+    # Same seed in both workers: without the storage's running trials they would coincide.
+    assert xs[0] != xs[1]
 
 
 def test_survives_failed_nan_pruned_and_constraint_less_trials() -> None:
