@@ -147,6 +147,8 @@ class GPSamplerBase(BaseSampler):
         # One sampler object serves every thread of study.optimize(n_jobs>1); the lock makes a
         # suggestion and its recording as a pending point atomic, so threads never collide.
         self._lock = threading.Lock()
+        # Trials of this process sampled at random as startup trials (see sample_relative).
+        self._startup_trial_ids: set[int] = set()
 
     def reseed_rng(self) -> None:
         self._rng.reseed()
@@ -165,11 +167,19 @@ class GPSamplerBase(BaseSampler):
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         check_single_objective(study, type(self).__name__)
+        # Optuna calls this at the trial's first suggest_* call. A trial found in the startup
+        # phase here is random by design, even if other trials complete before its later
+        # suggest_* calls (n_jobs > 1): remember it, so that sample_independent does not
+        # mistake those parameters for a dynamic search space.
         if not search_space:
+            n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+            if n_complete < max(self._n_startup_trials, 1):
+                self._startup_trial_ids.add(trial._trial_id)
             return {}
         with self._lock:
             complete, pending = collect_trials(study, search_space, trial)
             if len(complete) < max(self._n_startup_trials, 1):
+                self._startup_trial_ids.add(trial._trial_id)
                 return {}
             params = self._sample_relative_impl(study, search_space, complete, pending)
             if params:
@@ -193,7 +203,7 @@ class GPSamplerBase(BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         check_single_objective(study, type(self).__name__)
-        if self._warn_independent_sampling and not self._in_startup(study, trial):
+        if self._warn_independent_sampling and trial._trial_id not in self._startup_trial_ids:
             _logger.warning(
                 "%s samples parameter '%s' of trial %d with %s: it is not in the search "
                 "space shared by all trials (dynamic search spaces are not modelled).",
@@ -206,11 +216,6 @@ class GPSamplerBase(BaseSampler):
             study, trial, param_name, param_distribution
         )
 
-    def _in_startup(self, study: Study, trial: FrozenTrial) -> bool:
-        """Whether ``trial`` is sampled at random by design (no warning for its parameters)."""
-        n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-        return n_complete < max(self._n_startup_trials, 1)
-
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
         self._independent_sampler.before_trial(study, trial)
 
@@ -221,4 +226,5 @@ class GPSamplerBase(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
+        self._startup_trial_ids.discard(trial._trial_id)
         self._independent_sampler.after_trial(study, trial, state, values)

@@ -315,6 +315,30 @@ def test_dynamic_search_space_falls_back_with_a_warning(caplog: pytest.LogCaptur
     assert len(study.get_trials(states=(TrialState.COMPLETE,))) == 6
 
 
+def test_no_dynamic_space_warning_for_the_later_parameters_of_a_startup_trial(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # With n_jobs > 1 other trials may complete between a startup trial's first suggest_* call
+    # (where Optuna asks for the relative sample) and its later ones. Its parameters are random
+    # by design, not a dynamic search space.
+    study = optuna.create_study(sampler=_small(FairBOSampler(seed=0, n_startup_trials=2)))
+    early = study.ask()
+    early.suggest_float("x", 0, 1)  # 0 trials complete: a startup trial
+    for x in (0.2, 0.8):
+        t = study.ask()
+        study.tell(t, t.suggest_float("x", 0, 1) + t.suggest_float("y", 0, 1) + x)
+    with caplog.at_level(logging.WARNING, logger="fairtune"):
+        early.suggest_float("y", 0, 1)
+        study.tell(early, 1.0)
+        assert caplog.text == ""
+        late = study.ask()  # 3 complete: a model trial; "z" is outside the shared space
+        late.suggest_float("x", 0, 1)
+        late.suggest_float("y", 0, 1)
+        late.suggest_float("z", 0, 1)
+    assert "'z'" in caplog.text and "dynamic search spaces" in caplog.text
+    assert "'y'" not in caplog.text
+
+
 def test_multi_objective_raises() -> None:
     study = optuna.create_study(directions=["minimize", "minimize"], sampler=FairBOSampler())
     with pytest.raises(ValueError, match="single-objective"):
