@@ -147,8 +147,9 @@ class GPSamplerBase(BaseSampler):
         # One sampler object serves every thread of study.optimize(n_jobs>1); the lock makes a
         # suggestion and its recording as a pending point atomic, so threads never collide.
         self._lock = threading.Lock()
-        # Trials of this process sampled at random as startup trials (see sample_relative).
-        self._startup_trial_ids: set[int] = set()
+        # Trials of this process sampled at random as startup trials (see sample_relative),
+        # keyed by (storage, trial id): one sampler object may serve studies in two storages.
+        self._startup_trials: set[tuple[int, int]] = set()
 
     def reseed_rng(self) -> None:
         self._rng.reseed()
@@ -174,12 +175,12 @@ class GPSamplerBase(BaseSampler):
         if not search_space:
             n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
             if n_complete < max(self._n_startup_trials, 1):
-                self._startup_trial_ids.add(trial._trial_id)
+                self._startup_trials.add(_trial_key(study, trial))
             return {}
         with self._lock:
             complete, pending = collect_trials(study, search_space, trial)
             if len(complete) < max(self._n_startup_trials, 1):
-                self._startup_trial_ids.add(trial._trial_id)
+                self._startup_trials.add(_trial_key(study, trial))
                 return {}
             params = self._sample_relative_impl(study, search_space, complete, pending)
             if params:
@@ -203,7 +204,7 @@ class GPSamplerBase(BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         check_single_objective(study, type(self).__name__)
-        if self._warn_independent_sampling and trial._trial_id not in self._startup_trial_ids:
+        if self._warn_independent_sampling and _trial_key(study, trial) not in self._startup_trials:
             _logger.warning(
                 "%s samples parameter '%s' of trial %d with %s: it is not in the search "
                 "space shared by all trials (dynamic search spaces are not modelled).",
@@ -226,5 +227,10 @@ class GPSamplerBase(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        self._startup_trial_ids.discard(trial._trial_id)
+        self._startup_trials.discard(_trial_key(study, trial))
         self._independent_sampler.after_trial(study, trial, state, values)
+
+
+def _trial_key(study: Study, trial: FrozenTrial) -> tuple[int, int]:
+    """A key of ``trial`` unique within this process (trial ids are unique per storage)."""
+    return id(study._storage), trial._trial_id
