@@ -172,15 +172,12 @@ class GPSamplerBase(BaseSampler):
         # phase here is random by design, even if other trials complete before its later
         # suggest_* calls (n_jobs > 1): remember it, so that sample_independent does not
         # mistake those parameters for a dynamic search space.
-        if not search_space:
-            n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-            if n_complete < max(self._n_startup_trials, 1):
-                self._startup_trials.add(_trial_key(study, trial))
-            return {}
         with self._lock:
             complete, pending = collect_trials(study, search_space, trial)
             if len(complete) < max(self._n_startup_trials, 1):
                 self._startup_trials.add(_trial_key(study, trial))
+                return {}
+            if not search_space:
                 return {}
             params = self._sample_relative_impl(study, search_space, complete, pending)
             if params:
