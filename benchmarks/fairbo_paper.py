@@ -19,12 +19,16 @@ same way for every method, including BO, which never sees the constraint.
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets german compas \\
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_paper_rf.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets adult --seeds 5 \\
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets adult --seeds 10 \\
         --n-trials 20 --out benchmarks/results/fairbo_paper_rf_adult.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets adult --first-seed 0 \\
+        --seeds 25 --n-trials 20 --out adult_a.csv   # and --first-seed 25 into adult_b.csv
     OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py linear --datasets adult german compas \\
         --seeds 3 --n-trials 40 --out benchmarks/results/fairbo_paper_linear.csv
     python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_*.csv \\
         --plot docs/images/fairbo_paper.png
+    python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_rf_adult50.csv \\
+        --versus FairBO
 """
 
 from __future__ import annotations
@@ -103,7 +107,41 @@ def run(experiment: str, dataset: str, method: str, seed: int, n_trials: int,
     return rows
 
 
-def summarize(paths: list[str], plot: str | None) -> None:
+def paired(rf: Any, reference: str) -> None:
+    """Seed-by-seed comparison of every method with ``reference`` (random forest runs).
+
+    At each checkpoint, a seed is a win for the method when its best fair accuracy is strictly
+    higher than the reference's on the same seed (same shared initial trials), a tie when equal;
+    a seed without a fair trial counts as the worst outcome. p is the two-sided sign test over
+    the seeds that are not ties.
+    """
+    from scipy.stats import binomtest
+
+    print(f"| dataset | method | seeds | mean best fair accuracy @10 / @20 / @40 | vs {reference}"
+          " @10 / @20 / @40: wins / ties / losses (sign test p) |")
+    print("|---|---|---:|---|---|")
+    for (dataset, method), g in rf.groupby(["dataset", "method"], sort=False):
+        ref = rf[(rf.dataset == dataset) & (rf.method == reference)]
+        means, cells = [], []
+        for k in (10, 20, 40):
+            if k > g.trial.max():
+                continue
+            mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
+            means.append(f"{mine.mean():.4f}" if mine.notna().all() else "-")
+            theirs = ref[ref.trial == k].set_index("seed").best_feasible.astype(float)
+            seeds = mine.index.intersection(theirs.index)
+            if method == reference or not len(seeds):
+                continue
+            a = np.nan_to_num(mine[seeds].to_numpy(), nan=-np.inf)
+            b = np.nan_to_num(theirs[seeds].to_numpy(), nan=-np.inf)
+            wins, losses = int((a > b).sum()), int((a < b).sum())
+            p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+            cells.append(f"{wins} / {len(seeds) - wins - losses} / {losses} (p = {p:.2f})")
+        print(f"| {dataset} | {method} | {g.seed.nunique()} | {' / '.join(means)} | "
+              f"{' ; '.join(cells) if cells else '-'} |")
+
+
+def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> None:
     import pandas as pd
 
     df = pd.concat([pd.read_csv(p) for p in paths])
@@ -124,6 +162,9 @@ def summarize(paths: list[str], plot: str | None) -> None:
             after = g[g.trial > N_INITIAL]
             print(f"| {dataset} | {method} | {g.seed.nunique()} | {n} | {' | '.join(cells)} | "
                   f"{first.median():.0f} | {1 - after.feasible.mean():.0%} |")
+        if versus:
+            print()
+            paired(rf, versus)
     lin = df[df.experiment == "linear"]
     if len(lin):
         print("\n| dataset | paper (table 2, FairBO) | fairtune FairBO: validation error of the"
@@ -165,12 +206,16 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["adult", "german", "compas"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds are first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--n-trials", type=int, default=40)
     parser.add_argument("--out", default="benchmarks/results/fairbo_paper.csv")
     parser.add_argument("--plot", help="with summarize: figure of best fair accuracy vs trial")
+    parser.add_argument("--versus", metavar="METHOD",
+                        help="with summarize: seed-by-seed wins / ties / losses against METHOD")
     args = parser.parse_args()
     if args.experiment == "summarize":
-        summarize(args.paths, args.plot)
+        summarize(args.paths, args.plot, args.versus)
         return
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     limit = 0.05 if args.experiment == "rf" else 0.1
@@ -181,7 +226,7 @@ def main() -> None:
         writer = None
         for dataset in args.datasets:
             objective = FairObjective(dataset, model, limits=f"demographic_parity<={limit}")
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for method in methods:
                     rows = run(args.experiment, dataset, method, seed, args.n_trials, objective,
                                limit)
