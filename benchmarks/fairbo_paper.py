@@ -117,13 +117,16 @@ def paired(rf: Any, reference: str) -> None:
     """
     from scipy.stats import binomtest
 
-    print(f"| dataset | method | seeds | mean best fair accuracy @10 / @20 / @40 | vs {reference}"
-          " @10 / @20 / @40: wins / ties / losses (sign test p) |")
+    n = int(rf.trial.max())
+    ks = [k for k in (10, 20, 40) if k <= n] or [n]
+    at = " / ".join(f"@{k}" for k in ks)
+    print(f"| dataset | method | seeds | mean best fair accuracy {at} | vs {reference} {at}: "
+          "wins / ties / losses (sign test p) |")
     print("|---|---|---:|---|---|")
     for (dataset, method), g in rf.groupby(["dataset", "method"], sort=False):
         ref = rf[(rf.dataset == dataset) & (rf.method == reference)]
         means, cells = [], []
-        for k in (10, 20, 40):
+        for k in ks:
             if k > g.trial.max():
                 continue
             mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
@@ -136,7 +139,7 @@ def paired(rf: Any, reference: str) -> None:
             b = np.nan_to_num(theirs[seeds].to_numpy(), nan=-np.inf)
             wins, losses = int((a > b).sum()), int((a < b).sum())
             p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
-            cells.append(f"{wins} / {len(seeds) - wins - losses} / {losses} (p = {p:.2f})")
+            cells.append(f"{wins} / {len(seeds) - wins - losses} / {losses} (p = {p:.3f})")
         print(f"| {dataset} | {method} | {g.seed.nunique()} | {' / '.join(means)} | "
               f"{' ; '.join(cells) if cells else '-'} |")
 

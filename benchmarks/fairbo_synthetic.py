@@ -42,6 +42,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +167,12 @@ def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> l
     return rows
 
 
+def _checkpoints(df: Any) -> list[int]:
+    """Trial counts to report: 20 and 40 where the runs got that far, else the last trial."""
+    n = int(df.trial.max())
+    return [k for k in (20, 40) if k <= n] or [n]
+
+
 def _quantiles(values: np.ndarray, sign: float) -> str:
     """Median [IQR] of best feasible values over seeds; a seed without a feasible trial counts
     as the worst outcome (so a median can itself be "none feasible")."""
@@ -181,25 +188,28 @@ def summarize(paths: list[str]) -> None:
     import pandas as pd
 
     df = pd.concat([pd.read_csv(p) for p in paths])
-    print("| problem | method | best feasible @20: median [IQR] | @40: median [IQR] |"
-          " first feasible trial (median) | seeds without feasible @20 / @40 |")
-    print("|---|---|---|---|---|---|")
+    ks = _checkpoints(df)
+    print(f"| problem | method | best feasible @{ks[0]}: median [IQR] | "
+          + "".join(f"@{k}: median [IQR] | " for k in ks[1:])
+          + "first feasible trial (median) | seeds without feasible "
+          + " / ".join(f"@{k}" for k in ks) + " |")
+    print("|---|---|" + "---|" * len(ks) + "---|---|")
     for (problem, method), g in df.groupby(["problem", "method"], sort=False):
         sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
         cells = []
-        for k in (20, 40):
+        for k in ks:
             at = g[g.trial == k].sort_values("seed").best_feasible.astype(float).to_numpy()
             cells.append(_quantiles(at, sign))
         first = g[g.feasible == 1].groupby("seed").trial.min()
         n_seeds = g.seed.nunique()
         missing = n_seeds - len(first)
-        missing_20 = n_seeds - int((first <= 20).sum())
+        missing_at = [n_seeds - int((first <= k).sum()) for k in ks[:-1]]
         # Seeds without a feasible trial count as "after the last trial" in the median.
         firsts = np.concatenate([first.to_numpy(float), np.full(missing, np.inf)])
         med_first = np.median(firsts)
         first_text = f"{med_first:.0f}" if np.isfinite(med_first) else f"> {g.trial.max()}"
-        print(f"| {problem} | {method} | {cells[0]} | {cells[1]} | {first_text} |"
-              f" {missing_20} / {missing} |")
+        print(f"| {problem} | {method} | {' | '.join(cells)} | {first_text} | "
+              + " / ".join(str(m) for m in [*missing_at, missing]) + " |")
 
 
 def paired(paths: list[str], reference: str) -> None:
@@ -215,16 +225,17 @@ def paired(paths: list[str], reference: str) -> None:
     from scipy.stats import binomtest
 
     df = pd.concat([pd.read_csv(p) for p in paths])
-    print(f"| problem | method | seeds | @20 vs {reference}: wins / ties / losses (sign test p) |"
-          f" @40 vs {reference}: wins / ties / losses (sign test p) |")
-    print("|---|---|---|---|---|")
+    ks = _checkpoints(df)
+    print("| problem | method | seeds | " + "".join(
+        f"@{k} vs {reference}: wins / ties / losses (sign test p) | " for k in ks).rstrip())
+    print("|---|---|---|" + "---|" * len(ks))
     for (problem, method), g in df.groupby(["problem", "method"], sort=False):
         if method == reference:
             continue
         sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
         ref = df[(df.problem == problem) & (df.method == reference)]
         cells = []
-        for k in (20, 40):
+        for k in ks:
             mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
             theirs = ref[ref.trial == k].set_index("seed").best_feasible.astype(float)
             seeds = mine.index.intersection(theirs.index)
@@ -234,7 +245,7 @@ def paired(paths: list[str], reference: str) -> None:
             ties = len(seeds) - wins - losses
             p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
             cells.append(f"{wins} / {ties} / {losses} (p = {p:.3f})")
-        print(f"| {problem} | {method} | {len(seeds)} | {cells[0]} | {cells[1]} |")
+        print(f"| {problem} | {method} | {len(seeds)} | {' | '.join(cells)} |")
 
 
 def main() -> None:
