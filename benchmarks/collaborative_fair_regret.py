@@ -164,8 +164,9 @@ def summarize(rows: list[dict], args: argparse.Namespace) -> None:
     for method, g in df.groupby("method", sort=False):
         cells = []
         for col in ("R_T/n", "S_T", "inequality"):
-            se = g[col].std(ddof=1) / math.sqrt(len(g)) if len(g) > 1 else float("nan")
-            cells.append(f"{g[col].mean():.3f} +- {se:.3f}")
+            # One seed has no standard error: say so rather than print "nan".
+            se = f"{g[col].std(ddof=1) / math.sqrt(len(g)):.3f}" if len(g) > 1 else "n/a"
+            cells.append(f"{g[col].mean():.3f} +- {se}")
         print(f"| {method} | {' | '.join(cells)} | {len(g)} |")
 
 
@@ -229,7 +230,9 @@ def hpo(args: argparse.Namespace) -> None:
                 "worst tenant": cumulative.min() / args.rounds,
                 "inequality": cumulative.mean() - generalized_gini(cumulative, args.rho_eval),
             })
-            print(rows[-1], flush=True)
+            print(f"seed={seed} {rows[-1]['method']}: " + ", ".join(
+                f"{k}={v:.4f}" for k, v in rows[-1].items() if k not in ("method", "seed")),
+                flush=True)
     import pandas as pd
 
     df = pd.DataFrame(rows)

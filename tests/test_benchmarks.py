@@ -86,3 +86,4 @@ def test_collaborative_fair_regret_runs(tmp_path: Path, case: str) -> None:
     out = _run(tmp_path, "collaborative_fair_regret.py", case, "--rhos", "0.5", "--seeds", "1",
                "--rounds", "3", "--startup", "2", "--out", "c.csv")
     assert "| rho=0.5 |" in out and "| independent |" in out
+    assert " nan" not in out and "np.float64" not in out
