@@ -104,6 +104,7 @@ def _format_table(
 # --------------------------------------------------------------------------------------------
 
 _SAMPLERS = ("fairbo", "gp", "tpe", "random")
+_METRIC_KEY = "fairtune:metric"  # study user attribute: the metric `tune` maximizes
 
 
 def _make_sampler(name: str, seed: int) -> Any:
@@ -171,6 +172,16 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     )
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise ValueError(f"study {name!r} in the storage is not a maximization study.")
+    # The metric is stored with the study, so that `report` can name it and a resumed study
+    # does not mix the values of two metrics.
+    stored_metric = study.user_attrs.get(_METRIC_KEY)
+    if stored_metric is None:
+        study.set_user_attr(_METRIC_KEY, args.metric)
+    elif stored_metric != args.metric:
+        raise ValueError(
+            f"study {name!r} in the storage maximizes {stored_metric!r}, but got "
+            f"--metric {args.metric!r}; use that metric or another --study-name."
+        )
     # A resumed study continues the sampler's random stream instead of replaying it.
     study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
     study.optimize(
@@ -210,7 +221,8 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         study = optuna.load_study(study_name=name, storage=args.storage)
     except KeyError:
         raise ValueError(f"no study named {name!r} in {args.storage}.") from None
-    _report(study, out=out, metric_name="objective", plot=args.plot, fairness_metric=args.metric)
+    metric_name = study.user_attrs.get(_METRIC_KEY, "objective")
+    _report(study, out=out, metric_name=metric_name, plot=args.plot, fairness_metric=args.metric)
     return EXIT_OK
 
 

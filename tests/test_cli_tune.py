@@ -38,7 +38,21 @@ def test_tune_end_to_end_writes_plot_and_resumes(tmp_path: Path, capsys: pytest.
     report = capsys.readouterr().out
     if any(all(v <= 0 for v in t.constraints.values()) for t in study.trials):
         assert f"Best fair trial: #{study.best_trial.number}" in report
+    # The stored study remembers which metric it maximizes, and report names it.
+    assert any(line.split()[:1] == ["accuracy"] for line in report.splitlines())
     assert plot2.exists()
+
+
+def test_resuming_with_another_metric_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    capsys.readouterr()
+    assert main(_tune(tmp_path, "--metric", "f1", n_trials=1)) == 1
+    err = capsys.readouterr().err
+    assert "maximizes 'accuracy', but got --metric 'f1'" in err
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    assert len(study.trials) == 1  # nothing was added under the other metric
 
 
 def test_tune_via_subprocess(tmp_path: Path) -> None:
