@@ -98,9 +98,19 @@ class FairnessCallback:
         target_reached: Whether a feasible trial has reached ``target``.
 
     Example:
-        >>> callback = FairnessCallback(target=0.85)
-        >>> study.optimize(objective, n_trials=100, callbacks=[callback])  # doctest: +SKIP
-        >>> callback.best_fair_trial.params  # doctest: +SKIP
+        >>> import optuna
+        >>> def objective(trial):  # a stand-in: accuracy grows with x, so does unfairness
+        ...     x = trial.suggest_float("x", 0.0, 1.0)
+        ...     trial.set_constraint("unfairness", x - 0.6)  # fair iff x <= 0.6
+        ...     return 0.7 + 0.2 * x
+        >>> study = optuna.create_study(
+        ...     direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+        >>> callback = FairnessCallback(target=0.8, verbose=False)
+        >>> study.optimize(objective, n_trials=100, callbacks=[callback])
+        >>> callback.target_reached, len(study.trials) < 100  # stopped at the first fair 0.8
+        (True, True)
+        >>> 0.5 <= callback.best_fair_trial.params["x"] <= 0.6
+        True
     """
 
     def __init__(

@@ -78,10 +78,16 @@ class FairObjective:
        the validation error as user attribute ``"fairtune:validation_error"``.
 
     Example:
+        >>> import optuna
+        >>> from fairtune.samplers import FairBOSampler
         >>> objective = FairObjective("german", "random_forest", limits="dsp<=0.05")
-        >>> study = optuna.create_study(direction="maximize", sampler=FairBOSampler())
-        >>> study.optimize(objective, n_trials=30)  # doctest: +SKIP
-        >>> pipeline = objective.refit_best(study)  # doctest: +SKIP
+        >>> study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=0))
+        >>> study.optimize(objective, n_trials=8)
+        >>> study.best_trial.user_attrs["fairtune:demographic_parity"] <= 0.05
+        True
+        >>> pipeline = objective.refit_best(study)  # fitted on all the data
+        >>> pipeline.predict(objective.X.head(3)).shape
+        (3,)
 
     Args:
         dataset: ``"adult"``, ``"german"`` or ``"compas"``, a :class:`~fairtune.datasets.FairDataset`,
