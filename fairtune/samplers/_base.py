@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,13 @@ class GPSamplerBase(BaseSampler):
             raise ValueError(
                 "`n_startup_trials` must be a non-negative integer, but got "
                 f"n_startup_trials={n_startup_trials!r}."
+            )
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+            or not 0 <= seed < 2**32
+        ):
+            raise ValueError(
+                f"`seed` must be None or an integer in [0, 2**32), but got seed={seed!r}."
             )
         if independent_sampler is not None and not isinstance(independent_sampler, BaseSampler):
             raise ValueError(

@@ -361,6 +361,9 @@ def test_same_seed_same_sequence() -> None:
         ({"n_startup_trials": -1}, "`n_startup_trials` must be a non-negative integer"),
         ({"binary_constraints": "c"}, "`binary_constraints` must be a bool or a list"),
         ({"independent_sampler": "random"}, "`independent_sampler` must be an optuna sampler"),
+        ({"seed": "a"}, r"`seed` must be None or an integer in \[0, 2\*\*32\), but got seed='a'"),
+        ({"seed": -1}, "`seed` must be None or an integer"),
+        ({"seed": 1.5}, "`seed` must be None or an integer"),
     ],
 )
 def test_bad_arguments(kwargs: dict, match: str) -> None:
