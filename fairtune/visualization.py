@@ -123,12 +123,18 @@ def _best_feasible_curve(study: optuna.Study, n_trials: int) -> np.ndarray:
 
 
 def plot_best_feasible(
-    studies: Mapping[str, Sequence[optuna.Study]], *, ax: Axes | None = None
+    studies: Mapping[str, Sequence[optuna.Study] | optuna.Study]
+    | Sequence[optuna.Study]
+    | optuna.Study,
+    *,
+    ax: Axes | None = None,
 ) -> Axes:
     """Best feasible objective value vs. trial number, median and IQR band over studies.
 
     Args:
-        studies: Method label -> repeated studies (e.g. one per seed).
+        studies: Method label -> repeated studies (e.g. one per seed) or a single study; a
+            list of studies or a single study is drawn as one line labelled with the (first)
+            study's name.
         ax: Axes to draw on. Defaults to a new figure.
 
     Returns:
@@ -136,14 +142,31 @@ def plot_best_feasible(
         feasible trial) and one band (25th-75th percentile) per label.
     """
     plt = _pyplot()
-    if not studies:
-        raise ValueError("`studies` must map at least one label to a list of studies, but got {}.")
+    if isinstance(studies, optuna.Study):
+        studies = [studies]
+    if isinstance(studies, Sequence) and not isinstance(studies, str):
+        if studies and all(isinstance(s, optuna.Study) for s in studies):
+            studies = {studies[0].study_name: list(studies)}
+    if not isinstance(studies, Mapping) or not studies:
+        raise ValueError(
+            "`studies` must be a study, a list of studies or a mapping from labels to lists of "
+            f"studies, with at least one study, but got studies={studies!r}."
+        )
+    groups = {
+        label: [group] if isinstance(group, optuna.Study) else group
+        for label, group in studies.items()
+    }
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4.5))
-    for label, group in studies.items():
-        if not group:
-            raise ValueError(f"`studies[{label!r}]` must contain at least one study.")
+    for label, group in groups.items():
+        if not group or not all(isinstance(s, optuna.Study) for s in group):
+            raise ValueError(
+                f"`studies[{label!r}]` must be a study or a list of studies, with at least one "
+                f"study, but got {group!r}."
+            )
         n = max(len(s.trials) for s in group)
+        if n == 0:
+            continue  # no trial yet: nothing to draw for this label
         curves = np.vstack([_best_feasible_curve(s, n) for s in group])
         has = ~np.isnan(curves).all(0)
         x = np.arange(1, n + 1)[has]
@@ -154,5 +177,6 @@ def plot_best_feasible(
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("trial")
     ax.set_ylabel("best feasible objective value")
-    ax.legend(loc="best", fontsize="small")
+    if ax.get_lines():
+        ax.legend(loc="best", fontsize="small")
     return ax

@@ -63,3 +63,21 @@ def test_plot_best_feasible_median_and_band() -> None:
     plt.close("all")
     with pytest.raises(ValueError, match="`studies`"):
         plot_best_feasible({})
+
+
+def test_plot_best_feasible_takes_a_single_study_or_a_list() -> None:
+    study = _study(0, 6)
+    best = max(t.value for t in study.trials if t.constraints["demographic_parity"] <= 0)
+    for arg in (study, [study]):
+        ax = plot_best_feasible(arg)
+        (line,) = ax.get_lines()
+        assert line.get_label() == study.study_name
+        assert line.get_ydata()[-1] == pytest.approx(best)
+        plt.close("all")
+    with pytest.raises(ValueError, match=r"`studies\['a'\]` must be a study or a list"):
+        plot_best_feasible({"a": ["not a study"]})
+    with pytest.raises(ValueError, match="`studies` must be a study"):
+        plot_best_feasible("not a study")
+    # A study without trials draws nothing rather than failing.
+    assert plot_best_feasible(optuna.create_study()).get_lines() == []
+    plt.close("all")
