@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 import optuna
 
+from _compare import checkpoints, wins_ties_losses
+
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import FairObjective
 
@@ -115,10 +117,7 @@ def paired(rf: Any, reference: str) -> None:
     a seed without a fair trial counts as the worst outcome. p is the two-sided sign test over
     the seeds that are not ties.
     """
-    from scipy.stats import binomtest
-
-    n = int(rf.trial.max())
-    ks = [k for k in (10, 20, 40) if k <= n] or [n]
+    ks = checkpoints(int(rf.trial.max()), (10, 20, 40))
     at = " / ".join(f"@{k}" for k in ks)
     print(f"| dataset | method | seeds | mean best fair accuracy {at} | vs {reference} {at}: "
           "wins / ties / losses (sign test p) |")
@@ -132,14 +131,10 @@ def paired(rf: Any, reference: str) -> None:
             mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
             means.append(f"{mine.mean():.4f}" if mine.notna().all() else "-")
             theirs = ref[ref.trial == k].set_index("seed").best_feasible.astype(float)
-            seeds = mine.index.intersection(theirs.index)
-            if method == reference or not len(seeds):
-                continue
-            a = np.nan_to_num(mine[seeds].to_numpy(), nan=-np.inf)
-            b = np.nan_to_num(theirs[seeds].to_numpy(), nan=-np.inf)
-            wins, losses = int((a > b).sum()), int((a < b).sum())
-            p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
-            cells.append(f"{wins} / {len(seeds) - wins - losses} / {losses} (p = {p:.3f})")
+            if method != reference:
+                n_seeds, cell = wins_ties_losses(mine, theirs)
+                if n_seeds:
+                    cells.append(cell)
         print(f"| {dataset} | {method} | {g.seed.nunique()} | {' / '.join(means)} | "
               f"{' ; '.join(cells) if cells else '-'} |")
 

@@ -42,11 +42,12 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
 
 import numpy as np
 import optuna
+
+from _compare import checkpoints, wins_ties_losses
 
 from fairtune.samplers import FairBOSampler
 
@@ -167,12 +168,6 @@ def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> l
     return rows
 
 
-def _checkpoints(df: Any) -> list[int]:
-    """Trial counts to report: 20 and 40 where the runs got that far, else the last trial."""
-    n = int(df.trial.max())
-    return [k for k in (20, 40) if k <= n] or [n]
-
-
 def _quantiles(values: np.ndarray, sign: float) -> str:
     """Median [IQR] of best feasible values over seeds; a seed without a feasible trial counts
     as the worst outcome (so a median can itself be "none feasible")."""
@@ -188,7 +183,7 @@ def summarize(paths: list[str]) -> None:
     import pandas as pd
 
     df = pd.concat([pd.read_csv(p) for p in paths])
-    ks = _checkpoints(df)
+    ks = checkpoints(int(df.trial.max()), (20, 40))
     print(f"| problem | method | best feasible @{ks[0]}: median [IQR] | "
           + "".join(f"@{k}: median [IQR] | " for k in ks[1:])
           + "first feasible trial (median) | seeds without feasible "
@@ -222,10 +217,8 @@ def paired(paths: list[str], reference: str) -> None:
     more often than chance would give.
     """
     import pandas as pd
-    from scipy.stats import binomtest
-
     df = pd.concat([pd.read_csv(p) for p in paths])
-    ks = _checkpoints(df)
+    ks = checkpoints(int(df.trial.max()), (20, 40))
     print("| problem | method | seeds | " + "".join(
         f"@{k} vs {reference}: wins / ties / losses (sign test p) | " for k in ks).rstrip())
     print("|---|---|---|" + "---|" * len(ks))
@@ -236,16 +229,12 @@ def paired(paths: list[str], reference: str) -> None:
         ref = df[(df.problem == problem) & (df.method == reference)]
         cells = []
         for k in ks:
-            mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
-            theirs = ref[ref.trial == k].set_index("seed").best_feasible.astype(float)
-            seeds = mine.index.intersection(theirs.index)
-            a = np.nan_to_num(sign * mine[seeds].to_numpy(), nan=-np.inf)
-            b = np.nan_to_num(sign * theirs[seeds].to_numpy(), nan=-np.inf)
-            wins, losses = int((a > b).sum()), int((a < b).sum())
-            ties = len(seeds) - wins - losses
-            p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
-            cells.append(f"{wins} / {ties} / {losses} (p = {p:.3f})")
-        print(f"| {problem} | {method} | {len(seeds)} | {' | '.join(cells)} |")
+            n_seeds, cell = wins_ties_losses(
+                g[g.trial == k].set_index("seed").best_feasible.astype(float),
+                ref[ref.trial == k].set_index("seed").best_feasible.astype(float), sign,
+            )
+            cells.append(cell)
+        print(f"| {problem} | {method} | {n_seeds} | {' | '.join(cells)} |")
 
 
 def main() -> None:

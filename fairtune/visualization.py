@@ -144,9 +144,10 @@ def plot_best_feasible(
     plt = _pyplot()
     if isinstance(studies, optuna.Study):
         studies = [studies]
-    if isinstance(studies, Sequence) and not isinstance(studies, str):
-        if studies and all(isinstance(s, optuna.Study) for s in studies):
-            studies = {studies[0].study_name: list(studies)}
+    if isinstance(studies, Sequence) and studies and all(
+        isinstance(s, optuna.Study) for s in studies
+    ):
+        studies = {studies[0].study_name: list(studies)}
     if not isinstance(studies, Mapping) or not studies:
         raise ValueError(
             "`studies` must be a study, a list of studies or a mapping from labels to lists of "
