@@ -4,6 +4,7 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
+from sklearn.ensemble import RandomForestClassifier
 
 from fairtune.datasets import load_german
 from fairtune.fairness import demographic_parity_difference
@@ -108,6 +109,16 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
         ({"limits": "dsp<0.1"}, "`limits` must be strings like"),
         ({"metric": "precision"}, r"`metric` must be one of \["),
         ({"validation_size": 1.5}, r"`validation_size` must be a float in \(0, 1\)"),
+        ({"test_size": 0.0}, r"`test_size` must be a float in \(0, 1\), but got test_size=0.0"),
+        ({"cv": 1}, r"`cv` must be None or an integer >= 2, but got cv=1"),
+        ({"cv": True}, r"`cv` must be None or an integer >= 2, but got cv=True"),
+        ({"cv": 2.5}, r"`cv` must be None or an integer >= 2, but got cv=2.5"),
+        ({"cv": 3, "validation_size": 0.2}, "`validation_size` and `cv` cannot be combined"),
+        (
+            {"dataset": (pd.DataFrame({"a": range(8)}), [0, 0, 0, 0, 0, 0, 1, 1], ["x", "y"] * 4),
+             "cv": 3},
+            r"`cv` must be at most the number of tuning rows of the smaller class \(2\), but got cv=3",
+        ),
         ({"dataset": (pd.DataFrame({"a": [1, 2]}), [0, 1], ["x"])}, "equal lengths"),
     ],
 )
@@ -117,3 +128,93 @@ def test_bad_arguments(kwargs: dict, match: str) -> None:
     dataset, model = args.pop("dataset"), args.pop("model")
     with pytest.raises(ValueError, match=match):
         FairObjective(dataset, model, **args)
+
+
+_FITTED_ON: list[int] = []
+
+
+class _CountingForest(RandomForestClassifier):
+    """A random forest that records how many rows it was fitted on."""
+
+    def fit(self, X, y, sample_weight=None):
+        _FITTED_ON.append(len(X))
+        return super().fit(X, y, sample_weight)
+
+
+def _forest(trial: optuna.Trial, random_state: int = 0) -> _CountingForest:
+    return _CountingForest(
+        n_estimators=trial.suggest_int("n_estimators", 2, 8),
+        max_depth=trial.suggest_int("max_depth", 1, 4),
+        random_state=random_state,
+    )
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "roc_auc"])
+def test_cv_scores_the_pooled_out_of_fold_predictions(metric: str) -> None:
+    from sklearn import metrics
+    from sklearn.model_selection import StratifiedKFold
+
+    objective = FairObjective("german", _forest, limits="dsp<=0.05", metric=metric, cv=4,
+                              random_state=2)
+    assert objective.X_train is None and objective.X_valid is None
+    params = {"n_estimators": 5, "max_depth": 3}
+    _FITTED_ON.clear()
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial(params)
+    study.optimize(objective, n_trials=1)
+    assert _FITTED_ON == [750] * 4  # four models, each on 3/4 of 1,000 rows
+
+    y_pred = np.empty(1000, dtype=int)
+    y_score = np.empty(1000)
+    folds = StratifiedKFold(4, shuffle=True, random_state=2).split(objective.X, objective.y)
+    for fit_rows, valid_rows in folds:
+        pipeline = objective.make_pipeline(optuna.trial.FixedTrial(params)).fit(
+            objective.X.iloc[fit_rows], objective.y.iloc[fit_rows]
+        )
+        y_pred[valid_rows] = pipeline.predict(objective.X.iloc[valid_rows])
+        y_score[valid_rows] = pipeline.predict_proba(objective.X.iloc[valid_rows])[:, 1]
+    trial = study.trials[0]
+    expected = (
+        metrics.accuracy_score(objective.y, y_pred) if metric == "accuracy"
+        else metrics.roc_auc_score(objective.y, y_score)
+    )
+    assert trial.value == pytest.approx(expected)
+    assert trial.user_attrs["fairtune:demographic_parity"] == pytest.approx(
+        demographic_parity_difference(objective.y, y_pred, sensitive_features=objective.sensitive)
+    )
+    assert trial.user_attrs[VALIDATION_ERROR_KEY] == pytest.approx(np.mean(y_pred != objective.y))
+
+
+def test_test_split_is_never_used_for_tuning_and_evaluate_scores_it() -> None:
+    objective = FairObjective("german", _forest, limits=["dsp<=0.05", "di>=0.8"], test_size=0.2,
+                              random_state=1)
+    assert len(objective.X_test) == 200 and len(objective.X_dev) == 800
+    assert not set(objective.X_test.index) & set(objective.X_dev.index)
+    assert len(objective.X_valid) == 240 and set(objective.X_valid.index) <= set(objective.X_dev.index)
+    assert objective.y_test.mean() == pytest.approx(objective.y.mean(), abs=0.01)  # stratified
+
+    _FITTED_ON.clear()
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(objective, n_trials=5)
+    assert _FITTED_ON == [560] * 5
+    pipeline = objective.refit_best(study)
+    assert _FITTED_ON[-1] == 800  # training + validation rows, not the test rows
+
+    report = objective.evaluate(pipeline)
+    y_pred = pipeline.predict(objective.X_test)
+    assert report["accuracy"] == pytest.approx(np.mean(y_pred == objective.y_test.to_numpy()))
+    dsp = demographic_parity_difference(objective.y_test, y_pred, sensitive_features=objective.s_test)
+    assert report["demographic_parity"] == pytest.approx(dsp)
+    assert "disparate_impact" in report
+    assert report["fair"] == (dsp <= 0.05 and report["disparate_impact"] >= 0.8)
+
+    # A limit that no classifier meets on the test split is reported as unfair.
+    strict = FairObjective("german", _forest, limits="dsp<=0.0", test_size=0.2, random_state=1)
+    assert report["demographic_parity"] > 0
+    assert strict.evaluate(pipeline)["fair"] is False
+
+
+def test_evaluate_without_a_test_split_raises() -> None:
+    objective = FairObjective("german", "random_forest", limits="dsp<=0.05", cv=3)
+    with pytest.raises(ValueError, match="`evaluate` needs a test split.*test_size=None"):
+        objective.evaluate(None)
