@@ -105,6 +105,7 @@ def _format_table(
 
 _SAMPLERS = ("fairbo", "gp", "tpe", "random")
 _METRIC_KEY = "fairtune:metric"  # study user attribute: the metric `tune` maximizes
+_VALIDATION_KEY = "fairtune:validation"  # study user attribute: how `tune` validates trials
 
 
 def _make_sampler(name: str, seed: int) -> Any:
@@ -142,7 +143,12 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
     parser.add_argument("--metric", default="accuracy",
                         help="accuracy, balanced_accuracy, f1 or roc_auc (default accuracy)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cv", type=int, metavar="K",
+                        help="score trials by K-fold cross-validation instead of a 30%% split")
+    parser.add_argument("--test-size", type=float, metavar="F",
+                        help="hold out this fraction of the rows as a test split and report the "
+                             "best fair model's scores on it")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
     parser.add_argument("--storage", help="Optuna storage URL, e.g. sqlite:///fairtune.db")
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
     parser.add_argument("--n-jobs", type=int, default=1, help="parallel trials (threads)")
@@ -154,7 +160,7 @@ def _add_tune_parser(subparsers: Any) -> None:
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    from fairtune.fairness import parse_limits
+    from fairtune.fairness import is_feasible, parse_limits
     from fairtune.tuning import FairObjective
 
     if args.n_trials < 1:
@@ -163,7 +169,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         raise ValueError(f"--n-jobs must be at least 1, but got {args.n_jobs}.")
     limits = parse_limits(args.limit)
     objective = FairObjective(
-        args.dataset, args.model, limits=limits, metric=args.metric, random_state=args.seed
+        args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
+        test_size=args.test_size, random_state=args.seed,
     )
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
@@ -172,16 +179,26 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     )
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise ValueError(f"study {name!r} in the storage is not a maximization study.")
-    # The metric is stored with the study, so that `report` can name it and a resumed study
-    # does not mix the values of two metrics.
-    stored_metric = study.user_attrs.get(_METRIC_KEY)
-    if stored_metric is None:
-        study.set_user_attr(_METRIC_KEY, args.metric)
-    elif stored_metric != args.metric:
-        raise ValueError(
-            f"study {name!r} in the storage maximizes {stored_metric!r}, but got "
-            f"--metric {args.metric!r}; use that metric or another --study-name."
-        )
+    # The metric and the validation protocol are stored with the study, so that `report` can
+    # name the metric and a resumed study does not mix values measured in two ways.
+    validation = (
+        f"{args.cv}-fold cross-validation" if args.cv else "a 30% validation split"
+    ) + (f", {args.test_size:g} held out for testing" if args.test_size else "") + (
+        f", split seed {args.seed}"
+    )
+    for key, value, hint in (
+        (_METRIC_KEY, args.metric, "--metric"),
+        (_VALIDATION_KEY, validation, "--cv, --test-size and --seed"),
+    ):
+        stored = study.user_attrs.get(key)
+        if stored is None:
+            study.set_user_attr(key, value)
+        elif stored != value:
+            what = "maximizes" if key == _METRIC_KEY else "was validated with"
+            raise ValueError(
+                f"study {name!r} in the storage {what} {stored!r}, but this run asks for "
+                f"{value!r}; use the same {hint} as before or another --study-name."
+            )
     # A resumed study continues the sampler's random stream instead of replaying it.
     study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
     study.optimize(
@@ -189,6 +206,15 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
     )
     _report(study, out=out, metric_name=args.metric, plot=args.plot)
+    if args.test_size and any(is_feasible(t) for t in study.trials):
+        scores = objective.evaluate(objective.refit_best(study))
+        fair = scores.pop("fair")
+        values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+        verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
+        out.write(
+            f"Test split ({len(objective.X_test)} rows), best fair trial refitted on the other "
+            f"rows: {values}; {verdict}.\n"
+        )
     return EXIT_OK
 
 

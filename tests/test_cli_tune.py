@@ -50,9 +50,40 @@ def test_resuming_with_another_metric_is_refused(
     capsys.readouterr()
     assert main(_tune(tmp_path, "--metric", "f1", n_trials=1)) == 1
     err = capsys.readouterr().err
-    assert "maximizes 'accuracy', but got --metric 'f1'" in err
+    assert "maximizes 'accuracy', but this run asks for 'f1'; use the same --metric" in err
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
     assert len(study.trials) == 1  # nothing was added under the other metric
+
+
+def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=4)) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    assert study.user_attrs["fairtune:validation"] == (
+        "3-fold cross-validation, 0.25 held out for testing, split seed 0"
+    )
+    assert any(all(v <= 0 for v in t.constraints.values()) for t in study.trials)
+    line = next(line for line in out.splitlines() if line.startswith("Test split"))
+    assert line.startswith("Test split (250 rows), best fair trial refitted on the other rows: accuracy ")
+    assert "demographic_parity" in line and "equal_opportunity" in line
+    assert line.endswith("meets every limit.") or "violates demographic_parity<=0.05" in line
+    # The same protocol resumes; another one (a holdout split, another seed) is refused.
+    assert main(_tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=1)) == 0
+    capsys.readouterr()
+    assert main(_tune(tmp_path, "--test-size", "0.25", n_trials=1)) == 1
+    err = capsys.readouterr().err
+    assert "was validated with '3-fold cross-validation" in err and "use the same --cv" in err
+    args = _tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=1)
+    args[args.index("--seed") + 1] = "1"
+    assert main(args) == 1
+    assert len(optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}").trials) == 5
+
+
+def test_bad_cv_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_tune(tmp_path, "--cv", "1", n_trials=1)) == 1
+    assert "`cv` must be None or an integer >= 2, but got cv=1." in capsys.readouterr().err
 
 
 def test_tune_via_subprocess(tmp_path: Path) -> None:
