@@ -87,3 +87,20 @@ def test_collaborative_fair_regret_runs(tmp_path: Path, case: str) -> None:
                "--rounds", "3", "--startup", "2", "--out", "c.csv")
     assert "| rho=0.5 |" in out and "| independent |" in out
     assert " nan" not in out and "np.float64" not in out
+
+
+def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "fair_generalization.py", "run", "--models", "random_forest", "--seeds", "2",
+         "--n-trials", "3", "--tuning-rows", "1000", "--out", "g.csv")
+    rows = _rows(tmp_path / "g.csv")
+    assert [(r["protocol"], r["seed"]) for r in rows] == [
+        ("holdout", "0"), ("cv5", "0"), ("holdout", "1"), ("cv5", "1")
+    ]
+    for r in rows:
+        assert int(r["tuning_rows"]) == 1000 and int(r["tuning_rows"]) + int(r["test_rows"]) == 45222
+        if r["test_fair"] != "":  # the verdict is the test DSP against the limit
+            assert int(r["test_fair"]) == (float(r["test_dsp"]) <= 0.05)
+            assert float(r["valid_dsp"]) <= 0.05  # the best trial is fair on validation
+    out = _run(tmp_path, "fair_generalization.py", "summarize", "g.csv")
+    assert "| random_forest | holdout | 2 |" in out and "| random_forest | cv5 | 2 |" in out
+    assert "random_forest, 2 seeds: cv5 wins / ties / losses" in out

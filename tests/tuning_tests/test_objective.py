@@ -218,3 +218,28 @@ def test_evaluate_without_a_test_split_raises() -> None:
     objective = FairObjective("german", "random_forest", limits="dsp<=0.05", cv=3)
     with pytest.raises(ValueError, match="`evaluate` needs a test split.*test_size=None"):
         objective.evaluate(None)
+
+
+def test_refit_on_the_training_split_rebuilds_the_validated_model() -> None:
+    objective = FairObjective("german", _forest, limits="dsp<=0.1", test_size=0.2, random_state=4)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=2))
+    study.optimize(objective, n_trials=4)
+    _FITTED_ON.clear()
+    pipeline = objective.refit_best(study, on="training")
+    assert _FITTED_ON == [560]
+    y_pred = pipeline.predict(objective.X_valid)
+    best = study.best_trial
+    assert np.mean(y_pred == objective.y_valid.to_numpy()) == pytest.approx(best.value)
+    assert demographic_parity_difference(
+        objective.y_valid, y_pred, sensitive_features=objective.s_valid
+    ) == pytest.approx(best.user_attrs["fairtune:demographic_parity"])
+    with pytest.raises(ValueError, match=r"`on` must be one of \['tuning', 'training'\], but got on='all'"):
+        objective.refit_best(study, on="all")
+
+
+def test_refit_on_the_training_split_needs_a_validation_split() -> None:
+    objective = FairObjective("german", _forest, limits="dsp<=0.1", cv=3)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=2))
+    study.optimize(objective, n_trials=2)
+    with pytest.raises(ValueError, match="`on='training'` needs a single validation split.*cv=3"):
+        objective.refit_best(study, on="training")

@@ -1,0 +1,181 @@
+"""Does the best fair trial stay fair on new data? A single validation split against k-fold CV.
+
+A study picks, among the trials whose *validation* fairness gap meets the limit, the most
+accurate one. With a few thousand rows the measured gap is noisy, and the pick favours trials
+whose noise looked good: the chosen model's gap on new data is often larger than the limit.
+This benchmark measures how often, for the two validation protocols of
+:class:`fairtune.tuning.FairObjective`:
+
+* ``holdout``: train on 70 % of the tuning rows, measure accuracy and DSP on the other 30 %;
+* ``cv5``: stratified 5-fold cross-validation, accuracy and DSP of the pooled out-of-fold
+  predictions (every tuning row is a validation row; five fits per trial).
+
+Setting: Adult, ``demographic_parity<=0.05``, FairBOSampler, 30 trials. Each seed draws 5,000
+tuning rows (stratified); the other ~40,000 rows are the test split, large enough that the test
+DSP is close to the model's true DSP (its standard error is about 0.005). The best fair trial is
+refitted on the 5,000 tuning rows (``refit_best``) and scored on the test split (``evaluate``).
+Both protocols of a seed share the tuning / test split and the sampler seed.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
+        random_forest --seeds 20 --n-trials 30 --out benchmarks/results/fair_generalization.csv
+    python benchmarks/fair_generalization.py summarize benchmarks/results/fair_generalization.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pandas as pd
+
+from _compare import wins_ties_losses
+
+from fairtune.datasets import load_adult
+from fairtune.samplers import FairBOSampler
+from fairtune.tuning import FairObjective
+
+LIMIT = "demographic_parity<=0.05"
+BOUND = 0.05
+PROTOCOLS = {"holdout": {}, "cv5": {"cv": 5}}
+FIELDS = [
+    "model", "protocol", "seed", "tuning_rows", "test_rows", "fair_trials", "best_trial",
+    "valid_accuracy", "valid_dsp", "test_accuracy", "test_dsp", "test_fair",
+    "validated_model_test_accuracy", "validated_model_test_dsp", "seconds",
+]
+
+
+def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: int) -> dict:
+    X, y, sex = load_adult(return_X_y=True)
+    objective = FairObjective(
+        (X, y, sex), model, limits=LIMIT, test_size=1.0 - tuning_rows / len(X),
+        random_state=seed, **PROTOCOLS[protocol],
+    )
+    study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=seed))
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # e.g. xgboost's and sklearn's chatter
+        study.optimize(objective, n_trials=n_trials)
+    seconds = time.perf_counter() - start
+    fair = [t for t in study.trials if t.state.is_finished() and t.constraints
+            and all(v <= 0 for v in t.constraints.values())]
+    row = {
+        "model": model, "protocol": protocol, "seed": seed, "tuning_rows": len(objective.X_dev),
+        "test_rows": len(objective.X_test), "fair_trials": len(fair), "seconds": round(seconds, 1),
+    }
+    if not fair:
+        return {**row, **{k: "" for k in FIELDS if k not in row}}
+    best = study.best_trial
+    scores = objective.evaluate(objective.refit_best(study))
+    row.update({
+        "best_trial": best.number, "valid_accuracy": round(best.value, 5),
+        "valid_dsp": round(best.user_attrs["fairtune:demographic_parity"], 5),
+        "test_accuracy": round(scores["accuracy"], 5),
+        "test_dsp": round(scores["demographic_parity"], 5), "test_fair": int(scores["fair"]),
+        "validated_model_test_accuracy": "", "validated_model_test_dsp": "",
+    })
+    if objective.cv is None:
+        # The model the study validated (training split only), before refitting on more rows.
+        validated = objective.evaluate(objective.refit_best(study, on="training"))
+        row["validated_model_test_accuracy"] = round(validated["accuracy"], 5)
+        row["validated_model_test_dsp"] = round(validated["demographic_parity"], 5)
+    return row
+
+
+def run(models: list[str], seeds: range, n_trials: int, tuning_rows: int, out: str) -> None:
+    path = Path(out)
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            writer.writeheader()
+        for model in models:
+            for seed in seeds:
+                for protocol in PROTOCOLS:
+                    row = run_one(model, protocol, seed, n_trials, tuning_rows)
+                    writer.writerow(row)
+                    f.flush()
+                    print(
+                        f"{model:13s} {protocol:7s} seed {seed:2d}: valid acc "
+                        f"{row['valid_accuracy']} dsp {row['valid_dsp']} | test acc "
+                        f"{row['test_accuracy']} dsp {row['test_dsp']} ({row['seconds']} s)",
+                        flush=True,
+                    )
+
+
+def _floats(rows: list[dict], key: str) -> np.ndarray:
+    return np.array([float(r[key]) if r[key] != "" else np.nan for r in rows])
+
+
+def summarize(paths: list[str]) -> None:
+    rows = [r for p in paths for r in csv.DictReader(open(p, newline=""))]
+    print(
+        "| model | protocol | seeds | best fair trial unfair on test (DSP > 0.05) | "
+        "test DSP median [max] | test accuracy median (mean) | validation accuracy - test "
+        "accuracy, median | seconds per study, median |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for protocol in PROTOCOLS:
+            sel = [r for r in rows if r["model"] == model and r["protocol"] == protocol]
+            if not sel:
+                continue
+            found = [r for r in sel if r["test_fair"] != ""]
+            dsp = _floats(found, "test_dsp")
+            acc = _floats(found, "test_accuracy")
+            optimism = _floats(found, "valid_accuracy") - acc
+            unfair = int(np.sum(dsp > BOUND))
+            none = len(sel) - len(found)
+            none_text = f" (no fair trial in {none})" if none else ""
+            print(
+                f"| {model} | {protocol} | {len(sel)} | {unfair} / {len(found)}{none_text} | "
+                f"{np.median(dsp):.4f} [{np.max(dsp):.4f}] | {np.median(acc):.4f} "
+                f"({np.mean(acc):.4f}) | {np.median(optimism):+.4f} | "
+                f"{np.median(_floats(sel, 'seconds')):.0f} |"
+            )
+    print()
+    print("Seed by seed, cv5 against holdout (test accuracy; DSP over the limit counts as a loss):")
+    for model in dict.fromkeys(r["model"] for r in rows):
+        by = {(r["protocol"], r["seed"]): r for r in rows if r["model"] == model}
+        seeds = sorted({s for p, s in by if ("holdout", s) in by and ("cv5", s) in by}, key=int)
+        if not seeds:
+            continue
+
+        def utility(r: dict) -> float:
+            # An unfair test result, or no fair trial at all, is worse than any fair accuracy.
+            if r["test_fair"] == "" or float(r["test_dsp"]) > BOUND:
+                return -1.0
+            return float(r["test_accuracy"])
+
+        cv = pd.Series([utility(by[("cv5", s)]) for s in seeds], index=seeds)
+        holdout = pd.Series([utility(by[("holdout", s)]) for s in seeds], index=seeds)
+        n, text = wins_ties_losses(cv, holdout)
+        print(f"  {model}, {n} seeds: cv5 wins / ties / losses {text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["run", "summarize"])
+    parser.add_argument("paths", nargs="*", help="CSV files to summarize")
+    parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--n-trials", type=int, default=30)
+    parser.add_argument("--tuning-rows", type=int, default=5000)
+    parser.add_argument("--out", default="fair_generalization.csv")
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if args.command == "run":
+        run(args.models, range(args.first_seed, args.first_seed + args.seeds), args.n_trials,
+            args.tuning_rows, args.out)
+    else:
+        summarize(args.paths or [args.out])
+
+
+if __name__ == "__main__":
+    main()
