@@ -12,7 +12,7 @@ This benchmark measures how often, for the two validation protocols of
 
 Setting: Adult, ``demographic_parity<=0.05``, FairBOSampler, 30 trials. Each seed draws 5,000
 tuning rows (stratified); the other ~40,000 rows are the test split, large enough that the test
-DSP is close to the model's true DSP (its standard error is about 0.005). The best fair trial is
+DSP is close to the model's true DSP (its standard error is below 0.005). The best fair trial is
 refitted on the 5,000 tuning rows (``refit_best``) and scored on the test split (``evaluate``).
 Both protocols of a seed share the tuning / test split and the sampler seed.
 
@@ -115,25 +115,29 @@ def _floats(rows: list[dict], key: str) -> np.ndarray:
 def summarize(paths: list[str]) -> None:
     rows = [r for p in paths for r in csv.DictReader(open(p, newline=""))]
     print(
-        "| model | protocol | seeds | best fair trial unfair on test (DSP > 0.05) | "
+        "| model | validation, deployed model | seeds | best fair trial unfair on test (DSP > 0.05) | "
         "test DSP median [max] | test accuracy median (mean) | validation accuracy - test "
         "accuracy, median | seconds per study, median |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for model in dict.fromkeys(r["model"] for r in rows):
-        for protocol in PROTOCOLS:
+        for protocol, label, prefix in (
+            ("holdout", "holdout, refitted on all tuning rows", ""),
+            ("holdout", "holdout, the validated model (`on=\"training\"`)", "validated_model_"),
+            ("cv5", "cv5, refitted on all tuning rows", ""),
+        ):
             sel = [r for r in rows if r["model"] == model and r["protocol"] == protocol]
             if not sel:
                 continue
             found = [r for r in sel if r["test_fair"] != ""]
-            dsp = _floats(found, "test_dsp")
-            acc = _floats(found, "test_accuracy")
+            dsp = _floats(found, prefix + "test_dsp")
+            acc = _floats(found, prefix + "test_accuracy")
             optimism = _floats(found, "valid_accuracy") - acc
             unfair = int(np.sum(dsp > BOUND))
             none = len(sel) - len(found)
             none_text = f" (no fair trial in {none})" if none else ""
             print(
-                f"| {model} | {protocol} | {len(sel)} | {unfair} / {len(found)}{none_text} | "
+                f"| {model} | {label} | {len(sel)} | {unfair} / {len(found)}{none_text} | "
                 f"{np.median(dsp):.4f} [{np.max(dsp):.4f}] | {np.median(acc):.4f} "
                 f"({np.mean(acc):.4f}) | {np.median(optimism):+.4f} | "
                 f"{np.median(_floats(sel, 'seconds')):.0f} |"

@@ -65,7 +65,9 @@ def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_re
         "3-fold cross-validation, 0.25 held out for testing, split seed 0"
     )
     assert any(all(v <= 0 for v in t.constraints.values()) for t in study.trials)
-    line = next(line for line in out.splitlines() if line.startswith("Test split"))
+    lines = [line for line in out.splitlines() if line.startswith("Test split")]
+    assert len(lines) == 1  # with cv there is no single validated model to report
+    line = lines[0]
     assert line.startswith("Test split (250 rows), best fair trial refitted on the other rows: accuracy ")
     assert "demographic_parity" in line and "equal_opportunity" in line
     assert line.endswith("meets every limit.") or "violates demographic_parity<=0.05" in line
@@ -79,6 +81,17 @@ def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_re
     args[args.index("--seed") + 1] = "1"
     assert main(args) == 1
     assert len(optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}").trials) == 5
+
+
+def test_holdout_with_a_test_split_reports_the_refitted_and_the_validated_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_tune(tmp_path, "--test-size", "0.2", n_trials=3)) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Test split")]
+    assert [line.split(":")[0] for line in lines] == [
+        "Test split (200 rows), best fair trial refitted on the other rows",
+        "Test split (200 rows), the validated model (training split only)",
+    ]
 
 
 def test_bad_cv_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,11 +17,11 @@ def _python_blocks() -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
 
 
-def test_the_readme_has_its_three_python_examples() -> None:
-    assert len(_python_blocks()) == 3
+def test_the_readme_has_its_four_python_examples() -> None:
+    assert len(_python_blocks()) == 4
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
     code = re.sub(r"n_trials=\d+", "n_trials=7", _python_blocks()[index])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
@@ -33,5 +33,10 @@ def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
     if index == 0:  # prints the best fair trial's accuracy and its recorded fairness metric
         value, attrs = result.stdout.split(" ", 1)
         assert 0.5 < float(value) <= 1.0 and "fairtune:demographic_parity" in attrs
-    if index == 2:  # every tenant's cumulative utility; only beta has evaluated a point
+    if index == 2:  # the test split's scores of the refitted best fair model
+        assert re.fullmatch(
+            r"\{'accuracy': 0\.\d+, 'demographic_parity': [0-9.e-]+, 'fair': (True|False)\}\n",
+            result.stdout,
+        )
+    if index == 3:  # every tenant's cumulative utility; only beta has evaluated a point
         assert re.search(r"'alpha': 0(\.0)?, 'beta': -[0-9.e-]+, 'gamma': 0(\.0)?", result.stdout)
