@@ -57,9 +57,13 @@ def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
     assert len({line.count("|") for line in lines[:6]}) == 1  # header, rule, rows agree
 
 
-def test_fairbo_paper_runs_both_experiments_and_summarizes(tmp_path: Path) -> None:
+def test_fairbo_paper_runs_its_experiments_and_summarizes(tmp_path: Path) -> None:
     _run(tmp_path, "fairbo_paper.py", "rf", "--datasets", "german", "--methods", "FairBO", "BO",
          "--first-seed", "3", "--seeds", "1", "--n-trials", "6", "--out", "rf.csv")
+    _run(tmp_path, "fairbo_paper.py", "xgboost", "--datasets", "german", "--methods", "FairBO",
+         "--seeds", "1", "--n-trials", "6", "--out", "xgb.csv")
+    xgb = _rows(tmp_path / "xgb.csv")
+    assert {r["experiment"] for r in xgb} == {"xgboost"} and len(xgb) == 6
     _run(tmp_path, "fairbo_paper.py", "linear", "--datasets", "german", "--seeds", "1",
          "--n-trials", "6", "--out", "lin.csv")
     rows = _rows(tmp_path / "rf.csv")
@@ -69,6 +73,10 @@ def test_fairbo_paper_runs_both_experiments_and_summarizes(tmp_path: Path) -> No
     out = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv", "lin.csv", "--versus", "BO",
                "--plot", "fig.png")
     assert "| german | FairBO | 1 | 6 |" in out
+    both = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv", "xgb.csv")
+    rf_table, xgb_table = both.split("Experiment xgboost:")
+    assert "| german | FairBO | 1 | 6 |" in rf_table and "| german | BO | 1 | 6 |" in rf_table
+    assert "| german | FairBO | 1 | 6 |" in xgb_table and "BO |" not in xgb_table.replace("FairBO", "")
     assert "vs BO @6" in out
     assert "| german | 0.196 |" in out  # the linear experiment next to the paper's table 2
     assert (tmp_path / "fig.png").stat().st_size > 0
