@@ -20,6 +20,15 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
         random_forest --seeds 20 --n-trials 30 --out benchmarks/results/fair_generalization.csv
     python benchmarks/fair_generalization.py summarize benchmarks/results/fair_generalization.csv
+
+Samplers other than FairBO (``--sampler GPSampler`` or ``TPESampler``, with their defaults) on
+the same splits, and the table that compares them with FairBO on the seeds all of them ran:
+    OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
+        --protocols holdout --sampler GPSampler --seeds 40 --out gp.csv
+    OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
+        --protocols holdout --first-seed 20 --seeds 20 --out fairbo_20_39.csv
+    python benchmarks/fair_generalization.py summarize --compare-samplers \\
+        benchmarks/results/fair_generalization.csv gp.csv fairbo_20_39.csv
 """
 
 from __future__ import annotations
@@ -43,20 +52,26 @@ from fairtune.tuning import FairObjective
 LIMIT = "demographic_parity<=0.05"
 BOUND = 0.05
 PROTOCOLS = {"holdout": {}, "cv5": {"cv": 5}}
+SAMPLERS = {
+    "FairBO": lambda seed: FairBOSampler(seed=seed),
+    "GPSampler": lambda seed: optuna.samplers.GPSampler(seed=seed),  # its defaults
+    "TPESampler": lambda seed: optuna.samplers.TPESampler(seed=seed),
+}
 FIELDS = [
     "model", "protocol", "seed", "tuning_rows", "test_rows", "fair_trials", "best_trial",
     "valid_accuracy", "valid_dsp", "test_accuracy", "test_dsp", "test_fair",
-    "validated_model_test_accuracy", "validated_model_test_dsp", "seconds",
+    "validated_model_test_accuracy", "validated_model_test_dsp", "seconds", "sampler",
 ]
 
 
-def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: int) -> dict:
+def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: int,
+            sampler: str = "FairBO") -> dict:
     X, y, sex = load_adult(return_X_y=True)
     objective = FairObjective(
         (X, y, sex), model, limits=LIMIT, test_size=1.0 - tuning_rows / len(X),
         random_state=seed, **PROTOCOLS[protocol],
     )
-    study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=seed))
+    study = optuna.create_study(direction="maximize", sampler=SAMPLERS[sampler](seed))
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # e.g. xgboost's and sklearn's chatter
@@ -67,6 +82,7 @@ def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: in
     row = {
         "model": model, "protocol": protocol, "seed": seed, "tuning_rows": len(objective.X_dev),
         "test_rows": len(objective.X_test), "fair_trials": len(fair), "seconds": round(seconds, 1),
+        "sampler": sampler,
     }
     if not fair:
         return {**row, **{k: "" for k in FIELDS if k not in row}}
@@ -87,7 +103,8 @@ def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: in
     return row
 
 
-def run(models: list[str], seeds: range, n_trials: int, tuning_rows: int, out: str) -> None:
+def run(models: list[str], seeds: range, n_trials: int, tuning_rows: int, out: str,
+        protocols: list[str], sampler: str) -> None:
     path = Path(out)
     new = not path.exists()
     with open(path, "a", newline="") as f:
@@ -96,8 +113,8 @@ def run(models: list[str], seeds: range, n_trials: int, tuning_rows: int, out: s
             writer.writeheader()
         for model in models:
             for seed in seeds:
-                for protocol in PROTOCOLS:
-                    row = run_one(model, protocol, seed, n_trials, tuning_rows)
+                for protocol in protocols:
+                    row = run_one(model, protocol, seed, n_trials, tuning_rows, sampler)
                     writer.writerow(row)
                     f.flush()
                     print(
@@ -112,8 +129,47 @@ def _floats(rows: list[dict], key: str) -> np.ndarray:
     return np.array([float(r[key]) if r[key] != "" else np.nan for r in rows])
 
 
-def summarize(paths: list[str]) -> None:
+def _trivial(r: dict) -> bool:
+    """Whether the best fair model predicts one class for everyone (DSP exactly 0 on both the
+    validation and the test rows; a model that ranks anybody differently is never that even)."""
+    return r["valid_dsp"] != "" and float(r["valid_dsp"]) == 0.0 and float(r["test_dsp"]) == 0.0
+
+
+def compare_samplers(rows: list[dict]) -> None:
+    """FairBO against the other samplers that were run on the same models, protocols and seeds."""
+    print("| model | protocol | sampler | seeds | best fair validation accuracy: median (mean) | "
+          "best fair model predicts one class | vs FairBO, seed by seed: wins / ties / losses (p) |")
+    print("|---|---|---|---:|---|---:|---|")
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for protocol in PROTOCOLS:
+            here = [r for r in rows if r["model"] == model and r["protocol"] == protocol]
+            samplers = list(dict.fromkeys(r["sampler"] for r in here))
+            if len(samplers) < 2 or "FairBO" not in samplers:
+                continue
+            by = {s: {int(r["seed"]): r for r in here if r["sampler"] == s} for s in samplers}
+            seeds = sorted(set.intersection(*(set(v) for v in by.values())))
+
+            def values(sampler: str) -> pd.Series:
+                return pd.Series(_floats([by[sampler][k] for k in seeds], "valid_accuracy"),
+                                 index=seeds)
+
+            for sampler in samplers:
+                acc = values(sampler)
+                trivial = sum(_trivial(by[sampler][k]) for k in seeds)
+                versus = "-" if sampler == "FairBO" else wins_ties_losses(acc, values("FairBO"))[1]
+                print(f"| {model} | {protocol} | {sampler} | {len(seeds)} | "
+                      f"{acc.median():.4f} ({acc.mean():.4f}) | {trivial} / {len(seeds)} | "
+                      f"{versus} |")
+
+
+def summarize(paths: list[str], samplers: bool = False) -> None:
     rows = [r for p in paths for r in csv.DictReader(open(p, newline=""))]
+    for r in rows:
+        r.setdefault("sampler", "FairBO")
+    if samplers:
+        compare_samplers(rows)
+        return
+    rows = [r for r in rows if r["sampler"] == "FairBO"]
     print(
         "| model | validation, deployed model | seeds | best fair trial unfair on test (DSP > 0.05) | "
         "test DSP median [max] | test accuracy median (mean) | validation accuracy - test "
@@ -167,6 +223,10 @@ def main() -> None:
     parser.add_argument("command", choices=["run", "summarize"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
+    parser.add_argument("--protocols", nargs="+", default=list(PROTOCOLS), choices=list(PROTOCOLS))
+    parser.add_argument("--sampler", default="FairBO", choices=list(SAMPLERS))
+    parser.add_argument("--compare-samplers", action="store_true",
+                        help="with summarize: FairBO against the other samplers in the files")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--n-trials", type=int, default=30)
@@ -176,9 +236,9 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.command == "run":
         run(args.models, range(args.first_seed, args.first_seed + args.seeds), args.n_trials,
-            args.tuning_rows, args.out)
+            args.tuning_rows, args.out, args.protocols, args.sampler)
     else:
-        summarize(args.paths or [args.out])
+        summarize(args.paths or [args.out], args.compare_samplers)
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def run(experiment: str, dataset: str, method: str, seed: int, n_trials: int,
     return rows
 
 
-def paired(rf: Any, reference: str) -> None:
+def paired(rf: Any, reference: str, wanted: tuple[int, ...] = (10, 20, 40)) -> None:
     """Seed-by-seed comparison of every method with ``reference`` (random forest runs).
 
     At each checkpoint, a seed is a win for the method when its best fair accuracy is strictly
@@ -123,7 +123,7 @@ def paired(rf: Any, reference: str) -> None:
     a seed without a fair trial counts as the worst outcome. p is the two-sided sign test over
     the seeds that are not ties.
     """
-    ks = checkpoints(int(rf.trial.max()), (10, 20, 40))
+    ks = checkpoints(int(rf.trial.max()), wanted)
     at = " / ".join(f"@{k}" for k in ks)
     print(f"| dataset | method | seeds | mean best fair accuracy {at} | vs {reference} {at}: "
           "wins / ties / losses (sign test p) |")
@@ -153,15 +153,18 @@ def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> 
         runs = df[df.experiment == experiment]
         if not len(runs):
             continue
+        # The random forest table keeps the paper's checkpoints; others add @30.
+        wanted = (10, 20, 40) if experiment == "rf" else (10, 20, 30, 40)
         if experiment != "rf":
             print(f"\nExperiment {experiment}:\n")
-        print("| dataset | method | seeds | trials | best fair accuracy @10 | @20 | @40 |"
-              " first fair trial (median) | unfair trials after init |")
-        print("|---|---|---:|---:|---|---|---|---:|---:|")
+        print("| dataset | method | seeds | trials | best fair accuracy "
+              + " | ".join(f"@{k}" for k in wanted)
+              + " | first fair trial (median) | unfair trials after init |")
+        print("|---|---|---:|---:|" + "---|" * len(wanted) + "---:|---:|")
         for (dataset, method), g in runs.groupby(["dataset", "method"], sort=False):
             n = int(g.trial.max())
             cells = []
-            for k in (10, 20, 40):
+            for k in wanted:
                 at = g[g.trial == k].best_feasible.dropna()
                 cells.append("-" if k > n else (f"{at.median():.4f}" if len(at) else "none fair")
                              + ("" if k > n or len(at) == g.seed.nunique() or not len(at)
@@ -172,7 +175,7 @@ def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> 
                   f"{first.median():.0f} | {1 - after.feasible.mean():.0%} |")
         if versus:
             print()
-            paired(runs, versus)
+            paired(runs, versus, wanted)
     rf = df[df.experiment == "rf"]
     lin = df[df.experiment == "linear"]
     if len(lin):

@@ -114,3 +114,15 @@ def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) 
                   "cv5, refitted on all tuning rows"):
         assert f"| random_forest | {label} | 2 |" in out
     assert "random_forest, 2 seeds: cv5 wins / ties / losses" in out
+    # Another sampler on the same splits, compared seed by seed with FairBO.
+    _run(tmp_path, "fair_generalization.py", "run", "--models", "random_forest", "--seeds", "2",
+         "--n-trials", "3", "--tuning-rows", "1000", "--protocols", "holdout", "--sampler",
+         "TPESampler", "--out", "tpe.csv")
+    tpe = _rows(tmp_path / "tpe.csv")
+    assert [(r["sampler"], r["protocol"], r["seed"]) for r in tpe] == [
+        ("TPESampler", "holdout", "0"), ("TPESampler", "holdout", "1")
+    ]
+    table = _run(tmp_path, "fair_generalization.py", "summarize", "--compare-samplers", "g.csv",
+                 "tpe.csv")
+    assert "| random_forest | holdout | FairBO | 2 |" in table
+    assert "| random_forest | holdout | TPESampler | 2 |" in table and "cv5" not in table
