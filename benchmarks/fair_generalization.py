@@ -232,7 +232,7 @@ def main() -> None:
     parser.add_argument("--n-trials", type=int, default=30)
     parser.add_argument("--tuning-rows", type=int, default=5000)
     parser.add_argument("--out", default="fair_generalization.csv")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.command == "run":
         run(args.models, range(args.first_seed, args.first_seed + args.seeds), args.n_trials,
