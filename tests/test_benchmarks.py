@@ -122,7 +122,19 @@ def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) 
     assert [(r["sampler"], r["protocol"], r["seed"]) for r in tpe] == [
         ("TPESampler", "holdout", "0"), ("TPESampler", "holdout", "1")
     ]
+    # A tighter tuning limit: the test verdict stays DSP <= 0.05, and the summary adds rows.
+    _run(tmp_path, "fair_generalization.py", "run", "--models", "random_forest", "--seeds", "1",
+         "--n-trials", "3", "--tuning-rows", "1000", "--protocols", "holdout", "--tuning-limit",
+         "0.03", "--out", "margin.csv")
+    (margin,) = _rows(tmp_path / "margin.csv")
+    assert float(margin["tuning_limit"]) == 0.03
+    if margin["valid_dsp"] != "":
+        assert float(margin["valid_dsp"]) <= 0.03
+        assert int(margin["test_fair"]) == (float(margin["test_dsp"]) <= 0.05)
+    with_margin = _run(tmp_path, "fair_generalization.py", "summarize", "g.csv", "margin.csv")
+    assert "| random_forest | holdout, refitted on all tuning rows, tuned for DSP <= 0.03 | 1 |" in with_margin
+    assert with_margin.startswith(out.split("\n\n")[0])  # the 0.05 rows are unchanged
     table = _run(tmp_path, "fair_generalization.py", "summarize", "--compare-samplers", "g.csv",
-                 "tpe.csv")
+                 "tpe.csv", "margin.csv")
     assert "| random_forest | holdout | FairBO | 2 |" in table
     assert "| random_forest | holdout | TPESampler | 2 |" in table and "cv5" not in table
