@@ -186,19 +186,19 @@ def summarize(paths: list[str], samplers: bool = False) -> None:
     for r in rows:
         r.setdefault("sampler", "FairBO")
         r["tuning_limit"] = float(r.get("tuning_limit") or BOUND)
-    margins = sorted({r["tuning_limit"] for r in rows if r["tuning_limit"] != BOUND}, reverse=True)
-    everything, rows = rows, [r for r in rows if r["tuning_limit"] == BOUND]
     if samplers:
-        compare_samplers(rows)
+        compare_samplers([r for r in rows if r["tuning_limit"] == BOUND])
         return
-    rows = [r for r in rows if r["sampler"] == "FairBO"]
+    fairbo = [r for r in rows if r["sampler"] == "FairBO"]
+    margins = sorted({r["tuning_limit"] for r in fairbo if r["tuning_limit"] != BOUND}, reverse=True)
+    rows = [r for r in fairbo if r["tuning_limit"] == BOUND]  # the seed-by-seed comparison
     print(
         "| model | validation, deployed model | seeds | best fair trial unfair on test (DSP > 0.05) | "
         "test DSP median [max] | test accuracy median (mean) | validation accuracy - test "
         "accuracy, median | seconds per study, median |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for model in dict.fromkeys(r["model"] for r in rows):
+    for model in dict.fromkeys(r["model"] for r in fairbo):
         for limit in [BOUND, *margins]:
             tuned = "" if limit == BOUND else f", tuned for DSP <= {limit:g}"
             for protocol, label, prefix in (
@@ -206,8 +206,8 @@ def summarize(paths: list[str], samplers: bool = False) -> None:
                 ("holdout", "holdout, the validated model (`on=\"training\"`)", "validated_model_"),
                 ("cv5", "cv5, refitted on all tuning rows", ""),
             ):
-                sel = [r for r in everything if r["model"] == model and r["protocol"] == protocol
-                       and r["sampler"] == "FairBO" and r["tuning_limit"] == limit]
+                sel = [r for r in fairbo if r["model"] == model and r["protocol"] == protocol
+                       and r["tuning_limit"] == limit]
                 if sel:
                     _table_row(model, label + tuned, sel, prefix)
     print()

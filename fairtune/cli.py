@@ -182,9 +182,10 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     # The metric and the validation protocol are stored with the study, so that `report` can
     # name the metric and a resumed study does not mix values measured in two ways.
     validation = (
-        f"{args.cv}-fold cross-validation" if args.cv else "a 30% validation split"
-    ) + (f", {args.test_size:g} held out for testing" if args.test_size else "") + (
-        f", split seed {args.seed}"
+        f"{objective.cv}-fold cross-validation" if objective.cv
+        else f"a {objective.validation_size:.0%} validation split"
+    ) + (f", {objective.test_size:g} held out for testing" if objective.test_size else "") + (
+        f", split seed {objective.random_state}"
     )
     for key, value, hint in (
         (_METRIC_KEY, args.metric, "--metric"),

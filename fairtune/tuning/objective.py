@@ -257,20 +257,28 @@ class FairObjective:
             return float(metrics.f1_score(y_true, y_pred, zero_division=0.0))
         return float(metrics.roc_auc_score(y_true, y_score))
 
-    def _fit_predict(
-        self, pipeline: Pipeline, X_fit: pd.DataFrame, y_fit: pd.Series, X_pred: pd.DataFrame
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Fit ``pipeline``; its 0/1 predictions on ``X_pred`` and, for roc_auc, its scores."""
+    @staticmethod
+    def _fit(pipeline: Pipeline, X: pd.DataFrame, y: pd.Series) -> Pipeline:
         from sklearn.exceptions import ConvergenceWarning
 
         with warnings.catch_warnings():
             # Short training budgets (max_iter, tol) are part of the search space: not reaching
             # convergence is an expected outcome of a trial, not an error.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            pipeline.fit(X_fit, y_fit)
-        y_pred = np.asarray(pipeline.predict(X_pred)).astype(int)
-        y_score = pipeline.predict_proba(X_pred)[:, 1] if self.metric == "roc_auc" else None
+            return pipeline.fit(X, y)
+
+    def _predict(
+        self, pipeline: Pipeline, X: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores."""
+        y_pred = np.asarray(pipeline.predict(X)).astype(int)
+        y_score = pipeline.predict_proba(X)[:, 1] if self.metric == "roc_auc" else None
         return y_pred, y_score
+
+    def _fit_predict(
+        self, pipeline: Pipeline, X_fit: pd.DataFrame, y_fit: pd.Series, X_pred: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        return self._predict(self._fit(pipeline, X_fit, y_fit), X_pred)
 
     def __call__(self, trial: optuna.Trial) -> float:
         if self.cv is None:
@@ -321,7 +329,6 @@ class FairObjective:
                 invalid.
         """
         import optuna
-        from sklearn.exceptions import ConvergenceWarning
 
         if on not in ("tuning", "training"):
             raise ValueError(f"`on` must be one of ['tuning', 'training'], but got on={on!r}.")
@@ -338,9 +345,7 @@ class FairObjective:
             ) from e
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
         X, y = (self.X_dev, self.y_dev) if on == "tuning" else (self.X_train, self.y_train)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            return pipeline.fit(X, y)
+        return self._fit(pipeline, X, y)
 
     def evaluate(self, pipeline: Pipeline) -> dict[str, Any]:
         """Score a fitted pipeline on the test split.
@@ -360,8 +365,7 @@ class FairObjective:
                 "`evaluate` needs a test split: create the FairObjective with test_size, e.g. "
                 "test_size=0.2, but got test_size=None."
             )
-        y_pred = np.asarray(pipeline.predict(self.X_test)).astype(int)
-        y_score = pipeline.predict_proba(self.X_test)[:, 1] if self.metric == "roc_auc" else None
+        y_pred, y_score = self._predict(pipeline, self.X_test)
         report: dict[str, Any] = {self.metric: self._score(self.y_test, y_pred, y_score)}
         fair = True
         for limit in self.limits:
