@@ -222,6 +222,81 @@ def test_plateau_boxes_group_identical_results_of_the_same_discrete_params() -> 
     assert _plateau_boxes(between, ["k"], X_between, ss).shape == (0, 2, 2)
 
 
+def test_repeated_outcomes_are_outcomes_reported_by_three_trials_of_any_params() -> None:
+    from fairtune.samplers.fairbo import _repeated_outcomes
+
+    dists = {
+        "x": optuna.distributions.FloatDistribution(0.0, 1.0),
+        "n": optuna.distributions.IntDistribution(1, 64),
+    }
+    rows = [  # (x, n, value, constraint)
+        (0.1, 1, 0.75, -0.05), (0.9, 64, 0.75, -0.05), (0.5, 7, 0.75, -0.05),  # thrice: repeated
+        (0.2, 3, 0.80, 0.10), (0.3, 3, 0.80, 0.10),  # twice only
+        (0.4, 9, 0.75, -0.04),  # the same value with another constraint value
+        (0.6, 2, 0.70, math.nan), (0.7, 2, 0.70, math.nan), (0.8, 2, 0.70, math.nan),  # missing
+    ]
+    trials = [
+        optuna.trial.create_trial(
+            params={"x": x, "n": n}, distributions=dists, value=value,
+            constraints={} if math.isnan(c) else {"k": c},
+        )
+        for x, n, value, c in rows
+    ]
+    repeated = _repeated_outcomes(trials, ["k"], 3)
+    assert repeated.tolist() == [True, True, True, False, False, False, False, False, False]
+    assert _repeated_outcomes(trials, ["k"], 2).tolist()[:6] == [True] * 5 + [False]
+
+
+def _one_class_below(trial: optuna.Trial) -> float:
+    """A model that predicts one class (accuracy 0.75, gap 0) unless both capacities reach 0.4;
+    above, accuracy and unfairness grow together and only a thin band is fair."""
+    x = [trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(2)]
+    if min(x) < 0.4:
+        trial.set_constraint("gap", -0.05)
+        return 0.75
+    s = sum(x) - 0.8
+    trial.set_constraint("gap", 0.2 * s - 0.04)
+    return 0.75 + 0.1 * s
+
+
+@pytest.mark.parametrize("acquisition", ["cei", "cmes"])
+def test_a_repeated_model_region_is_proposed_less_often(acquisition: str) -> None:
+    # Step 7: the one-class model, fair and with a known accuracy, covers 84 % of the square; the
+    # probability of a new outcome keeps the model-based trials away from it. Counted over three
+    # seeds, against the same sampler without that term.
+    counts = {}
+    for min_count in (3, None):
+        counts[min_count] = 0
+        for seed in range(3):
+            sampler = _small(
+                FairBOSampler(acquisition=acquisition, seed=seed, n_startup_trials=5)
+            )
+            sampler._repeat_min_count = min_count
+            study = optuna.create_study(direction="maximize", sampler=sampler)
+            study.optimize(_one_class_below, n_trials=20)
+            counts[min_count] += sum(t.value == 0.75 for t in study.trials[5:])
+            if min_count is not None:
+                assert (study.study_name, "repeated outcome") in sampler._kernel_cache
+    assert counts[3] <= 0.7 * counts[None], counts
+
+
+def test_no_repeated_outcome_model_without_repeats_or_constraints() -> None:
+    # Continuous outcomes never repeat, and without constraints the term is off: no classifier.
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        trial.set_constraint("c", x - 0.7)
+        return x
+
+    for constrained in (True, False):
+        sampler = _small(FairBOSampler(seed=0, n_startup_trials=3))
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study.optimize(
+            objective if constrained else (lambda t: 0.75 + 0 * t.suggest_float("x", 0, 1)),
+            n_trials=8,
+        )
+        assert not any(key == "repeated outcome" for _, key in sampler._kernel_cache)
+
+
 def test_pending_trials_are_not_proposed_again() -> None:
     sampler = _small(FairBOSampler(seed=0, n_startup_trials=3, deterministic_objective=True))
     study = optuna.create_study(sampler=sampler)
