@@ -6,7 +6,10 @@ further trials on its copy, as in real use (one sampler object, so both keep the
 between suggestions), and the median wall time of one suggestion (``study.ask``) is reported.
 The samplers alternate trial by trial so that all see the same machine load. A third column
 times FairBOSampler with ``binary_constraints=True`` (the constraint's sign only, modelled by EP
-GP classification), which GPSampler cannot do.
+GP classification), which GPSampler cannot do. A fourth times FairBOSampler on the same problem
+where 30 % of the box (``x0 < 0.3``) reports one fixed fair outcome, as a model that predicts one
+class would: the repeated outcome adds an EP classifier fit to each suggestion (FairBOSampler's
+step 7).
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_speed.py --n-trials 100 200 --repeats 5
@@ -35,19 +38,23 @@ SPACE = {
 }
 
 
-def evaluate(params: dict) -> tuple[float, float]:
+def evaluate(params: dict, plateau: bool = False) -> tuple[float, float]:
     u = np.array([SPACE[k].to_internal_repr(v) for k, v in params.items()], dtype=float)
+    if plateau and u[0] < 0.3:
+        return -1.0, -0.5  # the same (objective, constraint) wherever it happens
     value = float(np.sin(3 * u[0]) + np.log(u[1]) / 7 - 0.1 * u[2] ** 2 + 0.02 * u[3])
     constraint = float(u[0] + 0.05 * u[2] - 0.6 + 0.01 * np.sin(17 * u[6]))
     return value, constraint
 
 
-def build_study(n: int, seed: int, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+def build_study(
+    n: int, seed: int, sampler: optuna.samplers.BaseSampler, plateau: bool = False
+) -> optuna.Study:
     study = optuna.create_study(direction="maximize", sampler=sampler)
     random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
     for _ in range(n):
         params = random.ask(SPACE).params
-        value, constraint = evaluate(params)
+        value, constraint = evaluate(params, plateau)
         study.add_trial(
             optuna.trial.create_trial(
                 params=params, distributions=SPACE, value=value,
@@ -57,11 +64,11 @@ def build_study(n: int, seed: int, sampler: optuna.samplers.BaseSampler) -> optu
     return study
 
 
-def timed_trial(study: optuna.Study) -> float:
+def timed_trial(study: optuna.Study, plateau: bool = False) -> float:
     start = time.perf_counter()
     trial = study.ask(SPACE)
     elapsed = time.perf_counter() - start
-    value, constraint = evaluate(trial.params)
+    value, constraint = evaluate(trial.params, plateau)
     trial.set_constraint("dsp", constraint)
     study.tell(trial, value)
     return elapsed
@@ -80,20 +87,27 @@ def main() -> None:
         "binary": lambda: FairBOSampler(
             seed=args.seed, n_startup_trials=5, binary_constraints=True
         ),
+        "plateau": lambda: FairBOSampler(seed=args.seed, n_startup_trials=5),
     }
     print("| completed trials | FairBOSampler median s | GPSampler median s | ratio FairBO / GP |"
-          " FairBOSampler, binary constraint, median s |")
-    print("|---:|---:|---:|---:|---:|")
+          " FairBOSampler, binary constraint, median s |"
+          " FairBOSampler, 30 % of the box one repeated outcome, median s |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for n in args.n_trials:
-        studies = {name: build_study(n, args.seed, make()) for name, make in samplers.items()}
+        studies = {
+            name: build_study(n, args.seed, make(), plateau=name == "plateau")
+            for name, make in samplers.items()
+        }
         times: dict[str, list[float]] = {name: [] for name in samplers}
         for _ in range(args.repeats):
             for name, study in studies.items():
-                times[name].append(timed_trial(study))
+                times[name].append(timed_trial(study, plateau=name == "plateau"))
         fair = statistics.median(times["FairBOSampler"])
         gp = statistics.median(times["GPSampler"])
         binary = statistics.median(times["binary"])
-        print(f"| {n} | {fair:.3f} | {gp:.3f} | {fair / gp:.2f} | {binary:.3f} |", flush=True)
+        plateau = statistics.median(times["plateau"])
+        print(f"| {n} | {fair:.3f} | {gp:.3f} | {fair / gp:.2f} | {binary:.3f} | {plateau:.3f} |",
+              flush=True)
 
 
 if __name__ == "__main__":

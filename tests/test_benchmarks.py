@@ -86,6 +86,7 @@ def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
     out = _run(tmp_path, "fairbo_speed.py", "--n-trials", "8", "--repeats", "1")
     row = next(line for line in out.splitlines() if line.startswith("| 8 |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(cells) == 6  # n, FairBO, GPSampler, ratio, binary, repeated outcome
     assert all(float(c) > 0 for c in cells[1:])
 
 
