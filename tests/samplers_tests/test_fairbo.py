@@ -261,12 +261,13 @@ def _one_class_below(trial: optuna.Trial) -> float:
 
 @pytest.mark.parametrize("acquisition", ["cei", "cmes"])
 def test_a_repeated_model_region_is_proposed_less_often(acquisition: str) -> None:
-    # Step 7: the one-class model, fair and with a known accuracy, covers 84 % of the square; the
-    # probability of a new outcome keeps the model-based trials away from it. Counted over three
-    # seeds, against the same sampler without that term.
-    counts = {}
+    # Step 7: the one-class model, fair and with a known accuracy, covers 84 % of the square.
+    # Where a repeat is more likely than not (deep inside, min(x) < 0.2) the model-based trials
+    # are held back; its edge, next to the fair band, keeps its weight. Counted over three seeds,
+    # against the same sampler without that term.
+    plateau, deep = {}, {}
     for min_count in (3, None):
-        counts[min_count] = 0
+        plateau[min_count] = deep[min_count] = 0
         for seed in range(3):
             sampler = _small(
                 FairBOSampler(acquisition=acquisition, seed=seed, n_startup_trials=5)
@@ -274,10 +275,28 @@ def test_a_repeated_model_region_is_proposed_less_often(acquisition: str) -> Non
             sampler._repeat_min_count = min_count
             study = optuna.create_study(direction="maximize", sampler=sampler)
             study.optimize(_one_class_below, n_trials=20)
-            counts[min_count] += sum(t.value == 0.75 for t in study.trials[5:])
+            model_based = study.trials[5:]
+            plateau[min_count] += sum(t.value == 0.75 for t in model_based)
+            deep[min_count] += sum(min(t.params.values()) < 0.2 for t in model_based)
             if min_count is not None:
                 assert (study.study_name, "repeated outcome") in sampler._kernel_cache
-    assert counts[3] <= 0.7 * counts[None], counts
+    assert deep[3] <= 0.6 * deep[None], deep
+    assert plateau[3] < plateau[None], plateau
+
+
+def test_the_weight_of_a_new_outcome_spares_the_plateau_edge() -> None:
+    from fairtune._gp.classifier import fit_gp_classifier
+    from fairtune.samplers.fairbo import _log_weight_of_new
+
+    X = torch.linspace(0.0, 1.0, 11, dtype=torch.float64)[:, None]
+    new = (X[:, 0] > 0.5).to(torch.float64)  # repeated below 0.5, new above
+    clf = fit_gp_classifier(X, new, np.array([False]))
+    x = torch.tensor([[0.0], [0.5], [1.0]], dtype=torch.float64)
+    weight = _log_weight_of_new([clf], x).exp()
+    p_new = clf.log_prob_positive(x).exp()
+    assert p_new[0] < 0.5 and weight[0] == pytest.approx(2.0 * p_new[0])  # inside: held back
+    assert weight[2] == 1.0 and p_new[2] > 0.5  # a likely new outcome: full weight
+    assert _log_weight_of_new([], x).tolist() == [0.0, 0.0, 0.0]  # no repeats: no weight
 
 
 def test_no_repeated_outcome_model_without_repeats_or_constraints() -> None:
