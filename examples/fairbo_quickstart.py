@@ -6,7 +6,7 @@ an Optuna constraint (``demographic_parity <= 0.05``). ``study.best_trial`` is t
 accurate *fair* model.
 
 Run:
-    python examples/fairbo_quickstart.py            # 30 trials on 12,000 rows: ~1-2 min, 2 cores
+    python examples/fairbo_quickstart.py            # 30 trials on 12,000 rows: ~10 s, 2 cores
     python examples/fairbo_quickstart.py --n-trials 60 --n-rows 0   # all 45,222 rows
 """
 

@@ -410,12 +410,12 @@ class FairBOSampler(GPSamplerBase):
 def _log_weight_of_new(new_outcome: list[GPClassifier], x: torch.Tensor) -> torch.Tensor:
     """log min(1, 2 P(new outcome at x)) for step 7, x (..., d) -> (...); 0 without a model.
 
-    Only points where a repeat is more likely than not are held back. At the plateau's edge,
-    where the classifier is undecided, the models that are neither the repeated one nor far
-    from it lie, and in fairness-constrained tuning that is where the fair band of useful
-    models is: weighting by the plain probability there as well pushed the search away from
-    it (the quickstart's XGBoost on 12,000 Adult rows, 40 seeds: the best fair trial was the
-    one-class model in 12 seeds, against 6 without step 7 and 3 with this weight).
+    Only points where a repeat is more likely than not are held back. The classifier is
+    undecided at the plateau's edge, and in fairness-constrained tuning that edge is where the
+    fair, useful models lie (a model that predicts the positive class for a few people only is
+    both). Weighting by the plain probability there as well pushed the search away from them:
+    with the quickstart's XGBoost on 12,000 Adult rows (40 seeds), the best fair trial was the
+    one-class model in 12 seeds, against 6 without step 7 and 3 with this weight.
     """
     if not new_outcome:
         return torch.zeros(x.shape[:-1], dtype=torch.float64)
