@@ -32,6 +32,13 @@ Usage:
     separate files, then concatenated)
     python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_synthetic.csv \\
         benchmarks/results/fairbo_rf.csv --versus TPESampler
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --landscape 5000 --problems german \\
+        --out benchmarks/results/german_landscape.csv
+
+``--landscape N`` evaluates N uniformly random configurations of each problem (RandomSampler,
+seed ``--first-seed``) and prints how rare each level of feasible value is: the share of random
+trials that reach it, and the chance that at least one of 35 random trials (a 40-trial study
+after its 5 initial ones) does.
 """
 
 from __future__ import annotations
@@ -237,6 +244,41 @@ def paired(paths: list[str], reference: str) -> None:
         print(f"| {problem} | {method} | {n_seeds} | {' | '.join(cells)} |")
 
 
+def landscape(problem: str, n: int, seed: int, out: str) -> None:
+    """Sample ``n`` random trials of ``problem``, save them to ``out`` and print a rarity table."""
+    direction, factory = PROBLEMS[problem]
+    sign = 1.0 if direction == "maximize" else -1.0
+    study = optuna.create_study(
+        direction=direction, sampler=optuna.samplers.RandomSampler(seed=seed)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study.optimize(factory(), n_trials=n)
+    trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    names = sorted({k for t in trials for k in t.params})
+    constraint_names = sorted({k for t in trials for k in t.constraints})
+    with open(out, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["problem", "trial", *names, "value", *constraint_names, "feasible"])
+        for t in trials:
+            feasible = all(v <= 0 for v in t.constraints.values())
+            writer.writerow([problem, t.number, *(t.params[k] for k in names), t.value,
+                             *(t.constraints.get(k, "") for k in constraint_names),
+                             int(feasible)])
+    values = np.array([
+        sign * t.value if all(v <= 0 for v in t.constraints.values()) else -np.inf
+        for t in trials
+    ])
+    levels = np.unique(values[np.isfinite(values)])[::-1][:8]
+    print(f"{problem}: {len(trials)} random trials, {np.isfinite(values).mean():.1%} feasible")
+    print("| feasible value at least | share of random trials | P(one of 35 random trials "
+          "reaches it) |")
+    print("|---:|---:|---:|")
+    for level in levels:
+        share = float((values >= level - 1e-12).mean())
+        print(f"| {sign * level:.4f} | {share:.2%} | {1 - (1 - share) ** 35:.0%} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
@@ -249,7 +291,18 @@ def main() -> None:
     parser.add_argument("--summarize", nargs="+", metavar="CSV")
     parser.add_argument("--versus", metavar="METHOD",
                         help="with --summarize: per-seed wins / ties / losses against METHOD")
+    parser.add_argument("--landscape", type=int, metavar="N",
+                        help="evaluate N random trials of each problem and print how rare "
+                             "each feasible value is (saved to --out)")
     args = parser.parse_args()
+    if args.landscape:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        for problem in args.problems:
+            path = Path(args.out)
+            if len(args.problems) > 1:
+                path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
+            landscape(problem, args.landscape, args.first_seed, str(path))
+        return
     if args.summarize:
         summarize(args.summarize)
         if args.versus:

@@ -57,6 +57,29 @@ def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
     assert len({line.count("|") for line in lines[:6]}) == 1  # header, rule, rows agree
 
 
+def test_fairbo_synthetic_landscape_counts_how_rare_each_feasible_value_is(
+    tmp_path: Path,
+) -> None:
+    out = _run(tmp_path, "fairbo_synthetic.py", "--landscape", "40", "--problems", "gardner",
+               "gramacy", "--out", "land.csv")
+    for problem, sign in (("gardner", -1.0), ("gramacy", -1.0)):
+        rows = _rows(tmp_path / f"land_{problem}.csv")
+        assert len(rows) == 40 and {r["problem"] for r in rows} == {problem}
+        feasible = sorted(
+            sign * float(r["value"]) for r in rows if r["feasible"] == "1"
+        )[::-1]
+        for r in rows:  # the feasibility column agrees with the stored constraint values
+            constraints = [float(r[k]) for k in r if k.startswith("c")]
+            assert r["feasible"] == str(int(all(c <= 0 for c in constraints)))
+        block = out.split(f"{problem}: 40 random trials")[1].split("random trials")[0]
+        table = [line.split("|") for line in block.splitlines() if line.startswith("| ")]
+        levels = [float(cells[1]) for cells in table[1:]]  # skip the header row
+        shares = [float(cells[2].strip(" %")) / 100 for cells in table[1:]]
+        # The table lists the best feasible values in order, with the share reaching each.
+        assert levels == [round(sign * v, 4) for v in feasible[: len(levels)]]
+        assert shares == [round((k + 1) / 40, 4) for k in range(len(levels))]
+
+
 def test_fairbo_paper_runs_its_experiments_and_summarizes(tmp_path: Path) -> None:
     _run(tmp_path, "fairbo_paper.py", "rf", "--datasets", "german", "--methods", "FairBO", "BO",
          "--first-seed", "3", "--seeds", "1", "--n-trials", "6", "--out", "rf.csv")
