@@ -38,7 +38,14 @@ Usage:
 ``--landscape N`` evaluates N uniformly random configurations of each problem (RandomSampler,
 seed ``--first-seed``) and prints how rare each level of feasible value is: the share of random
 trials that reach it, and the chance that at least one of 35 random trials (a 40-trial study
-after its 5 initial ones) does.
+after its 5 initial ones) does. ``--resplit CSV`` re-trains the best fair forests of a German or
+COMPAS landscape on other train/validation splits:
+
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+        --resplit benchmarks/results/german_landscape.csv --splits 20 --top 15
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+        --resplit benchmarks/results/german_landscape.csv --splits 20 --top 5 \\
+        --where "n_estimators > 40 and max_depth == 5"
 """
 
 from __future__ import annotations
@@ -78,7 +85,9 @@ def gramacy(trial: optuna.Trial) -> float:
     return x1 + x2
 
 
-def make_rf_objective(dataset: str, drop_sensitive: bool = True) -> Callable[[optuna.Trial], float]:
+def make_rf_objective(
+    dataset: str, drop_sensitive: bool = True, split_seed: int = 0
+) -> Callable[[optuna.Trial], float]:
     import pandas as pd
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import train_test_split
@@ -95,7 +104,7 @@ def make_rf_objective(dataset: str, drop_sensitive: bool = True) -> Callable[[op
         X = X.drop(columns=[c for c in ("race", "sex", "personal_status_sex") if c in X.columns])
     X = pd.get_dummies(X, dtype=float)
     X_tr, X_va, y_tr, y_va, _, s_va = train_test_split(
-        X, y, s, test_size=0.3, stratify=y, random_state=0
+        X, y, s, test_size=0.3, stratify=y, random_state=split_seed
     )
 
     def objective(trial: optuna.Trial) -> float:
@@ -279,6 +288,54 @@ def landscape(problem: str, n: int, seed: int, out: str) -> None:
         print(f"| {sign * level:.4f} | {share:.2%} | {1 - (1 - share) ** 35:.0%} |")
 
 
+def resplit(landscape_csv: str, n_splits: int, top: int, where: str | None = None) -> None:
+    """Score the ``top`` best feasible forests of a landscape sample on ``n_splits`` other splits.
+
+    The benchmark validates on one fixed 70/30 split. A forest that is the best on that split
+    may only be lucky on those validation rows: this re-trains the same configurations (same
+    forest seed) on the splits with seeds 1, ..., n_splits and reports their mean validation
+    accuracy and how often they stay fair there. ``where`` (a pandas query on the landscape's
+    columns, e.g. ``"n_estimators > 40 and max_depth == 5"``) restricts the candidates first.
+    """
+    import pandas as pd
+
+    df = pd.read_csv(landscape_csv)
+    problem = str(df.problem.iloc[0])
+    if problem not in ("german", "compas"):
+        raise ValueError(f"resplit needs a german or compas landscape, but got {problem!r}.")
+    names = ["n_estimators", "min_samples_split", "max_depth", "criterion"]
+    if where:
+        df = df.query(where)
+    # Fractions that print the same are one forest here (a sample count of the split).
+    df = df.assign(_split=df.min_samples_split.round(4))
+    best = (df[df.feasible == 1]
+            .drop_duplicates(subset=["n_estimators", "_split", "max_depth", "criterion"])
+            .sort_values("value", ascending=False, kind="stable").head(top))
+    configs = [{k: (row[k].item() if hasattr(row[k], "item") else row[k]) for k in names}
+               for _, row in best.iterrows()]
+    accuracy = np.zeros((len(configs), n_splits))
+    fair = np.zeros((len(configs), n_splits), dtype=bool)
+    for j in range(n_splits):
+        study = optuna.create_study(direction="maximize")
+        for params in configs:
+            study.enqueue_trial(params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
+        for i, t in enumerate(study.trials):
+            accuracy[i, j] = t.value
+            fair[i, j] = all(v <= 0 for v in t.constraints.values())
+    print(f"{problem}: the {len(configs)} best fair configurations of {landscape_csv}"
+          + (f" with {where}" if where else "") + f", re-trained on {n_splits} other splits")
+    print("| trees | depth | criterion | min_samples_split | accuracy on the benchmark's split "
+          "| other splits: mean accuracy (sd) | fair on other splits |")
+    print("|---:|---:|---|---:|---:|---:|---:|")
+    for i, (params, value) in enumerate(zip(configs, best.value)):
+        print(f"| {params['n_estimators']} | {params['max_depth']} | {params['criterion']} | "
+              f"{params['min_samples_split']:.4f} | {value:.4f} | {accuracy[i].mean():.4f} "
+              f"({accuracy[i].std():.4f}) | {fair[i].sum()} / {n_splits} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
@@ -294,7 +351,19 @@ def main() -> None:
     parser.add_argument("--landscape", type=int, metavar="N",
                         help="evaluate N random trials of each problem and print how rare "
                              "each feasible value is (saved to --out)")
+    parser.add_argument("--resplit", metavar="CSV",
+                        help="score the best fair forests of a --landscape CSV of german or "
+                             "compas on other train/validation splits")
+    parser.add_argument("--splits", type=int, default=20, help="with --resplit: other splits")
+    parser.add_argument("--top", type=int, default=15,
+                        help="with --resplit: how many of the best configurations")
+    parser.add_argument("--where", metavar="QUERY",
+                        help="with --resplit: only configurations matching this pandas query")
     args = parser.parse_args()
+    if args.resplit:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        resplit(args.resplit, args.splits, args.top, args.where)
+        return
     if args.landscape:
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         for problem in args.problems:
