@@ -8,6 +8,7 @@ import csv
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,50 @@ def test_fairbo_synthetic_resplit_retrains_the_best_fair_forests_on_other_splits
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )
     assert failed.returncode != 0 and "german or compas landscape" in failed.stderr
+
+
+def test_fairbo_synthetic_cv_objective_validates_every_row_by_pooled_out_of_fold_predictions(
+) -> None:
+    import importlib
+
+    import numpy as np
+    import optuna
+    import pandas as pd
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from fairtune import datasets
+    from fairtune.fairness import demographic_parity_difference
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        bench = importlib.import_module("fairbo_synthetic")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    params = {"n_estimators": 7, "min_samples_split": 0.02, "max_depth": 4,
+              "criterion": "entropy"}
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial(params)
+    study.enqueue_trial(params)
+    study.optimize(bench.make_rf_objective("german", cv=5), n_trials=1)
+    study.optimize(bench.make_rf_objective("german"), n_trials=1)
+    cv_trial, split_trial = study.trials
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", datasets.FairtuneDatasetWarning)
+        X, y, s = datasets.load_german(return_X_y=True)
+    X = pd.get_dummies(X.drop(columns=["personal_status_sex", "sex"]), dtype=float)
+    y_pred = cross_val_predict(
+        RandomForestClassifier(**params, random_state=0, n_jobs=1), X, y,
+        cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=0),
+    )
+    assert cv_trial.value == pytest.approx(float((y_pred == y.to_numpy()).mean()), abs=1e-12)
+    gap = demographic_parity_difference(y.to_numpy(), y_pred, sensitive_features=s.to_numpy())
+    assert cv_trial.constraints["demographic_parity"] == pytest.approx(gap - 0.05, abs=1e-12)
+    # Every one of the 1,000 rows is a validation row; the default holds out 300 of them.
+    assert cv_trial.value * 1000 == pytest.approx(round(cv_trial.value * 1000), abs=1e-9)
+    assert split_trial.value * 300 == pytest.approx(round(split_trial.value * 300), abs=1e-9)
+    assert cv_trial.value != split_trial.value
 
 
 def test_fairbo_paper_runs_its_experiments_and_summarizes(tmp_path: Path) -> None:
