@@ -68,6 +68,7 @@ import optuna
 
 from _compare import checkpoints, wins_ties_losses
 
+from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler
 
 N_INITIAL = 5
@@ -289,18 +290,14 @@ def landscape(problem: str, n: int, seed: int, out: str) -> None:
     trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     names = sorted({k for t in trials for k in t.params})
     constraint_names = sorted({k for t in trials for k in t.constraints})
+    feasible = [is_feasible(t) for t in trials]
     with open(out, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["problem", "trial", *names, "value", *constraint_names, "feasible"])
-        for t in trials:
-            feasible = all(v <= 0 for v in t.constraints.values())
+        for t, ok in zip(trials, feasible):
             writer.writerow([problem, t.number, *(t.params[k] for k in names), t.value,
-                             *(t.constraints.get(k, "") for k in constraint_names),
-                             int(feasible)])
-    values = np.array([
-        sign * t.value if all(v <= 0 for v in t.constraints.values()) else -np.inf
-        for t in trials
-    ])
+                             *(t.constraints.get(k, "") for k in constraint_names), int(ok)])
+    values = np.array([sign * t.value if ok else -np.inf for t, ok in zip(trials, feasible)])
     levels = np.unique(values[np.isfinite(values)])[::-1][:8]
     print(f"{problem}: {len(trials)} random trials, {np.isfinite(values).mean():.1%} feasible")
     print("| feasible value at least | share of random trials | P(one of 35 random trials "
@@ -347,7 +344,7 @@ def resplit(landscape_csv: str, n_splits: int, top: int, where: str | None = Non
             study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
         for i, t in enumerate(study.trials):
             accuracy[i, j] = t.value
-            fair[i, j] = all(v <= 0 for v in t.constraints.values())
+            fair[i, j] = is_feasible(t)
     print(f"{problem}: the {len(configs)} best fair configurations of {landscape_csv}"
           + (f" with {where}" if where else "") + f", re-trained on {n_splits} other splits")
     print("| trees | depth | criterion | min_samples_split | accuracy on the benchmark's split "
