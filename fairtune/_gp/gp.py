@@ -44,6 +44,9 @@ _LS_PRIOR_SHIFT = -1.0
 _LS_PRIOR_VAR = 3.0
 _MAX_ITER = 100
 _MAX_ITER_WARM = 10
+# A warm-started fit stops once an iteration lowers the per-point loss by less than this
+# fraction (L-BFGS-B's ``ftol``; scipy's default, 2.2e-9, kept the refits running to the cap).
+_WARM_FTOL = 1e-6
 # Gamma(shape 1.1, rate 30) on the noise variance (its density in sigma2, see the docstring).
 _NOISE_PRIOR_SHAPE = 1.1
 _NOISE_PRIOR_RATE = 30.0
@@ -400,7 +403,8 @@ def fit_gp(
     Minimizes -(log p(y | X, theta) + log prior(theta)) / n over the log-parameters with scipy's
     L-BFGS-B (analytic gradient, see :func:`_negative_log_posterior`). Starts from
     ``warm_start`` when its dimension matches (the previous fit: refits after one new trial
-    need a few iterations, capped at ``_MAX_ITER_WARM``); a failed optimization (exception or
+    need a few iterations: they stop at ``_MAX_ITER_WARM`` iterations or once an iteration
+    lowers the per-point loss by a relative ``_WARM_FTOL``); a failed optimization (exception or
     non-finite result) retries from the defaults, then warns and keeps the default parameters.
 
     Args:
@@ -445,7 +449,8 @@ def fit_gp(
         start = np.clip(start, lower, upper)
         # A warm start is the previous optimum for nearly the same data: a few steps suffice,
         # and the next fit continues from here.
-        iterations = max_iter if i == len(starts) - 1 else _MAX_ITER_WARM
+        warm = i < len(starts) - 1
+        options = {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
         try:
             result = scipy.optimize.minimize(
                 loss_and_grad,
@@ -453,7 +458,7 @@ def fit_gp(
                 jac=True,
                 method="L-BFGS-B",
                 bounds=list(zip(lower, upper)),
-                options={"maxiter": iterations},
+                options=options,
             )
             raw = result.x
             if not np.all(np.isfinite(raw)) or not np.isfinite(result.fun):

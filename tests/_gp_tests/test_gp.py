@@ -196,6 +196,37 @@ def test_fit_improves_the_marginal_likelihood_and_recovers_relevance() -> None:
     )
 
 
+def test_warm_refit_after_one_new_point_stops_early_near_the_converged_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.RandomState(11)
+    X = rng.rand(41, 3)
+    y, _, _ = standardize(np.sin(5 * X[:, 0]) + 0.5 * X[:, 1] + 0.05 * rng.randn(41))
+    is_cat = np.zeros(3, dtype=bool)
+    previous = fit_gp(torch.tensor(X[:40]), torch.tensor(y[:40]), is_cat)
+    calls = []
+    original = gp_module._negative_log_posterior
+
+    def counted(*args: object) -> tuple[float, np.ndarray]:
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(gp_module, "_negative_log_posterior", counted)
+    X_t, y_t = torch.tensor(X), torch.tensor(y)
+    warm = fit_gp(X_t, y_t, is_cat, warm_start=previous.params)
+    n_warm = len(calls)
+    calls.clear()
+    cold = fit_gp(X_t, y_t, is_cat)
+    # The refit stops once the loss barely moves, well before the iteration cap ...
+    assert n_warm < min(len(calls), gp_module._MAX_ITER_WARM)
+    # ... where the log posterior per point is the converged fit's, to about 1e-4.
+    raw_w, raw_c = (torch.tensor(g.params.to_raw()) for g in (warm, cold))
+    sqd = (X_t[:, None] - X_t[None]) ** 2
+    loss_w, _ = original(raw_w, sqd, y_t, None)
+    loss_c, _ = original(raw_c, sqd, y_t, None)
+    assert loss_w == pytest.approx(loss_c, abs=1e-4)
+
+
 @pytest.mark.parametrize("case", ["constant", "duplicates", "single", "deterministic", "categorical"])
 def test_fit_survives_degenerate_data(case: str) -> None:
     rng = np.random.RandomState(6)
