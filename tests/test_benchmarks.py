@@ -5,6 +5,7 @@ gives keep working."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import subprocess
 import sys
@@ -183,6 +184,10 @@ def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert len(cells) == 6  # n, FairBO, GPSampler, ratio, binary, repeated outcome
     assert all(float(c) > 0 for c in cells[1:])
+    # Which of GPSampler's code paths was timed is part of the result.
+    assert ("GPSampler's acquisition starts: batched (greenlet installed)" in out) == (
+        importlib.util.find_spec("greenlet") is not None
+    )
 
 
 @pytest.mark.parametrize("case", ["hartmann", "hpo"])
