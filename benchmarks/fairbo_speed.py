@@ -22,7 +22,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import time
 
@@ -94,7 +93,12 @@ def main() -> None:
         ),
         "plateau": lambda: FairBOSampler(seed=args.seed, n_startup_trials=5),
     }
-    batched = importlib.util.find_spec("greenlet") is not None
+    try:  # as Optuna decides
+        import greenlet  # noqa: F401
+
+        batched = True
+    except ImportError:
+        batched = False
     mode = "batched (greenlet installed)" if batched else "sequential (greenlet not installed)"
     print(f"GPSampler's acquisition starts: {mode}")
     print()
