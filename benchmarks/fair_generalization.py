@@ -46,6 +46,7 @@ import pandas as pd
 from _compare import wins_ties_losses
 
 from fairtune.datasets import load_adult
+from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import FairObjective
 
@@ -79,8 +80,7 @@ def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: in
         warnings.simplefilter("ignore", UserWarning)  # e.g. xgboost's and sklearn's chatter
         study.optimize(objective, n_trials=n_trials)
     seconds = time.perf_counter() - start
-    fair = [t for t in study.trials if t.state.is_finished() and t.constraints
-            and all(v <= 0 for v in t.constraints.values())]
+    fair = [t for t in study.trials if t.state.is_finished() and t.constraints and is_feasible(t)]
     row = {
         "model": model, "protocol": protocol, "seed": seed, "tuning_rows": len(objective.X_dev),
         "test_rows": len(objective.X_test), "fair_trials": len(fair), "seconds": round(seconds, 1),

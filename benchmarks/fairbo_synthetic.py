@@ -192,9 +192,7 @@ def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> l
         study.optimize(objective, n_trials=1)
         elapsed = time.perf_counter() - start
         t = study.trials[i]  # trial i ran in the i-th call (enqueued trials come first)
-        feasible = t.state == optuna.trial.TrialState.COMPLETE and all(
-            v <= 0 for v in t.constraints.values()
-        )
+        feasible = t.state == optuna.trial.TrialState.COMPLETE and is_feasible(t)
         if feasible:
             best = max(best, sign * t.value)
         rows.append(
