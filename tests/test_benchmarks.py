@@ -59,6 +59,42 @@ def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
     assert len({line.count("|") for line in lines[:6]}) == 1  # header, rule, rows agree
 
 
+def test_fairbo_synthetic_subsets_compare_medians_with_infeasible_seeds_as_worst(
+    tmp_path: Path,
+) -> None:
+    def write(name: str, n_none: int) -> None:
+        # B is 0.70 on all 12 seeds; A is 0.75 except on n_none seeds without a feasible trial.
+        with open(tmp_path / name, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["problem", "method", "seed", "trial", "value", "feasible",
+                        "best_feasible", "seconds"])
+            for seed in range(12):
+                w.writerow(["german", "B", seed, 1, 0.7, 1, 0.7, 0.0])
+                a = "" if seed < n_none else 0.75
+                w.writerow(["german", "A", seed, 1, 0.75, int(a != ""), a, 0.0])
+
+    args = ("--versus", "B", "--subsets", "3", "--subset-size", "12")
+    write("five.csv", 5)  # median of A over all 12 seeds: 0.75
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "five.csv", *args)
+    assert "| german | A | 12 | 1.00 / 1.00 |" in out.splitlines()
+    write("six.csv", 6)  # median of A: halfway between "none" and 0.75, i.e. none
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "six.csv", *args)
+    assert "| german | A | 12 | 0.00 / 0.00 |" in out.splitlines()
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "five.csv", *args,
+               "--level", "0.7")
+    lines = out.splitlines()
+    assert "| german | A | 12 | 1.000 / 1.000 |" in lines  # median 0.75 > 0.7
+    assert "| german | B | 12 | 1.000 / 0.000 |" in lines  # median 0.7: reaches, not above
+
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "fairbo_synthetic.py"), "--summarize", "six.csv",
+         "--versus", "B", "--subsets", "3", "--subset-size", "13"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode != 0 and "`--subset-size` must be at most the 12 seeds" in (
+        result.stderr)
+
+
 def test_fairbo_synthetic_landscape_counts_how_rare_each_feasible_value_is(
     tmp_path: Path,
 ) -> None:
