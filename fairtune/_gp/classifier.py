@@ -115,6 +115,7 @@ class GPClassifier:
         sqrt_tau = np.sqrt(tau)
         # a = nu - S^1/2 B^-1 S^1/2 K nu
         a = nu - sqrt_tau * scipy.linalg.cho_solve((L, True), sqrt_tau * (K @ nu)) if n else nu
+        self._site_nu, self._site_tau = nu, tau
         self._L = torch.from_numpy(L)
         self._a = torch.from_numpy(a)
         self._sqrt_tau = torch.from_numpy(sqrt_tau)

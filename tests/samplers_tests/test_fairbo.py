@@ -596,6 +596,40 @@ def test_gp_classifier_ep_is_exact_for_one_observation(label: float) -> None:
     assert float(latent_var) == pytest.approx(var, abs=1e-6)
 
 
+def test_gp_classifier_ep_converges_to_moment_matching_sites() -> None:
+    # EP's fixed point: at every training point, the posterior marginal of the latent has the
+    # mean and variance of the tilted distribution Phi(y_i (m + g)) * cavity_i(g), where the
+    # cavity is the marginal with site i removed. Checked by quadrature on 8 points whose
+    # labels conflict in places, so that the sites interact.
+    from scipy import integrate, stats
+
+    from fairtune._gp.classifier import GPClassifier
+    from fairtune._gp.gp import KernelParams
+
+    T = torch.float64
+    X = torch.from_numpy(np.random.default_rng(3).random((8, 2)))
+    labels = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0], dtype=T)
+    params = KernelParams(torch.tensor([6.0, 3.0], dtype=T), torch.tensor(4.0, dtype=T),
+                          torch.tensor(0.0, dtype=T))
+    m = -0.2
+    clf = GPClassifier(X, labels, params, np.zeros(2, dtype=bool), m)
+    mean, var = (t.numpy() for t in clf.latent_posterior(X))
+    tau_cav = 1.0 / var - clf._site_tau
+    nu_cav = (mean - m) / var - clf._site_nu
+    for i in range(8):
+        y, mu_c, sd_c = 2 * float(labels[i]) - 1, nu_cav[i] / tau_cav[i], tau_cav[i] ** -0.5
+
+        def tilted(g: float, power: int) -> float:
+            return g**power * stats.norm.cdf(y * (m + g)) * stats.norm.pdf(g, mu_c, sd_c)
+
+        lo, hi = mu_c - 12 * sd_c, mu_c + 12 * sd_c
+        z = integrate.quad(tilted, lo, hi, args=(0,))[0]
+        t_mean = integrate.quad(tilted, lo, hi, args=(1,))[0] / z
+        t_var = integrate.quad(tilted, lo, hi, args=(2,))[0] / z - t_mean**2
+        assert mean[i] - m == pytest.approx(t_mean, abs=2e-3 * (1 + abs(t_mean)))
+        assert var[i] == pytest.approx(t_var, rel=2e-3)
+
+
 def test_gp_classifier_repeated_violations_drive_feasibility_to_zero() -> None:
     # A corner violated 16 times (where the objective pulls cEI): the probability of
     # feasibility there must become small. A Laplace posterior, whose probit curvature vanishes
