@@ -181,6 +181,13 @@ def initial_params(objective: Callable[[optuna.Trial], float], direction: str, s
 
 
 def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> list[dict]:
+    """One study of ``method`` on ``problem``: a CSV row per trial (best feasible so far)."""
+    return _run_study(problem, method, seed, n_trials, initial)[0]
+
+
+def _run_study(
+    problem: str, method: str, seed: int, n_trials: int, initial: list
+) -> tuple[list[dict], optuna.Study]:
     direction, factory = PROBLEMS[problem]
     objective = factory()
     study = optuna.create_study(direction=direction, sampler=METHODS[method](seed))
@@ -205,7 +212,7 @@ def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> l
                 "seconds": round(elapsed, 4),
             }
         )
-    return rows
+    return rows, study
 
 
 def _quantiles(values: np.ndarray, sign: float) -> str:
@@ -432,6 +439,93 @@ def resplit(landscape_csv: str, n_splits: int, top: int, where: str | None = Non
               f"({accuracy[i].std():.4f}) | {fair[i].sum()} / {n_splits} |")
 
 
+def generalize(
+    problem: str, methods: list[str], seeds: range, n_trials: int, n_splits: int, out: str
+) -> None:
+    """Score each study's chosen forest on other splits: is a better benchmark value a better model?
+
+    For every seed and method the study of the quality benchmark is run again (the same
+    trials: samplers are seeded and the initial trials shared). At each checkpoint its best fair
+    trial (the earliest, among equal values) is the forest a user would deploy. That
+    configuration is re-trained, with the same forest seed, on the stratified 70/30 splits with
+    seeds 1, ..., ``n_splits`` (the benchmark validates on split 0). Its mean validation accuracy
+    and the share of those splits on which it met the limit are saved to ``out``.
+    """
+    if problem not in ("german", "compas"):
+        raise ValueError(f"--generalize needs german or compas, but got problem {problem!r}.")
+    direction, factory = PROBLEMS[problem]
+    ks = checkpoints(n_trials, (20, 40))
+    picks = []
+    for seed in seeds:
+        initial = initial_params(factory(), direction, seed)
+        for method in methods:
+            _, study = _run_study(problem, method, seed, n_trials, initial)
+            for k in ks:
+                fair = [t for t in study.trials[:k]
+                        if t.state == optuna.trial.TrialState.COMPLETE and is_feasible(t)]
+                best = max(fair, key=lambda t: t.value) if fair else None  # first of the best
+                picks.append({"problem": problem, "method": method, "seed": seed, "trials": k,
+                              "value": best.value if best else "",
+                              "params": dict(best.params) if best else None})
+            print(f"{problem} seed={seed} {method}: best fair={picks[-1]['value']}", flush=True)
+    configs = {tuple(sorted(p["params"].items())) for p in picks if p["params"]}
+    configs = sorted(configs)
+    accuracy = np.zeros((len(configs), n_splits))
+    fair = np.zeros((len(configs), n_splits), dtype=bool)
+    for j in range(n_splits):
+        study = optuna.create_study(direction="maximize")
+        for config in configs:
+            study.enqueue_trial(dict(config))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
+        for i, t in enumerate(study.trials):
+            accuracy[i, j] = t.value
+            fair[i, j] = is_feasible(t)
+    index = {config: i for i, config in enumerate(configs)}
+    names = ["n_estimators", "min_samples_split", "max_depth", "criterion"]
+    with open(out, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["problem", "method", "seed", "trials", "value", *names,
+                         "other_accuracy", "other_fair_share"])
+        for p in picks:
+            if p["params"] is None:
+                writer.writerow([p["problem"], p["method"], p["seed"], p["trials"], "",
+                                 *[""] * len(names), "", ""])
+                continue
+            i = index[tuple(sorted(p["params"].items()))]
+            writer.writerow([p["problem"], p["method"], p["seed"], p["trials"], p["value"],
+                             *(p["params"][n] for n in names), accuracy[i].mean(),
+                             fair[i].mean()])
+    summarize_generalization([out], methods[0])
+
+
+def summarize_generalization(paths: list[str], reference: str) -> None:
+    """Tables of a --generalize CSV: the chosen forests on the benchmark's split and elsewhere."""
+    import pandas as pd
+
+    df = pd.concat([pd.read_csv(p) for p in paths])
+    print("| problem | method | trials | seeds | best fair accuracy, benchmark split: median "
+          "(mean) | the same forest on other splits: mean accuracy, median (mean) over seeds "
+          "| fair on other splits (mean share) | other-split accuracy vs "
+          f"{reference}: wins / ties / losses (p) |")
+    print("|---|---|---:|---:|---|---|---:|---|")
+    for (problem, method, k), g in df.groupby(["problem", "method", "trials"], sort=False):
+        g = g.set_index("seed")
+        ref = df[(df.problem == problem) & (df.method == reference) & (df.trials == k)]
+        versus = "-"
+        if method != reference:
+            _, versus = wins_ties_losses(g.other_accuracy.astype(float),
+                                         ref.set_index("seed").other_accuracy.astype(float))
+        chosen = g.dropna(subset=["other_accuracy"])
+        missing = len(g) - len(chosen)
+        print(f"| {problem} | {method} | {k} | {len(g)}"
+              + (f" ({missing} without a fair trial)" if missing else "")
+              + f" | {chosen.value.median():.4f} ({chosen.value.mean():.4f}) | "
+              f"{chosen.other_accuracy.median():.4f} ({chosen.other_accuracy.mean():.4f}) | "
+              f"{chosen.other_fair_share.mean():.2f} | {versus} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
@@ -453,6 +547,10 @@ def main() -> None:
     parser.add_argument("--level", type=float,
                         help="with --subsets: also how often each method's median reaches "
                              "this value")
+    parser.add_argument("--generalize", type=int, metavar="SPLITS",
+                        help="german or compas: re-run the studies and score each one's best "
+                             "fair forest on SPLITS other splits (saved to --out); with "
+                             "--summarize, read such CSVs instead")
     parser.add_argument("--landscape", type=int, metavar="N",
                         help="evaluate N random trials of each problem and print how rare "
                              "each feasible value is (saved to --out)")
@@ -476,6 +574,18 @@ def main() -> None:
             if len(args.problems) > 1:
                 path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
             landscape(problem, args.landscape, args.first_seed, str(path))
+        return
+    if args.summarize and args.generalize:
+        summarize_generalization(args.summarize, args.versus or "FairBO-cEI")
+        return
+    if args.generalize:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        for problem in args.problems:
+            path = Path(args.out)
+            if len(args.problems) > 1:
+                path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
+            generalize(problem, args.methods, range(args.first_seed, args.first_seed + args.seeds),
+                       args.n_trials, args.generalize, str(path))
         return
     if args.summarize:
         summarize(args.summarize)
