@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from optuna.study import Study
 
 _logger = logging.getLogger("fairtune")
+_LOCK_TYPE = type(threading.Lock())
 
 # Trial system attribute where a sampler records the parameters it proposed, so that other
 # workers see them as a pending point before the trial's suggest_* calls have stored them.
@@ -158,6 +159,22 @@ class GPSamplerBase(BaseSampler):
         # Trials of this process sampled at random as startup trials (see sample_relative),
         # keyed by (storage, trial id): one sampler object may serve studies in two storages.
         self._startup_trials: set[tuple[int, int]] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Locks cannot be pickled. Optuna's own samplers can, and users save a sampler with
+        # pickle to resume a study with its random state; the restored copy gets new locks.
+        state = self.__dict__.copy()
+        locks = [name for name, value in state.items() if isinstance(value, _LOCK_TYPE)]
+        for name in locks:
+            del state[name]
+        state["_unpickled_locks"] = locks
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        locks = state.pop("_unpickled_locks", [])
+        self.__dict__.update(state)
+        for name in locks:
+            setattr(self, name, threading.Lock())
 
     def reseed_rng(self) -> None:
         self._rng.reseed()
