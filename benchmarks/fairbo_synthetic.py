@@ -53,6 +53,16 @@ COMPAS landscape on other train/validation splits:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
         --resplit benchmarks/results/german_landscape.csv --splits 20 --top 5 \\
         --where "n_estimators > 40 and max_depth == 5"
+
+``--generalize SPLITS`` runs the German or COMPAS studies again and scores each study's best fair
+forest (at 20 and 40 trials) on SPLITS other splits; ``--summarize CSV --generalize 1`` prints
+its tables:
+
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --first-seed 100 \\
+        --seeds 60 --methods FairBO-cEI GPSampler TPESampler RandomSampler --generalize 20 \\
+        --out benchmarks/results/fairbo_german_heldout_generalize.csv
+    python benchmarks/fairbo_synthetic.py --generalize 1 --versus FairBO-cEI \\
+        --summarize benchmarks/results/fairbo_german_heldout_generalize.csv
 """
 
 from __future__ import annotations
