@@ -264,6 +264,22 @@ def summarize(paths: list[str]) -> None:
               + " / ".join(str(m) for m in [*missing_at, missing]) + " |")
 
 
+def _versus(df, reference: str, ks: list[int]):
+    """Per (problem, method) other than ``reference``: the sign of the problem's direction and,
+    per checkpoint k, the method's and the reference's best feasible values (Series by seed)."""
+    for (problem, method), g in df.groupby(["problem", "method"], sort=False):
+        if method == reference:
+            continue
+        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
+        ref = df[(df.problem == problem) & (df.method == reference)]
+        values = [
+            (g[g.trial == k].set_index("seed").best_feasible.astype(float),
+             ref[ref.trial == k].set_index("seed").best_feasible.astype(float))
+            for k in ks
+        ]
+        yield problem, method, sign, values
+
+
 def paired(paths: list[str], reference: str) -> None:
     """Per-seed comparison of every method with ``reference`` at 20 and 40 trials.
 
@@ -279,17 +295,10 @@ def paired(paths: list[str], reference: str) -> None:
     print("| problem | method | seeds | " + "".join(
         f"@{k} vs {reference}: wins / ties / losses (sign test p) | " for k in ks).rstrip())
     print("|---|---|---|" + "---|" * len(ks))
-    for (problem, method), g in df.groupby(["problem", "method"], sort=False):
-        if method == reference:
-            continue
-        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
-        ref = df[(df.problem == problem) & (df.method == reference)]
+    for problem, method, sign, values in _versus(df, reference, ks):
         cells = []
-        for k in ks:
-            n_seeds, cell = wins_ties_losses(
-                g[g.trial == k].set_index("seed").best_feasible.astype(float),
-                ref[ref.trial == k].set_index("seed").best_feasible.astype(float), sign,
-            )
+        for mine, theirs in values:
+            n_seeds, cell = wins_ties_losses(mine, theirs, sign)
             cells.append(cell)
         print(f"| {problem} | {method} | {n_seeds} | {' | '.join(cells)} |")
 
@@ -318,15 +327,9 @@ def median_subsets(
         f"@{k}: {size}-seed median better than {reference} / at least as good "
         f"(share of {n_subsets} draws) | " for k in ks).rstrip())
     print("|---|---|---|" + "---|" * len(ks))
-    for (problem, method), g in df.groupby(["problem", "method"], sort=False):
-        if method == reference:
-            continue
-        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
-        ref = df[(df.problem == problem) & (df.method == reference)]
+    for problem, method, sign, values in _versus(df, reference, ks):
         cells = []
-        for k in ks:
-            mine = g[g.trial == k].set_index("seed").best_feasible.astype(float)
-            theirs = ref[ref.trial == k].set_index("seed").best_feasible.astype(float)
+        for mine, theirs in values:
             seeds = mine.index.intersection(theirs.index)
             if len(seeds) < size:
                 raise ValueError(
