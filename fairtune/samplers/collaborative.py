@@ -29,10 +29,11 @@ replaced, and every process returns what is stored):
     cutoff_t = datetime_start of the earliest-numbered trial of round t;
     data     = every COMPLETE trial with datetime_complete <= cutoff_t (used by the GP and, for
                tagged trials, for lambda);
-    pending  = every trial of an earlier round not in the data (still running, or finished after
-               the cutoff), at the point it was assigned: its round's plan entry (model rounds)
-               or its seeded random point (startup rounds). Pending points enter the GP as
-               fantasies at their posterior mean.
+    pending  = every earlier round's point of every tenant that had not finished by the cutoff
+               (still running, finished after it, or not started yet because its tenant is
+               behind), at the point it was or will be assigned: its round's plan entry (model
+               rounds) or its seeded random point (startup rounds). Pending points enter the GP
+               as fantasies at their posterior mean.
 Trials that are running at the time of computing finish after the cutoff, so a later computation
 cannot see more data than an earlier one (on one clock; with machines whose clocks disagree, the
 first-writer-wins rule still keeps every tenant on one stored plan in all but a tiny window).
@@ -452,17 +453,26 @@ class CollaborativeUCBSampler(GPSamplerBase):
             # Nothing had finished when the round began (round 0 without startup rounds): use
             # what has finished by now; first-writer-wins keeps every tenant on one plan.
             cutoff = None
-        data, pending = [], []
-        for t in sorted(trials, key=lambda t: t.number):
-            if _finished_by(t, cutoff):
-                if _usable(t, search_space, cutoff):
-                    data.append(t)
-            elif t.number in rounds and rounds[t.number][1] < round_:
-                point = self._assigned_point(study, t, *rounds[t.number], search_space)
-                if point is not None:
-                    pending.append(point)
+        data = [t for t in sorted(trials, key=lambda t: t.number)
+                if _usable(t, search_space, cutoff)]
         if not data:
             return {}
+        # Pending: every earlier round's point of every tenant that is not finished by the
+        # cutoff, whether or not its trial exists yet. A tenant that is behind will evaluate its
+        # stored plan entry (or its seeded startup point) when it gets there, so every process
+        # computing this round sees the same pending points, however far the others have got.
+        slots = {rounds[t.number]: t for t in trials if t.number in rounds}
+        anchor = min((t for t in trials if t.number in rounds and rounds[t.number][1] == round_),
+                     key=lambda t: t.number, default=None)
+        pending = []
+        for earlier in range(round_):
+            for tenant in self._tenants:
+                t = slots.get((tenant, earlier))
+                if t is not None and _finished_by(t, cutoff):
+                    continue  # in the data, or failed before the round began
+                point = self._assigned_point(study, t or anchor, tenant, earlier, search_space)
+                if point is not None:
+                    pending.append(point)
 
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         lambda_ = np.zeros(len(self._tenants))
@@ -517,12 +527,13 @@ class CollaborativeUCBSampler(GPSamplerBase):
     def _assigned_point(
         self,
         study: Study,
-        trial: FrozenTrial,
+        trial: FrozenTrial | None,
         tenant: str,
         round_: int,
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any] | None:
-        """Where an earlier round's trial was sent, independent of how far it has got."""
+        """Where an earlier round's trial was (or will be) sent, independent of how far it has
+        got; ``trial`` may be another trial when the tenant has not started that round yet."""
         if round_ >= self._n_startup_rounds:
             # Earlier plans are stored before any of their trials is sampled; computing one here
             # only happens if none of its trials reached a suggest call (same result anyway).

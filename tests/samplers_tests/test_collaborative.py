@@ -375,6 +375,40 @@ def test_unknown_tenant_tag_is_an_error() -> None:
         trial.suggest_float("x", 0, 1)
 
 
+def test_a_round_plan_does_not_depend_on_whether_a_lagging_tenant_has_started() -> None:
+    # Tenant c is one round behind. Tenant a's round-2 plan is computed once before c starts
+    # its round 1 and, in a copy of the study, once after (as another process would, while c's
+    # trial runs). c's round-1 point is pending in both cases: at its stored plan entry before
+    # the trial exists, at the trial's point after. So both computations give the same plan.
+    def make() -> optuna.Study:
+        sampler = _small(CollaborativeUCBSampler(tenants=["a", "b", "c"], n_startup_rounds=1,
+                                                 seed=0))
+        return optuna.create_study(direction="maximize", sampler=sampler)
+
+    def evaluate(study: optuna.Study, tenant: str, finish: bool = True) -> dict:
+        trial = ask(study, tenant)
+        x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
+        if finish:
+            study.tell(trial, -((x - 0.3) ** 2 + (y - 0.6) ** 2))
+        return trial.params
+
+    study = make()
+    for tenant in ["a", "b", "c", "a", "b"]:  # round 0 for all, round 1 for a and b
+        evaluate(study, tenant)
+    twin = make()
+    twin.add_trials(study.trials)
+    for key, value in _system_attrs(study).items():
+        twin._storage.set_study_system_attr(twin._study_id, key, value)
+
+    before = evaluate(study, "a")  # c has no round-1 trial yet
+    c_point = evaluate(twin, "c", finish=False)  # c starts round 1 and is still running
+    assert c_point == _plans(study)[1]["c"]
+    after = evaluate(twin, "a")
+    assert after == before
+    assert _plans(twin)[2] == _plans(study)[2]
+    assert after != c_point
+
+
 WORKER = textwrap.dedent(
     """
     import sys, optuna
