@@ -14,6 +14,9 @@ Problems (each with a known or reference constrained optimum):
   s.t. demographic parity difference <= 0.05 (70/30 stratified split, fixed).
 * ``german_cv5``: the German forest scored by stratified 5-fold cross-validation instead, so
   that all 1,000 rows are validation rows (pooled out-of-fold accuracy and demographic parity).
+* ``levy10`` and ``sphere16``: more parameters than the problems above. Levy's function in 10
+  dimensions (unconstrained, minimum 0), and a 16-d quadratic with one linear constraint
+  (minimum 0.03).
 
 Every method gets the same 5 random initial trials for a seed (enqueued), then runs to
 ``--n-trials``. Constraints reach every sampler through ``trial.set_constraint`` (Optuna 5).
@@ -30,6 +33,9 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --seeds 60 \\
         --methods FairBO-cEI FairBO-cMES GPSampler TPESampler RandomSampler \\
         --out benchmarks/results/fairbo_german60.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems levy10 sphere16 \\
+        --methods FairBO-cEI GPSampler TPESampler RandomSampler --seeds 10 --n-trials 40 \\
+        --out benchmarks/results/fairbo_highdim.csv
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german_cv5 --seeds 30 \\
         --methods FairBO-cEI GPSampler TPESampler RandomSampler \\
         --out benchmarks/results/fairbo_german_cv5.csv
@@ -103,6 +109,25 @@ def gramacy(trial: optuna.Trial) -> float:
     return x1 + x2
 
 
+def levy10(trial: optuna.Trial) -> float:
+    """Levy's function in 10 dimensions on [-10, 10]^10 (minimum 0 at (1, ..., 1))."""
+    x = np.array([trial.suggest_float(f"x{i}", -10.0, 10.0) for i in range(10)])
+    w = 1.0 + (x - 1.0) / 4.0
+    return float(
+        np.sin(np.pi * w[0]) ** 2
+        + np.sum((w[:-1] - 1.0) ** 2 * (1.0 + 10.0 * np.sin(np.pi * w[:-1] + 1.0) ** 2))
+        + (w[-1] - 1.0) ** 2 * (1.0 + np.sin(2.0 * np.pi * w[-1]) ** 2)
+    )
+
+
+def sphere16(trial: optuna.Trial) -> float:
+    """A 16-d quadratic with one linear constraint: minimize sum_i (x_i - 0.3)^2 on [0, 1]^16
+    s.t. x0 + x1 + x2 >= 1.2 (minimum 0.03 at x0 = x1 = x2 = 0.4, the other x_i = 0.3)."""
+    x = np.array([trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(16)])
+    trial.set_constraint("c", 1.2 - float(x[:3].sum()))
+    return float(np.sum((x - 0.3) ** 2))
+
+
 def make_rf_objective(
     dataset: str, drop_sensitive: bool = True, split_seed: int = 0, cv: int | None = None
 ) -> Callable[[optuna.Trial], float]:
@@ -166,6 +191,8 @@ PROBLEMS: dict[str, tuple[str, Callable[[], Callable[[optuna.Trial], float]]]] =
     "german": ("maximize", lambda: make_rf_objective("german")),
     "german_cv5": ("maximize", lambda: make_rf_objective("german", cv=5)),
     "compas": ("maximize", lambda: make_rf_objective("compas")),
+    "levy10": ("minimize", lambda: levy10),
+    "sphere16": ("minimize", lambda: sphere16),
 }
 
 METHODS: dict[str, Callable[[int], optuna.samplers.BaseSampler]] = {

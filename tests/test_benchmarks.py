@@ -143,6 +143,32 @@ def test_fairbo_synthetic_generalize_rescores_the_chosen_forest_on_other_splits(
     assert " / " in rows["FairBO-cEI"].split(" | ")[-1]  # wins / ties / losses against it
 
 
+def test_fairbo_synthetic_higher_dimensional_problems_have_their_stated_optima() -> None:
+    import importlib
+
+    import optuna
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        bench = importlib.import_module("fairbo_synthetic")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    sphere = {f"x{i}": 0.3 for i in range(16)} | {"x0": 0.4, "x1": 0.4, "x2": 0.4}
+    study = optuna.create_study()
+    study.enqueue_trial({f"x{i}": 1.0 for i in range(10)})
+    study.enqueue_trial({f"x{i}": 0.0 for i in range(10)})
+    study.optimize(bench.levy10, n_trials=2)
+    assert study.trials[0].value == pytest.approx(0.0, abs=1e-12)
+    assert study.trials[1].value > 0.5
+    study = optuna.create_study()
+    study.enqueue_trial(sphere)
+    study.enqueue_trial({f"x{i}": 0.3 for i in range(16)})  # better value, but infeasible
+    study.optimize(bench.sphere16, n_trials=2)
+    best, unconstrained = study.trials
+    assert best.value == pytest.approx(0.03) and bench.is_feasible(best)
+    assert unconstrained.value == pytest.approx(0.0) and not bench.is_feasible(unconstrained)
+
+
 def test_fairbo_synthetic_landscape_counts_how_rare_each_feasible_value_is(
     tmp_path: Path,
 ) -> None:
