@@ -431,6 +431,34 @@ def landscape(problem: str, n: int, seed: int, out: str) -> None:
         print(f"| {sign * level:.4f} | {share:.2%} | {1 - (1 - share) ** 35:.0%} |")
 
 
+def _score_on_other_splits(
+    problem: str, configs: list[dict], n_splits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validation accuracy and fairness of each forest configuration (same forest seed) on the
+    stratified 70/30 splits with seeds 1, ..., n_splits; two arrays (len(configs), n_splits)."""
+    accuracy = np.zeros((len(configs), n_splits))
+    fair = np.zeros((len(configs), n_splits), dtype=bool)
+    for j in range(n_splits):
+        study = optuna.create_study(direction="maximize")
+        for params in configs:
+            study.enqueue_trial(params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
+        for i, t in enumerate(study.trials):
+            accuracy[i, j] = t.value
+            fair[i, j] = is_feasible(t)
+    return accuracy, fair
+
+
+def _out_path(out: str, problem: str, problems: list[str]) -> str:
+    """``out``, or ``<stem>_<problem><suffix>`` when several problems write their own file."""
+    path = Path(out)
+    if len(problems) > 1:
+        path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
+    return str(path)
+
+
 def resplit(landscape_csv: str, n_splits: int, top: int, where: str | None = None) -> None:
     """Score the ``top`` best feasible forests of a landscape sample on ``n_splits`` other splits.
 
@@ -456,18 +484,7 @@ def resplit(landscape_csv: str, n_splits: int, top: int, where: str | None = Non
             .sort_values("value", ascending=False, kind="stable").head(top))
     configs = [{k: (row[k].item() if hasattr(row[k], "item") else row[k]) for k in names}
                for _, row in best.iterrows()]
-    accuracy = np.zeros((len(configs), n_splits))
-    fair = np.zeros((len(configs), n_splits), dtype=bool)
-    for j in range(n_splits):
-        study = optuna.create_study(direction="maximize")
-        for params in configs:
-            study.enqueue_trial(params)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
-        for i, t in enumerate(study.trials):
-            accuracy[i, j] = t.value
-            fair[i, j] = is_feasible(t)
+    accuracy, fair = _score_on_other_splits(problem, configs, n_splits)
     print(f"{problem}: the {len(configs)} best fair configurations of {landscape_csv}"
           + (f" with {where}" if where else "") + f", re-trained on {n_splits} other splits")
     print("| trees | depth | criterion | min_samples_split | accuracy on the benchmark's split "
@@ -510,18 +527,7 @@ def generalize(
             print(f"{problem} seed={seed} {method}: best fair={picks[-1]['value']}", flush=True)
     configs = {tuple(sorted(p["params"].items())) for p in picks if p["params"]}
     configs = sorted(configs)
-    accuracy = np.zeros((len(configs), n_splits))
-    fair = np.zeros((len(configs), n_splits), dtype=bool)
-    for j in range(n_splits):
-        study = optuna.create_study(direction="maximize")
-        for config in configs:
-            study.enqueue_trial(dict(config))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
-        for i, t in enumerate(study.trials):
-            accuracy[i, j] = t.value
-            fair[i, j] = is_feasible(t)
+    accuracy, fair = _score_on_other_splits(problem, [dict(c) for c in configs], n_splits)
     index = {config: i for i, config in enumerate(configs)}
     names = ["n_estimators", "min_samples_split", "max_depth", "criterion"]
     with open(out, "w", newline="") as f:
@@ -610,10 +616,8 @@ def main() -> None:
     if args.landscape:
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         for problem in args.problems:
-            path = Path(args.out)
-            if len(args.problems) > 1:
-                path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
-            landscape(problem, args.landscape, args.first_seed, str(path))
+            landscape(problem, args.landscape, args.first_seed,
+                      _out_path(args.out, problem, args.problems))
         return
     if args.summarize and args.generalize:
         summarize_generalization(args.summarize, args.versus or "FairBO-cEI")
@@ -621,11 +625,9 @@ def main() -> None:
     if args.generalize:
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         for problem in args.problems:
-            path = Path(args.out)
-            if len(args.problems) > 1:
-                path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
             generalize(problem, args.methods, range(args.first_seed, args.first_seed + args.seeds),
-                       args.n_trials, args.generalize, str(path))
+                       args.n_trials, args.generalize,
+                       _out_path(args.out, problem, args.problems))
         return
     if args.summarize:
         summarize(args.summarize)
