@@ -150,12 +150,16 @@ def test_joint_samples_match_joint_posterior() -> None:
     torch.testing.assert_close(again, samples)
 
 
-def test_fit_gradient_equals_autograd_of_the_log_posterior() -> None:
+@pytest.mark.parametrize("dim", [3, 12])
+def test_fit_gradient_equals_autograd_of_the_log_posterior(dim: int) -> None:
     rng = np.random.RandomState(9)
-    X, y = torch.tensor(rng.rand(8, 3)), torch.tensor(rng.randn(8))
-    is_cat = np.array([False, True, False])
+    X, y = torch.tensor(rng.rand(8, dim)), torch.tensor(rng.randn(8))
+    is_cat = np.zeros(dim, dtype=bool)
+    is_cat[1] = True
     X[:, 1] = torch.tensor((rng.randint(0, 2, 8) + 0.5) / 2)
-    raw = torch.tensor([0.5, -1.0, 2.0, 0.3, math.log(0.05)], dtype=T)
+    raw = torch.tensor(
+        list(np.linspace(-2.0, 2.5, dim)) + [0.3, math.log(0.05)], dtype=T
+    )
     diff = X[:, None] - X[None]
     diff[..., 1] = (diff[..., 1].abs() > 1e-9).to(T)
     loss, grad = gp_module._negative_log_posterior(raw, diff * diff, y, None)
@@ -316,3 +320,23 @@ def test_fitted_noise_follows_the_data_when_it_is_noisy() -> None:
         noise.append(float(gp.params.noise_var))
     # The standardized noise variance is ~0.17 here.
     assert np.median(noise) > 0.04
+
+
+def test_the_lengthscale_prior_is_bounded_on_both_sides_and_the_outputscale_prior_peaks_at_1() -> None:
+    def log_prior(lengthscale: float, outputscale: float = 1.0, dim: int = 10) -> float:
+        params = KernelParams(
+            torch.full((dim,), lengthscale**-2, dtype=T), torch.tensor(outputscale, dtype=T),
+            torch.tensor(0.01, dtype=T),
+        )
+        return float(default_log_prior(params))
+
+    # Per dimension, symmetric in log(1 / l^2) around l = 1, where it peaks; nearly flat between
+    # 0.3 and 3, while a lengthscale of 0.01 (the collapse seen in 10-d with the earlier
+    # log-normal prior) costs about 1000 nats.
+    assert log_prior(1.0) > log_prior(0.9) > log_prior(0.5)
+    assert log_prior(0.5) == pytest.approx(log_prior(2.0))
+    assert log_prior(1.0, dim=1) - min(log_prior(0.3, dim=1), log_prior(3.0, dim=1)) < 1.0
+    assert log_prior(1.0) - log_prior(0.01) == pytest.approx(10 * (0.1 * (1e4 + 1e-4) - 0.2))
+    # Gamma(2, 1) on the outputscale, as a density in s: log s - s, largest at s = 1.
+    assert log_prior(1.0, 2.0) - log_prior(1.0, 1.0) == pytest.approx(math.log(2.0) - 1.0)
+    assert log_prior(1.0, 1.0) > max(log_prior(1.0, 0.8), log_prior(1.0, 1.25))
