@@ -14,9 +14,9 @@ Problems (each with a known or reference constrained optimum):
   s.t. demographic parity difference <= 0.05 (70/30 stratified split, fixed).
 * ``german_cv5``: the German forest scored by stratified 5-fold cross-validation instead, so
   that all 1,000 rows are validation rows (pooled out-of-fold accuracy and demographic parity).
-* ``levy10`` and ``sphere16``: more parameters than the problems above. Levy's function in 10
-  dimensions (unconstrained, minimum 0), and a 16-d quadratic with one linear constraint
-  (minimum 0.03).
+* ``levy6``, ``levy10``, ``sphere8`` and ``sphere16``: more parameters than the problems above.
+  Levy's function in 6 and 10 dimensions (unconstrained, minimum 0), and 8-d and 16-d
+  quadratics with one linear constraint (minimum 0.03).
 
 Every method gets the same 5 random initial trials for a seed (enqueued), then runs to
 ``--n-trials``. Constraints reach every sampler through ``trial.set_constraint`` (Optuna 5).
@@ -33,7 +33,8 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --seeds 60 \\
         --methods FairBO-cEI FairBO-cMES GPSampler TPESampler RandomSampler \\
         --out benchmarks/results/fairbo_german60.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems levy10 sphere16 \\
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+        --problems levy6 levy10 sphere8 sphere16 \\
         --methods FairBO-cEI GPSampler TPESampler RandomSampler --seeds 10 --n-trials 40 \\
         --out benchmarks/results/fairbo_highdim.csv
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german_cv5 --seeds 30 \\
@@ -109,23 +110,36 @@ def gramacy(trial: optuna.Trial) -> float:
     return x1 + x2
 
 
-def levy10(trial: optuna.Trial) -> float:
-    """Levy's function in 10 dimensions on [-10, 10]^10 (minimum 0 at (1, ..., 1))."""
-    x = np.array([trial.suggest_float(f"x{i}", -10.0, 10.0) for i in range(10)])
-    w = 1.0 + (x - 1.0) / 4.0
-    return float(
-        np.sin(np.pi * w[0]) ** 2
-        + np.sum((w[:-1] - 1.0) ** 2 * (1.0 + 10.0 * np.sin(np.pi * w[:-1] + 1.0) ** 2))
-        + (w[-1] - 1.0) ** 2 * (1.0 + np.sin(2.0 * np.pi * w[-1]) ** 2)
-    )
+def make_levy(dim: int) -> Callable[[optuna.Trial], float]:
+    """Levy's function in ``dim`` dimensions on [-10, 10]^dim (minimum 0 at (1, ..., 1))."""
+
+    def levy(trial: optuna.Trial) -> float:
+        x = np.array([trial.suggest_float(f"x{i}", -10.0, 10.0) for i in range(dim)])
+        w = 1.0 + (x - 1.0) / 4.0
+        return float(
+            np.sin(np.pi * w[0]) ** 2
+            + np.sum((w[:-1] - 1.0) ** 2 * (1.0 + 10.0 * np.sin(np.pi * w[:-1] + 1.0) ** 2))
+            + (w[-1] - 1.0) ** 2 * (1.0 + np.sin(2.0 * np.pi * w[-1]) ** 2)
+        )
+
+    return levy
 
 
-def sphere16(trial: optuna.Trial) -> float:
-    """A 16-d quadratic with one linear constraint: minimize sum_i (x_i - 0.3)^2 on [0, 1]^16
-    s.t. x0 + x1 + x2 >= 1.2 (minimum 0.03 at x0 = x1 = x2 = 0.4, the other x_i = 0.3)."""
-    x = np.array([trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(16)])
-    trial.set_constraint("c", 1.2 - float(x[:3].sum()))
-    return float(np.sum((x - 0.3) ** 2))
+def make_sphere(dim: int) -> Callable[[optuna.Trial], float]:
+    """A ``dim``-d quadratic with one linear constraint: minimize sum_i (x_i - 0.3)^2 on
+    [0, 1]^dim s.t. x0 + x1 + x2 >= 1.2 (minimum 0.03 at x0 = x1 = x2 = 0.4, the other
+    x_i = 0.3)."""
+
+    def sphere(trial: optuna.Trial) -> float:
+        x = np.array([trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(dim)])
+        trial.set_constraint("c", 1.2 - float(x[:3].sum()))
+        return float(np.sum((x - 0.3) ** 2))
+
+    return sphere
+
+
+levy10 = make_levy(10)
+sphere16 = make_sphere(16)
 
 
 def make_rf_objective(
@@ -191,7 +205,9 @@ PROBLEMS: dict[str, tuple[str, Callable[[], Callable[[optuna.Trial], float]]]] =
     "german": ("maximize", lambda: make_rf_objective("german")),
     "german_cv5": ("maximize", lambda: make_rf_objective("german", cv=5)),
     "compas": ("maximize", lambda: make_rf_objective("compas")),
+    "levy6": ("minimize", lambda: make_levy(6)),
     "levy10": ("minimize", lambda: levy10),
+    "sphere8": ("minimize", lambda: make_sphere(8)),
     "sphere16": ("minimize", lambda: sphere16),
 }
 

@@ -167,6 +167,17 @@ def test_fairbo_synthetic_higher_dimensional_problems_have_their_stated_optima()
     best, unconstrained = study.trials
     assert best.value == pytest.approx(0.03) and bench.is_feasible(best)
     assert unconstrained.value == pytest.approx(0.0) and not bench.is_feasible(unconstrained)
+    # The 6-d and 8-d versions have the same optima.
+    for name, dim, optimum, value in [
+        ("levy6", 6, {f"x{i}": 1.0 for i in range(6)}, 0.0),
+        ("sphere8", 8, {f"x{i}": 0.4 if i < 3 else 0.3 for i in range(8)}, 0.03),
+    ]:
+        study = optuna.create_study()
+        study.enqueue_trial(optimum)
+        study.optimize(bench.PROBLEMS[name][1](), n_trials=1)
+        (trial,) = study.trials
+        assert len(trial.params) == dim and bench.is_feasible(trial)
+        assert trial.value == pytest.approx(value, abs=1e-12)
 
 
 def test_fairbo_synthetic_landscape_counts_how_rare_each_feasible_value_is(
