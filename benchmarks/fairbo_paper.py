@@ -11,7 +11,8 @@ Methods, all starting from the same 5 random trials of a seed:
 * ``GPSampler`` / ``TPESampler``: Optuna's samplers with the same constraint.
 
 Experiment ``xgboost``: the ``rf`` protocol with the XGBoost space (7-d, appendix A) instead
-of the random forest; not one of the paper's figures.
+of the random forest; not one of the paper's figures. Experiment ``mlp``: the same with the
+multi-layer perceptron space (11-d, appendix A), the largest of the paper's spaces.
 
 Experiment ``linear`` (paper table 2): FairBO tuning the linear model (6-d space) with
 DSP <= 0.1; reports the validation error of the best fair model.
@@ -31,6 +32,9 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py xgboost --datasets adult --seeds 10 \\
         --n-trials 30 --methods FairBO GPSampler TPESampler \\
         --out benchmarks/results/fairbo_paper_xgboost_adult.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py mlp --datasets german --seeds 10 \\
+        --n-trials 40 --methods RS FairBO GPSampler TPESampler \\
+        --out benchmarks/results/fairbo_paper_mlp_german.csv
     python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_*.csv \\
         --plot docs/images/fairbo_paper.png
     python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_rf_adult50.csv \\
@@ -149,7 +153,7 @@ def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> 
     import pandas as pd
 
     df = pd.concat([pd.read_csv(p) for p in paths])
-    for experiment in ("rf", "xgboost"):
+    for experiment in ("rf", "xgboost", "mlp"):
         runs = df[df.experiment == experiment]
         if not len(runs):
             continue
@@ -213,7 +217,7 @@ def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("experiment", choices=["rf", "xgboost", "linear", "summarize"])
+    parser.add_argument("experiment", choices=["rf", "xgboost", "mlp", "linear", "summarize"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["adult", "german", "compas"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
@@ -231,7 +235,9 @@ def main() -> None:
         return
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     limit = 0.1 if args.experiment == "linear" else 0.05
-    model = {"rf": "random_forest", "xgboost": "xgboost", "linear": "linear"}[args.experiment]
+    model = {"rf": "random_forest", "xgboost": "xgboost", "mlp": "mlp", "linear": "linear"}[
+        args.experiment
+    ]
     methods = ["FairBO"] if args.experiment == "linear" else args.methods
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:

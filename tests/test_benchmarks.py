@@ -281,6 +281,11 @@ def test_fairbo_paper_runs_its_experiments_and_summarizes(tmp_path: Path) -> Non
          "--seeds", "1", "--n-trials", "6", "--out", "xgb.csv")
     xgb = _rows(tmp_path / "xgb.csv")
     assert {r["experiment"] for r in xgb} == {"xgboost"} and len(xgb) == 6
+    _run(tmp_path, "fairbo_paper.py", "mlp", "--datasets", "german", "--methods", "FairBO",
+         "--seeds", "1", "--n-trials", "6", "--out", "mlp.csv")
+    mlp = _rows(tmp_path / "mlp.csv")
+    assert {r["experiment"] for r in mlp} == {"mlp"} and len(mlp) == 6
+    assert "Experiment mlp:" in _run(tmp_path, "fairbo_paper.py", "summarize", "mlp.csv")
     _run(tmp_path, "fairbo_paper.py", "linear", "--datasets", "german", "--seeds", "1",
          "--n-trials", "6", "--out", "lin.csv")
     rows = _rows(tmp_path / "rf.csv")
