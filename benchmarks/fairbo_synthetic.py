@@ -37,6 +37,10 @@ Usage:
         --problems levy6 levy10 sphere8 sphere16 \\
         --methods FairBO-cEI GPSampler TPESampler RandomSampler --seeds 10 --n-trials 40 \\
         --out benchmarks/results/fairbo_highdim.csv
+    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+        --problems levy6 levy10 sphere8 sphere16 --methods FairBO-cEI GPSampler \\
+        --first-seed 10 --seeds 20 --n-trials 40 \\
+        --out benchmarks/results/fairbo_highdim_seeds10_29.csv
     OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german_cv5 --seeds 30 \\
         --methods FairBO-cEI GPSampler TPESampler RandomSampler \\
         --out benchmarks/results/fairbo_german_cv5.csv
