@@ -350,6 +350,17 @@ def paired(paths: list[str], reference: str) -> None:
         print(f"| {problem} | {method} | {n_seeds} | {' | '.join(cells)} |")
 
 
+def _draw_subsets(rng: np.random.Generator, n: int, size: int, n_subsets: int) -> np.ndarray:
+    """``n_subsets`` random sets of ``size`` of the indices 0..n-1 (rows, without replacement)."""
+    return np.array([rng.choice(n, size, replace=False) for _ in range(n_subsets)])
+
+
+def _subset_medians(values: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The median of ``values`` over each row of index sets ``draws`` (-inf for no feasible)."""
+    with np.errstate(invalid="ignore"):
+        return np.median(values[draws], axis=1)
+
+
 def median_subsets(
     paths: list[str], reference: str, n_subsets: int, size: int = 10, seed: int = 0,
     level: float | None = None,
@@ -385,10 +396,8 @@ def median_subsets(
                 )
             a = np.nan_to_num(sign * mine[seeds].to_numpy(), nan=-np.inf)
             b = np.nan_to_num(sign * theirs[seeds].to_numpy(), nan=-np.inf)
-            draws = np.array([rng.choice(len(seeds), size, replace=False)
-                              for _ in range(n_subsets)])
-            with np.errstate(invalid="ignore"):
-                med_a, med_b = np.median(a[draws], axis=1), np.median(b[draws], axis=1)
+            draws = _draw_subsets(rng, len(seeds), size, n_subsets)
+            med_a, med_b = _subset_medians(a, draws), _subset_medians(b, draws)
             cells.append(f"{np.mean(med_a > med_b):.2f} / {np.mean(med_a >= med_b):.2f}")
         print(f"| {problem} | {method} | {len(seeds)} | {' | '.join(cells)} |")
     if level is None:
@@ -409,10 +418,7 @@ def median_subsets(
                     f"`--subset-size` must be at most the {len(values)} seeds of {method} on "
                     f"{problem}, but got {size}."
                 )
-            draws = np.array([rng.choice(len(values), size, replace=False)
-                              for _ in range(n_subsets)])
-            with np.errstate(invalid="ignore"):
-                med = np.median(values[draws], axis=1)
+            med = _subset_medians(values, _draw_subsets(rng, len(values), size, n_subsets))
             # Medians are averages of grid values: compare with a tolerance for rounding.
             tol = 1e-9 * max(1.0, abs(level))
             cells.append(f"{np.mean(med >= sign * level - tol):.3f} / "
