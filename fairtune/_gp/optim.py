@@ -3,8 +3,10 @@
 Notation:
     acqf: maps a batch of candidate sets X (b, q, d) to values (b,); q = 1 for one point,
         q > 1 for a jointly chosen batch (e.g. one point per tenant).
-    Continuous dims: floats and log-scaled ints (rounded at the end).
-    Discrete dims: linear ints, stepped floats and categoricals, searched over their grid.
+    Continuous dims: floats, log-scaled ints and grids larger than
+        ``search_space.MAX_EXHAUSTIVE_GRID`` (rounded at the end).
+    Discrete dims: categoricals, and linear ints and stepped floats of at most that many values,
+        searched over their grid.
 
 Algorithm:
     1. Evaluate scrambled-Sobol candidate sets (and warm starts, e.g. the best observed point)

@@ -11,6 +11,11 @@ so that every value owns the same share of the cube. Log-scaled ints are continu
 log space over [log(low - 0.5), log(high + 0.5)] and rounded when decoded. Categorical choices map
 to cell centres too, with ``is_categorical`` set so that the kernel compares them by identity
 (Hamming distance), not by their arbitrary order.
+
+Grids of up to ``MAX_EXHAUSTIVE_GRID`` values (and every categorical) are ``is_discrete``: the
+acquisition optimizer tries each of their values. A larger grid, e.g. ``suggest_int("seed", 0,
+10**9)`` or a float with a fine step, is searched like a continuous dim and rounded to its cells,
+as log-scaled ints are: trying a billion values would need gigabytes per suggestion.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from optuna.distributions import (
 from scipy.stats import qmc
 
 _CONTINUOUS, _GRID, _LOG_INT, _CATEGORICAL = 0, 1, 2, 3
+# Largest grid of an int or stepped float whose values the optimizer tries one by one.
+MAX_EXHAUSTIVE_GRID = 1024
 
 
 class SearchSpace:
@@ -84,7 +91,9 @@ class SearchSpace:
         self._highs = np.array(highs)
         self.is_categorical = self._kinds == _CATEGORICAL
         # Dimensions whose values are a small finite set: searched exhaustively by the optimizer.
-        self.is_discrete = (self._kinds == _CATEGORICAL) | (self._kinds == _GRID)
+        self.is_discrete = (self._kinds == _CATEGORICAL) | (
+            (self._kinds == _GRID) & (self.n_grid <= MAX_EXHAUSTIVE_GRID)
+        )
         # Floats without a step (linear or log): the only dims that take non-admissible-grid
         # values; log-scaled ints are searched continuously but take integer values.
         self.is_continuous = self._kinds == _CONTINUOUS

@@ -95,3 +95,22 @@ def test_excluded_boxes_are_not_returned() -> None:
     assert not (params["c"] == "a" and 0.4 - 1e-6 <= params["x"] <= 0.6 + 1e-6)
     # The best allowed points: the box's edges with c = "a", or x = 0.5 with c = "b".
     assert min(abs(params["x"] - 0.4), abs(params["x"] - 0.6), abs(params["x"] - 0.5)) < 0.02
+
+
+def test_a_huge_int_range_is_optimized_without_trying_every_value() -> None:
+    # A linear int with a million values used to be swept value by value (a billion took
+    # 24 GB per suggestion). It is now refined continuously and rounded.
+    ss = SearchSpace({"n": IntDistribution(0, 10**6), "x": FloatDistribution(0.0, 1.0)})
+    target = ss.encode([{"n": 123_456, "x": 0.5}])[0]
+    n_evaluated = 0
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:
+        nonlocal n_evaluated
+        n_evaluated += X.shape[0]
+        return -((X[..., 0, :] - torch.from_numpy(target)) ** 2).sum(-1)
+
+    x_best, _ = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), n_preliminary_samples=64)
+    params = ss.decode(x_best[0])
+    assert n_evaluated < 10_000
+    assert isinstance(params["n"], int) and abs(params["n"] - 123_456) <= 10
+    assert abs(params["x"] - 0.5) < 1e-3

@@ -11,7 +11,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
-from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.search_space import MAX_EXHAUSTIVE_GRID, SearchSpace
 
 DISTRIBUTIONS: dict[str, BaseDistribution] = {
     "float": FloatDistribution(-1.0, 2.0),
@@ -147,3 +147,21 @@ def test_rejects_unknown_distributions() -> None:
         SearchSpace({})
     with pytest.raises(ValueError, match=r"`distributions\['x'\]` must be a Float, Int or Categorical"):
         SearchSpace({"x": object()})  # type: ignore[dict-item]
+
+
+def test_large_grids_are_searched_continuously_and_still_round_to_admissible_values() -> None:
+    ss = SearchSpace(
+        {
+            "small": IntDistribution(0, MAX_EXHAUSTIVE_GRID - 1),
+            "huge": IntDistribution(0, 10**9),
+            "fine": FloatDistribution(0.0, 100.0, step=1e-4),
+        }
+    )
+    assert ss.is_discrete.tolist() == [True, False, False]
+    assert ss.n_grid.tolist() == [MAX_EXHAUSTIVE_GRID, 10**9 + 1, 10**6 + 1]
+    x = np.random.RandomState(0).rand(50, 3)
+    for point in ss.round(x):
+        params = ss.decode(point)
+        assert isinstance(params["huge"], int) and 0 <= params["huge"] <= 10**9
+        assert abs(params["fine"] / 1e-4 - round(params["fine"] / 1e-4)) < 1e-6
+        np.testing.assert_allclose(ss.encode([params])[0], point, atol=1e-12)

@@ -376,6 +376,27 @@ def test_survives_failed_nan_pruned_and_constraint_less_trials() -> None:
     assert states.count(TrialState.COMPLETE) == 8
 
 
+def test_huge_int_and_fine_step_ranges_are_modelled_and_stay_admissible() -> None:
+    # A seed-like int with a billion values took 24 GB and minutes per suggestion before large
+    # grids were searched continuously; now the GP still steers them towards the optimum.
+    sampler = _small(FairBOSampler(seed=0, n_startup_trials=4))
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        n = trial.suggest_int("n", 0, 10**9)
+        w = trial.suggest_float("w", 0.0, 10.0, step=1e-5)
+        trial.set_constraint("c", 0.2 - n / 1e9)  # feasible iff n >= 2e8
+        return (n / 1e9 - 0.3) ** 2 + (w / 10.0 - 0.6) ** 2
+
+    study.optimize(objective, n_trials=16)
+    for t in study.trials:
+        assert isinstance(t.params["n"], int) and 0 <= t.params["n"] <= 10**9
+        assert abs(t.params["w"] * 1e5 - round(t.params["w"] * 1e5)) < 1e-6
+    model_based = [t.value for t in study.trials[4:] if t.constraints["c"] <= 0]
+    random_start = [t.value for t in study.trials[:4]]
+    assert min(model_based) < min(random_start) and min(model_based) < 0.01
+
+
 def test_missing_constraint_counts_as_infeasible() -> None:
     sampler = _small(FairBOSampler(seed=0, n_startup_trials=2))
     study = optuna.create_study(direction="maximize", sampler=sampler)
