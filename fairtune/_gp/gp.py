@@ -70,6 +70,13 @@ def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
             y = np.clip(np.nan_to_num(y, nan=np.min(y[finite])), y[finite].min(), y[finite].max())
         else:
             y = np.zeros_like(y)
+    scale = float(np.abs(y).max()) if y.size else 0.0
+    if scale > 1e150 or 0.0 < scale < 1e-150:
+        # np.std squares the values: beyond these magnitudes that overflows to inf or underflows
+        # to 0, and the model would see a constant. Standardize the rescaled values instead (the
+        # std's floor then scales with the values). Other magnitudes keep the direct formula.
+        z, mean, std = standardize(y / scale)
+        return z, mean * scale, std * scale
     mean = float(np.mean(y))
     std = float(max(np.std(y), 1e-10))
     return (y - mean) / std, mean, std

@@ -285,6 +285,21 @@ def test_bad_input_raises() -> None:
         GPRegressor(torch.zeros(2, 2, dtype=T), torch.zeros(2, dtype=T), KernelParams.default(2), np.array([False]))
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e200, 1e300])
+def test_standardize_is_scale_free_at_extreme_magnitudes(scale: float) -> None:
+    # np.std of such values overflows or underflows; the model must not see a constant.
+    y = np.array([0.3, -1.2, 2.5, 0.0, 0.7])
+    expected, mean, std = standardize(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ys, mean_s, std_s = standardize(y * scale)
+    np.testing.assert_allclose(ys, expected, rtol=1e-12, atol=1e-12)
+    assert math.isclose(mean_s, mean * scale, rel_tol=1e-12)
+    assert math.isclose(std_s, std * scale, rel_tol=1e-12)
+    _, _, floor = standardize(np.full(3, 5.0) * scale)  # constant: the floor scales too
+    assert floor > 0 and math.isfinite(floor)
+
+
 def test_standardize_handles_constant_and_infinite_values() -> None:
     ys, mean, std = standardize(np.array([2.0, 2.0, 2.0]))
     assert np.all(ys == 0) and mean == 2.0 and std > 0
