@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -167,6 +168,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         raise ValueError(f"--n-trials must be at least 1, but got {args.n_trials}.")
     if args.n_jobs < 1:
         raise ValueError(f"--n-jobs must be at least 1, but got {args.n_jobs}.")
+    _check_plot_path(args.plot)
     limits = parse_limits(args.limit)
     objective = FairObjective(
         args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
@@ -234,9 +236,20 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.set_defaults(func=_cmd_report)
 
 
+def _check_plot_path(plot: str | None) -> None:
+    """Fail before a study runs (or loads) if its plot could not be written afterwards."""
+    if plot is None:
+        return
+    folder = Path(plot).expanduser().resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"--plot must be a file in an existing folder, but got {plot!r} "
+                         f"(no folder {str(folder)!r}).")
+
+
 def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
+    _check_plot_path(args.plot)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = args.study_name
     if name is None:

@@ -119,6 +119,9 @@ def test_tune_via_subprocess(tmp_path: Path) -> None:
         (["tune", "--dataset", "german", "--model", "linear"], 2, "--limit"),
         (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--n-trials", "0"], 1, "--n-trials"),
         (["report", "--storage", "sqlite:///:memory:", "--study-name", "nope"], 1, "no study named 'nope'"),
+        # Checked before any trial runs, so that a long study is not lost to a typo in the path.
+        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--plot", "/no/such/dir/t.png"], 1, "--plot must be a file in an existing folder"),
+        (["report", "--storage", "sqlite:///:memory:", "--plot", "/no/such/dir/t.png"], 1, "--plot must be a file in an existing folder"),
     ],
 )
 def test_bad_input_fails_with_one_line(argv: list[str], code: int, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
