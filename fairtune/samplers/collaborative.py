@@ -190,6 +190,10 @@ class CollaborativeUCBSampler(GPSamplerBase):
     its round (the tenant's next trial belongs to the next round), so failures never stall a
     round; a round is done when every tenant has a finished trial in it.
 
+    Constraints (``trial.set_constraint``) are not modelled, as in the paper: the sampler logs a
+    warning once per study when its trials have them, and ``study.best_trial`` still returns the
+    best feasible trial. For constrained tuning use :class:`FairBOSampler`.
+
     Example:
         .. code-block:: python
 
@@ -270,6 +274,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
         self._vary_c1 = vary_c1
         self._n_startup_rounds = n_startup_rounds
         self._seed = seed
+        # Studies already told that their constraints are not modelled (one warning each).
+        self._warned_constraints: set[str] = set()
         # Tuning knobs of the joint n x d search (tests shrink them).
         self._n_preliminary_samples = 256
         self._n_local_search = 3
@@ -457,6 +463,16 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 if _usable(t, search_space, cutoff)]
         if not data:
             return {}
+        if study.study_name not in self._warned_constraints and any(t.constraints for t in data):
+            # Sim et al.'s mediator has no constraints: say so rather than drop them quietly.
+            self._warned_constraints.add(study.study_name)
+            _logger.warning(
+                "%s does not model constraints: the trials' constraints (%s) do not steer its "
+                "points (study.best_trial still honours them). Use FairBOSampler for "
+                "constrained tuning.",
+                type(self).__name__,
+                ", ".join(sorted({n for t in data for n in t.constraints})),
+            )
         # Pending: every earlier round's point of every tenant that is not finished by the
         # cutoff, whether or not its trial exists yet. A tenant that is behind will evaluate its
         # stored plan entry (or its seeded startup point) when it gets there, so every process

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -373,6 +374,29 @@ def test_unknown_tenant_tag_is_an_error() -> None:
     trial = ask(study, "mallory")
     with pytest.raises(ValueError, match="not one of the sampler's `tenants`"):
         trial.suggest_float("x", 0, 1)
+
+
+def test_constraints_are_not_dropped_silently(caplog: pytest.LogCaptureFixture) -> None:
+    def objective(trial: optuna.Trial) -> float:
+        value = _objective(trial)
+        trial.set_constraint("unfairness", trial.params["x"] - 0.5)
+        return value
+
+    study = optuna.create_study(
+        direction="maximize", sampler=_small(CollaborativeUCBSampler(tenants=2, seed=0))
+    )
+    with caplog.at_level(logging.WARNING, logger="fairtune"):
+        study.optimize(objective, n_trials=16)
+    warned = [r for r in caplog.records if "does not model constraints" in r.getMessage()]
+    assert len(warned) == 1 and "unfairness" in warned[0].getMessage()  # once per study
+    assert study.best_trial.params["x"] <= 0.5  # Optuna still picks the best feasible trial
+    caplog.clear()
+    plain = optuna.create_study(
+        direction="maximize", sampler=_small(CollaborativeUCBSampler(tenants=2, seed=0))
+    )
+    with caplog.at_level(logging.WARNING, logger="fairtune"):
+        plain.optimize(_objective, n_trials=16)
+    assert not any("constraints" in r.getMessage() for r in caplog.records)
 
 
 def test_a_round_plan_does_not_depend_on_whether_a_lagging_tenant_has_started() -> None:
