@@ -49,17 +49,36 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, pd.Series, Any, str]:
         X, y, s = dataset
         X = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
         X.columns = [str(c) for c in X.columns]
-        y = pd.Series(np.asarray(y), index=X.index)
         if len(y) != len(X) or len(s) != len(X):
             raise ValueError(
                 "`dataset` (X, y, sensitive) must have equal lengths, but got "
                 f"{len(X)}, {len(y)} and {len(s)}."
             )
+        y = pd.Series(np.asarray(y), index=X.index)
         return X, y, s, "data"
     raise ValueError(
         f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, sensitive) "
         f"tuple, but got {type(dataset).__name__}."
     )
+
+
+def _binary_labels(y: Any) -> np.ndarray:
+    """The labels as 0/1 ints; anything else is an error that lists what was found."""
+    values = pd.unique(pd.Series(np.asarray(y)))
+    if pd.api.types.is_bool_dtype(values):
+        return np.asarray(y).astype(int)
+    try:
+        numeric = values.astype(float)
+        ok = bool(np.isin(numeric, [0.0, 1.0]).all())
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        shown = sorted(map(repr, pd.Series(values[:10]).tolist()))
+        raise ValueError(
+            "`dataset` labels must be 0/1 (1 = the favourable outcome) or booleans, but got "
+            f"the values [{', '.join(shown)}{', ...' if len(values) > 10 else ''}]."
+        )
+    return np.asarray(y).astype(float).astype(int)
 
 
 class FairObjective:
@@ -184,9 +203,7 @@ class FairObjective:
         self.test_size = test_size
         self.random_state = random_state
         X, y, sensitive, self.dataset_name = _load(dataset)
-        y = pd.Series(np.asarray(y).astype(int), index=X.index, name="target")
-        if set(np.unique(y)) - {0, 1}:
-            raise ValueError("`dataset` labels must be 0/1.")
+        y = pd.Series(_binary_labels(y), index=X.index, name="target")
         sensitive = sensitive if isinstance(sensitive, (pd.Series, pd.DataFrame)) else pd.Series(
             np.asarray(sensitive), index=X.index
         )

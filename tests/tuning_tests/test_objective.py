@@ -120,6 +120,12 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
             r"`cv` must be at most the number of tuning rows of the smaller class \(2\), but got cv=3",
         ),
         ({"dataset": (pd.DataFrame({"a": [1, 2]}), [0, 1], ["x"])}, "equal lengths"),
+        ({"dataset": (pd.DataFrame({"a": [1, 2, 3]}), [0, 1], ["x", "y", "x"])},
+         r"must have equal lengths, but got 3, 2 and 3"),
+        ({"dataset": (pd.DataFrame({"a": [1, 2]}), ["no", "yes"], ["x", "y"])},
+         r"labels must be 0/1 \(1 = the favourable outcome\) or booleans, but got the values \['no', 'yes'\]"),
+        ({"dataset": (pd.DataFrame({"a": [1, 2, 3]}), [0, 1, 2], ["x", "y", "x"])},
+         r"but got the values \[0, 1, 2\]"),
     ],
 )
 def test_bad_arguments(kwargs: dict, match: str) -> None:
@@ -243,3 +249,10 @@ def test_refit_on_the_training_split_needs_a_validation_split() -> None:
     study.optimize(objective, n_trials=2)
     with pytest.raises(ValueError, match="`on='training'` needs a single validation split.*cv=3"):
         objective.refit_best(study, on="training")
+
+
+@pytest.mark.parametrize("labels", [[True, False] * 10, [1.0, 0.0] * 10, ["1", "0"] * 10])
+def test_boolean_float_and_digit_string_labels_become_0_1(labels: list) -> None:
+    X = pd.DataFrame({"a": range(20)})
+    objective = FairObjective((X, labels, ["x", "y"] * 10), "linear", limits="dsp<=0.1")
+    assert objective.y.tolist() == [1, 0] * 10 and objective.y.dtype.kind == "i"
