@@ -170,6 +170,8 @@ def plot_best_feasible(
             continue  # no trial yet: nothing to draw for this label
         curves = np.vstack([_best_feasible_curve(s, n) for s in group])
         has = ~np.isnan(curves).all(0)
+        if not has.any():
+            continue  # no feasible trial in any of the label's studies yet
         x = np.arange(1, n + 1)[has]
         cols = curves[:, has]
         median = np.nanmedian(cols, axis=0)

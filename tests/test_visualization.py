@@ -81,3 +81,13 @@ def test_plot_best_feasible_takes_a_single_study_or_a_list() -> None:
     # A study without trials draws nothing rather than failing.
     assert plot_best_feasible(optuna.create_study()).get_lines() == []
     plt.close("all")
+
+
+def test_plot_best_feasible_skips_studies_without_a_feasible_trial() -> None:
+    unfair = optuna.create_study(direction="maximize")
+    unfair.optimize(lambda t: (t.set_constraint("c", 1.0), t.suggest_float("x", 0, 1))[1], n_trials=3)
+    crashed = optuna.create_study(direction="maximize")
+    crashed.optimize(lambda t: 1 / 0, n_trials=2, catch=(ZeroDivisionError,))
+    ax = plot_best_feasible({"unfair": unfair, "crashed": crashed, "fair": _study(0)})
+    assert [line.get_label() for line in ax.get_lines()] == ["fair"]
+    plt.close("all")
