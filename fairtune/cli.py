@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 PROG = "fairtune"
