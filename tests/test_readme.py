@@ -40,3 +40,41 @@ def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
         )
     if index == 3:  # every tenant's cumulative utility; only beta has evaluated a point
         assert re.search(r"'alpha': 0(\.0)?, 'beta': -[0-9.e-]+, 'gamma': 0(\.0)?", result.stdout)
+
+
+ROOT = README.parent
+DOCS = [README, ROOT / "docs" / "benchmarks.md"]
+
+
+def _table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("|--")]
+
+
+def test_the_readme_benchmark_tables_are_those_of_the_full_record() -> None:
+    # The README summarizes docs/benchmarks.md; its tables are copies that must not drift.
+    summary = README.read_text().split("\n## Benchmarks\n", 1)[1]
+    record = set(_table_rows((ROOT / "docs" / "benchmarks.md").read_text()))
+    rows = _table_rows(summary)
+    assert len(rows) >= 30
+    assert [row for row in rows if row not in record] == []
+
+
+def _slug(heading: str) -> str:
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_relative_links_point_to_existing_files_and_headings(doc: Path) -> None:
+    text = doc.read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links
+    for link in links:
+        if re.match(r"[a-z]+://", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (doc.parent / path).resolve() if path else doc
+        assert target.exists(), f"{doc.name}: {link} points to a missing file"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), flags=re.M)
+            assert anchor in {_slug(h) for h in headings}, f"{doc.name}: no heading for {link}"

@@ -26,7 +26,7 @@ Earlier versions of this module gave the lengthscales a log-normal prior, centre
 (the dimension scaling of Hvarfner et al. 2024), with a long tail towards short ones. On a 20-d
 quadratic a warm-started fit kept one lengthscale near 0.01 for many trials, and the acquisition
 chased the corners of the cube. The bounded prior did much better on Levy's function in 6 and 10
-dimensions and on constrained quadratics in 8 and 16 (README, "Many parameters").
+dimensions and on constrained quadratics in 8 and 16 (docs/benchmarks.md, "Many parameters").
 """
 
 from __future__ import annotations
