@@ -11,6 +11,7 @@ import logging
 import math
 import numbers
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,12 @@ _LOCK_TYPE = type(threading.Lock())
 # Trial system attribute where a sampler records the parameters it proposed, so that other
 # workers see them as a pending point before the trial's suggest_* calls have stored them.
 RELATIVE_PARAMS_KEY = "fairtune:relative_params"
+# How many chunks the current record has (a re-chosen point may need fewer than the first), and
+# when it was written (wall clock), which decides who yields when two workers chose one point.
+_N_CHUNKS_KEY = "fairtune:relative_params_chunks"
+_CLAIM_TIME_KEY = "fairtune:relative_params_time"
+# How many times a worker re-chooses a point that another worker claimed first.
+_MAX_RECHOOSE = 3
 # RDB storages cap a system attribute value at ~2045 characters.
 _SYSTEM_ATTR_MAX_LENGTH = 2000
 
@@ -68,14 +75,18 @@ def check_single_objective(study: Study, sampler_name: str) -> None:
         )
 
 
-def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> None:
+def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> float:
+    """Record ``params`` as the trial's pending point; returns the claim's time."""
     text = json.dumps(params)
-    for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH):
-        study._storage.set_trial_system_attr(
-            trial._trial_id,
-            f"{RELATIVE_PARAMS_KEY}:{i // _SYSTEM_ATTR_MAX_LENGTH}",
-            text[i : i + _SYSTEM_ATTR_MAX_LENGTH],
-        )
+    chunks = [
+        text[i : i + _SYSTEM_ATTR_MAX_LENGTH] for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH)
+    ]
+    for i, chunk in enumerate(chunks):
+        study._storage.set_trial_system_attr(trial._trial_id, f"{RELATIVE_PARAMS_KEY}:{i}", chunk)
+    study._storage.set_trial_system_attr(trial._trial_id, _N_CHUNKS_KEY, len(chunks))
+    claimed = time.time()
+    study._storage.set_trial_system_attr(trial._trial_id, _CLAIM_TIME_KEY, claimed)
+    return claimed
 
 
 def pending_params(trial: FrozenTrial) -> dict[str, Any]:
@@ -85,19 +96,53 @@ def pending_params(trial: FrozenTrial) -> dict[str, Any]:
         for key, value in trial.system_attrs.items()
         if key.startswith(RELATIVE_PARAMS_KEY + ":")
     )
+    n_chunks = trial.system_attrs.get(_N_CHUNKS_KEY)
+    if n_chunks is not None:
+        chunks = chunks[: int(n_chunks)]  # later ones are left over from an earlier claim
     params: dict[str, Any] = json.loads("".join(v for _, v in chunks)) if chunks else {}
     params.update(trial.params)
     return params
 
 
+def _claimed_earlier(
+    study: Study, trial: FrozenTrial, params: dict[str, Any], claimed: float,
+    search_space: dict[str, BaseDistribution], seen: set[int],
+) -> bool:
+    """Whether a trial the point was not chosen against holds ``params`` (within 1e-9 on the
+    encoded cube) and claimed it first: a complete trial (evaluated meanwhile) always did; among
+    running trials, the earlier claim time, then the lower trial number, wins, and a point
+    without a claim time (set by ``suggest_*`` or another sampler) counts as first. Trials in
+    ``seen`` were known when the point was chosen: the acquisition's optimizer returns a known
+    point only when every other is excluded (a tiny, exhausted discrete space)."""
+    from fairtune._gp.search_space import SearchSpace
+
+    ss = SearchSpace(search_space)
+    mine = ss.encode([params])[0]
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)):
+        if t._trial_id == trial._trial_id or t.number in seen:
+            continue
+        other = pending_params(t) if t.state == TrialState.RUNNING else t.params
+        if not search_space.keys() <= other.keys():
+            continue
+        if np.abs(ss.encode([other])[0] - mine).max() > 1e-9:
+            continue
+        if t.state == TrialState.COMPLETE or (
+            (t.system_attrs.get(_CLAIM_TIME_KEY, -math.inf), t.number) < (claimed, trial.number)
+        ):
+            return True
+    return False
+
+
 def collect_trials(
-    study: Study, search_space: dict[str, BaseDistribution], current: FrozenTrial | None = None
+    study: Study, search_space: dict[str, BaseDistribution], current: FrozenTrial | None = None,
+    seen: set[int] | None = None,
 ) -> tuple[list[FrozenTrial], list[dict[str, Any]]]:
     """COMPLETE trials usable by a model, and the parameters of pending (RUNNING) trials.
 
     A complete trial is used when it has every parameter of ``search_space`` and a non-NaN
     value; failed, pruned and NaN trials are left out. A running trial is pending when its
-    parameters (or the ones a sampler assigned it) cover the search space.
+    parameters (or the ones a sampler assigned it) cover the search space. The numbers of all
+    the trials returned are added to ``seen`` if given.
     """
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     names = search_space.keys()
@@ -108,10 +153,14 @@ def collect_trials(
                 continue
             if names <= t.params.keys():
                 complete.append(t)
+                if seen is not None:
+                    seen.add(t.number)
         elif current is None or t._trial_id != current._trial_id:
             params = pending_params(t)
             if names <= params.keys():
                 pending.append(params)
+                if seen is not None:
+                    seen.add(t.number)
     return complete, pending
 
 
@@ -198,15 +247,28 @@ class GPSamplerBase(BaseSampler):
         # suggest_* calls (n_jobs > 1): remember it, so that sample_independent does not
         # mistake those parameters for a dynamic search space.
         with self._lock:
-            complete, pending = collect_trials(study, search_space, trial)
+            seen: set[int] = set()
+            complete, pending = collect_trials(study, search_space, trial, seen)
             if len(complete) < max(self._n_startup_trials, 1):
                 self._startup_trials.add(_trial_key(study, trial))
                 return {}
             if not search_space:
                 return {}
             params = self._sample_relative_impl(study, search_space, complete, pending)
-            if params:
-                store_relative_params(study, trial, params)
+            if not params:
+                return params
+            claimed = store_relative_params(study, trial, params)
+            # Other processes sharing the storage may have chosen from the same trials while
+            # this one computed (workers started together all do), and the acquisition's
+            # maximum is the same for all of them. Each worker records its point first and then
+            # looks: the later claim of a point is chosen anew with the earlier one pending.
+            # (Of two claims, the later writer always sees the earlier one.)
+            for _ in range(_MAX_RECHOOSE):
+                if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
+                    break
+                complete, pending = collect_trials(study, search_space, trial, seen)
+                params = self._sample_relative_impl(study, search_space, complete, pending)
+                claimed = store_relative_params(study, trial, params)
         return params
 
     def _sample_relative_impl(

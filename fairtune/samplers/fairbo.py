@@ -64,7 +64,9 @@ class FairBOSampler(GPSamplerBase):
        objective value, averaged over sampled maxima (see :mod:`fairtune._gp.acquisition`).
     5. Running trials are pending points: each regression GP is conditioned on its posterior
        mean at them (fantasies), and no pending or evaluated point is proposed again, so that
-       ``n_jobs > 1`` and several processes sharing an RDB storage get distinct points.
+       ``n_jobs > 1`` and several processes sharing an RDB or Journal storage get distinct
+       points. A worker records its point and then looks again: if another worker claimed the
+       same point first (both computed at once), it chooses anew with that point pending.
     6. In a study with constraints, trials that differ only in continuous floats and report
        bit-for-bit the same objective and constraint values trained the same model; the box
        they span is not proposed again (see ``_plateau_boxes``).

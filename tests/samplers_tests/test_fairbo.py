@@ -351,6 +351,53 @@ def test_processes_sharing_an_rdb_storage_get_distinct_points(tmp_path: Path) ->
     assert xs[0] != xs[1]
 
 
+def test_workers_that_choose_at_the_same_time_end_with_distinct_points(tmp_path: Path) -> None:
+    # Two workers on one storage compute from the same trials at the same time (as workers
+    # started together do): neither sees the other's point while it computes, and with the same
+    # seed both find the same maximum. The later claim must be chosen anew.
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    first = optuna.create_study(study_name="s", storage=url, direction="maximize",
+                                sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    for x in (0.1, 0.5, 0.9):
+        first.add_trial(optuna.trial.create_trial(
+            params={"x": x}, distributions=dist, value=-((x - 0.6) ** 2),
+            constraints={"c": x - 0.8},
+        ))
+    second = optuna.load_study(study_name="s", storage=url,
+                               sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    compute = second.sampler._sample_relative_impl
+    raced: list[optuna.Trial] = []
+
+    def computing_while_first_claims(*args: object) -> dict:
+        params = compute(*args)
+        if not raced:  # only during the second worker's first computation
+            raced.append(first.ask(dist))
+        return params
+
+    second.sampler._sample_relative_impl = computing_while_first_claims
+    late = second.ask(dist)
+    assert len(raced) == 1
+    early_x, late_x = raced[0].params["x"], late.params["x"]
+    assert early_x != late_x
+    # The first claim stands; the re-chosen point is a model point too, not a random one.
+    assert abs(early_x - 0.6) < 0.2 and 0.0 <= late_x <= 1.0
+    from fairtune.samplers._base import pending_params
+
+    stored = {t.number: pending_params(t)["x"] for t in second.trials if t.state == TrialState.RUNNING}
+    assert sorted(stored.values()) == sorted([early_x, late_x])
+
+
+def test_a_re_chosen_shorter_point_replaces_a_longer_record() -> None:
+    from fairtune.samplers._base import pending_params, store_relative_params
+
+    study = optuna.create_study()
+    trial = study.ask()
+    store_relative_params(study, trial, {"c": "a" * 4500})  # three chunks of the RDB limit
+    store_relative_params(study, trial, {"c": "b"})  # one chunk: the old 2nd and 3rd stay
+    assert pending_params(study.trials[0]) == {"c": "b"}
+
+
 def test_survives_failed_nan_pruned_and_constraint_less_trials() -> None:
     sampler = _small(FairBOSampler(seed=0, n_startup_trials=3))
     study = optuna.create_study(direction="maximize", sampler=sampler)
