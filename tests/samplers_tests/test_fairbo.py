@@ -328,21 +328,31 @@ def test_pending_trials_are_not_proposed_again() -> None:
     assert not {0, 10, 20} & set(xs)
 
 
+def _two_workers(
+    tmp_path: Path, dist: dict, trials: dict[float, tuple[float, float]]
+) -> tuple[optuna.Study, optuna.Study]:
+    """Two study handles, each with its own same-seed sampler, on one SQLite storage (as two
+    processes would have), which holds the given trials: x -> (value, constraint c)."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = optuna.create_study(study_name="s", storage=url, direction="maximize",
+                                sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    for x, (value, c) in trials.items():
+        first.add_trial(optuna.trial.create_trial(
+            params={"x": x}, distributions=dist, value=value, constraints={"c": c},
+        ))
+    second = optuna.load_study(study_name="s", storage=url,
+                               sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    return first, second
+
+
 def test_processes_sharing_an_rdb_storage_get_distinct_points(tmp_path: Path) -> None:
     # Two workers, each with its own sampler and study handle on one SQLite storage (as two
     # processes would have), ask in turn before anybody tells: each sees the other's running
     # trials through the storage and proposes somewhere else.
-    url = f"sqlite:///{tmp_path / 'shared.db'}"
     dist = {"x": optuna.distributions.IntDistribution(0, 40)}
-    first = optuna.create_study(study_name="s", storage=url, direction="maximize",
-                                sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
-    for x in (0, 20, 40):
-        first.add_trial(optuna.trial.create_trial(
-            params={"x": x}, distributions=dist, value=-abs(x - 25.0),
-            constraints={"c": x - 30.0},
-        ))
-    second = optuna.load_study(study_name="s", storage=url,
-                               sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    first, second = _two_workers(
+        tmp_path, dist, {0: (-25.0, -30.0), 20: (-5.0, -10.0), 40: (-15.0, 10.0)}
+    )
     running = [(first if i % 2 == 0 else second).ask(dist) for i in range(6)]
     xs = [t.params["x"] for t in running]
     assert len(set(xs)) == 6, xs
@@ -355,17 +365,10 @@ def test_workers_that_choose_at_the_same_time_end_with_distinct_points(tmp_path:
     # Two workers on one storage compute from the same trials at the same time (as workers
     # started together do): neither sees the other's point while it computes, and with the same
     # seed both find the same maximum. The later claim must be chosen anew.
-    url = f"sqlite:///{tmp_path / 'race.db'}"
     dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
-    first = optuna.create_study(study_name="s", storage=url, direction="maximize",
-                                sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
-    for x in (0.1, 0.5, 0.9):
-        first.add_trial(optuna.trial.create_trial(
-            params={"x": x}, distributions=dist, value=-((x - 0.6) ** 2),
-            constraints={"c": x - 0.8},
-        ))
-    second = optuna.load_study(study_name="s", storage=url,
-                               sampler=_small(FairBOSampler(seed=0, n_startup_trials=3)))
+    first, second = _two_workers(
+        tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
+    )
     compute = second.sampler._sample_relative_impl
     raced: list[optuna.Trial] = []
 
