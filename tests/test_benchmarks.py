@@ -365,3 +365,13 @@ def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) 
                  "tpe.csv", "margin.csv")
     assert "| random_forest | holdout | FairBO | 2 |" in table
     assert "| random_forest | holdout | TPESampler | 2 |" in table and "cv5" not in table
+
+
+def test_fairbo_parallel_runs_workers_on_one_journal_file_and_counts_repeats(tmp_path: Path) -> None:
+    out = _run(tmp_path, "fairbo_parallel.py", "--studies", "1", "--workers", "2",
+               "--trials-per-worker", "4")
+    header, _, row = out.strip().splitlines()
+    assert header.startswith("| workers | studies | trials |")
+    workers, studies, trials, repeated, with_repeat = (int(c) for c in row.strip("| ").split(" | "))
+    assert (workers, studies, trials) == (2, 1, 8)
+    assert 0 <= repeated < trials and with_repeat in (0, 1)
