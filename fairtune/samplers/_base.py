@@ -33,6 +33,7 @@ _LOCK_TYPE = type(threading.Lock())
 RELATIVE_PARAMS_KEY = "fairtune:relative_params"
 # How many chunks the current record has (a re-chosen point may need fewer than the first), and
 # when it was written (wall clock), which decides who yields when two workers chose one point.
+# (Workers on machines whose clocks disagree by more than a suggestion's time may both keep it.)
 _N_CHUNKS_KEY = "fairtune:relative_params_chunks"
 _CLAIM_TIME_KEY = "fairtune:relative_params_time"
 # How many times a worker re-chooses a point that another worker claimed first.
