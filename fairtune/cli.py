@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 PROG = "fairtune"
+# Attempts at creating or loading the study when other workers are creating it too.
+_CREATE_ATTEMPTS = 5
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -112,15 +115,21 @@ _VALIDATION_KEY = "fairtune:validation"  # study user attribute: how `tune` vali
 def _make_sampler(name: str, seed: int) -> Any:
     import optuna
 
+    from fairtune.samplers._base import TrialSeededRandomSampler
+
+    # Random draws seeded per trial number: workers started with one --seed on one storage
+    # (the same command in several terminals) draw different random trials. TPE's startup
+    # sampler cannot be replaced; its workers may repeat each other's first random trials.
+    startup = TrialSeededRandomSampler(seed)
     if name == "fairbo":
         from fairtune.samplers import FairBOSampler
 
-        return FairBOSampler(seed=seed)
+        return FairBOSampler(seed=seed, independent_sampler=startup)
     if name == "gp":
-        return optuna.samplers.GPSampler(seed=seed)
+        return optuna.samplers.GPSampler(seed=seed, independent_sampler=startup)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
+    return startup
 
 
 def _add_tune_parser(subparsers: Any) -> None:
@@ -176,9 +185,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     )
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
-    study = optuna.create_study(
-        study_name=name, storage=args.storage, direction="maximize", load_if_exists=True
-    )
+    study = _create_or_load_study(name, args.storage)
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise ValueError(f"study {name!r} in the storage is not a maximization study.")
     # The metric and the validation protocol are stored with the study, so that `report` can
@@ -234,6 +241,28 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
     parser.add_argument("--metric", help="fairness metric on the plot's x axis")
     parser.set_defaults(func=_cmd_report)
+
+
+def _create_or_load_study(name: str, storage: str | None) -> Any:
+    """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
+
+    Several ``fairtune tune`` processes started together on a new database all try to create
+    its tables and the study: the losers get a unique-constraint (or "database is locked")
+    error from the database although the study then exists. Retrying loads it.
+    """
+    import optuna
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    for attempt in range(_CREATE_ATTEMPTS):
+        try:
+            return optuna.create_study(
+                study_name=name, storage=storage, direction="maximize", load_if_exists=True
+            )
+        except (IntegrityError, OperationalError):
+            if attempt == _CREATE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _check_plot_path(plot: str | None) -> None:

@@ -12,6 +12,7 @@ import math
 import numbers
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,54 @@ _MULTI_OBJECTIVE_ERROR = (
     "{name} supports single-objective studies only, but the study has {n} objectives "
     "(directions={directions})."
 )
+
+
+def derived_seed(*parts: int) -> int:
+    """A seed that depends on every part (e.g. a base seed, a trial number, a name's code)."""
+    return int(np.random.SeedSequence([int(p) % 2**63 for p in parts]).generate_state(1)[0])
+
+
+def name_code(name: str) -> int:
+    """A process-independent code for a string (``hash()`` is salted per process)."""
+    return zlib.crc32(name.encode())
+
+
+class TrialSeededRandomSampler(BaseSampler):
+    """Random search whose draw depends only on (seed, trial number, parameter name).
+
+    Workers that share a study's storage and were given the same seed draw different points,
+    because trial numbers are unique within a study (an ordinary seeded ``RandomSampler`` gives
+    every worker the same sequence), and a study's draws are still reproducible from its seed.
+    Used by the command line as the samplers' random startup.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        return {}
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        seed = derived_seed(self._seed, trial.number, name_code(param_name)) % 2**32
+        return optuna.samplers.RandomSampler(seed=seed).sample_independent(
+            study, trial, param_name, param_distribution
+        )
+
+    def reseed_rng(self) -> None:
+        self._seed = int(np.random.SeedSequence().generate_state(1)[0])
 
 
 class LazyRandomState:
@@ -107,23 +156,28 @@ def pending_params(trial: FrozenTrial) -> dict[str, Any]:
 
 def _claimed_earlier(
     study: Study, trial: FrozenTrial, params: dict[str, Any], claimed: float,
-    search_space: dict[str, BaseDistribution], seen: set[int],
+    search_space: dict[str, BaseDistribution], seen: dict[int, dict[str, Any]],
 ) -> bool:
     """Whether a trial the point was not chosen against holds ``params`` (within 1e-9 on the
     encoded cube) and claimed it first: a complete trial (evaluated meanwhile) always did; among
     running trials, the earlier claim time, then the lower trial number, wins, and a point
-    without a claim time (set by ``suggest_*`` or another sampler) counts as first. Trials in
-    ``seen`` were known when the point was chosen: the acquisition's optimizer returns a known
-    point only when every other is excluded (a tiny, exhausted discrete space)."""
+    without a claim time (set by ``suggest_*`` or another sampler) counts as first. A trial
+    whose point is the one ``seen`` records for it was known when the point was chosen: the
+    acquisition's optimizer returns a known point only when every other is excluded (a tiny,
+    exhausted discrete space). A trial may have claimed another point since (it was re-chosen):
+    that one was not known."""
     from fairtune._gp.search_space import SearchSpace
 
     ss = SearchSpace(search_space)
     mine = ss.encode([params])[0]
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)):
-        if t._trial_id == trial._trial_id or t.number in seen:
+        if t._trial_id == trial._trial_id:
             continue
         other = pending_params(t) if t.state == TrialState.RUNNING else t.params
         if not search_space.keys() <= other.keys():
+            continue
+        known = seen.get(t.number)
+        if known is not None and all(known.get(k) == other[k] for k in search_space):
             continue
         if np.abs(ss.encode([other])[0] - mine).max() > 1e-9:
             continue
@@ -136,14 +190,14 @@ def _claimed_earlier(
 
 def collect_trials(
     study: Study, search_space: dict[str, BaseDistribution], current: FrozenTrial | None = None,
-    seen: set[int] | None = None,
+    seen: dict[int, dict[str, Any]] | None = None,
 ) -> tuple[list[FrozenTrial], list[dict[str, Any]]]:
     """COMPLETE trials usable by a model, and the parameters of pending (RUNNING) trials.
 
     A complete trial is used when it has every parameter of ``search_space`` and a non-NaN
     value; failed, pruned and NaN trials are left out. A running trial is pending when its
-    parameters (or the ones a sampler assigned it) cover the search space. The numbers of all
-    the trials returned are added to ``seen`` if given.
+    parameters (or the ones a sampler assigned it) cover the search space. ``seen``, if given,
+    records each returned trial's number and parameters.
     """
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     names = search_space.keys()
@@ -155,13 +209,13 @@ def collect_trials(
             if names <= t.params.keys():
                 complete.append(t)
                 if seen is not None:
-                    seen.add(t.number)
+                    seen[t.number] = t.params
         elif current is None or t._trial_id != current._trial_id:
             params = pending_params(t)
             if names <= params.keys():
                 pending.append(params)
                 if seen is not None:
-                    seen.add(t.number)
+                    seen[t.number] = params
     return complete, pending
 
 
@@ -248,7 +302,7 @@ class GPSamplerBase(BaseSampler):
         # suggest_* calls (n_jobs > 1): remember it, so that sample_independent does not
         # mistake those parameters for a dynamic search space.
         with self._lock:
-            seen: set[int] = set()
+            seen: dict[int, dict[str, Any]] = {}
             complete, pending = collect_trials(study, search_space, trial, seen)
             if len(complete) < max(self._n_startup_trials, 1):
                 self._startup_trials.add(_trial_key(study, trial))

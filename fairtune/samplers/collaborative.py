@@ -46,7 +46,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import zlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -63,7 +62,12 @@ from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune.fairness.welfare import g2sf_weights
-from fairtune.samplers._base import GPSamplerBase, check_single_objective
+from fairtune.samplers._base import (
+    GPSamplerBase,
+    check_single_objective,
+    derived_seed,
+    name_code,
+)
 from fairtune.tenancy import TENANT_KEY
 
 if TYPE_CHECKING:
@@ -131,15 +135,6 @@ def exploration_weight(
     if vary_c1:
         c1 = c1 * float(w.sum()) ** 2 / (n * sum_w2)
     return c1 * d * sum_w2 * max(math.log(c2 * t), 0.0)
-
-
-def _derived_seed(*parts: int) -> int:
-    return int(np.random.SeedSequence([int(p) % 2**63 for p in parts]).generate_state(1)[0])
-
-
-def _name_code(name: str) -> int:
-    # A process-independent code for a string (hash() is salted per process).
-    return zlib.crc32(name.encode())
 
 
 class CollaborativeUCBSampler(GPSamplerBase):
@@ -348,8 +343,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
         self, study: Study, trial: FrozenTrial, tenant: str, round_: int, name: str,
         distribution: BaseDistribution,
     ) -> Any:
-        seed = _derived_seed(
-            self._base_seed(study), 1, round_, self._index[tenant], _name_code(name)
+        seed = derived_seed(
+            self._base_seed(study), 1, round_, self._index[tenant], name_code(name)
         )
         return RandomSampler(seed=seed).sample_independent(study, trial, name, distribution)
 
@@ -526,7 +521,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
             value = g2sf_term(lambda_sorted, mu, w) + scale * exploration
             return value - big * _n_repeats(Xb.detach(), X_pending)
 
-        rng = np.random.RandomState(_derived_seed(self._base_seed(study), 0, round_) % 2**32)
+        rng = np.random.RandomState(derived_seed(self._base_seed(study), 0, round_) % 2**32)
         X_best, _ = maximize_acqf(
             acqf,
             ss,

@@ -391,6 +391,35 @@ def test_workers_that_choose_at_the_same_time_end_with_distinct_points(tmp_path:
     assert sorted(stored.values()) == sorted([early_x, late_x])
 
 
+def test_a_point_another_worker_re_chose_meanwhile_is_not_taken_as_known(tmp_path: Path) -> None:
+    # The first worker's trial was running with a known point when the second worker began;
+    # while the second computed, the first re-chose (its point had been taken) and landed on
+    # the point the second then finds. The second must not treat that trial as known.
+    from fairtune.samplers._base import pending_params, store_relative_params
+
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    first, second = _two_workers(
+        tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
+    )
+    earlier = first.ask()
+    store_relative_params(first, earlier, {"x": 0.05})
+    compute = second.sampler._sample_relative_impl
+    calls: list[dict] = []
+
+    def first_re_chooses_meanwhile(*args: object) -> dict:
+        params = compute(*args)
+        if not calls:
+            store_relative_params(first, earlier, dict(params))
+        calls.append(params)
+        return params
+
+    second.sampler._sample_relative_impl = first_re_chooses_meanwhile
+    late = second.ask(dist)
+    assert len(calls) == 2  # chosen anew once
+    taken = pending_params(first._storage.get_trial(earlier._trial_id))["x"]
+    assert late.params["x"] != taken
+
+
 def test_a_re_chosen_shorter_point_replaces_a_longer_record() -> None:
     from fairtune.samplers._base import pending_params, store_relative_params
 
