@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Union
@@ -59,6 +60,23 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, pd.Series, Any, str]:
     raise ValueError(
         f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, sensitive) "
         f"tuple, but got {type(dataset).__name__}."
+    )
+
+
+def _takes_random_state(build: Callable[..., Any]) -> bool:
+    """Whether a space's ``trial -> estimator`` function accepts ``random_state=``.
+
+    Decided from the signature, not by calling it and catching ``TypeError``: a TypeError
+    raised inside the user's function must surface as it is, not trigger a second call.
+    """
+    try:
+        parameters = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):  # builtins and some C callables have no signature
+        return False
+    return any(
+        p.name == "random_state" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        or p.kind == p.VAR_KEYWORD
+        for p in parameters
     )
 
 
@@ -257,9 +275,9 @@ class FairObjective:
             ("numeric", StandardScaler() if self.space.needs_scaling else "passthrough", numeric),
         ]
         build = self.space.build
-        try:
+        if _takes_random_state(build):
             estimator = build(trial, random_state=self.random_state)
-        except TypeError:
+        else:
             estimator = build(trial)
         return Pipeline([("preprocess", ColumnTransformer(transformers)), ("model", estimator)])
 

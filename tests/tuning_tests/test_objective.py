@@ -256,3 +256,31 @@ def test_boolean_float_and_digit_string_labels_become_0_1(labels: list) -> None:
     X = pd.DataFrame({"a": range(20)})
     objective = FairObjective((X, labels, ["x", "y"] * 10), "linear", limits="dsp<=0.1")
     assert objective.y.tolist() == [1, 0] * 10 and objective.y.dtype.kind == "i"
+
+
+def test_custom_models_get_random_state_only_if_they_take_it_and_are_called_once() -> None:
+    X = pd.DataFrame({"a": range(40)})
+    data = (X, [0, 1] * 20, ["x", "y"] * 20)
+    seen: list[object] = []
+
+    def seeded(trial: optuna.Trial, *, random_state: int):
+        from sklearn.tree import DecisionTreeClassifier
+
+        seen.append(random_state)
+        return DecisionTreeClassifier(max_depth=trial.suggest_int("depth", 1, 2))
+
+    FairObjective(data, seeded, limits="dsp<=0.5", random_state=7).make_pipeline(
+        optuna.trial.FixedTrial({"depth": 1})
+    )
+    assert seen == [7]
+
+    def broken(trial: optuna.Trial, random_state: int = 0):
+        seen.append("called")
+        trial.suggest_int("depth", 1, 2)
+        raise TypeError("a bug inside the user's model function")
+
+    seen.clear()
+    objective = FairObjective(data, broken, limits="dsp<=0.5")
+    with pytest.raises(TypeError, match="a bug inside the user's model function"):
+        objective.make_pipeline(optuna.trial.FixedTrial({"depth": 1}))
+    assert seen == ["called"]  # not retried without random_state
