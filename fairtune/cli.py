@@ -325,10 +325,15 @@ def _report(
         best = min(trials, key=lambda t: sum(max(v, 0.0) for v in t.constraints.values()))
         out.write(f"No trial meets every limit yet; the least unfair one is #{best.number}.\n")
     rows = [[metric_name, f"{best.value:.4f}", ""]]
-    for name, value in fairness_values(best).items():
+    metrics = fairness_values(best)
+    for name, value in metrics.items():
         violation = best.constraints.get(name)
         status = "" if violation is None else ("ok" if violation <= 0 else "violated")
         rows.append([name, f"{value:.4f}", status])
+    for name, violation in best.constraints.items():
+        if name not in metrics:  # set by hand (trial.set_constraint): its value, <= 0 is ok
+            rows.append([f"constraint {name}", f"{violation:.4g}",
+                         "ok" if violation <= 0 else "violated"])
     for name, value in best.params.items():
         rows.append([name, f"{value:.6g}" if isinstance(value, float) else str(value), "param"])
     out.write(_format_table(["", "value", ""], rows, right_aligned={1}))

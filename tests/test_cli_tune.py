@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,16 @@ def test_workers_with_one_seed_draw_different_random_trials(tmp_path: Path, samp
     # Still reproducible: a new study with the same seed draws the same first trial.
     again = optuna.create_study(sampler=_make_sampler(sampler, 0)).ask(dist)
     assert (again.params["x"], again.params["k"]) == points[0]
+
+
+def test_report_shows_constraints_set_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    study = optuna.create_study(study_name="hand", storage=url)
+    for x in (0.2, 0.7):
+        trial = study.ask()
+        trial.set_constraint("budget", x - 0.5)
+        study.tell(trial, x)
+    assert main(["report", "--storage", url]) == 0
+    out = capsys.readouterr().out
+    assert "2 complete, 1 fair" in out and "Best fair trial: #0" in out
+    assert re.search(r"constraint budget +-0\.3 +ok", out)
