@@ -253,16 +253,17 @@ def _create_or_load_study(name: str, storage: str | None) -> Any:
     import optuna
     from sqlalchemy.exc import IntegrityError, OperationalError
 
-    for attempt in range(_CREATE_ATTEMPTS):
+    def create() -> Any:
+        return optuna.create_study(
+            study_name=name, storage=storage, direction="maximize", load_if_exists=True
+        )
+
+    for attempt in range(_CREATE_ATTEMPTS - 1):
         try:
-            return optuna.create_study(
-                study_name=name, storage=storage, direction="maximize", load_if_exists=True
-            )
+            return create()
         except (IntegrityError, OperationalError):
-            if attempt == _CREATE_ATTEMPTS - 1:
-                raise
             time.sleep(0.2 * (attempt + 1))
-    raise AssertionError("unreachable")
+    return create()  # the last attempt's error is the user's
 
 
 def _check_plot_path(plot: str | None) -> None:

@@ -23,6 +23,8 @@ from optuna.samplers import BaseSampler
 from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 
+from fairtune._gp.search_space import SearchSpace
+
 if TYPE_CHECKING:
     from optuna.study import Study
 
@@ -166,8 +168,6 @@ def _claimed_earlier(
     acquisition's optimizer returns a known point only when every other is excluded (a tiny,
     exhausted discrete space). A trial may have claimed another point since (it was re-chosen):
     that one was not known."""
-    from fairtune._gp.search_space import SearchSpace
-
     ss = SearchSpace(search_space)
     mine = ss.encode([params])[0]
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)):
