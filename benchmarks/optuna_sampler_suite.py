@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,6 +121,9 @@ def _collaborative(seed: int | None) -> BaseSampler:
 SAMPLERS: dict[str, SamplerSpec] = {
     "FairBOSampler": SamplerSpec(_fairbo()),
     "FairBOSampler(acquisition='cmes')": SamplerSpec(_fairbo(acquisition="cmes")),
+    "FairBOSampler(deterministic_objective=True)": SamplerSpec(
+        _fairbo(deterministic_objective=True)
+    ),
     "CollaborativeUCBSampler": SamplerSpec(_collaborative),
 }
 
@@ -427,8 +431,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Optuna {optuna.__version__}: {root / TEST_FILE}")
     if args.fetch_only:
         return 0
+    start = time.perf_counter()
     outcomes = run_suite(root=root, samplers=samplers, keyword=args.keyword,
                          pytest_args=args.pytest_args)
+    print(f"{len(outcomes)} tests in {time.perf_counter() - start:.0f} s")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
         writer = csv.writer(f)
