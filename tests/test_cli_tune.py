@@ -191,3 +191,37 @@ def test_report_shows_constraints_set_by_hand(tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "2 complete, 1 fair" in out and "Best fair trial: #0" in out
     assert re.search(r"constraint budget +-0\.3 +ok", out)
+
+
+def test_tune_and_report_on_a_journal_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --storage journal:<file> is Optuna's Journal file storage (several processes, one machine).
+    log = tmp_path / "tune.log"
+    argv = _tune(tmp_path, n_trials=2)
+    argv[argv.index("--storage") + 1] = f"journal:{log}"
+    assert main(argv) == 0
+    assert main(argv) == 0  # resumed from the file
+    assert log.stat().st_size > 0
+    study = optuna.load_study(study_name="s", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(log))))
+    assert len(study.trials) == 4
+    capsys.readouterr()
+    assert main(["report", "--storage", f"journal:{log}", "--study-name", "s"]) == 0
+    assert "4 trials" in capsys.readouterr().out
+
+
+def test_rdb_storages_get_a_heartbeat_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fairtune.cli as cli
+
+    opened: list[optuna.storages.BaseStorage | str] = []
+    real = cli.open_storage
+
+    def spy(*args: object, **kwargs: object) -> optuna.storages.BaseStorage | str:
+        opened.append(real(*args, **kwargs))  # type: ignore[arg-type]
+        return opened[-1]
+
+    monkeypatch.setattr(cli, "open_storage", spy)
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    assert isinstance(opened[-1], optuna.storages.RDBStorage)
+    assert opened[-1].get_heartbeat_interval() == cli._DEFAULT_HEARTBEAT
+    assert main(_tune(tmp_path, "--heartbeat", "0", n_trials=1)) == 0
+    assert opened[-1] == f"sqlite:///{tmp_path / 'ft.db'}"  # a plain URL: no heartbeat
