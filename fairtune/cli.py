@@ -607,7 +607,7 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         try:
             args.metric = get_metric(args.metric).name
         except ValueError as e:
-            raise _UsageError(f"--metric: {e}") from None
+            raise _UsageError(f"--metric {str(e).replace('`metric` ', '', 1)}") from None
     _check_output("--plot", args.plot)
     _check_output("--curve", args.curve)
     _check_storage(args.storage, create=False)
