@@ -65,8 +65,8 @@ def plot_tradeoff(
     Args:
         study: A single-objective study whose trials carry fairness values (user attributes
             ``"fairtune:<metric>"``, as written by ``set_fairness_constraints``).
-        metric: The fairness metric on the x axis (name or alias). Defaults to the first one
-            found on the trials.
+        metric: The fairness metric on the x axis (name or alias). Defaults to the study's
+            first limit, else the first metric found on the trials.
         ax: Axes to draw on. Defaults to a new figure.
 
     Returns:
@@ -83,7 +83,8 @@ def plot_tradeoff(
     plt = _pyplot()
     trials = _complete(study)
     if metric is None:
-        found = [m for t in trials for m in fairness_values(t)]
+        limited = [m for m, limit in study_limits(study).items() if isinstance(limit, FairnessLimit)]
+        found = limited + [m for t in trials for m in fairness_values(t)]
         if not found:
             raise ValueError(
                 "`study` has no completed trial with fairness values (user attributes "
