@@ -17,6 +17,7 @@ never a traceback. Messages name the flags the user typed, not Python argument n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -24,7 +25,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -147,7 +148,7 @@ def _in_flags(message: str) -> str:
     return message
 
 
-def _int_at_least(flag: str, low: int) -> Callable[[str], int]:
+def _int_at_least(low: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -157,7 +158,6 @@ def _int_at_least(flag: str, low: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}, but got {text!r}")
         return value
 
-    parse.__name__ = flag
     return parse
 
 
@@ -227,12 +227,12 @@ def _add_tune_parser(subparsers: Any) -> None:
         "--limit", action="append", required=True, metavar="LIMIT", type=_limit,
         help='fairness limit such as "demographic_parity<=0.05" (repeatable)',
     )
-    parser.add_argument("--n-trials", type=_int_at_least("--n-trials", 1), default=100,
+    parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
     parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
     parser.add_argument("--metric", default="accuracy", choices=_metric_names(),
                         help=_METRIC_HELP)
-    parser.add_argument("--cv", type=_int_at_least("--cv", 2), metavar="K",
+    parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
     parser.add_argument("--test-size", type=_fraction, metavar="F",
                         help="hold out this fraction of the rows as a test split and report the "
@@ -240,7 +240,7 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
     parser.add_argument("--storage", help="Optuna storage URL, e.g. sqlite:///fairtune.db")
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
-    parser.add_argument("--n-jobs", type=_int_at_least("--n-jobs", 1), default=1,
+    parser.add_argument("--n-jobs", type=_int_at_least(1), default=1,
                         help="parallel trials (threads); Ctrl-C lets the running ones finish")
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -365,7 +365,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             _fail_running(study, before)
         run = study.get_trials(deepcopy=False)[before:]
         completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
-        _report(study, out=out, plot=None if guard.interrupted else args.plot)
+        _report(study, out=out, plot=args.plot)
         if guard.interrupted:
             where = (
                 f"run the same command again (the study is stored in {args.storage})"
@@ -580,20 +580,16 @@ def _sqlite_tables(path: Path, where: str) -> set[str]:
         raise RuntimeError(f"{where}: {str(path)!r} is damaged ({e}).") from None
 
 
-class _storage_errors:  # noqa: N801 - used as a context manager
+@contextlib.contextmanager
+def _storage_errors(url: str | None) -> Iterator[None]:
     """Turn the database's errors (SQLAlchemy) into one line that names --storage."""
-
-    def __init__(self, url: str | None) -> None:
-        self.url = url
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
-        if error is not None and type(error).__module__.startswith("sqlalchemy"):
-            reason = _one_line(getattr(error, "orig", None) or error).split(" [SQL:")[0]
-            raise RuntimeError(f"--storage {self.url!r}: the database failed: {reason}") from None
-        return False
+    try:
+        yield
+    except Exception as error:
+        if not type(error).__module__.startswith("sqlalchemy"):
+            raise
+        reason = _one_line(getattr(error, "orig", None) or error).split(" [SQL:")[0]
+        raise RuntimeError(f"--storage {url!r}: the database failed: {reason}") from None
 
 
 def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
