@@ -272,12 +272,16 @@ class _Interrupts:
         self._lock = threading.Lock()
 
     def __call__(self, trial: Any) -> float:
+        from optuna import TrialPruned
+
         main = threading.current_thread() is threading.main_thread()
         if self.interrupted:
             raise KeyboardInterrupt
         self._inside = main
         try:
             return self.objective(trial)
+        except TrialPruned:
+            raise
         except Exception as e:
             with self._lock:
                 if self.first_error is None:
@@ -512,8 +516,8 @@ def _check_storage(url: str | None, *, create: bool) -> None:
         RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
             written, is not an SQLite database or is damaged, or holds no Optuna study.
     """
-    if url is None:
-        return
+    if url is None or url.startswith("journal:"):
+        return  # in memory, or a journal file (its own checks)
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
