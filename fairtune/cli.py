@@ -29,7 +29,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from fairtune._storage import JOURNAL_PREFIX, open_storage
+
 PROG = "fairtune"
+# Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
+_DEFAULT_HEARTBEAT = 30
 # Attempts at creating or loading the study when other workers are creating it too.
 _CREATE_ATTEMPTS = 5
 EXIT_OK = 0
@@ -238,7 +242,22 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
-    parser.add_argument("--storage", help="Optuna storage URL, e.g. sqlite:///fairtune.db")
+    parser.add_argument(
+        "--storage",
+        help="Optuna storage: an RDB URL (sqlite:///fairtune.db, "
+             "postgresql+psycopg://user@host/db) or a Journal file, journal:./fairtune.log",
+    )
+    parser.add_argument(
+        "--heartbeat", type=_int_at_least(0), default=_DEFAULT_HEARTBEAT, metavar="SECONDS",
+        help="RDB storages: each running trial records a heartbeat this often, and a trial "
+             "whose worker died ends as FAIL after twice as long without one (default "
+             f"{_DEFAULT_HEARTBEAT}; 0 turns it off)",
+    )
+    parser.add_argument(
+        "--retry-failed", type=_int_at_least(0), default=1, metavar="N",
+        help="re-run a trial that failed because its worker died up to N times, with the "
+             "same parameters (default 1)",
+    )
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
     parser.add_argument("--n-jobs", type=_int_at_least(1), default=1,
                         help="parallel trials (threads); Ctrl-C lets the running ones finish")
@@ -332,7 +351,11 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
     with _storage_errors(args.storage):
-        study = _create_or_load_study(name, args.storage)
+        heartbeat = (
+            args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+        )
+        study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
+                                      max_retry=args.retry_failed)
         if len(study.directions) != 1 or study.direction != optuna.study.StudyDirection.MAXIMIZE:
             raise _UsageError(
                 f"--study-name {name!r} in the storage is not a single-objective maximization "
@@ -445,19 +468,25 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.set_defaults(func=_cmd_report)
 
 
-def _create_or_load_study(name: str, storage: str | None) -> Any:
+def _create_or_load_study(
+    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0
+) -> Any:
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
 
     Several ``fairtune tune`` processes started together on a new database all try to create
     its tables and the study: the losers get a unique-constraint (or "database is locked")
-    error from the database although the study then exists. Retrying loads it.
+    error from the database although the study then exists. Retrying loads it. ``storage`` is
+    opened by :func:`fairtune._storage.open_storage` (Journal files, heartbeats).
     """
     import optuna
     from sqlalchemy.exc import IntegrityError, OperationalError
 
     def create() -> Any:
+        opened = None if storage is None else open_storage(
+            storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
+        )
         return optuna.create_study(
-            study_name=name, storage=storage, direction="maximize", load_if_exists=True
+            study_name=name, storage=opened, direction="maximize", load_if_exists=True
         )
 
     for attempt in range(_CREATE_ATTEMPTS - 1):
@@ -516,8 +545,14 @@ def _check_storage(url: str | None, *, create: bool) -> None:
         RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
             written, is not an SQLite database or is damaged, or holds no Optuna study.
     """
-    if url is None or url.startswith("journal:"):
-        return  # in memory, or a journal file (its own checks)
+    if url is None:
+        return
+    if url.startswith(JOURNAL_PREFIX):
+        if not url[len(JOURNAL_PREFIX):]:
+            raise _UsageError(f"--storage must be journal:<file> for a Journal file, but got {url!r}.")
+        _check_file(Path(url[len(JOURNAL_PREFIX):]).expanduser(), f"--storage {url!r}",
+                    create=create)
+        return
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -539,6 +574,22 @@ def _check_storage(url: str | None, *, create: bool) -> None:
         return  # an SQLite URI with its own options: SQLite checks it
     path = Path(parsed.database).expanduser()
     where = f"--storage {url!r}"
+    if not _check_file(path, where, create=create):
+        return  # a new file, created by `tune`
+    with open(path, "rb") as f:
+        header = f.read(len(_SQLITE_HEADER))
+    if header and header != _SQLITE_HEADER:
+        raise RuntimeError(f"{where}: {str(path)!r} is not an SQLite database.")
+    tables = _sqlite_tables(path, where)
+    if not create and "studies" not in tables:
+        raise RuntimeError(f"{where}: {str(path)!r} holds no Optuna study.")
+
+
+def _check_file(path: Path, where: str, *, create: bool) -> bool:
+    """Whether the storage file exists; raises if it cannot be used (or created, with create).
+
+    Only `tune` (``create``) may create it: `report` never writes a storage.
+    """
     if not path.exists():
         if not create:
             raise RuntimeError(f"{where}: no such file {str(path)!r}.")
@@ -547,23 +598,17 @@ def _check_storage(url: str | None, *, create: bool) -> None:
             raise RuntimeError(f"{where}: no folder {str(folder)!r} to create the file in.")
         if not _can_create_in(folder):
             raise RuntimeError(f"{where}: the folder {str(folder)!r} is read-only.")
-        return
+        return False
     if path.is_dir():
-        raise RuntimeError(f"{where}: {str(path)!r} is a folder, not an SQLite file.")
+        raise RuntimeError(f"{where}: {str(path)!r} is a folder, not a file.")
     if not os.access(path, os.R_OK):
         raise RuntimeError(f"{where}: {str(path)!r} cannot be read (permissions).")
-    with open(path, "rb") as f:
-        header = f.read(len(_SQLITE_HEADER))
-    if header and header != _SQLITE_HEADER:
-        raise RuntimeError(f"{where}: {str(path)!r} is not an SQLite database.")
-    tables = _sqlite_tables(path, where)
     if create and not (os.access(path, os.W_OK) and _can_create_in(path.resolve().parent)):
         raise RuntimeError(
-            f"{where}: {str(path)!r} is read-only (SQLite needs to write the file and a "
-            "journal beside it); `fairtune report` can read it."
+            f"{where}: {str(path)!r} is read-only (the storage writes the file and a lock or "
+            "journal file beside it); `fairtune report` can read it."
         )
-    if not create and "studies" not in tables:
-        raise RuntimeError(f"{where}: {str(path)!r} holds no Optuna study.")
+    return True
 
 
 def _sqlite_tables(path: Path, where: str) -> set[str]:
@@ -614,15 +659,16 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     with _storage_errors(args.storage):
         name = args.study_name
+        storage = open_storage(args.storage)
         if name is None:
-            names = optuna.get_all_study_names(args.storage)
+            names = optuna.get_all_study_names(storage)
             if len(names) != 1:
                 raise _UsageError(
                     f"--study-name is needed: the storage holds {len(names)} studies {names}."
                 )
             name = names[0]
         try:
-            study = optuna.load_study(study_name=name, storage=args.storage)
+            study = optuna.load_study(study_name=name, storage=storage)
         except KeyError:
             raise RuntimeError(f"no study named {name!r} in {args.storage}.") from None
         if args.metric is not None and not any(

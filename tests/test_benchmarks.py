@@ -321,6 +321,19 @@ def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
     )
 
 
+def test_postgres_load_counts_lost_and_repeated_trials(
+    tmp_path: Path, postgres_server: object
+) -> None:
+    # postgres_server: skipped with its reason where PostgreSQL is not installed (the script
+    # starts a server of its own).
+    out = _run(tmp_path, "postgres_load.py", "--workers", "2", "--trials", "3",
+               "--samplers", "FairBOSampler")
+    row = next(line for line in out.splitlines() if line.startswith("| FairBOSampler |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1]) > 0 and 0 < float(cells[2]) <= float(cells[3])
+    assert cells[4:7] == ["0", "0", "0"]  # nothing lost, recorded twice or repeated
+
+
 @pytest.mark.parametrize("case", ["hartmann", "hpo"])
 def test_collaborative_fair_regret_runs(tmp_path: Path, case: str) -> None:
     out = _run(tmp_path, "collaborative_fair_regret.py", case, "--rhos", "0.5", "--seeds", "1",

@@ -105,6 +105,10 @@ def test_report_reads_a_study_without_writing_the_storage(
     err = capsys.readouterr().err
     assert f"--storage 'sqlite:///{missing}': no such file '{missing}'." in err
     assert not missing.exists()
+    journal = tmp_path / "tune.log"
+    assert main(["report", "--storage", f"journal:{journal}"]) == 1
+    assert f"--storage 'journal:{journal}': no such file '{journal}'." in capsys.readouterr().err
+    assert not journal.exists()
     empty = tmp_path / "empty.db"
     empty.touch()
     assert main(["report", "--storage", f"sqlite:///{empty}"]) == 1

@@ -70,7 +70,7 @@ from fairtune.samplers._base import (
     derived_seed,
     name_code,
 )
-from fairtune.tenancy import TENANT_KEY
+from fairtune.tenancy import TENANT_KEY, optimizing_tenant
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -306,7 +306,20 @@ class CollaborativeUCBSampler(GPSamplerBase):
         trials = study.get_trials(deepcopy=False, states=None)
         # Read the tag from the storage: the cached frozen trial may predate it.
         tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-        if tenant is None:
+        if tenant is None and optimizing_tenant(study) is not None:
+            # A trial of fairtune.tenancy.optimize(study, tenant, ...): that tenant's.
+            tenant = optimizing_tenant(study)
+            if tenant not in self._index:
+                raise ValueError(
+                    f"tenancy.optimize runs for tenant {tenant!r}, which is not one of the "
+                    f"sampler's `tenants` {self._tenants}."
+                )
+            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
+            round_ = sum(
+                1 for other in trials
+                if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
+            )
+        elif tenant is None:
             # The tenant whose turn it is: the one with the fewest trials; the trial is its next
             # round. (Under the sampler's lock, so threads of one process never collide.)
             counts = dict.fromkeys(self._tenants, 0)
