@@ -228,8 +228,9 @@ def test_ctrl_c_of_a_real_process(tmp_path: Path) -> None:
     )
     url = f"sqlite:///{tmp_path / 'ft.db'}"
     try:
-        # Wait (without a time limit of our own) until a trial completed, then press Ctrl-C.
-        while process.poll() is None:
+        # Wait until a trial completed, then press Ctrl-C (the deadline only guards a hang).
+        deadline = time.monotonic() + 300
+        while process.poll() is None and time.monotonic() < deadline:
             try:
                 study = optuna.load_study(study_name="s", storage=url)
                 if any(t.state == TrialState.COMPLETE for t in study.trials):
