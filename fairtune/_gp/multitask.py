@@ -65,7 +65,7 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from fairtune._gp.gp import _ISL_PRIOR_WEIGHT, MIN_NOISE_VAR, KernelParams
+from fairtune._gp.gp import _ISL_PRIOR_WEIGHT, MIN_NOISE_VAR, KernelParams, _robust_cholesky
 from fairtune._gp.kernels import matern52_from_squared_distance, squared_distance
 
 Scalarization = Literal["linear", "chebyshev"]
@@ -125,10 +125,14 @@ def _b_from_raw(raw_b: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def _b_to_raw(B: torch.Tensor) -> np.ndarray:
-    """A raw vector whose :func:`_b_from_raw` is (close to) B: 10 % of the diagonal goes to v."""
+    """A raw vector whose :func:`_b_from_raw` is (close to) B: up to 10 % of the diagonal goes
+    to v (less when B is nearly singular, so that B - diag(v) stays p.s.d.)."""
     n = B.shape[0]
-    v = 0.1 * B.diagonal().clamp_min(1e-6)
-    L = torch.linalg.cholesky(B - torch.diag(v) + 1e-10 * torch.eye(n, dtype=torch.float64))
+    B = 0.5 * (B + B.T)
+    smallest = float(torch.linalg.eigvalsh(B).min())
+    v = torch.minimum(0.1 * B.diagonal(), torch.full((n,), 0.5 * smallest, dtype=torch.float64))
+    v = v.clamp_min(1e-6)
+    L = _robust_cholesky(B - torch.diag(v) + 1e-10 * torch.eye(n, dtype=torch.float64))
     rows, cols = torch.tril_indices(n, n)
     return np.concatenate([L[rows, cols].numpy(), v.log().numpy()])
 
