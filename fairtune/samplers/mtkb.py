@@ -21,8 +21,8 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._storage import read_text, write_study_text
 from fairtune.samplers._base import GPSamplerBase, collect_trials
-from fairtune.samplers.collaborative import _read_value, _write_value
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -461,10 +461,12 @@ class MTKBSampler(GPSamplerBase):
 
 def _store_correlation(study: Study, params: mt.ICMParams) -> None:
     R = mt.covariance_to_correlation(params.task_covariance).numpy()
-    _write_value(study, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist()))
+    write_study_text(
+        study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
+    )
 
 
 def stored_task_correlation(study: Study) -> np.ndarray | None:
     """The task correlation last stored by an MTKBSampler in ``study`` (None if none)."""
-    raw = _read_value(study._storage.get_study_system_attrs(study._study_id), TASK_CORRELATION_KEY)
+    raw = read_text(study._storage.get_study_system_attrs(study._study_id), TASK_CORRELATION_KEY)
     return None if raw is None else np.array(json.loads(raw))
