@@ -275,11 +275,11 @@ class MTKBSampler(GPSamplerBase):
     ) -> mt.ICMParams:
         n = Y.shape[1]
         mode: Any
-        if self._task_covariance == "omega":
+        if isinstance(self._task_covariance, np.ndarray):
+            mode = torch.from_numpy(self._task_covariance)
+        elif self._task_covariance == "omega":
             assert self._omega is not None
             mode = mt.omega_task_covariance(self._omega, n)
-        elif isinstance(self._task_covariance, np.ndarray):
-            mode = torch.from_numpy(self._task_covariance)
         else:
             mode = self._task_covariance
         key = (study.study_name, "icm")
