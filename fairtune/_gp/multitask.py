@@ -625,3 +625,10 @@ def default_beta(t: int, dim: int) -> float:
     """beta_t = sqrt(0.2 d log(2 t)), the practical GP-UCB schedule of Kandasamy et al. 2015
     (the theoretical beta of the paper's theorem 2 needs the RKHS norm b and is far too wide)."""
     return math.sqrt(0.2 * max(dim, 1) * math.log(2.0 * max(t, 1)))
+
+
+def default_q(t: int, epsilon: float = 0.5, delta: float = 0.1) -> float:
+    """MT-BKB's q = 6 rho log(4 t / delta) / epsilon^2, rho = (1 + epsilon) / (1 - epsilon)
+    (paper, theorem 3, with the horizon T replaced by the current step t)."""
+    rho = (1.0 + epsilon) / (1.0 - epsilon)
+    return 6.0 * rho * math.log(4.0 * max(t, 1) / delta) / epsilon**2
