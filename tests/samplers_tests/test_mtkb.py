@@ -229,3 +229,20 @@ def test_arguments_must_match_the_number_of_objectives() -> None:
     study = optuna.create_study(directions=["maximize", "maximize"], sampler=sampler)
     with pytest.raises(ValueError, match="one entry per objective"):
         study.optimize(lambda t: (t.suggest_float("x", 0, 1), 0.0), n_trials=2)
+
+
+def test_many_objectives_correlation_is_stored_in_chunks() -> None:
+    # 20 x 20 correlations are longer than an RDB attribute holds: the storage helpers chunk them.
+    sampler = MTKBSampler(seed=0)
+    study = optuna.create_study(directions=["maximize"] * 20, sampler=sampler)
+    dist = {"x": optuna.distributions.FloatDistribution(0, 1)}
+    for x in (0.1, 0.4, 0.7, 0.9):
+        study.add_trial(optuna.trial.create_trial(
+            params={"x": x}, distributions=dist, values=[math.sin(x + i) for i in range(20)]
+        ))
+    R = sampler.task_correlation(study)
+    assert R.shape == (20, 20)
+    np.testing.assert_allclose(np.diag(R), 1.0)
+    attrs = study._storage.get_study_system_attrs(study._study_id)
+    assert str(attrs[TASK_CORRELATION_KEY]).startswith("chunks:")
+    np.testing.assert_allclose(stored_task_correlation(study), R, atol=1e-6)
