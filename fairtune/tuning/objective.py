@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
@@ -168,6 +168,15 @@ class FairObjective:
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
             Defaults to True.
+        objectives: The multi-objective form: a list of two or more objective names, at most
+            one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
+            (:data:`fairtune.fairness.METRICS` names or aliases; gaps minimized, the disparate
+            impact ratio maximized), e.g. ``["accuracy", "demographic_parity"]``. A trial then
+            returns their values in this order (fairness values also stored as user attributes
+            ``"fairtune:<metric>"``); create the study with ``directions=objective.directions``,
+            e.g. with :class:`fairtune.samplers.MTKBSampler`. ``limits`` may then be omitted
+            (given, they still become constraints). Defaults to None (single objective:
+            ``metric``).
 
     Attributes:
         X, y, sensitive: All the rows.
@@ -182,13 +191,14 @@ class FairObjective:
         dataset: DatasetLike,
         model: str | Callable[[optuna.Trial], Any],
         *,
-        limits: LimitsLike,
+        limits: LimitsLike | None = None,
         metric: Metric = "accuracy",
         validation_size: float | None = None,
         cv: int | None = None,
         test_size: float | None = None,
         random_state: int = 0,
         use_sensitive_feature: bool = True,
+        objectives: Sequence[str] | None = None,
     ) -> None:
         from sklearn.model_selection import StratifiedKFold, train_test_split
 
@@ -214,8 +224,10 @@ class FairObjective:
             raise ValueError(
                 f"`model` must be a space name or a callable trial -> estimator, but got {model!r}."
             )
-        self.limits = parse_limits(limits)
-        self.metric = metric
+        self.objectives, self.directions = _parse_objectives(objectives, limits)
+        self.limits = parse_limits(limits) if limits is not None else []
+        performance = [name for name in self.objectives if name in METRIC_NAMES]
+        self.metric = performance[0] if performance else metric
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -337,11 +349,24 @@ class FairObjective:
                 y_pred[valid_rows] = fold_pred
                 if y_score is not None:
                     y_score[valid_rows] = fold_score
-        set_fairness_constraints(
-            trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
-        )
+        if self.limits:
+            set_fairness_constraints(
+                trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
+            )
         trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != y_true.to_numpy())))
-        return self._score(y_true, y_pred, y_score)
+        if not self.objectives:
+            return self._score(y_true, y_pred, y_score)
+        from fairtune.fairness import METRICS
+
+        values = []
+        for name in self.objectives:
+            if name in METRIC_NAMES:
+                values.append(self._score(y_true, y_pred, y_score))
+                continue
+            value = float(METRICS[name].function(y_true, y_pred, sensitive_features=sensitive))
+            trial.set_user_attr(f"fairtune:{name}", value)
+            values.append(value)
+        return tuple(values)  # type: ignore[return-value]
 
     def refit_best(
         self, study: optuna.Study, *, on: Literal["tuning", "training"] = "tuning"
@@ -415,3 +440,39 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
+
+
+def _parse_objectives(
+    objectives: Sequence[str] | None, limits: LimitsLike | None
+) -> tuple[list[str], list[str]]:
+    """Canonical objective names and their study directions (empty for the single form)."""
+    from fairtune.fairness import METRICS, get_metric
+
+    if objectives is None:
+        if limits is None:
+            raise ValueError(
+                "`limits` must be given for a single-objective FairObjective (or `objectives` "
+                "for a multi-objective one), but got limits=None."
+            )
+        return [], []
+    if isinstance(objectives, str) or not (
+        isinstance(objectives, Sequence) and all(isinstance(o, str) for o in objectives)
+    ) or len(objectives) < 2:
+        raise ValueError(
+            "`objectives` must be a list of two or more metric names, e.g. "
+            f"['accuracy', 'demographic_parity'], but got objectives={objectives!r}."
+        )
+    names: list[str] = []
+    for name in objectives:
+        key = name.strip().lower()
+        names.append(key if key in METRIC_NAMES else get_metric(name).name)
+    if len(set(names)) != len(names) or sum(n in METRIC_NAMES for n in names) > 1:
+        raise ValueError(
+            "`objectives` must name each metric once and at most one of "
+            f"{list(METRIC_NAMES)}, but got objectives={list(objectives)!r}."
+        )
+    directions = [
+        "maximize" if n in METRIC_NAMES or METRICS[n].sense == "lower" else "minimize"
+        for n in names
+    ]
+    return names, directions
