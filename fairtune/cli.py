@@ -107,9 +107,10 @@ def _format_table(
 # fairtune tune / fairtune report
 # --------------------------------------------------------------------------------------------
 
-_SAMPLERS = ("fairbo", "gp", "tpe", "random")
+_SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _METRIC_KEY = "fairtune:metric"  # study user attribute: the metric `tune` maximizes
 _VALIDATION_KEY = "fairtune:validation"  # study user attribute: how `tune` validates trials
+_OBJECTIVES_KEY = "fairtune:objectives"  # study user attribute: `tune --objectives` names
 
 
 def _make_sampler(name: str, seed: int) -> Any:
@@ -129,6 +130,10 @@ def _make_sampler(name: str, seed: int) -> Any:
         return optuna.samplers.GPSampler(seed=seed, independent_sampler=startup)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
+    if name == "mtkb":
+        from fairtune.samplers import MTKBSampler
+
+        return MTKBSampler(seed=seed, independent_sampler=startup)
     return startup
 
 
@@ -146,8 +151,14 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--dataset", required=True, help="adult, german or compas")
     parser.add_argument("--model", required=True, help="xgboost, random_forest, mlp or linear")
     parser.add_argument(
-        "--limit", action="append", required=True, metavar="LIMIT",
-        help='fairness limit such as "demographic_parity<=0.05" (repeatable)',
+        "--limit", action="append", metavar="LIMIT",
+        help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
+             "--objectives is given)",
+    )
+    parser.add_argument(
+        "--objectives", metavar="NAMES",
+        help="tune several objectives at once, e.g. accuracy,demographic_parity (a metric and "
+             "fairness gaps; best with --sampler mtkb); prints the Pareto-optimal trials",
     )
     parser.add_argument("--n-trials", type=int, default=100, help="trials to run (default 100)")
     parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
@@ -178,6 +189,10 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     if args.n_jobs < 1:
         raise ValueError(f"--n-jobs must be at least 1, but got {args.n_jobs}.")
     _check_plot_path(args.plot)
+    if args.objectives:
+        return _cmd_tune_multi(args, out=out)
+    if not args.limit:
+        raise ValueError("--limit is required (or --objectives for a multi-objective study).")
     limits = parse_limits(args.limit)
     objective = FairObjective(
         args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
@@ -228,6 +243,75 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
             out.write(f"Test split ({len(objective.X_test)} rows), {what}: {values}; {verdict}.\n")
     return EXIT_OK
+
+
+def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
+    """``tune --objectives``: a multi-objective study of FairObjective's multi-objective form."""
+    import optuna
+
+    from fairtune.tuning import FairObjective
+
+    objective = FairObjective(
+        args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
+        limits=args.limit or None, cv=args.cv, test_size=args.test_size, random_state=args.seed,
+    )
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    study = optuna.create_study(
+        study_name=name, storage=args.storage, directions=objective.directions,
+        load_if_exists=True,
+    )
+    if [d.name.lower() for d in study.directions] != objective.directions:
+        raise ValueError(f"study {name!r} in the storage has other objectives than --objectives.")
+    stored = study.user_attrs.get(_OBJECTIVES_KEY)
+    if stored is None:
+        study.set_user_attr(_OBJECTIVES_KEY, objective.objectives)
+    elif stored != objective.objectives:
+        raise ValueError(
+            f"study {name!r} in the storage has objectives {stored}, but this run asks for "
+            f"{objective.objectives}; use the same --objectives or another --study-name."
+        )
+    study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
+    study.optimize(
+        objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+        show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
+    )
+    _report_pareto(study, out=out, plot=args.plot)
+    return EXIT_OK
+
+
+def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
+    """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
+    from optuna.trial import TrialState
+
+    names = study.user_attrs.get(_OBJECTIVES_KEY) or [
+        f"objective {i}" for i in range(len(study.directions))
+    ]
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    out.write(f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n")
+    if not trials:
+        out.write("No completed trial yet.\n")
+        return
+    best = sorted(study.best_trials, key=lambda t: t.number)
+    out.write(f"Pareto-optimal trials ({len(best)}):\n")
+    directions = [d.name.lower() for d in study.directions]
+    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
+    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
+    out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
+    if plot:
+        import warnings
+
+        import matplotlib.pyplot as plt
+        import optuna
+        from optuna.visualization.matplotlib import plot_pareto_front
+
+        with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            ax = plot_pareto_front(study, target_names=list(names))
+        ax.figure.tight_layout()
+        ax.figure.savefig(plot, dpi=120)
+        plt.close(ax.figure)
+        out.write(f"Pareto front plot written to {plot}\n")
 
 
 def _add_report_parser(subparsers: Any) -> None:
@@ -293,6 +377,9 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         study = optuna.load_study(study_name=name, storage=args.storage)
     except KeyError:
         raise ValueError(f"no study named {name!r} in {args.storage}.") from None
+    if len(study.directions) > 1:
+        _report_pareto(study, out=out, plot=args.plot)
+        return EXIT_OK
     metric_name = study.user_attrs.get(_METRIC_KEY, "objective")
     _report(study, out=out, metric_name=metric_name, plot=args.plot, fairness_metric=args.metric)
     return EXIT_OK

@@ -191,3 +191,28 @@ def test_report_shows_constraints_set_by_hand(tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "2 complete, 1 fair" in out and "Best fair trial: #0" in out
     assert re.search(r"constraint budget +-0\.3 +ok", out)
+
+
+def test_tune_objectives_with_mtkb_reports_the_pareto_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'mo.db'}"
+    args = ["tune", "--dataset", "german", "--model", "random_forest", "--objectives",
+            "accuracy,demographic_parity", "--sampler", "mtkb", "--n-trials", "6", "--seed", "0",
+            "--no-progress", "--storage", storage, "--study-name", "mo"]
+    plot = tmp_path / "front.png"
+    assert main([*args, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="mo", storage=storage)
+    assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
+    assert len(study.trials) == 6 and "Pareto-optimal trials" in out
+    for t in study.best_trials:
+        assert re.search(rf"#{t.number}\s+{t.values[0]:.4f}\s+{t.values[1]:.4f}", out)
+    assert plot.exists() and plot.stat().st_size > 10_000
+    assert main(["report", "--storage", storage]) == 0
+    assert "Pareto-optimal trials" in capsys.readouterr().out
+    # Other objectives on the same study are refused; a single-objective run needs --limit.
+    assert main([*args[:6], "accuracy,equal_opportunity", *args[7:]]) != 0
+    assert "objectives" in capsys.readouterr().err
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--n-trials", "1"]) != 0
+    assert "--limit is required" in capsys.readouterr().err
