@@ -61,6 +61,7 @@ from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
 from fairtune._storage import read_text, write_study_text
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (
@@ -69,7 +70,7 @@ from fairtune.samplers._base import (
     derived_seed,
     name_code,
 )
-from fairtune.tenancy import TENANT_KEY
+from fairtune.tenancy import TENANT_KEY, optimizing_tenant
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -300,7 +301,20 @@ class CollaborativeUCBSampler(GPSamplerBase):
         trials = study.get_trials(deepcopy=False, states=None)
         # Read the tag from the storage: the cached frozen trial may predate it.
         tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-        if tenant is None:
+        if tenant is None and optimizing_tenant(study) is not None:
+            # A trial of fairtune.tenancy.optimize(study, tenant, ...): that tenant's.
+            tenant = optimizing_tenant(study)
+            if tenant not in self._index:
+                raise ValueError(
+                    f"tenancy.optimize runs for tenant {tenant!r}, which is not one of the "
+                    f"sampler's `tenants` {self._tenants}."
+                )
+            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
+            round_ = sum(
+                1 for other in trials
+                if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
+            )
+        elif tenant is None:
             # The tenant whose turn it is: the one with the fewest trials; the trial is its next
             # round. (Under the sampler's lock, so threads of one process never collide.)
             counts = dict.fromkeys(self._tenants, 0)
@@ -484,6 +498,14 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 if point is not None:
                     pending.append(point)
 
+        with limit_threads(len(data) + len(pending)):
+            return self._optimize_plan(study, round_, search_space, data, pending)
+
+    def _optimize_plan(
+        self, study: Study, round_: int, search_space: dict[str, BaseDistribution],
+        data: list[FrozenTrial], pending: list[dict[str, Any]],
+    ) -> dict[str, dict[str, Any]]:
+        """The round's batch from the usable trials ``data`` and the ``pending`` points."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         lambda_ = np.zeros(len(self._tenants))
         for t in data:
