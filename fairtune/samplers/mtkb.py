@@ -21,6 +21,7 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
 from fairtune._storage import read_text, write_study_text
 from fairtune.samplers._base import GPSamplerBase, collect_trials
 
@@ -472,7 +473,8 @@ class MTKBSampler(GPSamplerBase):
         ss = SearchSpace(search_space)
         X = torch.from_numpy(ss.encode([t.params for t in complete]))
         Y, _, _, _ = self._targets(study, complete)
-        params = self._fit_model(study, X, Y, ss)
+        with limit_threads(len(complete)):
+            params = self._fit_model(study, X, Y, ss)
         return mt.covariance_to_correlation(params.task_covariance).numpy()
 
 
