@@ -74,9 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-trials", type=int, default=60)
     parser.add_argument("--out", default="mtkb_paper.csv")
     parser.add_argument("--summarize", metavar="CSV")
+    parser.add_argument("--plot", metavar="PNG", help="with --summarize: R_C(t)/t curves")
     args = parser.parse_args(argv)
     if args.summarize:
-        summarize(args.summarize)
+        summarize(args.summarize, args.plot)
         return
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     new = not os.path.exists(args.out)
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                               f"({seconds:.1f} s)", flush=True)
 
 
-def summarize(path: str) -> None:
+def summarize(path: str, plot: str | None = None) -> None:
     import pandas as pd
 
     df = pd.read_csv(path)
@@ -125,6 +126,39 @@ def summarize(path: str) -> None:
                 cells.append(f"{at.mean():.3f} ± {at.std():.3f}")
             n_seeds = rows["seed"].nunique()
             print(f"| {problem} | {kernel} | {method} | {n_seeds} | {cells[0]} | {cells[1]} |")
+    if plot:
+        _plot(df, plot)
+
+
+def _plot(df, path: str) -> None:
+    """Mean R_C(t)/t against t, one panel per problem and kernel (+- one sd shaded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = df.assign(avg=df["cum"] / df["trial"])
+    panels = list(df.groupby(["problem", "kernel"], sort=False).groups)
+    fig, axes = plt.subplots(2, (len(panels) + 1) // 2, figsize=(4 * ((len(panels) + 1) // 2), 6.5),
+                             squeeze=False)
+    for ax, (problem, kernel) in zip(axes.T.ravel(), panels):
+        part = df[(df["problem"] == problem) & (df["kernel"] == kernel)]
+        for method in METHODS:
+            curve = part[part["method"] == method].groupby("trial")["avg"]
+            if curve.ngroups == 0:
+                continue
+            mean, sd = curve.mean(), curve.std()
+            ax.plot(mean.index, mean.values, label=method)
+            ax.fill_between(mean.index, mean - sd, mean + sd, alpha=0.15)
+        ax.set_title(f"{problem}, {kernel} kernel")
+        ax.set_xlabel("t")
+        ax.set_ylabel("R_C(t) / t")
+    for ax in axes.T.ravel()[len(panels):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
 
 
 if __name__ == "__main__":
