@@ -216,7 +216,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     if args.objectives:
         return _cmd_tune_multi(args, out=out)
     if not args.limit:
-        raise ValueError("--limit is required (or --objectives for a multi-objective study).")
+        raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
     limits = parse_limits(args.limit)
     objective = FairObjective(
         args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
