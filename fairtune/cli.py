@@ -120,7 +120,7 @@ def _format_table(
 # fairtune tune / fairtune report
 # --------------------------------------------------------------------------------------------
 
-_SAMPLERS = ("fairbo", "gp", "tpe", "random")
+_SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _DATASETS = ("adult", "german", "compas")
 _TEST_SCORES_KEY = "fairtune:test_scores"  # study user attribute: tune's test-split lines
 # FairObjective's argument names -> the flags a user types (for its error messages).
@@ -207,6 +207,10 @@ def _make_sampler(name: str, seed: int) -> Any:
         return optuna.samplers.GPSampler(seed=seed, independent_sampler=startup)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
+    if name == "mtkb":
+        from fairtune.samplers import MTKBSampler
+
+        return MTKBSampler(seed=seed, independent_sampler=startup)
     return startup
 
 
@@ -228,8 +232,14 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--model", required=True, choices=_model_names(),
                         help="xgboost, random_forest, mlp or linear")
     parser.add_argument(
-        "--limit", action="append", required=True, metavar="LIMIT", type=_limit,
-        help='fairness limit such as "demographic_parity<=0.05" (repeatable)',
+        "--limit", action="append", metavar="LIMIT", type=_limit,
+        help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
+             "--objectives is given)",
+    )
+    parser.add_argument(
+        "--objectives", metavar="NAMES",
+        help="tune several objectives at once, e.g. accuracy,demographic_parity (a metric and "
+             "fairness gaps; best with --sampler mtkb); prints the Pareto-optimal trials",
     )
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
@@ -333,6 +343,10 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
 
     _check_output("--plot", args.plot)
     _check_storage(args.storage, create=True)
+    if args.objectives:
+        return _cmd_tune_multi(args, out=out)
+    if not args.limit:
+        raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
     try:
         limits = parse_limits(args.limit)
     except ValueError as e:
@@ -416,6 +430,76 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
+    """``tune --objectives``: a multi-objective study of FairObjective's multi-objective form."""
+    import optuna
+
+    from fairtune.tuning import FairObjective
+
+    try:
+        objective = FairObjective(
+            args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
+            limits=args.limit or None, metric=args.metric, cv=args.cv,
+            test_size=args.test_size, random_state=args.seed,
+        )
+    except ValueError as e:
+        raise _UsageError(_in_flags(str(e)).replace("`objectives`", "--objectives")) from None
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    with _storage_errors(args.storage):
+        heartbeat = (
+            args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+        )
+        study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
+                                      max_retry=args.retry_failed,
+                                      directions=objective.directions)
+        try:
+            objective.record_setup(study)
+        except ValueError as e:
+            raise _UsageError(f"--study-name {name!r}: {e}") from None
+        study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
+        study.optimize(
+            objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+            show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
+        )
+        _report_pareto(study, out=out, plot=args.plot)
+    return EXIT_OK
+
+
+def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
+    """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
+    from optuna.trial import TrialState
+
+    from fairtune.tuning.objective import OBJECTIVES_KEY
+
+    names = study.user_attrs.get(OBJECTIVES_KEY) or [
+        f"objective {i}" for i in range(len(study.directions))
+    ]
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    out.write(f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n")
+    if not trials:
+        out.write("No completed trial yet.\n")
+        return
+    best = sorted(study.best_trials, key=lambda t: t.number)
+    out.write(f"Pareto-optimal trials ({len(best)}):\n")
+    directions = [d.name.lower() for d in study.directions]
+    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
+    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
+    out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
+    if plot:
+        import matplotlib.pyplot as plt
+        import optuna
+        from optuna.visualization.matplotlib import plot_pareto_front
+
+        with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            ax = plot_pareto_front(study, target_names=list(names))
+        ax.figure.tight_layout()
+        ax.figure.savefig(plot, dpi=120)
+        plt.close(ax.figure)
+        out.write(f"Pareto front plot written to {plot}\n")
+
+
 def _fail_running(study: Any, first: int) -> None:
     """Store as FAIL the trials of this run that an interrupt left RUNNING."""
     from optuna.trial import TrialState
@@ -469,7 +553,8 @@ def _add_report_parser(subparsers: Any) -> None:
 
 
 def _create_or_load_study(
-    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0
+    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
+    directions: list[str] | None = None,
 ) -> Any:
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
 
@@ -486,7 +571,8 @@ def _create_or_load_study(
             storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
         )
         return optuna.create_study(
-            study_name=name, storage=opened, direction="maximize", load_if_exists=True
+            study_name=name, storage=opened, directions=directions or ["maximize"],
+            load_if_exists=True,
         )
 
     for attempt in range(_CREATE_ATTEMPTS - 1):
@@ -671,6 +757,9 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
             study = optuna.load_study(study_name=name, storage=storage)
         except KeyError:
             raise RuntimeError(f"no study named {name!r} in {args.storage}.") from None
+        if len(study.directions) > 1:
+            _report_pareto(study, out=out, plot=args.plot)
+            return EXIT_OK
         if args.metric is not None and not any(
             args.metric in fairness_values(t) for t in study.get_trials(deepcopy=False)
         ):

@@ -450,3 +450,51 @@ def test_optuna_sampler_suite_covers_every_public_sampler_and_lists_failures() -
     table = suite.summarize(outcomes, ["A", "B"]).splitlines()
     assert table[2] == "| A | 0 | 3 | 0 | `TestBasicSampler::test_float` (x2), `test_reproducible` |"
     assert table[3] == "| B | 1 | 0 | 1 | - |"
+
+def test_mtkb_paper_runs_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "mtkb_paper.py", "--problems", "sine4", "--methods", "MT-KB", "MOBO",
+         "--kernels", "known", "--seeds", "0", "2", "--n-trials", "7", "--out", "p.csv")
+    rows = _rows(tmp_path / "p.csv")
+    assert len(rows) == 2 * 2 * 7
+    # The first 5 trials are the shared random startup of the seed: same regrets.
+    first = {(r["method"], r["seed"]): r["regret"] for r in rows if r["trial"] == "3"}
+    assert first[("MT-KB", "0")] == first[("MOBO", "0")]
+    assert all(float(r["regret"]) >= 0 for r in rows)
+    out = _run(tmp_path, "mtkb_paper.py", "--summarize", "p.csv")
+    assert "| sine4 | known | MT-KB | 2 |" in out and "| sine4 | known | MOBO | 2 |" in out
+
+
+def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "mtkb_compare.py", "--problems", "rkhs2", "german_rf", "--methods",
+         "MTKBSampler", "RandomSampler", "--seeds", "0", "2", "--n-trials", "8", "--out", "c.csv")
+    rows = _rows(tmp_path / "c.csv")
+    assert len(rows) == 2 * 2 * 2  # one checkpoint (8 < 20) per run
+    assert all(0.0 <= float(r["hypervolume"]) <= 1.0 and float(r["cum_regret"]) >= 0
+               for r in rows)
+    out = _run(tmp_path, "mtkb_compare.py", "--summarize", "c.csv")
+    assert "| rkhs2 | 8 | RandomSampler | 2 |" in out and "(p = " in out
+
+
+def test_mtkb_speed_runs(tmp_path: Path) -> None:
+    out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
+               "--repeats", "1", "--gp-max-objectives", "0")
+    assert out.count("| 2 | 1") == 2 and "not run" in out and "t^" in out
+
+
+def test_mtkb_hypervolume_and_regret_by_hand() -> None:
+    import numpy as np
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from _mtkb_problems import hypervolume, sine4, utility
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    problem = sine4(0)
+    # The box's top corner dominates everything; its bottom corner nothing.
+    assert hypervolume(problem, problem.top[None]) == 1.0
+    assert hypervolume(problem, problem.z[None]) == 0.0
+    # One point at the middle of the box dominates 1/2^n of it (Monte Carlo, 2^14 points).
+    middle = (problem.z + problem.top) / 2
+    assert abs(hypervolume(problem, middle[None]) - 0.5**problem.n) < 0.02
+    w = np.array([[0.5, 0.5], [0.25, 0.75]])
+    assert np.allclose(utility(np.array([[1.0, 3.0]]), w, np.array([0.0, 1.0])), [0.5 * (0.5 + 0.25)])

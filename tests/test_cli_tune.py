@@ -297,3 +297,27 @@ def test_rdb_storages_get_a_heartbeat_by_default(tmp_path: Path, monkeypatch: py
     assert opened[-1].get_heartbeat_interval() == cli._DEFAULT_HEARTBEAT
     assert main(_tune(tmp_path, "--heartbeat", "0", n_trials=1)) == 0
     assert opened[-1] == f"sqlite:///{tmp_path / 'ft.db'}"  # a plain URL: no heartbeat
+
+def test_tune_objectives_with_mtkb_reports_the_pareto_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'mo.db'}"
+    args = ["tune", "--dataset", "german", "--model", "random_forest", "--objectives",
+            "accuracy,demographic_parity", "--sampler", "mtkb", "--n-trials", "6", "--seed", "0",
+            "--no-progress", "--storage", storage, "--study-name", "mo"]
+    plot = tmp_path / "front.png"
+    assert main([*args, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="mo", storage=storage)
+    assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
+    assert len(study.trials) == 6 and "Pareto-optimal trials" in out
+    for t in study.best_trials:
+        assert re.search(rf"#{t.number}\s+{t.values[0]:.4f}\s+{t.values[1]:.4f}", out)
+    assert plot.exists() and plot.stat().st_size > 10_000
+    assert main(["report", "--storage", storage]) == 0
+    assert "Pareto-optimal trials" in capsys.readouterr().out
+    # Other objectives on the same study are refused; a single-objective run needs --limit.
+    assert main([*args[:6], "accuracy,equal_opportunity", *args[7:]]) != 0
+    assert "objectives" in capsys.readouterr().err
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--n-trials", "1"]) != 0
+    assert "--limit is required" in capsys.readouterr().err

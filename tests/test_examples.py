@@ -38,3 +38,14 @@ def test_collaborative_tenants(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(result["utilities"]) == {"alpha", "beta", "gamma"}
     assert result["inequality"] >= 0
     assert "inequality" in out and "alpha" in out
+
+
+def test_mtkb_tradeoff(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _load("mtkb_tradeoff").main(n_trials=8, n_rows=1500)
+    out = capsys.readouterr().out
+    study = result["study"]
+    assert len(study.trials) == 8
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    assert f"#{result['best'].number}" in out and "Learned task correlation" in out
+    assert result["correlation"].shape == (2, 2)
+    assert result["best"] in study.trials

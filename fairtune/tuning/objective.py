@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
@@ -52,6 +52,7 @@ DATASET_KEY = "fairtune:dataset"
 MODEL_KEY = "fairtune:model"
 METRIC_KEY = "fairtune:metric"
 VALIDATION_KEY = "fairtune:validation"
+OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
 _BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
 
@@ -223,6 +224,15 @@ class FairObjective:
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
             Defaults to True.
+        objectives: The multi-objective form: a list of two or more objective names, at most
+            one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
+            (:data:`fairtune.fairness.METRICS` names or aliases; gaps minimized, the disparate
+            impact ratio maximized), e.g. ``["accuracy", "demographic_parity"]``. A trial then
+            returns their values in this order (fairness values also stored as user attributes
+            ``"fairtune:<metric>"``); create the study with ``directions=objective.directions``,
+            e.g. with :class:`fairtune.samplers.MTKBSampler`. ``limits`` may then be omitted
+            (given, they still become constraints). Defaults to None (single objective:
+            ``metric``).
 
     Raises:
         ValueError: On invalid arguments, including sensitive features with missing values or
@@ -250,13 +260,14 @@ class FairObjective:
         dataset: DatasetLike,
         model: str | Callable[[optuna.Trial], Any],
         *,
-        limits: LimitsLike,
+        limits: LimitsLike | None = None,
         metric: Metric = "accuracy",
         validation_size: float | None = None,
         cv: int | None = None,
         test_size: float | None = None,
         random_state: int = 0,
         use_sensitive_feature: bool = True,
+        objectives: Sequence[str] | None = None,
     ) -> None:
         from sklearn.model_selection import StratifiedKFold, train_test_split
 
@@ -282,7 +293,8 @@ class FairObjective:
             raise ValueError(
                 f"`model` must be a space name or a callable trial -> estimator, but got {model!r}."
             )
-        self.limits = parse_limits(limits)
+        self.objectives, self.directions = _parse_objectives(objectives, limits)
+        self.limits = parse_limits(limits) if limits is not None else []
         for limit in self.limits:
             if cannot_bind(limit):
                 warnings.warn(
@@ -291,7 +303,8 @@ class FairObjective:
                     UserWarning,
                     stacklevel=2,
                 )
-        self.metric = metric
+        performance = [name for name in self.objectives if name in METRIC_NAMES]
+        self.metric = performance[0] if performance else metric
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -374,6 +387,7 @@ class FairObjective:
             METRIC_KEY: self.metric,
             LIMITS_KEY: sorted(str(limit) for limit in self.limits),
             VALIDATION_KEY: validation,
+            **({OBJECTIVES_KEY: list(self.objectives)} if self.objectives else {}),
         }
 
     def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
@@ -396,7 +410,17 @@ class FairObjective:
         """
         from optuna.study import StudyDirection
 
-        if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+        if self.objectives:
+            expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+                        for d in self.directions]
+            if list(study.directions) != expected:
+                raise ValueError(
+                    f"`study` must have directions={self.directions} for the objectives "
+                    f"{self.objectives}, but got directions="
+                    f"{[d.name.lower() for d in study.directions]}; create the study with "
+                    "directions=objective.directions."
+                )
+        elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
             raise ValueError(
                 f"`study` must maximize one value: FairObjective returns its {self.metric}, "
                 f"to be maximized, but got directions={[d.name for d in study.directions]}; "
@@ -501,9 +525,10 @@ class FairObjective:
                 y_pred[valid_rows] = fold_pred
                 if y_score is not None:
                     y_score[valid_rows] = fold_score
-        set_fairness_constraints(
-            trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
-        )
+        if self.limits:
+            set_fairness_constraints(
+                trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
+            )
         trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != y_true.to_numpy())))
         trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
         groups = _check_groups(sensitive)
@@ -511,7 +536,19 @@ class FairObjective:
             _group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
             for group in pd.unique(groups)
         })
-        return self._score(y_true, y_pred, y_score)
+        if not self.objectives:
+            return self._score(y_true, y_pred, y_score)
+        from fairtune.fairness import METRICS
+
+        values = []
+        for name in self.objectives:
+            if name in METRIC_NAMES:
+                values.append(self._score(y_true, y_pred, y_score))
+                continue
+            value = float(METRICS[name].function(y_true, y_pred, sensitive_features=sensitive))
+            trial.set_user_attr(f"fairtune:{name}", value)
+            values.append(value)
+        return tuple(values)  # type: ignore[return-value]
 
     def refit_best(
         self, study: optuna.Study, *, on: Literal["tuning", "training"] = "tuning"
@@ -584,3 +621,39 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
+
+
+def _parse_objectives(
+    objectives: Sequence[str] | None, limits: LimitsLike | None
+) -> tuple[list[str], list[str]]:
+    """Canonical objective names and their study directions (empty for the single form)."""
+    from fairtune.fairness import METRICS, get_metric
+
+    if objectives is None:
+        if limits is None:
+            raise ValueError(
+                "`limits` must be given for a single-objective FairObjective (or `objectives` "
+                "for a multi-objective one), but got limits=None."
+            )
+        return [], []
+    if isinstance(objectives, str) or not (
+        isinstance(objectives, Sequence) and all(isinstance(o, str) for o in objectives)
+    ) or len(objectives) < 2:
+        raise ValueError(
+            "`objectives` must be a list of two or more metric names, e.g. "
+            f"['accuracy', 'demographic_parity'], but got objectives={objectives!r}."
+        )
+    names: list[str] = []
+    for name in objectives:
+        key = name.strip().lower()
+        names.append(key if key in METRIC_NAMES else get_metric(name).name)
+    if len(set(names)) != len(names) or sum(n in METRIC_NAMES for n in names) > 1:
+        raise ValueError(
+            "`objectives` must name each metric once and at most one of "
+            f"{list(METRIC_NAMES)}, but got objectives={list(objectives)!r}."
+        )
+    directions = [
+        "maximize" if n in METRIC_NAMES or METRICS[n].sense == "lower" else "minimize"
+        for n in names
+    ]
+    return names, directions

@@ -415,3 +415,38 @@ def test_refit_best_uses_the_best_fair_trial_of_the_study_limits() -> None:
     expected = objective.make_pipeline(optuna.trial.FixedTrial(best.params)).fit(
         objective.X_dev, objective.y_dev)
     np.testing.assert_array_equal(fitted.predict(objective.X), expected.predict(objective.X))
+
+def test_multi_objective_form_returns_the_metric_and_the_gaps() -> None:
+    from fairtune.fairness import demographic_parity_difference
+    from fairtune.samplers import MTKBSampler
+
+    objective = FairObjective("german", "linear", objectives=["accuracy", "dsp", "di"])
+    assert objective.objectives == ["accuracy", "demographic_parity", "disparate_impact"]
+    assert objective.directions == ["maximize", "minimize", "maximize"]
+    study = optuna.create_study(directions=objective.directions, sampler=MTKBSampler(seed=0))
+    study.optimize(objective, n_trials=3)
+    trial = study.trials[0]
+    accuracy, gap, ratio = trial.values
+    pipeline = objective.make_pipeline(optuna.trial.FixedTrial(trial.params))
+    y_pred = pipeline.fit(objective.X_train, objective.y_train).predict(objective.X_valid)
+    assert accuracy == pytest.approx(float((y_pred == objective.y_valid.to_numpy()).mean()))
+    assert gap == pytest.approx(demographic_parity_difference(
+        objective.y_valid, y_pred, sensitive_features=objective.s_valid))
+    assert trial.user_attrs["fairtune:demographic_parity"] == gap
+    assert 0.0 <= ratio <= 1.0 and not trial.constraints  # no limits: no constraints
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({}, "`limits` must be given"),
+        ({"objectives": ["accuracy"]}, "two or more metric names"),
+        ({"objectives": "accuracy,dsp"}, "two or more metric names"),
+        ({"objectives": ["accuracy", "f1"]}, "at most one of"),
+        ({"objectives": ["accuracy", "dsp", "demographic_parity"]}, "each metric once"),
+        ({"objectives": ["accuracy", "unfairness"]}, "unfairness"),
+    ],
+)
+def test_multi_objective_form_errors(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        FairObjective("german", "linear", **kwargs)
