@@ -105,6 +105,8 @@ class TenantData:
         y_train: Training labels, (n_train,) int64.
         X_valid: Validation images, (n_valid, height, width) float32.
         y_valid: Validation labels, (n_valid,) int64.
+        n_classes: Number of classes of the dataset (62 for FEMNIST, 10 for digits), which a
+            classifier must output even when some are absent from this tenant's data.
     """
 
     name: str
@@ -113,6 +115,7 @@ class TenantData:
     y_train: np.ndarray
     X_valid: np.ndarray
     y_valid: np.ndarray
+    n_classes: int
 
     def __repr__(self) -> str:
         return (
@@ -245,6 +248,7 @@ class FederatedDataset:
                 y_train=np.concatenate(parts["yt"]),
                 X_valid=np.concatenate(parts["Xv"]),
                 y_valid=np.concatenate(parts["yv"]),
+                n_classes=len(self.label_names),
             )
         return tenants
 
