@@ -24,6 +24,8 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
+from fairtune._storage import read_trial_text, write_trial_text
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -34,15 +36,12 @@ _LOCK_TYPE = type(threading.Lock())
 # Trial system attribute where a sampler records the parameters it proposed, so that other
 # workers see them as a pending point before the trial's suggest_* calls have stored them.
 RELATIVE_PARAMS_KEY = "fairtune:relative_params"
-# How many chunks the current record has (a re-chosen point may need fewer than the first), and
-# when it was written (wall clock), which decides who yields when two workers chose one point.
-# (Workers on machines whose clocks disagree by more than a suggestion's time may both keep it.)
-_N_CHUNKS_KEY = "fairtune:relative_params_chunks"
+# When the record was written (wall clock), which decides who yields when two workers chose one
+# point. (Workers on machines whose clocks disagree by more than a suggestion's time may both
+# keep it.)
 _CLAIM_TIME_KEY = "fairtune:relative_params_time"
 # How many times a worker re-chooses a point that another worker claimed first.
 _MAX_RECHOOSE = 3
-# RDB storages cap a system attribute value at ~2045 characters.
-_SYSTEM_ATTR_MAX_LENGTH = 2000
 
 _MULTI_OBJECTIVE_ERROR = (
     "{name} supports single-objective studies only, but the study has {n} objectives "
@@ -129,13 +128,7 @@ def check_single_objective(study: Study, sampler_name: str) -> None:
 
 def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> float:
     """Record ``params`` as the trial's pending point; returns the claim's time."""
-    text = json.dumps(params)
-    chunks = [
-        text[i : i + _SYSTEM_ATTR_MAX_LENGTH] for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH)
-    ]
-    for i, chunk in enumerate(chunks):
-        study._storage.set_trial_system_attr(trial._trial_id, f"{RELATIVE_PARAMS_KEY}:{i}", chunk)
-    study._storage.set_trial_system_attr(trial._trial_id, _N_CHUNKS_KEY, len(chunks))
+    write_trial_text(study._storage, trial._trial_id, RELATIVE_PARAMS_KEY, json.dumps(params))
     claimed = time.time()
     study._storage.set_trial_system_attr(trial._trial_id, _CLAIM_TIME_KEY, claimed)
     return claimed
@@ -143,15 +136,8 @@ def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, An
 
 def pending_params(trial: FrozenTrial) -> dict[str, Any]:
     """The parameters a running trial has or was assigned (stored params win)."""
-    chunks = sorted(
-        (int(key.rsplit(":", 1)[1]), value)
-        for key, value in trial.system_attrs.items()
-        if key.startswith(RELATIVE_PARAMS_KEY + ":")
-    )
-    n_chunks = trial.system_attrs.get(_N_CHUNKS_KEY)
-    if n_chunks is not None:
-        chunks = chunks[: int(n_chunks)]  # later ones are left over from an earlier claim
-    params: dict[str, Any] = json.loads("".join(v for _, v in chunks)) if chunks else {}
+    text = read_trial_text(trial.system_attrs, RELATIVE_PARAMS_KEY)
+    params: dict[str, Any] = json.loads(text) if text else {}
     params.update(trial.params)
     return params
 
@@ -309,21 +295,35 @@ class GPSamplerBase(BaseSampler):
                 return {}
             if not search_space:
                 return {}
+            with limit_threads(len(complete) + len(pending)):
+                return self._sample_and_claim(study, trial, search_space, complete, pending, seen)
+
+    def _sample_and_claim(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+        complete: list[FrozenTrial],
+        pending: list[dict[str, Any]],
+        seen: dict[int, dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The trial's point, recorded as its claim (chosen anew while another worker's earlier
+        claim holds the same point)."""
+        params = self._sample_relative_impl(study, search_space, complete, pending)
+        if not params:
+            return params
+        claimed = store_relative_params(study, trial, params)
+        # Other processes sharing the storage may have chosen from the same trials while
+        # this one computed (workers started together all do), and the acquisition's
+        # maximum is the same for all of them. Each worker records its point first and then
+        # looks: the later claim of a point is chosen anew with the earlier one pending.
+        # (Of two claims, the later writer always sees the earlier one.)
+        for _ in range(_MAX_RECHOOSE):
+            if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
+                break
+            complete, pending = collect_trials(study, search_space, trial, seen)
             params = self._sample_relative_impl(study, search_space, complete, pending)
-            if not params:
-                return params
             claimed = store_relative_params(study, trial, params)
-            # Other processes sharing the storage may have chosen from the same trials while
-            # this one computed (workers started together all do), and the acquisition's
-            # maximum is the same for all of them. Each worker records its point first and then
-            # looks: the later claim of a point is chosen anew with the earlier one pending.
-            # (Of two claims, the later writer always sees the earlier one.)
-            for _ in range(_MAX_RECHOOSE):
-                if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
-                    break
-                complete, pending = collect_trials(study, search_space, trial, seen)
-                params = self._sample_relative_impl(study, search_space, complete, pending)
-                claimed = store_relative_params(study, trial, params)
         return params
 
     def _sample_relative_impl(

@@ -61,6 +61,8 @@ from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
+from fairtune._storage import read_text, write_study_text
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (
     GPSamplerBase,
@@ -93,8 +95,6 @@ ROUND_KEY = "fairtune:collab:round"
 # process derives the same plans and startup points).
 SEED_KEY = "fairtune:collab:seed"
 _logger = logging.getLogger("fairtune")
-_CHUNK_MARK = "chunks:"
-_MAX_VALUE_LENGTH = 2000
 
 
 def assign_points(lambda_: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -420,7 +420,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
         attrs = study._storage.get_study_system_attrs(study._study_id)
         plan = {}
         for tenant in self._tenants:
-            raw = _read_value(attrs, f"{PLAN_KEY_PREFIX}:{round_}:{tenant}")
+            raw = read_text(attrs, f"{PLAN_KEY_PREFIX}:{round_}:{tenant}")
             if raw is None:
                 continue
             params = json.loads(raw)
@@ -437,7 +437,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
         for tenant, params in plan.items():
             key = f"{PLAN_KEY_PREFIX}:{round_}:{tenant}"
             if key not in attrs:  # first writer wins: a stored entry is never replaced
-                _write_value(study, key, json.dumps(params))
+                write_study_text(study._storage, study._study_id, key, json.dumps(params))
 
     def _compute_plan(
         self, study: Study, round_: int, search_space: dict[str, BaseDistribution]
@@ -485,6 +485,14 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 if point is not None:
                     pending.append(point)
 
+        with limit_threads(len(data) + len(pending)):
+            return self._optimize_plan(study, round_, search_space, data, pending)
+
+    def _optimize_plan(
+        self, study: Study, round_: int, search_space: dict[str, BaseDistribution],
+        data: list[FrozenTrial], pending: list[dict[str, Any]],
+    ) -> dict[str, dict[str, Any]]:
+        """The round's batch from the usable trials ``data`` and the ``pending`` points."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         lambda_ = np.zeros(len(self._tenants))
         for t in data:
@@ -587,22 +595,3 @@ def _finished_by(trial: FrozenTrial, cutoff: datetime | None) -> bool:
     if cutoff is None or trial.datetime_complete is None:
         return True
     return trial.datetime_complete <= cutoff
-
-
-def _write_value(study: Study, key: str, text: str) -> None:
-    if len(text) <= _MAX_VALUE_LENGTH:
-        study._storage.set_study_system_attr(study._study_id, key, text)
-        return
-    chunks = [text[i : i + _MAX_VALUE_LENGTH] for i in range(0, len(text), _MAX_VALUE_LENGTH)]
-    for j, chunk in enumerate(chunks):
-        study._storage.set_study_system_attr(study._study_id, f"{key}:{j}", chunk)
-    # The header goes last, so a reader never sees a plan entry with missing chunks.
-    study._storage.set_study_system_attr(study._study_id, key, f"{_CHUNK_MARK}{len(chunks)}")
-
-
-def _read_value(attrs: dict[str, Any], key: str) -> str | None:
-    value = attrs.get(key)
-    if not isinstance(value, str) or not value.startswith(_CHUNK_MARK):
-        return value
-    n_chunks = int(value[len(_CHUNK_MARK) :])
-    return "".join(attrs[f"{key}:{j}"] for j in range(n_chunks))

@@ -24,14 +24,13 @@ from optuna.testing.pytest_samplers import (
 from optuna.trial import TrialState
 
 from fairtune._gp.gp import fit_gp, standardize
+from fairtune._storage import read_text
 from fairtune.fairness.welfare import g2sf_weights, generalized_gini
 from fairtune.samplers import CollaborativeUCBSampler
 from fairtune.samplers.collaborative import (
     PLAN_KEY_PREFIX,
     ROUND_KEY,
     SEED_KEY,
-    _read_value,
-    _write_value,
     assign_points,
     exploration_weight,
     g2sf_term,
@@ -52,7 +51,7 @@ def _plans(study: optuna.Study) -> dict[int, dict[str, dict]]:
     for key in attrs:
         parts = key[len(PLAN_KEY_PREFIX) + 1 :].split(":")
         if key.startswith(PLAN_KEY_PREFIX + ":") and len(parts) == 2:
-            plans.setdefault(int(parts[0]), {})[parts[1]] = json.loads(_read_value(attrs, key))
+            plans.setdefault(int(parts[0]), {})[parts[1]] = json.loads(read_text(attrs, key))
     return plans
 
 
@@ -295,18 +294,6 @@ def test_stored_plan_entries_are_never_replaced() -> None:
     plan = _plans(study)[1]
     sampler._write_plan(study, 1, {"a": {"x": 0.123}, "b": {"x": -0.5}})
     assert _plans(study)[1] == plan
-
-
-def test_long_plan_entries_are_chunked() -> None:
-    study = optuna.create_study()
-    text = json.dumps({f"parameter_with_a_long_name_{i}": i / 7 for i in range(150)})
-    assert len(text) > 5000
-    _write_value(study, "fairtune:test", text)
-    attrs = _system_attrs(study)
-    assert all(len(str(v)) <= 2045 for v in attrs.values())
-    assert _read_value(attrs, "fairtune:test") == text
-    _write_value(study, "fairtune:short", "{}")
-    assert _read_value(_system_attrs(study), "fairtune:short") == "{}"
 
 
 def test_plans_are_used_verbatim() -> None:

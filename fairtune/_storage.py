@@ -1,0 +1,94 @@
+"""State kept in an Optuna storage: the one set of helpers every sampler and the board use.
+
+fairtune keeps its cooperative state (round plans, pending-point claims, board posts) in the
+storage that the workers share, never in a sampler object, so that processes and machines on one
+RDB server or Journal file agree. Two things need care there:
+
+- RDB storages cap a system attribute's value (its JSON text) at 2048 characters. Long texts are written
+  as numbered chunks under ``<key>:<j>`` and a header under ``<key>`` saying how many chunks there
+  are, written last, so that a reader never sees a header whose chunks are missing.
+- Keys are namespaced: every key starts with ``fairtune:``.
+
+These helpers take a storage and an id (not a ``Study``), so that the board can use a study of a
+storage that holds no trial of the agent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from optuna.storages import BaseStorage
+
+KEY_PREFIX = "fairtune:"
+# RDB storages cap a system attribute's JSON-encoded value at 2048 characters (PostgreSQL enforces
+# it; SQLite does not).
+MAX_VALUE_LENGTH = 2000
+_CHUNK_MARK = "chunks:"
+
+
+def _encoded_length(text: str) -> int:
+    return len(json.dumps(text))
+
+
+def _chunks(text: str) -> list[str]:
+    """Pieces of ``text`` whose JSON encodings (what an RDB storage stores, quotes and
+    backslashes escaped) are at most ``MAX_VALUE_LENGTH`` characters long."""
+    if _encoded_length(text) <= MAX_VALUE_LENGTH:
+        return [text]
+    chunks, start, size = [], 0, 0
+    for i, char in enumerate(text):
+        cost = _encoded_length(char) - 2
+        if size + cost > MAX_VALUE_LENGTH - 2:
+            chunks.append(text[start:i])
+            start, size = i, 0
+        size += cost
+    chunks.append(text[start:])
+    return chunks
+
+
+def write_study_text(storage: BaseStorage, study_id: int, key: str, text: str) -> None:
+    """Store ``text`` under the study system attribute ``key``, in chunks if it is long."""
+    if _encoded_length(text) <= MAX_VALUE_LENGTH and not text.startswith(_CHUNK_MARK):
+        storage.set_study_system_attr(study_id, key, text)
+        return
+    chunks = _chunks(text)
+    for j, chunk in enumerate(chunks):
+        storage.set_study_system_attr(study_id, f"{key}:{j}", chunk)
+    # The header goes last, so a reader never sees a header with missing chunks.
+    storage.set_study_system_attr(study_id, key, f"{_CHUNK_MARK}{len(chunks)}")
+
+
+def read_text(attrs: Mapping[str, Any], key: str) -> str | None:
+    """The text stored under ``key`` by :func:`write_study_text` (None if there is none)."""
+    value = attrs.get(key)
+    if not isinstance(value, str) or not value.startswith(_CHUNK_MARK):
+        return value
+    n_chunks = int(value[len(_CHUNK_MARK) :])
+    return "".join(attrs[f"{key}:{j}"] for j in range(n_chunks))
+
+
+def write_trial_text(storage: BaseStorage, trial_id: int, key: str, text: str) -> None:
+    """Store ``text`` under the trial system attribute ``key``: chunks ``<key>:<j>``, then their
+    count under ``<key>_chunks``."""
+    chunks = _chunks(text)
+    for j, chunk in enumerate(chunks):
+        storage.set_trial_system_attr(trial_id, f"{key}:{j}", chunk)
+    # A trial's text may be rewritten shorter than before: the count says which chunks are
+    # current (left-over ones of a longer earlier text are ignored).
+    storage.set_trial_system_attr(trial_id, f"{key}_chunks", len(chunks))
+
+
+def read_trial_text(attrs: Mapping[str, Any], key: str) -> str | None:
+    """The text stored under ``key`` by :func:`write_trial_text` (None if there is none)."""
+    chunks = sorted(
+        (int(k.rsplit(":", 1)[1]), v) for k, v in attrs.items()
+        if k.startswith(key + ":") and k.rsplit(":", 1)[1].isdigit()
+    )
+    if not chunks:
+        return None
+    n_chunks = attrs.get(f"{key}_chunks")
+    if n_chunks is not None:  # (records of older versions have no count: all chunks are current)
+        chunks = chunks[: int(n_chunks)]
+    return "".join(v for _, v in chunks)
