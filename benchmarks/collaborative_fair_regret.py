@@ -301,13 +301,16 @@ def femnist_tenants(data_home: str | None, only_digits: bool) -> tuple[dict, str
 
 
 def run_femnist(tenants: dict, kind: str, rho: float, vary_c1: bool, seed: int, rounds: int,
-                startup: int) -> tuple[dict[str, list[float]], float]:
+                startup: int, epochs: int | None = None) -> tuple[dict[str, list[float]], float]:
     """One collaborative study; returns each tenant's accuracies in round order and the
     seconds spent training CNNs."""
     from fairtune.tenancy import tenant_of
     from fairtune.tuning import CNNTenantObjective
 
-    objective = CNNTenantObjective(tenants, seed=0, **FEMNIST_SETTINGS[kind])
+    settings = dict(FEMNIST_SETTINGS[kind])
+    if epochs is not None:
+        settings["epochs"] = epochs
+    objective = CNNTenantObjective(tenants, seed=0, **settings)
     cnn_seconds = [0.0]
 
     def timed(trial: optuna.Trial) -> float:
@@ -346,7 +349,7 @@ def femnist(args: argparse.Namespace) -> None:
                     continue
                 start = time.perf_counter()
                 per_tenant, cnn = run_femnist(tenants, kind, rho, setting == "varying c1", seed,
-                                              args.rounds, args.startup)
+                                              args.rounds, args.startup, args.epochs)
                 m = metrics(per_tenant, 1.0, args.rho_eval)
                 row = {"data": kind, "setting": setting, "rho": f"{rho:g}", "seed": seed,
                        "rounds": args.rounds, **{k: round(v, 6) for k, v in m.items()},
@@ -440,6 +443,8 @@ def main() -> None:
     parser.add_argument("--seed-start", type=int, default=0, help="femnist: first seed")
     parser.add_argument("--data-home", help="femnist: folder holding femnist/ (FEMNIST files)")
     parser.add_argument("--only-digits", action="store_true", help="femnist: digits only")
+    parser.add_argument("--epochs", type=int,
+                        help="femnist: CNN epochs (default 20 on the digits, 5 on FEMNIST)")
     parser.add_argument("--summarize", action="store_true",
                         help="femnist: print the tables of --out without running")
     args = parser.parse_args()
