@@ -316,8 +316,8 @@ def _fetch_remote(
     transfer that ends before the ``Content-Length`` the server announced, are retried
     ``n_retries`` times with ``delay`` seconds between attempts. A retry asks for the missing
     bytes only (an HTTP ``Range`` request) and appends them when the server answers
-    ``206 Partial Content``; any other answer restarts the file from its first byte. HTTP errors
-    other than 408 and 429 are not retried. A checksum mismatch is not retried: it raises
+    ``206 Partial Content``; any other answer restarts the file from its first byte (so does a
+    ``416`` answer to the range). Other HTTP errors than 408, 416 and 429 are not retried. A checksum mismatch is not retried: it raises
     :class:`ChecksumError` naming the URL and both checksums.
 
     Args:
@@ -347,7 +347,9 @@ def _fetch_remote(
                 _download_into(url, tmp_name, timeout=timeout, bar=bar)
                 break
             except urllib.error.HTTPError as e:
-                if e.code not in (408, 429) or attempt >= n_retries:
+                if e.code == 416:  # the range asked for does not exist (any more): start over
+                    open(tmp_name, "wb").close()
+                if e.code not in (408, 416, 429) or attempt >= n_retries:
                     raise OSError(
                         f"Could not download {url} after {attempt + 1} attempt(s): {e}"
                     ) from e

@@ -281,6 +281,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         payload: bytes = server.payload
         start = 0
         range_header = self.headers.get("Range")
+        if server.status is not None or (range_header and server.honour_range == 416):
+            self.send_error(server.status or 416)
+            return
         if range_header and server.honour_range:
             start = int(range_header.split("=")[1].rstrip("-"))
             self.send_response(206)
@@ -316,9 +319,11 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     httpd: Any = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.payload = _tff_archive(tmp_path, "fed_emnist")
     httpd.requests = []
-    httpd.honour_range = True
+    httpd.honour_range = True  # True, False (answer 200) or 416
     httpd.interrupt = 0
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    httpd.status = None  # an HTTP error code to answer every request with
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
     thread.start()
     monkeypatch.setattr(_femnist, "_TFF_URL", f"http://127.0.0.1:{httpd.server_port}/")
     monkeypatch.setattr(_femnist, "_RETRY_DELAY", 0.0)
@@ -377,6 +382,23 @@ def test_interrupted_transfer_restarts_when_range_is_ignored(tmp_path: Path, ser
     server.honour_range = False  # the server answers 200 with every byte: start over
     _check(fetch_femnist(data_home=tmp_path / "home", progress=False))
     assert len(server.requests) == 2
+
+
+def test_unsatisfiable_range_restarts_the_transfer(tmp_path: Path, server: Any) -> None:
+    server.interrupt = 1
+    server.honour_range = 416
+    _check(fetch_femnist(data_home=tmp_path / "home", progress=False))
+    assert [r for _, r in server.requests][1] is not None  # the range that was refused
+    assert [r for _, r in server.requests][2] is None  # then every byte again
+    assert len(server.requests) == 3
+
+
+def test_http_not_found_is_not_retried(tmp_path: Path, server: Any) -> None:
+    server.status = 404
+    with pytest.raises(OSError, match=r"fed_emnist.tar.bz2 after 1 attempt\(s\): HTTP Error 404"):
+        fetch_femnist(data_home=tmp_path / "home", progress=False)
+    assert len(server.requests) == 1
+    assert _listing(tmp_path / "home" / "femnist") == []
 
 
 def test_download_gives_up_after_retries_and_leaves_nothing(tmp_path: Path, server: Any) -> None:
