@@ -305,7 +305,7 @@ def run_femnist(tenants: dict, kind: str, rho: float, vary_c1: bool, seed: int, 
     """One collaborative study; returns each tenant's accuracies in round order and the
     seconds spent training CNNs."""
     from fairtune.tenancy import tenant_of
-    from fairtune.tuning import CNNTenantObjective
+    from fairtune.tuning import CNN_PARAMS, CNNTenantObjective
 
     settings = dict(FEMNIST_SETTINGS[kind])
     if epochs is not None:
@@ -314,6 +314,10 @@ def run_femnist(tenants: dict, kind: str, rho: float, vary_c1: bool, seed: int, 
     cnn_seconds = [0.0]
 
     def timed(trial: optuna.Trial) -> float:
+        # The sampler plans the round at the first suggest: suggest first, then time the CNN
+        # alone (the objective's own suggests return the same values).
+        for name, (low, high) in CNN_PARAMS.items():
+            trial.suggest_float(name, low, high, log=True)
         start = time.perf_counter()
         value = objective(trial)
         cnn_seconds[0] += time.perf_counter() - start
