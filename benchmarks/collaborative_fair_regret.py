@@ -390,17 +390,24 @@ def summarize_femnist(rows: list[dict[str, str]], args: argparse.Namespace) -> N
     both = df[df["setting"] == "both"]
     df = pd.concat([df[df["setting"] != "both"], both.assign(setting="fixed c1"),
                     both.assign(setting="varying c1")])
+    from _compare import wins_ties_losses
+
     print(f"\n| data | c1 | rho | R_T/n (mean +- se) | S_T (mean +- se) | avg inequality "
-          f"U_t/n - g_t (mean +- se) | seeds |")
-    print("|---|---|---:|---|---|---|---:|")
+          f"U_t/n - g_t (mean +- se) | inequality vs rho = 1: lower / tie / higher (sign test) "
+          f"| seeds |")
+    print("|---|---|---:|---|---|---|---|---:|")
     for (data, setting), part in df.groupby(["data", "setting"], sort=True):
+        base = part[part["rho"] == "1"].set_index("seed")["inequality"]
         for rho, g in sorted(part.groupby("rho"), key=lambda kv: -float(kv[0])):
             cells = []
             for col in ("R_T/n", "S_T", "inequality"):
                 # One seed has no standard error: say so rather than print "nan".
                 se = f"{g[col].std(ddof=1) / math.sqrt(len(g)):.3f}" if len(g) > 1 else "n/a"
                 cells.append(f"{g[col].mean():.3f} +- {se}")
-            print(f"| {data} | {setting} | {rho} | {' | '.join(cells)} | {len(g)} |")
+            paired = "-"
+            if rho != "1" and len(base):
+                paired = wins_ties_losses(g.set_index("seed")["inequality"], base, sign=-1.0)[1]
+            print(f"| {data} | {setting} | {rho} | {' | '.join(cells)} | {paired} | {len(g)} |")
     runs = df.drop_duplicates(["setting", "rho", "seed"]) if "seed" in df else df
     trials = runs["rounds"] * 10
     print(f"\nCNN seconds per trial (mean): {(runs['cnn_seconds'] / trials).mean():.3f}; "

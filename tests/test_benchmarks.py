@@ -330,7 +330,7 @@ def test_collaborative_fair_regret_runs(tmp_path: Path, case: str) -> None:
 
 
 def test_collaborative_femnist_runs_in_pieces_and_summarizes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     args = ("femnist", "--rhos", "0.5", "1", "--rounds", "1", "--startup", "1", "--epochs", "1",
             "--out", "f.csv")
@@ -347,8 +347,11 @@ def test_collaborative_femnist_runs_in_pieces_and_summarizes(
     out = _run(tmp_path, "collaborative_fair_regret.py", *args, "--seeds", "2")
     assert [r["seed"] for r in _rows(tmp_path / "f.csv")] == ["0"] * 3 + ["1"] * 3
     assert "| digits | fixed c1 | 1 |" in out and "| digits | varying c1 | 0.5 |" in out
+    # rho = 0.5 is compared with rho = 1 seed by seed (2 seeds).
+    assert sum(" / " in line and "(p = " in line for line in out.splitlines()) == 2
     assert out.count("| 2 |") == 4 and " nan" not in out  # 2 settings x 2 rhos, 2 seeds each
     # --summarize prints the same tables from the CSV alone.
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location("cfr", BENCHMARKS / "collaborative_fair_regret.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
