@@ -236,7 +236,12 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 raise ValueError(f"`tenants` must be positive, but got tenants={tenants!r}.")
             names = [str(i) for i in range(int(tenants))]
         elif isinstance(tenants, Sequence) and not isinstance(tenants, str):
-            names = [str(t) for t in tenants]
+            if not all(isinstance(t, str) for t in tenants):
+                raise ValueError(
+                    "`tenants` must be a list of names (strings) or a number, but got "
+                    f"tenants={tenants!r}."
+                )
+            names = list(tenants)
             if not names or len(set(names)) != len(names):
                 raise ValueError(
                     f"`tenants` must be distinct names (at least one), but got tenants={tenants!r}."

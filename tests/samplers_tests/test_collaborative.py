@@ -445,10 +445,13 @@ WORKER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "journal"])
-def test_three_processes_share_one_storage(tmp_path: Path, backend: str) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'shared.db'}"
+@pytest.mark.parametrize("backend", ["sqlite", "journal", "postgres"])
+def test_three_processes_share_one_storage(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    if backend in ("sqlite", "postgres"):
+        url = (f"sqlite:///{tmp_path / 'shared.db'}" if backend == "sqlite"
+               else request.getfixturevalue("postgres_url"))
         storage: str | optuna.storages.BaseStorage = url
     else:
         path = str(tmp_path / "shared.log")
@@ -459,7 +462,7 @@ def test_three_processes_share_one_storage(tmp_path: Path, backend: str) -> None
     optuna.create_study(study_name="shared", storage=storage, direction="maximize")
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    rounds = 4 if backend == "sqlite" else 3
+    rounds = 3 if backend == "journal" else 4
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), url, tenant, str(rounds)],
