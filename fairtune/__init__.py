@@ -15,8 +15,10 @@ __version__ = "0.1.0"
 _LAZY_ATTRS = {
     "FairBOSampler": "fairtune.samplers",
     "CollaborativeUCBSampler": "fairtune.samplers",
+    "CGPSampler": "fairtune.samplers",
 }
 _SUBMODULES = {
+    "collaboration",
     "datasets",
     "fairness",
     "samplers",

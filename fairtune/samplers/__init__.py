@@ -1,6 +1,7 @@
 """fairtune's Optuna samplers."""
 
+from fairtune.samplers.cgp import CGPSampler
 from fairtune.samplers.collaborative import CollaborativeUCBSampler
 from fairtune.samplers.fairbo import FairBOSampler
 
-__all__ = ["CollaborativeUCBSampler", "FairBOSampler"]
+__all__ = ["CGPSampler", "CollaborativeUCBSampler", "FairBOSampler"]
