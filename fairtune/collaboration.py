@@ -34,18 +34,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, distribution_to_json, json_to_distribution
+from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
 from fairtune._storage import read_text, write_study_text
 
-__all__ = ["Board", "Post", "sliced_lhs_value"]
+__all__ = ["Board", "Post", "simulate", "sliced_lhs_value"]
 
 BOARD_STUDY_PREFIX = "fairtune-board:"
 SEED_KEY = "fairtune:board:seed"
@@ -260,3 +261,55 @@ def sliced_lhs_value(
     coarse = int(coarse_perms[slice_index][i])
     fine = coarse * n_slices + int(fine_perms[coarse][slice_index])
     return (fine + float(jitter[slice_index, i])) / (n_slices * n_per_slice)
+
+
+def simulate(
+    objectives: Sequence[Callable[[optuna.Trial], float]],
+    samplers: Sequence[BaseSampler],
+    *,
+    n_rounds: int,
+    direction: str = "maximize",
+    callback: Callable[[int, list[optuna.Study]], None] | None = None,
+) -> list[optuna.Study]:
+    """Run N agents in one process, round by round: each with its own study and objective.
+
+    In each round every agent first posts to its board (for samplers that post, such as
+    :class:`fairtune.samplers.CGPSampler`), then every agent evaluates one trial: the paper's
+    synchronous Algorithm 1, where all posts of round t come from the same data as the agents'
+    choices. Each study lives in its own in-memory storage: agents share nothing but the board.
+
+    Args:
+        objectives: One objective per agent.
+        samplers: One sampler per agent (any Optuna sampler, e.g. a baseline).
+        n_rounds: Trials per agent, startup included.
+        direction: ``"maximize"`` or ``"minimize"`` for every agent. Defaults to
+            ``"maximize"``.
+        callback: Called as ``callback(round, studies)`` after each round. Defaults to None.
+
+    Returns:
+        The agents' studies, in the order of ``objectives``.
+    """
+    if len(objectives) != len(samplers) or not objectives:
+        raise ValueError(
+            "`objectives` and `samplers` must be non-empty and of equal length, but got "
+            f"{len(objectives)} objectives and {len(samplers)} samplers."
+        )
+    if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 0:
+        raise ValueError(f"`n_rounds` must be a non-negative integer, but got n_rounds={n_rounds!r}.")
+    studies = [
+        optuna.create_study(
+            storage=optuna.storages.InMemoryStorage(), direction=direction, sampler=sampler,
+            study_name=f"agent-{i}",
+        )
+        for i, sampler in enumerate(samplers)
+    ]
+    for round_ in range(n_rounds):
+        for sampler, study in zip(samplers, studies):
+            post_round = getattr(sampler, "_post_round", None)
+            if post_round is not None:
+                post_round(study)
+        for objective, study in zip(objectives, studies):
+            study.optimize(objective, n_trials=1)
+        if callback is not None:
+            callback(round_, studies)
+    return studies

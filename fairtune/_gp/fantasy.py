@@ -73,6 +73,7 @@ class FantasyModels:
                 f"samples.shape={tuple(samples.shape)}."
             )
         self.m = m
+        self.gp = gp
         self.samples = samples.to(torch.float64)
         # GP(D u (B, 0)): its mean is mu_0, its variance sigma+^2 (Property 2).
         self.base = gp.condition_on(X_borrowed, torch.zeros(m, dtype=torch.float64))

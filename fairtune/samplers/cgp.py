@@ -99,7 +99,7 @@ class CGPSampler(GPSamplerBase):
     ``board=None`` runs steps 2 and 7 on the agent's own GP alone: the paper's
     non-collaborative baseline. The sampler never waits: it uses the latest posts of its group,
     whatever their rounds (asynchronous; run agents in lockstep for the paper's synchronous
-    setting, as :func:`fairtune.collaboration_sim.simulate` does).
+    setting, as :func:`fairtune.collaboration.simulate` does).
 
     Minimization is handled by sign: the GP models the negated values, and the posted LCB and
     kappa are in that maximized sign, so agents that minimize and agents that maximize the same
@@ -249,8 +249,10 @@ class CGPSampler(GPSamplerBase):
         self._n_local_search = 5
         self._n_ts_candidates = 1024
         self._max_ei_models = 64
+        self._optim_max_iter = 30
+        self._fit_max_iter = 100
         # The last suggestion's borrowing, for inspection: {"leaders", "borrowed", "kept",
-        # "n_models"}.
+        # "n_models", "kappa" (standardized), "fantasies"}.
         self.last_borrowing: dict[str, Any] = {}
 
     @property
@@ -303,7 +305,8 @@ class CGPSampler(GPSamplerBase):
 
     def _fit(self, study: Study, X: torch.Tensor, y: np.ndarray, ss: SearchSpace) -> GPRegressor:
         gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical,
-                    warm_start=self._kernel_cache.get(study.study_name))
+                    warm_start=self._kernel_cache.get(study.study_name),
+                    max_iter=self._fit_max_iter)
         self._kernel_cache[study.study_name] = gp.params
         return gp
 
@@ -341,6 +344,7 @@ class CGPSampler(GPSamplerBase):
                 lambda x: gp_data.posterior(x[..., 0, :])[0], ss, rng=post_rng,
                 n_preliminary_samples=self._n_preliminary_samples,
                 n_local_search=self._n_local_search, warm_starts=warm,
+                max_iter=self._optim_max_iter,
             )
             x_kappa = x_kappa[0]
             kappa = max(kappa, best_f)
@@ -349,6 +353,7 @@ class CGPSampler(GPSamplerBase):
                 ss, rng=post_rng, n_preliminary_samples=self._n_preliminary_samples,
                 n_local_search=self._n_local_search,
                 warm_starts=np.stack([warm[0], x_kappa[None, :]]),
+                max_iter=self._optim_max_iter,
             )
             posted = x_plus[0]
             if self._design_noise is not None:
@@ -437,6 +442,8 @@ class CGPSampler(GPSamplerBase):
             "borrowed": X_b_np,
             "kept": kept.numpy().copy(),
             "n_models": fantasies.n_models if fantasies.m else 0,
+            "kappa": state.kappa,
+            "fantasies": fantasies,
         }
 
         exclude = state.X.numpy()
@@ -472,6 +479,7 @@ class CGPSampler(GPSamplerBase):
         x_best, _ = maximize_acqf(
             acqf, ss, rng=acq_rng, n_preliminary_samples=self._n_preliminary_samples,
             n_local_search=self._n_local_search, warm_starts=warm_starts, exclude=exclude,
+            max_iter=self._optim_max_iter,
         )
         return ss.decode(x_best[0])
 
