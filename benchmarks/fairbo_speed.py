@@ -15,14 +15,24 @@ GPSampler optimizes its acquisition from several starts at once when the ``green
 installed and one start after another otherwise, which is slower; install it (``pip install -e
 ".[bench]"``) to compare with GPSampler at its fastest. The script says which case it measured.
 
+Thread settings: users do not set ``OMP_NUM_THREADS``, so each table is measured twice, each
+time in a fresh process: at default settings (every thread variable removed from the
+environment: torch and OpenBLAS then start one thread per core, and FairBOSampler's engine limits
+itself, see ``fairtune._gp.threads``) and pinned (``OMP_NUM_THREADS=1``), with both samplers
+measured the same way in the same process. ``--threads default`` or ``--threads pinned`` runs one
+of them in the current process (as it is: the script does not change its own environment).
+
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_speed.py --n-trials 100 200 --repeats 5
+    python benchmarks/fairbo_speed.py --n-trials 30 100 200 --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -78,12 +88,52 @@ def timed_trial(study: optuna.Study, plateau: bool = False) -> float:
     return elapsed
 
 
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "FAIRTUNE_NUM_THREADS",
+)
+HEADER = (
+    "| thread settings | completed trials | FairBOSampler median s | GPSampler median s |"
+    " ratio FairBO / GP | FairBOSampler, binary constraint, median s |"
+    " FairBOSampler, 30 % of the box one repeated outcome, median s |\n"
+    "|---|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def gpsampler_mode() -> str:
+    try:  # as Optuna decides
+        import greenlet  # noqa: F401
+
+        batched = True
+    except ImportError:
+        batched = False
+    mode = "batched (greenlet installed)" if batched else "sequential (greenlet not installed)"
+    return f"GPSampler's acquisition starts: {mode}\n"
+
+
+def run_both(argv: list[str]) -> None:
+    """Run the measurement at default thread settings and pinned, each in a fresh process."""
+    base = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    print(gpsampler_mode())
+    print(HEADER, flush=True)
+    for mode, extra in (("default", {}), ("pinned", {"OMP_NUM_THREADS": "1"})):
+        subprocess.run(
+            [sys.executable, __file__, *argv, "--threads", mode, "--no-header"],
+            env={**base, **extra}, check=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-trials", type=int, nargs="+", default=[100, 200])
+    parser.add_argument("--n-trials", type=int, nargs="+", default=[30, 100, 200])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.threads == "both":
+        run_both(sys.argv[1:])
+        return
+    label = {"default": "default (no variable set)", "pinned": "OMP_NUM_THREADS=1"}[args.threads]
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     samplers = {
         "FairBOSampler": lambda: FairBOSampler(seed=args.seed, n_startup_trials=5),
@@ -93,19 +143,9 @@ def main() -> None:
         ),
         "plateau": lambda: FairBOSampler(seed=args.seed, n_startup_trials=5),
     }
-    try:  # as Optuna decides
-        import greenlet  # noqa: F401
-
-        batched = True
-    except ImportError:
-        batched = False
-    mode = "batched (greenlet installed)" if batched else "sequential (greenlet not installed)"
-    print(f"GPSampler's acquisition starts: {mode}")
-    print()
-    print("| completed trials | FairBOSampler median s | GPSampler median s | ratio FairBO / GP |"
-          " FairBOSampler, binary constraint, median s |"
-          " FairBOSampler, 30 % of the box one repeated outcome, median s |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    if not args.no_header:
+        print(gpsampler_mode())
+        print(HEADER)
     for n in args.n_trials:
         studies = {
             name: build_study(n, args.seed, make(), plateau=name == "plateau")
@@ -119,8 +159,8 @@ def main() -> None:
         gp = statistics.median(times["GPSampler"])
         binary = statistics.median(times["binary"])
         plateau = statistics.median(times["plateau"])
-        print(f"| {n} | {fair:.3f} | {gp:.3f} | {fair / gp:.2f} | {binary:.3f} | {plateau:.3f} |",
-              flush=True)
+        print(f"| {label} | {n} | {fair:.3f} | {gp:.3f} | {fair / gp:.2f} | {binary:.3f} |"
+              f" {plateau:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

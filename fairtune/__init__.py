@@ -16,6 +16,8 @@ _LAZY_ATTRS = {
     "FairBOSampler": "fairtune.samplers",
     "CollaborativeUCBSampler": "fairtune.samplers",
     "CGPSampler": "fairtune.samplers",
+    "set_num_threads": "fairtune._gp.threads",
+    "get_num_threads": "fairtune._gp.threads",
 }
 _SUBMODULES = {
     "collaboration",

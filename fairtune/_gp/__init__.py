@@ -2,6 +2,7 @@
 
 Modules: ``search_space`` (Optuna distributions <-> [0, 1]^d), ``kernels`` (Matern-5/2 ARD),
 ``gp`` (exact GP regression), ``classifier`` (GP classification), ``acquisition`` (log EI, log
-PoF, UCB/LCB, information gain, cMES), ``optim`` (acquisition maximization). Import the modules
+PoF, UCB/LCB, information gain, cMES), ``optim`` (acquisition maximization), ``threads`` (the
+thread limit under which the numerics run). Import the modules
 directly; this package imports nothing so that importing it stays cheap.
 """

@@ -50,6 +50,7 @@ import torch
 
 from fairtune._gp.gp import KernelParams
 from fairtune._gp.kernels import matern52
+from fairtune._gp.threads import with_thread_limit
 
 _MAX_SWEEPS = 100
 _DAMPING = 0.5
@@ -177,6 +178,7 @@ class GPClassifier:
         return torch.special.log_ndtr(mean / (1.0 + var).sqrt())
 
 
+@with_thread_limit(lambda X, *args, **kwargs: len(X))
 def fit_gp_classifier(
     X: torch.Tensor,  # (n, d)
     labels: torch.Tensor,  # (n,)

@@ -41,6 +41,7 @@ import scipy.optimize
 import torch
 
 from fairtune._gp.kernels import matern52, matern52_from_squared_distance
+from fairtune._gp.threads import with_thread_limit
 
 MIN_NOISE_VAR = 1e-6
 _JITTER = 1e-8
@@ -401,6 +402,7 @@ def _negative_log_posterior(
     return (nll - prior) * scale, ((grad - prior_grad) * scale).numpy()
 
 
+@with_thread_limit(lambda X, *args, **kwargs: len(X))
 def fit_gp(
     X: torch.Tensor,  # (n, d)
     y: torch.Tensor,  # (n,)

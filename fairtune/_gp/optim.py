@@ -27,6 +27,7 @@ import scipy.optimize
 import torch
 
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import with_thread_limit
 
 AcqFunc = Callable[[torch.Tensor], torch.Tensor]  # (b, q, d) -> (b,)
 
@@ -97,6 +98,9 @@ def _coordinate_sweep(
     return X, values
 
 
+# The candidates it excludes are the model's points (trials and pending ones): their count
+# is the problem's size.
+@with_thread_limit(lambda *args, exclude=None, **kwargs: 0 if exclude is None else len(exclude))
 def maximize_acqf(
     acqf: AcqFunc,
     search_space: SearchSpace,

@@ -24,6 +24,7 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
 from fairtune._storage import read_trial_text, write_trial_text
 
 if TYPE_CHECKING:
@@ -294,21 +295,35 @@ class GPSamplerBase(BaseSampler):
                 return {}
             if not search_space:
                 return {}
+            with limit_threads(len(complete) + len(pending)):
+                return self._sample_and_claim(study, trial, search_space, complete, pending, seen)
+
+    def _sample_and_claim(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+        complete: list[FrozenTrial],
+        pending: list[dict[str, Any]],
+        seen: dict[int, dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The trial's point, recorded as its claim (chosen anew while another worker's earlier
+        claim holds the same point)."""
+        params = self._sample_relative_impl(study, search_space, complete, pending)
+        if not params:
+            return params
+        claimed = store_relative_params(study, trial, params)
+        # Other processes sharing the storage may have chosen from the same trials while
+        # this one computed (workers started together all do), and the acquisition's
+        # maximum is the same for all of them. Each worker records its point first and then
+        # looks: the later claim of a point is chosen anew with the earlier one pending.
+        # (Of two claims, the later writer always sees the earlier one.)
+        for _ in range(_MAX_RECHOOSE):
+            if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
+                break
+            complete, pending = collect_trials(study, search_space, trial, seen)
             params = self._sample_relative_impl(study, search_space, complete, pending)
-            if not params:
-                return params
             claimed = store_relative_params(study, trial, params)
-            # Other processes sharing the storage may have chosen from the same trials while
-            # this one computed (workers started together all do), and the acquisition's
-            # maximum is the same for all of them. Each worker records its point first and then
-            # looks: the later claim of a point is chosen anew with the earlier one pending.
-            # (Of two claims, the later writer always sees the earlier one.)
-            for _ in range(_MAX_RECHOOSE):
-                if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
-                    break
-                complete, pending = collect_trials(study, search_space, trial, seen)
-                params = self._sample_relative_impl(study, search_space, complete, pending)
-                claimed = store_relative_params(study, trial, params)
         return params
 
     def _sample_relative_impl(

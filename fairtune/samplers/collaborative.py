@@ -61,6 +61,7 @@ from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
 from fairtune._storage import read_text, write_study_text
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (
@@ -484,6 +485,14 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 if point is not None:
                     pending.append(point)
 
+        with limit_threads(len(data) + len(pending)):
+            return self._optimize_plan(study, round_, search_space, data, pending)
+
+    def _optimize_plan(
+        self, study: Study, round_: int, search_space: dict[str, BaseDistribution],
+        data: list[FrozenTrial], pending: list[dict[str, Any]],
+    ) -> dict[str, dict[str, Any]]:
+        """The round's batch from the usable trials ``data`` and the ``pending`` points."""
         sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         lambda_ = np.zeros(len(self._tenants))
         for t in data:
