@@ -270,6 +270,7 @@ def simulate(
     n_rounds: int,
     direction: str = "maximize",
     callback: Callable[[int, list[optuna.Study]], None] | None = None,
+    initial_params: Sequence[Sequence[Mapping[str, Any]]] | None = None,
 ) -> list[optuna.Study]:
     """Run N agents in one process, round by round: each with its own study and objective.
 
@@ -285,6 +286,8 @@ def simulate(
         direction: ``"maximize"`` or ``"minimize"`` for every agent. Defaults to
             ``"maximize"``.
         callback: Called as ``callback(round, studies)`` after each round. Defaults to None.
+        initial_params: Per agent, parameters of its first trials (enqueued), e.g. initial
+            designs shared by several methods being compared. Defaults to None.
 
     Returns:
         The agents' studies, in the order of ``objectives``.
@@ -303,6 +306,9 @@ def simulate(
         )
         for i, sampler in enumerate(samplers)
     ]
+    for study, params in zip(studies, initial_params or []):
+        for p in params:
+            study.enqueue_trial(dict(p))
     for round_ in range(n_rounds):
         for sampler, study in zip(samplers, studies):
             post_round = getattr(sampler, "_post_round", None)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import torch
 from optuna.distributions import BaseDistribution
-from optuna.samplers import BaseSampler, RandomSampler
+from optuna.samplers import BaseSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
@@ -21,6 +21,7 @@ from fairtune._gp.fantasy import FantasyModels, reject
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
 from fairtune.collaboration import Board, _check_agent, _space_json, sliced_lhs_value
 from fairtune.samplers._base import (
     GPSamplerBase,
@@ -247,7 +248,7 @@ class CGPSampler(GPSamplerBase):
         # Tuning knobs (private: tests and benchmarks may shrink them).
         self._n_preliminary_samples = 1024
         self._n_local_search = 5
-        self._n_ts_candidates = 1024
+        self._n_ts_candidates = 512
         self._max_ei_models = 64
         self._optim_max_iter = 30
         self._fit_max_iter = 100
@@ -387,7 +388,8 @@ class CGPSampler(GPSamplerBase):
         complete, pending = collect_trials(study, search_space)
         if len(complete) < max(self._n_startup_trials, 1):
             return
-        self._round_state(study, search_space, complete, pending)
+        with limit_threads(len(complete) + len(pending)):
+            self._round_state(study, search_space, complete, pending)
 
     def _borrowed(self, state: _RoundState, search_space: dict[str, BaseDistribution]
                   ) -> tuple[list[str], np.ndarray]:

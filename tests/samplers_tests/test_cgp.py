@@ -1,13 +1,8 @@
 from __future__ import annotations
 
-import json
 import math
 import pickle
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import optuna
@@ -22,7 +17,7 @@ from optuna.trial import TrialState
 
 from fairtune._gp.gp import fit_gp
 from fairtune._gp.search_space import SearchSpace
-from fairtune.collaboration import AGENT_KEY_PREFIX, POST_KEY_PREFIX, SEED_KEY, Board
+from fairtune.collaboration import Board
 from fairtune.samplers import CGPSampler
 from fairtune.samplers.cgp import CLHS_SLOT_KEY, _RoundState
 
@@ -312,80 +307,3 @@ def test_pickled_sampler_continues_as_the_original() -> None:
     study.optimize(_quadratic(0.3), n_trials=2)
     twin.optimize(_quadratic(0.3), n_trials=2)
     assert [t.params for t in study.trials] == [t.params for t in twin.trials]
-
-
-_AGENT_SCRIPT = textwrap.dedent(
-    """
-    import sys
-    import optuna
-    from fairtune.collaboration import Board
-    from fairtune.samplers import CGPSampler
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    board_url, study_url, agent, shift = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-    board = Board(board_url, name="shared", seed=0)
-    sampler = CGPSampler(board=board, agent=agent, seed=int(shift * 100), n_startup_trials=3,
-                         group_size=4, n_raw_samples=500)
-    sampler._n_preliminary_samples = 64
-    sampler._n_local_search = 1
-    sampler._optim_max_iter = 10
-    study = optuna.create_study(storage=study_url, study_name=agent, direction="maximize",
-                                sampler=sampler)
-
-    def objective(trial):
-        x = trial.suggest_float("x", -1.0, 1.0)
-        y = trial.suggest_float("y", -1.0, 1.0)
-        return 10.0 - ((x - shift) ** 2 + (y + shift) ** 2) * 3.7
-
-    study.optimize(objective, n_trials=7)
-    """
-)
-
-
-def test_board_of_a_multi_process_run_never_holds_an_observation(tmp_path: Path) -> None:
-    script = tmp_path / "agent.py"
-    script.write_text(_AGENT_SCRIPT)
-    board_url = f"sqlite:///{tmp_path / 'board.db'}"
-    Board(board_url, name="shared", seed=0)  # created before the agents race to open it
-    agents = {"north": 0.1, "south": 0.3}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(script), board_url, f"sqlite:///{tmp_path / (a + '.db')}", a,
-             str(shift)],
-            stderr=subprocess.PIPE, text=True,
-        )
-        for a, shift in agents.items()
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err
-    board = Board(board_url, name="shared")
-    items = board.items()
-    observed: set[float] = set()
-    evaluated: list[dict] = []
-    for agent in agents:
-        study = optuna.load_study(study_name=agent, storage=f"sqlite:///{tmp_path / (agent + '.db')}")
-        assert len(study.trials) == 7
-        observed |= {t.value for t in study.trials}
-        evaluated += [t.params for t in study.trials]
-    # Every key is one of the board's namespaced kinds; every post is a design, an LCB and a
-    # kappa; no value anywhere on the board is an objective value of any agent.
-    for key, value in items.items():
-        assert key == SEED_KEY or key.startswith((AGENT_KEY_PREFIX, POST_KEY_PREFIX)), key
-        if key.startswith(POST_KEY_PREFIX):
-            record = json.loads(value)
-            assert set(record) == {"design", "lcb", "kappa"}
-            assert set(record["design"]) == {"x", "y"}
-            numbers = [*record["design"].values(), record["lcb"], record["kappa"]]
-            assert not observed & set(numbers)
-        elif key.startswith(AGENT_KEY_PREFIX):
-            assert set(json.loads(value)) == {"x", "y"}
-        else:
-            assert value == 0
-    posts = board.posts()
-    # Rounds 3..6 of every agent: 4 posts each.
-    assert sorted((p.agent, p.round) for p in posts) == sorted(
-        (a, r) for a in agents for r in range(3, 7)
-    )
-    assert all(p.lcb <= p.kappa + 1e-9 for p in posts)
-    assert board.agents() == sorted(agents)

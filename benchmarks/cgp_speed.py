@@ -1,0 +1,109 @@
+"""Speed of one CGPSampler suggestion: 6 parameters, 100 own trials, 3 borrowed designs.
+
+One agent (Hartmann-6, 100 evaluated trials) shares an in-memory board with ``n_agents - 1``
+others whose latest posts claim designs near its own best with a high LCB, and a group size of 4,
+so that it borrows 3 designs (kept or not by its rejection step, reported). Each row is the
+median wall time of ``--repeats`` suggestions (``study.ask`` and the parameters' suggest calls:
+fit, kappa, LCB maximizer, post, reading the board, rejection sampling, fantasy models,
+acquisition), at the sampler's default settings, for every acquisition, every S_raw in
+``--raw-samples`` and every number of agents in ``--agents``.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/cgp_speed.py --out benchmarks/results/cgp_speed.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+
+from fairtune.collaboration import Board
+from fairtune.samplers import CGPSampler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+H_A = np.array([
+    [10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+    [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14],
+])
+H_P = 1e-4 * np.array([
+    [1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+    [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381],
+])
+SPACE = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(6)}
+
+
+def hartmann(x: np.ndarray) -> float:
+    return float(H_ALPHA @ np.exp(-(H_A * (x - H_P) ** 2).sum(1)))
+
+
+def measure(acquisition: str, n_raw: int, n_agents: int, repeats: int) -> dict[str, float]:
+    rng = np.random.RandomState(0)
+    board = Board(optuna.storages.InMemoryStorage(), name="speed", seed=0)
+    sampler = CGPSampler(board=board, agent="me", acquisition=acquisition,  # type: ignore[arg-type]
+                         n_raw_samples=n_raw, group_size=4, seed=0)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    X = rng.uniform(size=(100, 6))
+    for x in X:
+        study.add_trial(optuna.trial.create_trial(
+            params={f"x{i}": float(v) for i, v in enumerate(x)}, distributions=SPACE,
+            value=hartmann(x) + 0.1 * rng.normal(),
+        ))
+    best = X[np.argmax([t.value for t in study.trials])]
+    for k in range(n_agents - 1):
+        name = f"peer{k:03d}"
+        board.register(name, SPACE)
+        design = np.clip(best + rng.normal(0, 0.03, size=6), 0, 1)
+        for round_ in (98, 99):  # two rounds of posts each, the latest is used
+            board.post(name, round_, {f"x{i}": float(v) for i, v in enumerate(design)},
+                       lcb=10.0, kappa=10.0)
+    times, kept = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        trial = study.ask()
+        for name, dist in SPACE.items():
+            trial.suggest_float(name, dist.low, dist.high)
+        times.append(time.perf_counter() - t0)
+        kept.append(int(sampler.last_borrowing["kept"].sum()))
+        study.tell(trial, hartmann(np.array([trial.params[n] for n in SPACE])))
+    return {"seconds": statistics.median(times),
+            "borrowed": len(sampler.last_borrowing["borrowed"]),
+            "kept": statistics.median(kept)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--acquisitions", nargs="+", default=["ucb", "ei", "ts"])
+    parser.add_argument("--raw-samples", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--agents", type=int, nargs="+", default=[4, 16, 64, 256])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("cgp_speed.csv"))
+    args = parser.parse_args()
+    settings = [(a, r, 4) for a in args.acquisitions for r in args.raw_samples]
+    settings += [("ucb", 10000, n) for n in args.agents if n != 4]
+    print("| acquisition | S_raw | agents on the board | borrowed | kept | seconds per suggestion |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for acquisition, n_raw, n_agents in settings:
+        result = measure(acquisition, n_raw, n_agents, args.repeats)
+        rows.append({"acquisition": acquisition, "n_raw_samples": n_raw, "n_agents": n_agents,
+                     **result})
+        print(f"| {acquisition} | {n_raw} | {n_agents} | {result['borrowed']} | "
+              f"{result['kept']:g} | {result['seconds']:.2f} |", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
