@@ -59,6 +59,8 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial
 
+from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
+
 from fairtune._gp.search_space import SearchSpace
 from fairtune.collaboration import Board, simulate, sliced_lhs_value
 from fairtune.samplers import CGPSampler
@@ -67,27 +69,12 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 # -- test functions (maximized) -----------------------------------------------------------------
 
-H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-H_A = np.array([
-    [10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
-    [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14],
-])
-H_P = 1e-4 * np.array([
-    [1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-    [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381],
-])
-
-
 def neg_ackley(x: np.ndarray) -> float:
     d = len(x)
     return -float(
         -20 * math.exp(-0.2 * math.sqrt((x**2).sum() / d))
         - math.exp(np.cos(2 * math.pi * x).sum() / d) + 20 + math.e
     )
-
-
-def neg_hartmann6(x: np.ndarray) -> float:
-    return float(H_ALPHA @ np.exp(-(H_A * (x - H_P) ** 2).sum(1)))
 
 
 def cosine8(x: np.ndarray) -> float:

@@ -24,25 +24,14 @@ import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
 
+from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
+
 from fairtune.collaboration import Board
 from fairtune.samplers import CGPSampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-H_A = np.array([
-    [10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
-    [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14],
-])
-H_P = 1e-4 * np.array([
-    [1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-    [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381],
-])
 SPACE = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(6)}
-
-
-def hartmann(x: np.ndarray) -> float:
-    return float(H_ALPHA @ np.exp(-(H_A * (x - H_P) ** 2).sum(1)))
 
 
 def measure(acquisition: str, n_raw: int, n_agents: int, repeats: int) -> dict[str, float]:
@@ -55,7 +44,7 @@ def measure(acquisition: str, n_raw: int, n_agents: int, repeats: int) -> dict[s
     for x in X:
         study.add_trial(optuna.trial.create_trial(
             params={f"x{i}": float(v) for i, v in enumerate(x)}, distributions=SPACE,
-            value=hartmann(x) + 0.1 * rng.normal(),
+            value=neg_hartmann6(x) + 0.1 * rng.normal(),
         ))
     best = X[np.argmax([t.value for t in study.trials])]
     for k in range(n_agents - 1):
@@ -73,7 +62,7 @@ def measure(acquisition: str, n_raw: int, n_agents: int, repeats: int) -> dict[s
             trial.suggest_float(name, dist.low, dist.high)
         times.append(time.perf_counter() - t0)
         kept.append(int(sampler.last_borrowing["kept"].sum()))
-        study.tell(trial, hartmann(np.array([trial.params[n] for n in SPACE])))
+        study.tell(trial, neg_hartmann6(np.array([trial.params[n] for n in SPACE])))
     return {"seconds": statistics.median(times),
             "borrowed": len(sampler.last_borrowing["borrowed"]),
             "kept": statistics.median(kept)}

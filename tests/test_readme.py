@@ -17,11 +17,11 @@ def _python_blocks() -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
 
 
-def test_the_readme_has_its_four_python_examples() -> None:
-    assert len(_python_blocks()) == 4
+def test_the_readme_has_its_five_python_examples() -> None:
+    assert len(_python_blocks()) == 5
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(5))
 def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
     code = re.sub(r"n_trials=\d+", "n_trials=7", _python_blocks()[index])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
@@ -40,6 +40,10 @@ def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
         )
     if index == 3:  # every tenant's cumulative utility; only beta has evaluated a point
         assert re.search(r"'alpha': 0(\.0)?, 'beta': -[0-9.e-]+, 'gamma': 0(\.0)?", result.stdout)
+    if index == 4:  # three agents' best values, then the board's last post
+        best, post = result.stdout.splitlines()
+        assert all(-0.5 < float(v) <= 0.0 for v in best.strip("[]").split(","))
+        assert post.startswith("Post(agent='lab-c', round=9, design={'x': ")
 
 
 ROOT = README.parent
