@@ -108,6 +108,8 @@ def main(n_trials: int = 20, n_startup: int = 6, n_rows: int = 3000, seed: int =
     board_url = f"sqlite:///{Path(folder) / 'board.db'}"
     board = Board(board_url, name="agents", seed=seed)  # created once, before the agents start
     agents = agents or AGENTS
+    for agent in agents:  # known to the board before any trial: one Latin hypercube for all
+        board.register(agent)
     processes = [
         subprocess.Popen([sys.executable, __file__, "--worker", agent, "--folder", folder,
                           "--board", board_url, "--n-trials", str(n_trials),

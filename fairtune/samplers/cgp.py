@@ -72,7 +72,10 @@ class CGPSampler(GPSamplerBase):
 
     1. The first ``n_startup_trials`` designs of all agents together form a Latin hypercube
        (the paper's collaborative LHS; each agent's share, itself a Latin hypercube, follows from
-       the board's seed and the agent's place among the registered agents).
+       the board's seed and the agent's place among the agents registered on the board when its
+       first trial is sampled: an agent registers when its sampler is created, so create every
+       agent's sampler, or call ``board.register(name)`` for each, before the first trial for an
+       exact Latin hypercube).
     2. Fit the agent's own GP on its own trials (Matern-5/2 ARD, standardized outputs).
     3. ``kappa_n = max_x mu_n(x)`` and ``x+_n = argmax_x mu_n(x) - eta sigma_n(x)``; post
        ``(t, x+_n, LCB_n(x+_n), kappa_n)`` to the board.
