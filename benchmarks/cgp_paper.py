@@ -341,8 +341,30 @@ def summarize(path: Path, plot: Path | None) -> str:
             alone = part[part["method"] == "UCB"].set_index(["rep", "agent"])["gap"]
             common = cgp.index.intersection(alone.index)
             if len(common):
-                harm = (cgp[common] - alone[common]).max()
-                lines.append(f"largest harm to one agent (CGP-UCB gap - UCB gap): {harm:.3f}")
+                diff = cgp[common] - alone[common]
+                lines.append(
+                    f"paired CGP-UCB gap - UCB gap over {len(common)} agent x rep pairs: mean "
+                    f"{diff.mean():.3f}, median {diff.median():.3f}, largest harm "
+                    f"{diff.max():.3f}, pairs harmed by more than 2 noise sd (0.2): "
+                    f"{int((diff > 2 * NOISE_SD).sum())}, helped by more: "
+                    f"{int((diff < -2 * NOISE_SD).sum())}"
+                )
+    # Several group sizes of one method (figure 4): gap and regret by N at a few rounds.
+    for (function, method), part in df.groupby(["function", "method"]):
+        if part["n_agents"].nunique() < 2:
+            continue
+        rounds = sorted(part["round"].unique())
+        marks = sorted({rounds[len(rounds) // 4], rounds[len(rounds) // 2], rounds[-1]})
+        lines.append(f"\n{function}, {method}, by number of agents N "
+                     f"(mean over agents and {part['rep'].nunique()} reps)")
+        lines.append("| N | " + " | ".join(f"gap @ round {r}" for r in marks)
+                     + f" | regret @ round {marks[-1]} |")
+        lines.append("|---" * (len(marks) + 2) + "|")
+        for n, by_n in part.groupby("n_agents"):
+            gaps = [by_n[by_n["round"] == r]["gap"].mean() for r in marks]
+            regret = by_n[by_n["round"] == marks[-1]]["regret"].mean()
+            lines.append(f"| {n} | " + " | ".join(f"{g:.2f}" for g in gaps)
+                         + f" | {regret:.2f} |")
     if plot is not None:
         import matplotlib
 
