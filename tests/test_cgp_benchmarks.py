@@ -45,5 +45,7 @@ def test_cgp_speed_runs(tmp_path: Path) -> None:
     out = _run(tmp_path, "cgp_speed.py", "--acquisitions", "ucb", "--raw-samples", "100",
                "--agents", "4", "8", "--repeats", "1", "--out", "s.csv")
     lines = [line for line in out.splitlines() if line.startswith("| ucb |")]
-    assert len(lines) == 2
-    assert all(line.split("|")[4].strip() == "3" for line in lines)  # 3 borrowed designs
+    assert len(lines) == 3  # 4 agents with both kinds of peers' designs, then 8 agents
+    assert all(line.split("|")[5].strip() == "3" for line in lines)  # 3 borrowed designs
+    kept = [float(line.split("|")[6]) for line in lines if "near its kappa" in line]
+    assert kept and all(k >= 1 for k in kept)  # designs next to its own optimum are kept
