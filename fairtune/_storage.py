@@ -16,10 +16,12 @@ storage that holds no trial of the agent.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optuna.storages import BaseStorage
+if TYPE_CHECKING:
+    from optuna.storages import BaseStorage
 
 KEY_PREFIX = "fairtune:"
 # RDB storages cap a system attribute's JSON-encoded value at 2048 characters (PostgreSQL enforces
@@ -92,3 +94,51 @@ def read_trial_text(attrs: Mapping[str, Any], key: str) -> str | None:
     if n_chunks is not None:  # (records of older versions have no count: all chunks are current)
         chunks = chunks[: int(n_chunks)]
     return "".join(v for _, v in chunks)
+
+
+JOURNAL_PREFIX = "journal:"
+
+
+def open_storage(
+    url: str,
+    *,
+    heartbeat_interval: int | None = None,
+    grace_period: int | None = None,
+    max_retry: int | None = 0,
+) -> BaseStorage | str:
+    """The Optuna storage a URL names: ``journal:<path>`` is a Journal file (Optuna's
+    ``JournalFileBackend``, for several processes on one machine); anything else is an RDB URL
+    (``sqlite:///...``, ``postgresql+psycopg://...``).
+
+    With ``heartbeat_interval`` (seconds; RDB storages only), every running trial of
+    ``study.optimize`` records a heartbeat, and a trial whose worker died (killed, or its machine
+    lost) ends as FAIL once it has missed its heartbeats for ``grace_period`` seconds (Optuna's
+    default: twice the interval): any other worker of the study fails it when it starts a trial.
+    It is then re-run up to ``max_retry`` times with the same parameters (Optuna's
+    ``RetryHeartbeatStaleTrialCallback``; None retries without limit, 0 never).
+    """
+    import optuna
+
+    if url.startswith(JOURNAL_PREFIX):
+        if heartbeat_interval:
+            raise ValueError(
+                "A heartbeat needs an RDB storage (sqlite:///..., postgresql://...): Journal "
+                f"storages have none, but got a heartbeat interval for {url!r}."
+            )
+        path = url[len(JOURNAL_PREFIX) :]
+        if not path:
+            raise ValueError(f"A Journal storage URL is journal:<file>, but got {url!r}.")
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+    if not heartbeat_interval:
+        return url
+    callback = (
+        None if max_retry == 0
+        else optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+    )
+    with warnings.catch_warnings():
+        # Optuna flags heartbeats as experimental; fairtune turns them on by design.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            url, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+            heartbeat_stale_trial_callback=callback,
+        )

@@ -22,7 +22,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from fairtune._storage import JOURNAL_PREFIX, open_storage
+
 PROG = "fairtune"
+# Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
+_DEFAULT_HEARTBEAT = 30
 # Attempts at creating or loading the study when other workers are creating it too.
 _CREATE_ATTEMPTS = 5
 EXIT_OK = 0
@@ -159,7 +163,22 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
-    parser.add_argument("--storage", help="Optuna storage URL, e.g. sqlite:///fairtune.db")
+    parser.add_argument(
+        "--storage",
+        help="Optuna storage: an RDB URL (sqlite:///fairtune.db, "
+             "postgresql+psycopg://user@host/db) or a Journal file, journal:./fairtune.log",
+    )
+    parser.add_argument(
+        "--heartbeat", type=int, default=_DEFAULT_HEARTBEAT, metavar="SECONDS",
+        help="RDB storages: each running trial records a heartbeat this often, and a trial "
+             "whose worker died ends as FAIL after twice as long without one (default "
+             f"{_DEFAULT_HEARTBEAT}; 0 turns it off)",
+    )
+    parser.add_argument(
+        "--retry-failed", type=int, default=1, metavar="N",
+        help="re-run a trial that failed because its worker died up to N times, with the "
+             "same parameters (default 1)",
+    )
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
     parser.add_argument("--n-jobs", type=int, default=1, help="parallel trials (threads)")
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
@@ -177,6 +196,11 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         raise ValueError(f"--n-trials must be at least 1, but got {args.n_trials}.")
     if args.n_jobs < 1:
         raise ValueError(f"--n-jobs must be at least 1, but got {args.n_jobs}.")
+    if args.heartbeat < 0:
+        raise ValueError(f"--heartbeat must be 0 (off) or a number of seconds, but got "
+                         f"{args.heartbeat}.")
+    if args.retry_failed < 0:
+        raise ValueError(f"--retry-failed must be 0 or more, but got {args.retry_failed}.")
     _check_plot_path(args.plot)
     limits = parse_limits(args.limit)
     objective = FairObjective(
@@ -185,7 +209,11 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     )
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
-    study = _create_or_load_study(name, args.storage)
+    heartbeat = (
+        args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+    )
+    study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
+                                  max_retry=args.retry_failed)
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise ValueError(f"study {name!r} in the storage is not a maximization study.")
     # The metric and the validation protocol are stored with the study, so that `report` can
@@ -243,19 +271,25 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.set_defaults(func=_cmd_report)
 
 
-def _create_or_load_study(name: str, storage: str | None) -> Any:
+def _create_or_load_study(
+    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0
+) -> Any:
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
 
     Several ``fairtune tune`` processes started together on a new database all try to create
     its tables and the study: the losers get a unique-constraint (or "database is locked")
-    error from the database although the study then exists. Retrying loads it.
+    error from the database although the study then exists. Retrying loads it. ``storage`` is
+    opened by :func:`fairtune._storage.open_storage` (Journal files, heartbeats).
     """
     import optuna
     from sqlalchemy.exc import IntegrityError, OperationalError
 
     def create() -> Any:
+        opened = None if storage is None else open_storage(
+            storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
+        )
         return optuna.create_study(
-            study_name=name, storage=storage, direction="maximize", load_if_exists=True
+            study_name=name, storage=opened, direction="maximize", load_if_exists=True
         )
 
     for attempt in range(_CREATE_ATTEMPTS - 1):
@@ -282,15 +316,16 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     _check_plot_path(args.plot)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = args.study_name
+    storage = open_storage(args.storage)
     if name is None:
-        names = optuna.get_all_study_names(args.storage)
+        names = optuna.get_all_study_names(storage)
         if len(names) != 1:
             raise ValueError(
                 f"--study-name is needed: the storage holds {len(names)} studies {names}."
             )
         name = names[0]
     try:
-        study = optuna.load_study(study_name=name, storage=args.storage)
+        study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         raise ValueError(f"no study named {name!r} in {args.storage}.") from None
     metric_name = study.user_attrs.get(_METRIC_KEY, "objective")

@@ -6,8 +6,9 @@ study. Each such trial carries the user attribute :data:`TENANT_KEY`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.study import StudyDirection
@@ -16,9 +17,14 @@ from optuna.trial import FrozenTrial, TrialState
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
 
-__all__ = ["TENANT_KEY", "ask", "cumulative_utilities", "tenant_of", "trials_by_tenant"]
+__all__ = [
+    "TENANT_KEY", "ask", "cumulative_utilities", "optimize", "tenant_of", "trials_by_tenant"
+]
 
 TENANT_KEY = "fairtune:tenant"
+# (storage object id, study id) -> the tenant that this process's study.optimize serves.
+_optimizing_for: dict[tuple[int, int], str] = {}
+_optimizing_lock = threading.Lock()
 
 
 def ask(
@@ -55,6 +61,66 @@ def ask(
     for name, distribution in (fixed_distributions or {}).items():
         trial._suggest(name, distribution)
     return trial
+
+
+def optimize(
+    study: optuna.Study,
+    tenant: str,
+    func: Callable[[optuna.Trial], float],
+    *,
+    n_trials: int,
+    **kwargs: Any,
+) -> None:
+    """Run ``study.optimize(func, n_trials=n_trials, **kwargs)`` for ``tenant``: every new trial
+    it creates is ``tenant``'s.
+
+    This is how a tenant's worker process gets what ``study.optimize`` gives and ``ask`` does
+    not: the heartbeat of an RDB storage created with ``heartbeat_interval`` (a killed worker's
+    trial then ends as FAIL instead of RUNNING forever, and no longer holds its point as
+    pending in the rounds of the others), ``n_jobs``, ``catch`` and callbacks. The tag is set by
+    a tenant-aware sampler (:class:`~fairtune.samplers.CollaborativeUCBSampler`) when the trial
+    is created, before any ``suggest_*`` call. Enqueued trials popped by ``study.optimize`` keep
+    the tenant they were enqueued with.
+
+    Args:
+        study: The shared study; its sampler must be tenant-aware.
+        tenant: The tenant's name (non-empty).
+        func: The objective.
+        n_trials: Number of trials to run.
+        **kwargs: Other arguments of ``study.optimize``.
+
+    Example:
+        .. code-block:: python
+
+            storage = optuna.storages.RDBStorage(url, heartbeat_interval=30)
+            study = optuna.load_study(study_name="shared", storage=storage, sampler=sampler)
+            fairtune.tenancy.optimize(study, "alice", objective, n_trials=20)
+    """
+    if not isinstance(tenant, str) or not tenant:
+        raise ValueError(f"`tenant` must be a non-empty string, but got tenant={tenant!r}.")
+    if not hasattr(study.sampler, "tenants"):
+        raise ValueError(
+            "`study` must use a tenant-aware sampler (CollaborativeUCBSampler) for "
+            f"tenancy.optimize, but its sampler is {type(study.sampler).__name__}."
+        )
+    key = (id(study._storage), study._study_id)
+    with _optimizing_lock:
+        if key in _optimizing_for and _optimizing_for[key] != tenant:
+            raise RuntimeError(
+                f"This process already optimizes the study for tenant {_optimizing_for[key]!r}; "
+                f"tenant {tenant!r} needs a process (or a study object of its own storage)."
+            )
+        _optimizing_for[key] = tenant
+    try:
+        study.optimize(func, n_trials=n_trials, **kwargs)
+    finally:
+        with _optimizing_lock:
+            _optimizing_for.pop(key, None)
+
+
+def optimizing_tenant(study: optuna.Study) -> str | None:
+    """The tenant that :func:`optimize` is running ``study`` for in this process, if any."""
+    return _optimizing_for.get((id(study._storage), study._study_id))
 
 
 def tenant_of(trial: optuna.Trial | FrozenTrial) -> str | None:

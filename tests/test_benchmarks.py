@@ -321,6 +321,19 @@ def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
     )
 
 
+def test_postgres_load_counts_lost_and_repeated_trials(
+    tmp_path: Path, postgres_server: object
+) -> None:
+    # postgres_server: skipped with its reason where PostgreSQL is not installed (the script
+    # starts a server of its own).
+    out = _run(tmp_path, "postgres_load.py", "--workers", "2", "--trials", "3",
+               "--samplers", "FairBOSampler")
+    row = next(line for line in out.splitlines() if line.startswith("| FairBOSampler |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1]) > 0 and 0 < float(cells[2]) <= float(cells[3])
+    assert cells[4:7] == ["0", "0", "0"]  # nothing lost, recorded twice or repeated
+
+
 @pytest.mark.parametrize("case", ["hartmann", "hpo"])
 def test_collaborative_fair_regret_runs(tmp_path: Path, case: str) -> None:
     out = _run(tmp_path, "collaborative_fair_regret.py", case, "--rhos", "0.5", "--seeds", "1",
@@ -380,3 +393,60 @@ def test_fairbo_parallel_runs_workers_on_one_journal_file_and_counts_repeats(tmp
     workers, studies, trials, repeated, with_repeat = (int(c) for c in row.strip("| ").split(" | "))
     assert (workers, studies, trials) == (2, 1, 8)
     assert 0 <= repeated < trials and with_repeat in (0, 1)
+
+
+def _suite_module() -> object:
+    spec = importlib.util.spec_from_file_location("optuna_sampler_suite",
+                                                  BENCHMARKS / "optuna_sampler_suite.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_optuna_sampler_suite_runs_optunas_own_tests_on_fairtune_samplers(tmp_path: Path) -> None:
+    # Optuna's test file comes from the installed version's source distribution, cached under
+    # benchmarks/results/tmp/ and fetched with pip the first time (CI has PyPI access).
+    tests = ["test_reseed_rng_change_sampling", "test_sampler_reseed_rng",
+             "test_raise_error_for_samplers_during_multi_objectives"]
+    samplers = ["CollaborativeUCBSampler", "FairBOSampler"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "optuna_sampler_suite.py"), "--samplers", *samplers,
+         "-k", " or ".join(tests), "--out", str(tmp_path / "suite.csv")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    if result.returncode == _suite_module().EXIT_NO_SDIST:
+        pytest.skip(f"Optuna's sdist is not cached and PyPI is unreachable: {result.stderr}")
+    assert result.returncode == 0, result.stderr
+    rows = _rows(tmp_path / "suite.csv")
+    # Each selected test of Optuna's file ran once per sampler (and nothing else ran) ...
+    ran = sorted((r["sampler"], r["test"].split("::")[-1].split("[")[0]) for r in rows)
+    assert ran == sorted((s, t) for s in samplers for t in tests)
+    # ... and passed: before reseed_rng() forgot the seed, CollaborativeUCBSampler failed
+    # test_reseed_rng_change_sampling (the same draws after reseeding).
+    assert [r for r in rows if r["outcome"] != "passed"] == []
+    table = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert table[0] == "| sampler | passed | failed | skipped | failed tests |"
+    assert table[1:] == [f"| {s} | 3 | 0 | 0 | - |" for s in samplers]
+
+
+def test_optuna_sampler_suite_covers_every_public_sampler_and_lists_failures() -> None:
+    import fairtune.samplers
+
+    suite = _suite_module()
+    labels = suite.all_samplers()
+    for name in fairtune.samplers.__all__:  # a new sampler gets at least a default entry
+        assert any(label == name or label.startswith(f"{name}(") or label.startswith(f"{name} ")
+                   for label in labels)
+    outcomes = {
+        "f.py::TestBasicSampler::test_float[A-d0]": {"sampler": "A", "outcome": "failed"},
+        "f.py::TestBasicSampler::test_float[A-d1]": {"sampler": "A", "outcome": "failed"},
+        "f.py::test_reproducible[A-x]": {"sampler": "A", "outcome": "failed"},
+        "f.py::test_reproducible[B-x]": {"sampler": "B", "outcome": "skipped"},
+        "f.py::test_sampler_reseed_rng[B]": {"sampler": "B", "outcome": "passed"},
+    }
+    table = suite.summarize(outcomes, ["A", "B"]).splitlines()
+    assert table[2] == "| A | 0 | 3 | 0 | `TestBasicSampler::test_float` (x2), `test_reproducible` |"
+    assert table[3] == "| B | 1 | 0 | 1 | - |"

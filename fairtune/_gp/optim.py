@@ -15,7 +15,12 @@ Algorithm:
     2. Refine the continuous dims of all starts at once with L-BFGS-B (gradients by autograd on
        the sum over starts; the starts do not interact, so the sum's gradient is each one's).
     3. Improve the discrete dims by a coordinate sweep over their admissible values.
-    4. Round, re-evaluate, and return the best candidate set that is not excluded.
+    4. Round, re-evaluate, and return the best candidate set that is not excluded. A point to
+       exclude excludes its neighbourhood (``SearchSpace.neighbourhood``: the same value of a
+       discrete dim, a box of 0.1 % of the range of a continuous one). A refined point that
+       ends inside an excluded box is also tried just outside each face of the box along its
+       continuous dims, so that an acquisition peaking at a pending point yields the best point
+       next to it rather than a distant, worse local optimum.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.search_space import NEAR_TOLERANCE, SearchSpace
 from fairtune._gp.threads import with_thread_limit
 
 AcqFunc = Callable[[torch.Tensor], torch.Tensor]  # (b, q, d) -> (b,)
@@ -48,9 +53,42 @@ def _excluded(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     [low, high] corners (an excluded point is a box with low = high)."""
     if len(boxes) == 0:
         return np.zeros(len(X), dtype=bool)
+    return _inside(X, boxes).any(-1).any(-1)
+
+
+def _inside(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(b, q, k) mask: point i of candidate set b lies in box k; X (b, q, d), boxes (k, 2, d)."""
     low, high = boxes[:, 0], boxes[:, 1]  # (k, d)
-    inside = (X[:, :, None, :] >= low - 1e-9) & (X[:, :, None, :] <= high + 1e-9)
-    return inside.all(-1).any(-1).any(-1)
+    inside = (X[:, :, None, :] >= low - NEAR_TOLERANCE) & (X[:, :, None, :] <= high + NEAR_TOLERANCE)
+    return inside.all(-1)
+
+
+# How far beyond an excluded box's face a point stepped out of it is put.
+_STEP_OUT = 1e-5
+
+
+def _step_out(X: np.ndarray, boxes: np.ndarray, search_space: SearchSpace) -> np.ndarray:
+    """Copies of the candidate sets (b, q, d) whose points lie in an excluded box, each with one
+    point moved just outside one face of its (first) box along one dim searched continuously;
+    shape (c, q, d), rounded (a rounded dim's box is half a cell wide: the move lands on the
+    neighbouring admissible value). Faces outside the cube are skipped."""
+    d = X.shape[-1]
+    if len(boxes) == 0 or not len(X):
+        return np.empty((0,) + X.shape[1:])
+    inside = _inside(X, boxes)  # (b, q, k)
+    dims = np.flatnonzero(~search_space.is_discrete)
+    out = []
+    for b, i in zip(*np.nonzero(inside.any(-1))):
+        low, high = boxes[int(np.argmax(inside[b, i]))]
+        for j in dims:
+            for value in (low[j] - _STEP_OUT, high[j] + _STEP_OUT):
+                if 0.0 <= value <= 1.0:
+                    moved = X[b].copy()
+                    moved[i, j] = value
+                    out.append(moved)
+    if not out:
+        return np.empty((0,) + X.shape[1:])
+    return search_space.round(np.stack(out)).reshape(-1, X.shape[1], d)
 
 
 def _local_continuous(
@@ -125,7 +163,8 @@ def maximize_acqf(
         n_local_search: Number of candidates refined locally (warm starts included).
         warm_starts: Extra candidate sets that are always refined, e.g. the best observed
             point.
-        exclude: Points that must not be returned (e.g. pending or evaluated ones); when every
+        exclude: Points that must not be returned, nor any point in their neighbourhood (see
+            ``SearchSpace.neighbourhood``), e.g. pending or evaluated ones; when every
             candidate is excluded the best one is returned anyway.
         exclude_boxes: Boxes, as [low, high] corners (encoded), whose points must not be
             returned either (e.g. a region known to give the same result as trials already
@@ -135,7 +174,7 @@ def maximize_acqf(
     d = search_space.dim
     boxes = [np.empty((0, 2, d))]
     if exclude is not None and len(exclude):
-        boxes.append(np.repeat(np.asarray(exclude, dtype=float)[:, None, :], 2, axis=1))
+        boxes.append(search_space.neighbourhood_boxes(exclude))
     if exclude_boxes is not None and len(exclude_boxes):
         boxes.append(np.asarray(exclude_boxes, dtype=float))
     excluded_boxes = np.concatenate(boxes)
@@ -166,8 +205,9 @@ def maximize_acqf(
     if search_space.is_discrete.any():
         starts, start_values = _coordinate_sweep(acqf, starts, start_values, search_space)
 
-    final = np.concatenate([starts, X[ranked[:1]]])
-    final_values = np.concatenate([start_values, values[ranked[:1]]])
+    stepped = _step_out(starts, excluded_boxes, search_space)
+    final = np.concatenate([starts, X[ranked[:1]], stepped])
+    final_values = np.concatenate([start_values, values[ranked[:1]], _evaluate(acqf, stepped)])
     penalized = np.where(_excluded(final, excluded_boxes), -np.inf, final_values)
     if np.isfinite(penalized).any():
         best = int(np.argmax(penalized))

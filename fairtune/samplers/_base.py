@@ -97,6 +97,16 @@ class TrialSeededRandomSampler(BaseSampler):
         self._seed = int(np.random.SeedSequence().generate_state(1)[0])
 
 
+def default_independent_sampler(seed: int | None) -> BaseSampler:
+    """The samplers' random startup when the user gives none: draws seeded per (seed, trial
+    number, parameter name), so that processes given one seed on one storage (the same script
+    started three times) draw different startup points, while a study stays reproducible from
+    its seed. Without a seed, fresh randomness in every process."""
+    if seed is None:
+        return optuna.samplers.RandomSampler()
+    return TrialSeededRandomSampler(seed)
+
+
 class LazyRandomState:
     """A ``numpy.random.RandomState`` created on first use (cheap to construct and pickle)."""
 
@@ -146,8 +156,9 @@ def _claimed_earlier(
     study: Study, trial: FrozenTrial, params: dict[str, Any], claimed: float,
     search_space: dict[str, BaseDistribution], seen: dict[int, dict[str, Any]],
 ) -> bool:
-    """Whether a trial the point was not chosen against holds ``params`` (within 1e-9 on the
-    encoded cube) and claimed it first: a complete trial (evaluated meanwhile) always did; among
+    """Whether a trial the point was not chosen against holds ``params`` or a point in its
+    neighbourhood (``SearchSpace.is_near``: the same ints, steps and categories, floats within
+    0.1 % of their range) and claimed it first: a complete trial (evaluated meanwhile) always did; among
     running trials, the earlier claim time, then the lower trial number, wins, and a point
     without a claim time (set by ``suggest_*`` or another sampler) counts as first. A trial
     whose point is the one ``seen`` records for it was known when the point was chosen: the
@@ -165,7 +176,7 @@ def _claimed_earlier(
         known = seen.get(t.number)
         if known is not None and all(known.get(k) == other[k] for k in search_space):
             continue
-        if np.abs(ss.encode([other])[0] - mine).max() > 1e-9:
+        if not ss.is_near(ss.encode([other])[0], mine):
             continue
         if t.state == TrialState.COMPLETE or (
             (t.system_attrs.get(_CLAIM_TIME_KEY, -math.inf), t.number) < (claimed, trial.number)
@@ -237,9 +248,7 @@ class GPSamplerBase(BaseSampler):
                 f"independent_sampler={independent_sampler!r}."
             )
         self._rng = LazyRandomState(seed)
-        self._independent_sampler = independent_sampler or optuna.samplers.RandomSampler(
-            seed=seed
-        )
+        self._independent_sampler = independent_sampler or default_independent_sampler(seed)
         self._n_startup_trials = n_startup_trials
         self._warn_independent_sampling = warn_independent_sampling
         self._intersection_search_space = IntersectionSearchSpace()

@@ -70,7 +70,7 @@ from fairtune.samplers._base import (
     derived_seed,
     name_code,
 )
-from fairtune.tenancy import TENANT_KEY
+from fairtune.tenancy import TENANT_KEY, optimizing_tenant
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -91,8 +91,8 @@ __all__ = [
 PLAN_KEY_PREFIX = "fairtune:collab:plan"
 # Trial system attribute: the round a trial belongs to (its index among its tenant's trials).
 ROUND_KEY = "fairtune:collab:round"
-# Study system attribute: the shared base seed when the sampler has no ``seed`` (so that every
-# process derives the same plans and startup points).
+# Study system attribute: the study's base seed, stored by the first sampler that samples it
+# (its ``seed``, or a random one), so that every process derives the same plans and startup points.
 SEED_KEY = "fairtune:collab:seed"
 _logger = logging.getLogger("fairtune")
 
@@ -212,8 +212,11 @@ class CollaborativeUCBSampler(GPSamplerBase):
         independent_sampler: Sampler for parameters outside the shared search space (and for
             startup rounds, if given: it is then responsible for giving different processes
             different points). Defaults to seeded random sampling per tenant and round.
-        seed: Seed of the plans and random points. Defaults to None (a random base seed is
-            stored in the study so that every process agrees on it).
+        seed: Seed of the plans and random points. The first sampler to sample a study stores
+            its seed (a random one if None) in the study, and every process uses the stored
+            one, so that all agree. ``reseed_rng()`` forgets ``seed`` (``study.optimize`` calls
+            it for each trial when ``n_jobs > 1``): it changes the draws of a study that has no
+            stored seed yet, not those of one under way. Defaults to None.
     """
 
     def __init__(
@@ -301,7 +304,20 @@ class CollaborativeUCBSampler(GPSamplerBase):
         trials = study.get_trials(deepcopy=False, states=None)
         # Read the tag from the storage: the cached frozen trial may predate it.
         tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-        if tenant is None:
+        if tenant is None and optimizing_tenant(study) is not None:
+            # A trial of fairtune.tenancy.optimize(study, tenant, ...): that tenant's.
+            tenant = optimizing_tenant(study)
+            if tenant not in self._index:
+                raise ValueError(
+                    f"tenancy.optimize runs for tenant {tenant!r}, which is not one of the "
+                    f"sampler's `tenants` {self._tenants}."
+                )
+            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
+            round_ = sum(
+                1 for other in trials
+                if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
+            )
+        elif tenant is None:
             # The tenant whose turn it is: the one with the fewest trials; the trial is its next
             # round. (Under the sampler's lock, so threads of one process never collide.)
             counts = dict.fromkeys(self._tenants, 0)
@@ -329,15 +345,20 @@ class CollaborativeUCBSampler(GPSamplerBase):
         return tenant, round_
 
     def _base_seed(self, study: Study) -> int:
-        if self._seed is not None:
-            return int(self._seed)
+        """The study's shared base seed: stored by the first sampler that needs it (its `seed`,
+        or a draw of its random state when it has none or was reseeded), then read by all."""
         attrs = study._storage.get_study_system_attrs(study._study_id)
         if SEED_KEY not in attrs:
-            study._storage.set_study_system_attr(
-                study._study_id, SEED_KEY, int(self._rng.rng.randint(0, 2**31 - 1))
-            )
+            seed = self._seed if self._seed is not None else self._rng.rng.randint(0, 2**31 - 1)
+            study._storage.set_study_system_attr(study._study_id, SEED_KEY, int(seed))
             attrs = study._storage.get_study_system_attrs(study._study_id)
         return int(attrs[SEED_KEY])
+
+    def reseed_rng(self) -> None:
+        """Forget ``seed``: studies that have no base seed yet get a fresh random one. A study
+        already under way keeps its stored seed, so its rounds stay the same in every process."""
+        super().reseed_rng()
+        self._seed = None
 
     def _startup_value(
         self, study: Study, trial: FrozenTrial, tenant: str, round_: int, name: str,

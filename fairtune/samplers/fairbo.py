@@ -40,7 +40,8 @@ class FairBOSampler(GPSamplerBase):
     independent Gaussian processes over the hyperparameters, and chooses the next trial by
     constrained expected improvement:
 
-    1. The first ``n_startup_trials`` trials come from ``independent_sampler`` (random).
+    1. The first ``n_startup_trials`` trials come from ``independent_sampler`` (random; by
+       default seeded per trial number, so that workers sharing a seed draw different points).
     2. A Matern-5/2 ARD GP is fitted to the objective and one per constraint (Optuna 5 named
        constraints, ``trial.set_constraint(name, value)``, feasible iff every value <= 0, as
        written by :func:`fairtune.fairness.set_fairness_constraints`). Constraints listed in
@@ -63,10 +64,13 @@ class FairBOSampler(GPSamplerBase):
        (Perrone et al. 2019): the expected information gain about the maximum *feasible*
        objective value, averaged over sampled maxima (see :mod:`fairtune._gp.acquisition`).
     5. Running trials are pending points: each regression GP is conditioned on its posterior
-       mean at them (fantasies), and no pending or evaluated point is proposed again, so that
-       ``n_jobs > 1`` and several processes sharing an RDB or Journal storage get distinct
-       points. A worker records its point and then looks again: if another worker claimed the
-       same point first (both computed at once), it chooses anew with that point pending.
+       mean at them (fantasies), and no pending or evaluated point is proposed again, nor a
+       point in its neighbourhood (the same ints, steps and categories with floats within
+       0.1 % of their range: a float's effect on the model is unknown, and two values that
+       close usually train the same model), so that ``n_jobs > 1`` and several processes
+       sharing an RDB or Journal storage get distinct points. A worker records its point and
+       then looks again: if another worker claimed the same or a neighbouring point first
+       (both computed at once), it chooses anew with that point pending.
     6. In a study with constraints, trials that differ only in continuous floats and report
        bit-for-bit the same objective and constraint values trained the same model; the box
        they span is not proposed again (see ``_plateau_boxes``).
@@ -106,7 +110,10 @@ class FairBOSampler(GPSamplerBase):
         n_startup_trials: Number of trials sampled by ``independent_sampler`` before the GPs
             are used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
-            shared search space. Defaults to ``RandomSampler(seed=seed)``.
+            shared search space. Defaults to random draws seeded by ``(seed, trial number,
+            parameter name)``, so that processes given the same seed on one storage draw
+            different startup points and a study is reproducible from its seed (without a
+            seed, ``RandomSampler()``).
         seed: Seed of the sampler's randomness. Defaults to None.
         binary_constraints: ``True`` to treat every constraint as binary feedback (only its
             sign is used), or a list of constraint names to treat so; the others are

@@ -114,3 +114,35 @@ def test_a_huge_int_range_is_optimized_without_trying_every_value() -> None:
     assert n_evaluated < 10_000
     assert isinstance(params["n"], int) and abs(params["n"] - 123_456) <= 10
     assert abs(params["x"] - 0.5) < 1e-3
+
+
+def test_an_excluded_point_excludes_its_neighbourhood_and_the_best_point_next_to_it_wins() -> None:
+    # A pending point at p; the acquisition peaks 1e-7 from it (two workers that chose together
+    # ended that close). The point returned is outside p's neighbourhood (0.1 % of the range),
+    # and it is the best one outside: just beyond the box's edge, not a distant local optimum.
+    ss = SearchSpace({"x": FloatDistribution(0.0, 1.0), "y": FloatDistribution(0.0, 1.0)})
+    p = np.array([0.4, 0.7])
+    peak = torch.from_numpy(p + 1e-7)
+    other = torch.tensor([0.9, 0.1], dtype=torch.float64)
+
+    def acqf(X: torch.Tensor) -> torch.Tensor:
+        x = X[..., 0, :]
+        main = torch.exp(-((x - peak) ** 2).sum(-1) / 0.01)
+        return main + 0.5 * torch.exp(-((x - other) ** 2).sum(-1) / 0.01)
+
+    x, value = maximize_acqf(acqf, ss, rng=np.random.RandomState(0), n_preliminary_samples=64,
+                             exclude=p[None])
+    gap = np.abs(x[0] - p).max()
+    assert gap > 1e-3
+    assert gap < 2e-3
+    assert value > 0.99
+    # Ints: the neighbourhood is the value itself; the next value is allowed.
+    ss_int = SearchSpace({"n": IntDistribution(0, 100)})
+    target = float(ss_int.encode([{"n": 40}])[0, 0])
+
+    def acqf_int(X: torch.Tensor) -> torch.Tensor:
+        return -((X[..., 0, 0] - target) ** 2)
+
+    x_int, _ = maximize_acqf(acqf_int, ss_int, rng=np.random.RandomState(0),
+                             exclude=ss_int.encode([{"n": 40}]))
+    assert ss_int.decode(x_int[0])["n"] in (39, 41)

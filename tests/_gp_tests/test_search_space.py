@@ -165,3 +165,37 @@ def test_large_grids_are_searched_continuously_and_still_round_to_admissible_val
         assert isinstance(params["huge"], int) and 0 <= params["huge"] <= 10**9
         assert abs(params["fine"] / 1e-4 - round(params["fine"] / 1e-4)) < 1e-6
         np.testing.assert_allclose(ss.encode([params])[0], point, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["step_float", "int", "step_int", "log_int", "cat"])
+def test_the_neighbourhood_of_a_discrete_value_is_that_value_only(name: str) -> None:
+    dist = DISTRIBUTIONS[name]
+    ss = SearchSpace({"p": dist})
+    values = VALUES[name]
+    X = ss.encode([{"p": v} for v in values])
+    near = ss.is_near(X[:, None, :], X[None, :, :])
+    np.testing.assert_array_equal(near, np.eye(len(values), dtype=bool))
+    # Every point of a box rounds to the box's value.
+    for x, (low, high) in zip(X, ss.neighbourhood_boxes(X)):
+        inner = np.linspace(low, high, 9)[1:-1]
+        assert all(ss.decode(ss.round(p)) == ss.decode(x) for p in inner)
+
+
+@pytest.mark.parametrize("name", ["float", "log_float"])
+def test_the_neighbourhood_of_a_float_is_a_thousandth_of_its_encoded_range(name: str) -> None:
+    dist = DISTRIBUTIONS[name]
+    ss = SearchSpace({"p": dist, "n": DISTRIBUTIONS["int"]})
+    np.testing.assert_allclose(ss.neighbourhood[0], 1e-3)
+
+    def at(t: float, n: int = 5) -> np.ndarray:
+        # t: position in the range, linear (or log-linear for a log float).
+        if dist.log:
+            value = float(np.exp(np.log(dist.low) + t * (np.log(dist.high) - np.log(dist.low))))
+        else:
+            value = dist.low + t * (dist.high - dist.low)
+        return ss.encode([{"p": value, "n": n}])[0]
+
+    assert ss.is_near(at(0.3), at(0.3 + 0.9e-3))
+    assert ss.is_near(at(0.3), at(0.3 - 0.9e-3))
+    assert not ss.is_near(at(0.3), at(0.3 + 1.1e-3))
+    assert not ss.is_near(at(0.3), at(0.3, n=6))  # the same float, another int

@@ -420,6 +420,65 @@ def test_a_point_another_worker_re_chose_meanwhile_is_not_taken_as_known(tmp_pat
     assert late.params["x"] != taken
 
 
+def test_a_near_identical_earlier_claim_makes_the_later_worker_choose_anew(tmp_path: Path) -> None:
+    # Two workers choose at the same time; the first claims a point 2e-7 from the one the
+    # second computes (three CLI workers chose min_samples_split 0.04205131584518733 and
+    # 0.04205112631148477 so, the same forest). The second must see the first's claim as the
+    # same point and choose anew, outside its neighbourhood (0.1 % of the range).
+    from fairtune.samplers._base import pending_params, store_relative_params
+
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    first, second = _two_workers(
+        tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
+    )
+    compute = second.sampler._sample_relative_impl
+    calls: list[dict] = []
+
+    def first_claims_next_to_it_meanwhile(*args: object) -> dict:
+        params = compute(*args)
+        if not calls:
+            store_relative_params(first, first.ask(), {"x": params["x"] + 2e-7})
+        calls.append(params)
+        return params
+
+    second.sampler._sample_relative_impl = first_claims_next_to_it_meanwhile
+    late = second.ask(dist)
+    assert len(calls) == 2  # chosen anew once
+    early_x = next(pending_params(t)["x"] for t in second.trials if t.number != late.number
+                   and t.state == TrialState.RUNNING)
+    assert early_x == calls[0]["x"] + 2e-7
+    assert abs(late.params["x"] - early_x) > 1e-3
+    assert late.params["x"] == calls[1]["x"]
+
+
+def test_workers_sharing_a_seed_draw_different_startup_points(tmp_path: Path) -> None:
+    # FairBOSampler(seed=0) in each of three processes on one Journal file: their startup trials
+    # used to repeat each other's points (each worker drew the same RandomSampler sequence).
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    def storage() -> JournalStorage:
+        return JournalStorage(JournalFileBackend(str(tmp_path / "journal.log")))
+
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0),
+            "n": optuna.distributions.IntDistribution(0, 10**6)}
+    optuna.create_study(study_name="s", storage=storage())
+    workers = [optuna.load_study(study_name="s", storage=storage(), sampler=FairBOSampler(seed=0))
+               for _ in range(3)]
+    trials = [workers[i % 3].ask(dist) for i in range(9)]  # interleaved, all in the startup phase
+    points = {(t.params["x"], t.params["n"]) for t in trials}
+    assert len(points) == 9
+    # The draws depend on the seed and the trial number only: one process running the same
+    # study alone draws the same points, and another seed draws others.
+    alone = optuna.create_study(sampler=FairBOSampler(seed=0))
+    assert [alone.ask(dist).params for _ in range(9)] == [t.params for t in trials]
+    other = optuna.create_study(sampler=FairBOSampler(seed=1))
+    assert other.ask(dist).params != trials[0].params
+    # Without a seed, every sampler draws afresh.
+    firsts = {optuna.create_study(sampler=FairBOSampler()).ask(dist).params["x"] for _ in range(3)}
+    assert len(firsts) == 3
+
+
 def test_a_re_chosen_shorter_point_replaces_a_longer_record() -> None:
     from fairtune.samplers._base import pending_params, store_relative_params
 

@@ -1,0 +1,116 @@
+"""Load test on PostgreSQL: many worker processes share one study on one database server.
+
+A throwaway PostgreSQL server is started (``fairtune.testing.temporary_postgres``, from the
+distribution's packages); for each sampler, ``--workers`` processes are started together on a new
+database and each runs ``--trials`` trials of a cheap constrained objective (a 4-parameter
+quadratic, 20 ms of "training") with ``study.optimize``, exactly as a user's workers would. Each
+worker times every suggestion (``study.ask()`` up to its last ``suggest_*`` call, where the
+sampler's relative sampling happens) and the study's trials are checked afterwards: trials
+lost (fewer than workers x trials, or not COMPLETE), trial numbers recorded twice, and trials
+that share a point. FairBOSampler and Optuna's GPSampler are run the same way, one after the
+other (never at once: they would share the 2 cores), at default thread settings (the script
+does not set any thread variable; run it without them, as users do).
+
+Usage:
+    python benchmarks/postgres_load.py --workers 8 --trials 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys, time
+    import optuna
+    from fairtune.samplers import FairBOSampler
+    from fairtune.samplers._base import TrialSeededRandomSampler
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    url, sampler_name, n_trials, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    if sampler_name == "FairBOSampler":
+        sampler = FairBOSampler(seed=seed)
+    else:  # seeded per trial number too, so that same-seed workers draw distinct startups
+        sampler = optuna.samplers.GPSampler(seed=seed,
+                                            independent_sampler=TrialSeededRandomSampler(seed))
+    study = optuna.load_study(study_name="load", storage=url, sampler=sampler)
+    latencies = []
+    for _ in range(n_trials):
+        start = time.perf_counter()
+        trial = study.ask()
+        x = [trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(4)]
+        latencies.append(time.perf_counter() - start)
+        time.sleep(0.02)  # the model's training
+        trial.set_constraint("c", x[0] + x[1] - 1.2)
+        study.tell(trial, -sum((v - 0.3) ** 2 for v in x))
+    print(json.dumps(latencies))
+    """
+)
+
+
+def run(url: str, sampler: str, workers: int, trials: int, script: Path) -> dict[str, float]:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.create_study(study_name="load", storage=url, direction="maximize")
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen([sys.executable, str(script), url, sampler, str(trials), "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(workers)
+    ]
+    latencies: list[float] = []
+    for p in procs:
+        out, err = p.communicate(timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError(f"a {sampler} worker failed: {err}")
+        latencies += json.loads(out.strip().splitlines()[-1])
+    elapsed = time.perf_counter() - start
+    study_trials = optuna.load_study(study_name="load", storage=url).get_trials()
+    complete = [t for t in study_trials if t.state == optuna.trial.TrialState.COMPLETE]
+    numbers = [t.number for t in study_trials]
+    points = {tuple(sorted(t.params.items())) for t in complete}
+    q = statistics.quantiles(latencies, n=20)
+    return {
+        "trials/s": len(complete) / elapsed,
+        "p50": statistics.median(latencies),
+        "p95": q[18],
+        "lost": workers * trials - len(complete),
+        "duplicated": len(numbers) - len(set(numbers)),
+        "same point": len(complete) - len(points),
+        "seconds": elapsed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--trials", type=int, default=25, help="trials per worker")
+    parser.add_argument("--samplers", nargs="+", default=["FairBOSampler", "GPSampler"],
+                        choices=["FairBOSampler", "GPSampler"])
+    args = parser.parse_args()
+    from fairtune.testing import temporary_postgres
+
+    print(f"{args.workers} worker processes x {args.trials} trials, one study on PostgreSQL\n")
+    print("| sampler | trials/s | suggestion p50 s | suggestion p95 s | lost trials |"
+          " trial numbers recorded twice | complete trials sharing a point | wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    with temporary_postgres(max_connections=4 * args.workers + 20) as server:
+        script = Path(__file__).resolve().parent / "results" / "tmp" / "postgres_load_worker.py"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(WORKER)
+        for sampler in args.samplers:
+            r = run(server.new_database(), sampler, args.workers, args.trials, script)
+            print(f"| {sampler} | {r['trials/s']:.2f} | {r['p50']:.3f} | {r['p95']:.3f} |"
+                  f" {r['lost']} | {r['duplicated']} | {r['same point']} | {r['seconds']:.0f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
