@@ -84,3 +84,39 @@ def test_femnist_tenants_reads_femnist_files(
     out = capsys.readouterr().out
     assert result["kind"] == "femnist" and result["n_trials"] == 10
     assert "FEMNIST (LEAF" in out and "100 writers" in out and "NOT split" not in out
+
+
+def test_cgp_agents_share_only_designs_on_their_board(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from fairtune.collaboration import AGENT_KEY_PREFIX, POST_KEY_PREFIX, SEED_KEY, Board
+
+    module = _load("cgp_agents")
+    agents = ["adult-east", "compas"]  # two of the four processes keep the test short
+    results = module.main(n_trials=4, n_startup=2, n_rows=400, folder=str(tmp_path),
+                          agents=agents)
+    out = capsys.readouterr().out
+    assert set(results) == set(agents)
+    assert all(0.0 < v <= 1.0 for best in results.values() for v in best.values())
+    assert "together" in out and "alone" in out and "compas" in out and "german" not in out
+    # The run had four processes with four studies: inspect every key and value of the board.
+    observed: set[float] = set()
+    for agent in agents:
+        study = optuna.load_study(study_name=agent,
+                                  storage=f"sqlite:///{tmp_path / f'{agent}-together.db'}")
+        assert len(study.trials) == 4
+        observed |= {t.value for t in study.trials}
+    board = Board(f"sqlite:///{tmp_path / 'board.db'}", name="agents")
+    posts = 0
+    for key, value in board.items().items():
+        assert key == SEED_KEY or key.startswith((AGENT_KEY_PREFIX, POST_KEY_PREFIX)), key
+        if key.startswith(POST_KEY_PREFIX):
+            record = json.loads(value)
+            assert set(record) == {"design", "lcb", "kappa"}
+            assert set(record["design"]) == {"learning_rate", "max_leaf_nodes",
+                                             "min_samples_leaf", "l2_regularization"}
+            assert not observed & {*record["design"].values(), record["lcb"], record["kappa"]}
+            posts += 1
+    assert posts == 2 * 2  # rounds 2 and 3 of every agent

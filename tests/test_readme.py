@@ -14,7 +14,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 # The README's Python examples, in order (the checks below pick theirs by name).
-_EXPECTED_BLOCKS = ["quickstart", "objective", "refit", "tenants", "femnist", "mtkb"]
+_EXPECTED_BLOCKS = ["quickstart", "objective", "refit", "tenants", "femnist", "cgp", "mtkb"]
 
 
 def _python_blocks() -> list[str]:
@@ -52,6 +52,10 @@ def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
         value, params = result.stdout.split(" ", 1)
         assert 0.0 <= float(value) <= 1.0
         assert all(name in params for name in ("'learning_rate'", "'lr_decay'", "'l2'"))
+    if _EXPECTED_BLOCKS[index] == "cgp":  # three agents' best values, the board's last post
+        best, post = result.stdout.splitlines()
+        assert all(-0.5 < float(v) <= 0.0 for v in best.strip("[]").split(","))
+        assert post.startswith("Post(agent='lab-c', round=9, design={'x': ")
 
 
 ROOT = README.parent

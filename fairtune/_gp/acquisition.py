@@ -200,3 +200,27 @@ def cmes(
     log_z = _log1mexp(log_p)  # log(1 - P)
     value = -log_z - torch.exp(log_p - log_z) * g_sum
     return value.mean(-1)
+
+
+def cgp_ucb(
+    mean: torch.Tensor, var: torch.Tensor, spread: torch.Tensor, beta: float | torch.Tensor
+) -> torch.Tensor:
+    """UCB over fantasy models, eq. 13 of Chen et al. (Technometrics 2025):
+    ``CGP-UCB(x) = mean_s mu_s(x) + beta * sqrt(sigma+(x)^2 + var_s mu_s(x))``.
+
+    ``mean``, ``var`` and ``spread`` are the three outputs of ``FantasyModels.moments``, all of
+    one shape. (The law of total variance: within-model variance plus the spread of the means.)
+    """
+    return mean + beta * (var + spread).clamp_min(0.0).sqrt()
+
+
+def cgp_log_ei(
+    means: torch.Tensor,  # (..., S) fantasy means
+    var: torch.Tensor,  # (...) the shared variance
+    best_f: float | torch.Tensor,
+) -> torch.Tensor:  # (...)
+    """Log of the EI averaged over S fantasy models, eq. 11 of Chen et al. (2025):
+    ``log((1/S) sum_s EI(x; mu_s, sigma+))``, computed as a logsumexp of log EIs.
+    """
+    S = means.shape[-1]
+    return torch.logsumexp(log_ei(means, var.unsqueeze(-1), best_f), -1) - math.log(S)

@@ -1,7 +1,8 @@
 """fairtune's Optuna samplers."""
 
+from fairtune.samplers.cgp import CGPSampler
 from fairtune.samplers.collaborative import CollaborativeUCBSampler
 from fairtune.samplers.fairbo import FairBOSampler
 from fairtune.samplers.mtkb import MTKBSampler
 
-__all__ = ["CollaborativeUCBSampler", "FairBOSampler", "MTKBSampler"]
+__all__ = ["CGPSampler", "CollaborativeUCBSampler", "FairBOSampler", "MTKBSampler"]

@@ -1,0 +1,444 @@
+"""Chen et al. (Technometrics 2025), figures 3 and 4, and heterogeneity: CGPSampler vs. baselines.
+
+``fig3``: N = 16 agents maximize shifted test functions f_n(x) = f(x + psi_n), psi_n uniform in a
+ball of radius 0.05 |ub - lb|, observed with noise sd 0.1: Ackley-5 on [-32.768, 32.768]^5,
+Hartmann-6 on [0, 1]^6, Cosine-8 on [-1, 1]^8 and Levy-20 on [-10, 10]^20 (Ackley, Hartmann and
+Levy negated, so that every agent maximizes). N_max = 4, S_quorum = 5, eta = beta = 2; 10 initial
+designs per agent (25 for Levy-20) from one collaborative (sliced) Latin hypercube shared by every
+method but FTS-DE, which starts from random designs in its agent's sub-region. Methods: CGP-UCB,
+CGP-EI, CGP-TS (CGPSampler with a board), UCB, EI, TS (the same acquisitions alone,
+``board=None``), FTS and FTS-DE (below). Per round and agent it records the instantaneous regret
+f_n* - f_n(x_t) and the optimality gap f_n* - f_n(x_rec), with x_rec the evaluated design with
+the best observed value (the paper recommends argmax of the posterior mean; the best observed
+design avoids one more GP fit per agent and round).
+
+``fig4``: CGP-UCB on Levy-20 with N in {1, 4, 16, 64} agents.
+
+``hetero``: Hartmann-6 with 16 agents whose shifts have 5x the radius, and with 16 agents one of
+which is adversarial (it maximizes -f_n, so it posts the others' worst region with a high LCB):
+CGP-UCB against each agent tuning alone (UCB, same initial designs), paired by agent and
+replication.
+
+FTS (Dai, Low, Jaillet, NeurIPS 2020) and FTS-DE (NeurIPS 2021, without its differential-privacy
+noise), implemented from the papers' descriptions (their code was not read): every agent keeps
+a Bayesian linear model on M = 256 random Fourier features of a Matern-5/2 kernel (a basis shared
+by all agents: a common lengthscale 0.2 sqrt(D) on the unit cube, the features drawn from the
+shared seed), and after each round shares one posterior sample omega_n of its weights. With
+probability p_t = 1 - 1/sqrt(t) (t = BO rounds so far, our choice of the schedule) an agent runs
+Thompson sampling on its own GP (the engine's, as TS above); otherwise FTS maximizes the
+function phi(x)^T omega_n' of a random other agent, and FTS-DE maximizes, in each of P = 4
+sub-regions (slabs of the first parameter), the weighted average of all agents' omega with weight
+e^2 for the agents assigned to that sub-region and 1 for the others (its distributed
+exploration). Both maximize over 2048 quasi-random points plus 512 around the agent's best.
+
+Rounds: the paper runs 50-100 rounds per function; this benchmark defaults to fewer (``--rounds``
+after the initial designs) to fit a 2-core machine, and says so in the README.
+
+Usage (each piece under 15 minutes; rows are appended to the CSV):
+    OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py fig3 --functions hartmann6 --reps 0 1 2 \\
+        --rounds 15 --out benchmarks/results/cgp_fig3.csv
+    OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py fig4 --reps 0 1 --rounds 10 \\
+        --out benchmarks/results/cgp_fig4.csv
+    OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py hetero --reps 0 1 2 --rounds 15 \\
+        --out benchmarks/results/cgp_hetero.csv
+    python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.trial import FrozenTrial
+
+from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
+
+from fairtune._gp.search_space import SearchSpace
+from fairtune.collaboration import Board, simulate, sliced_lhs_value
+from fairtune.samplers import CGPSampler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+# -- test functions (maximized) -----------------------------------------------------------------
+
+def neg_ackley(x: np.ndarray) -> float:
+    d = len(x)
+    return -float(
+        -20 * math.exp(-0.2 * math.sqrt((x**2).sum() / d))
+        - math.exp(np.cos(2 * math.pi * x).sum() / d) + 20 + math.e
+    )
+
+
+def cosine8(x: np.ndarray) -> float:
+    return float(0.1 * np.cos(5 * math.pi * x).sum() - (x**2).sum())
+
+
+def neg_levy(x: np.ndarray) -> float:
+    w = 1 + (x - 1) / 4
+    value = (
+        math.sin(math.pi * w[0]) ** 2
+        + (((w[:-1] - 1) ** 2) * (1 + 10 * np.sin(math.pi * w[:-1] + 1) ** 2)).sum()
+        + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2)
+    )
+    return -float(value)
+
+
+# name -> (f, D, lb, ub, max value, initial designs)
+FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], float], int, float, float, float, int]] = {
+    "ackley5": (neg_ackley, 5, -32.768, 32.768, 0.0, 10),
+    "hartmann6": (neg_hartmann6, 6, 0.0, 1.0, 3.32237, 10),
+    "cosine8": (cosine8, 8, -1.0, 1.0, 0.8, 10),
+    "levy20": (neg_levy, 20, -10.0, 10.0, 0.0, 25),
+}
+METHODS = ("CGP-UCB", "CGP-EI", "CGP-TS", "UCB", "EI", "TS", "FTS", "FTS-DE")
+NOISE_SD = 0.1
+
+
+def shifts(n: int, dim: int, radius: float, rng: np.random.RandomState) -> np.ndarray:
+    """n points uniform in the D-ball of ``radius``."""
+    direction = rng.normal(size=(n, dim))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    return direction * radius * rng.uniform(size=(n, 1)) ** (1.0 / dim)
+
+
+def make_objective(f: Callable[[np.ndarray], float], dim: int, lb: float, ub: float,
+                   psi: np.ndarray, sign: float, rng: np.random.RandomState
+                   ) -> Callable[[optuna.Trial], float]:
+    def objective(trial: optuna.Trial) -> float:
+        x = np.array([trial.suggest_float(f"x{i}", lb, ub) for i in range(dim)])
+        true = f(x + psi)
+        trial.set_user_attr("true", true)
+        return sign * true + NOISE_SD * float(rng.normal())
+    return objective
+
+
+# -- FTS / FTS-DE baselines -----------------------------------------------------------------------
+
+
+class _FTSServer:
+    """What FTS agents share: one random-Fourier-feature basis and each agent's weight sample."""
+
+    def __init__(self, dim: int, n_features: int, seed: int, n_regions: int) -> None:
+        rng = np.random.RandomState(seed)
+        lengthscale = 0.2 * math.sqrt(dim)
+        # Matern-5/2 spectral density: a multivariate t with 5 degrees of freedom.
+        z = rng.normal(size=(n_features, dim))
+        u = rng.chisquare(5, size=(n_features, 1))
+        self.W = z / np.sqrt(u / 5) / lengthscale
+        self.b = rng.uniform(0, 2 * math.pi, size=n_features)
+        self.n_features = n_features
+        self.omega: dict[int, np.ndarray] = {}
+        self.n_regions = n_regions
+
+    def features(self, X: np.ndarray) -> np.ndarray:
+        return math.sqrt(2.0 / self.n_features) * np.cos(X @ self.W.T + self.b)
+
+
+class FTSSampler(CGPSampler):
+    """FTS (or FTS-DE with ``region``): TS on the own GP with probability p_t, else the argmax
+    of a shared random-feature function (see the module docstring)."""
+
+    def __init__(self, *, server: _FTSServer, index: int, n_agents: int, region: int | None,
+                 n_startup_trials: int, seed: int) -> None:
+        super().__init__(board=None, acquisition="ts", n_startup_trials=n_startup_trials,
+                         seed=seed)
+        self._server = server
+        self._index = index
+        self._n_agents = n_agents
+        self._region = region
+        self._own_rng = np.random.RandomState(seed + 7919)
+
+    def _share(self, complete: Sequence[FrozenTrial], ss: SearchSpace) -> None:
+        X = ss.encode([t.params for t in complete])
+        y = np.array([t.value for t in complete])
+        y = (y - y.mean()) / (y.std() or 1.0)
+        Phi = self._server.features(X)
+        noise = 1e-2
+        A = Phi.T @ Phi + noise * np.eye(self._server.n_features)
+        L = np.linalg.cholesky(A)
+        mean = np.linalg.solve(A, Phi.T @ y)
+        z = self._own_rng.normal(size=self._server.n_features)
+        # cov = noise * A^-1 = noise * L^-T L^-1: sample mean + sqrt(noise) L^-T z.
+        self._server.omega[self._index] = mean + math.sqrt(noise) * np.linalg.solve(L.T, z)
+
+    def _post_round(self, study: optuna.Study) -> None:
+        space = self.infer_relative_search_space(study, None)  # type: ignore[arg-type]
+        complete = [t for t in study.trials if t.state.is_finished() and t.value is not None]
+        if space and len(complete) >= self._n_startup_trials:
+            self._share(complete, SearchSpace(space))
+
+    def _sample_relative_impl(self, study: optuna.Study, search_space: dict[str, BaseDistribution],
+                              complete: Sequence[FrozenTrial], pending: Sequence[dict[str, Any]]
+                              ) -> dict[str, Any]:
+        t = len(complete) - self._n_startup_trials + 1
+        p_t = 1.0 - 1.0 / math.sqrt(t)
+        others = [i for i in self._server.omega if i != self._index]
+        if self._own_rng.uniform() < p_t or not others:
+            return super()._sample_relative_impl(study, search_space, complete, pending)
+        ss = SearchSpace(search_space)
+        X = ss.encode([t.params for t in complete])
+        best = X[np.argmax([t.value for t in complete])]
+        candidates = np.concatenate([
+            ss.sample(2048, self._own_rng),
+            ss.round(best + self._own_rng.normal(0, 0.05, size=(512, ss.dim))),
+        ])
+        Phi = self._server.features(candidates)
+        if self._region is None:
+            omega = self._server.omega[others[self._own_rng.randint(len(others))]]
+            values = Phi @ omega
+        else:
+            P = self._server.n_regions
+            region_of = np.minimum((candidates[:, 0] * P).astype(int), P - 1)
+            values = np.empty(len(candidates))
+            for i in range(P):
+                weights = np.array([
+                    math.exp(2.0) if j % P == i else 1.0 for j in self._server.omega
+                ])
+                weights /= weights.sum()
+                omega = sum(w * o for w, o in zip(weights, self._server.omega.values()))
+                mask = region_of == i
+                values[mask] = Phi[mask] @ omega
+        return ss.decode(candidates[int(np.argmax(values))])
+
+
+# -- one run ----------------------------------------------------------------------------------------
+
+
+def _small(sampler: CGPSampler) -> CGPSampler:
+    # Lighter acquisition optimization than the defaults (the same for every GP method), to fit
+    # the 2-core machine.
+    sampler._n_preliminary_samples = 256
+    sampler._n_local_search = 2
+    sampler._optim_max_iter = 15
+    sampler._n_ts_candidates = 512
+    return sampler
+
+
+def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
+        radius_factor: float = 1.0, adversarial: bool = False, n_raw_samples: int = 10000,
+        n_init: int | None = None) -> list[dict[str, Any]]:
+    f, dim, lb, ub, f_max, default_init = FUNCTIONS[function]
+    n_init = n_init or default_init
+    rng = np.random.RandomState(1000 * rep + 17)
+    psi = shifts(n_agents, dim, radius_factor * 0.05 * (ub - lb), rng)
+    signs = [(-1.0 if adversarial and n == 0 else 1.0) for n in range(n_agents)]
+    board = Board(optuna.storages.InMemoryStorage(), name="bench", seed=rep)
+    server = _FTSServer(dim, 256, rep, n_regions=4)
+    samplers: list[CGPSampler] = []
+    for n in range(n_agents):
+        seed = 100 * rep + n
+        if method.startswith("CGP-"):
+            s: CGPSampler = CGPSampler(
+                board=board, agent=f"a{n:03d}", acquisition=method[4:].lower(),  # type: ignore[arg-type]
+                group_size=4, quorum=5, n_raw_samples=n_raw_samples, n_startup_trials=n_init,
+                seed=seed)
+        elif method in ("UCB", "EI", "TS"):
+            s = CGPSampler(board=None, acquisition=method.lower(),  # type: ignore[arg-type]
+                           n_startup_trials=n_init, seed=seed)
+        else:
+            s = FTSSampler(server=server, index=n, n_agents=n_agents,
+                           region=(n % 4) if method == "FTS-DE" else None,
+                           n_startup_trials=n_init, seed=seed)
+        samplers.append(_small(s))
+    objectives = [
+        make_objective(f, dim, lb, ub, psi[n], signs[n], np.random.RandomState(10**6 + 100 * rep + n))
+        for n in range(n_agents)
+    ]
+    names = [f"x{i}" for i in range(dim)]
+    init_rng = np.random.RandomState(rep)
+
+    def initial(n: int, i: int) -> dict[str, float]:
+        if method == "FTS-DE":  # random designs in the agent's sub-region (slab of x0)
+            u = init_rng.uniform(size=dim)
+            u[0] = ((n % 4) + u[0]) / 4
+        else:  # the collaborative Latin hypercube shared by the other methods
+            u = np.array([sliced_lhs_value(rep, j, n_agents, n_init, n, i) for j in range(dim)])
+        return {name: lb + (ub - lb) * float(v) for name, v in zip(names, u)}
+
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+
+    def record(round_: int, studies: list[optuna.Study]) -> None:
+        if round_ < n_init - 1:
+            return
+        for n, study in enumerate(studies):
+            if adversarial and n == 0:
+                continue
+            trials = study.trials
+            best = max(trials, key=lambda t: t.value)
+            rows.append({
+                "function": function, "method": method, "rep": rep, "n_agents": n_agents,
+                "radius_factor": radius_factor, "adversarial": int(adversarial), "agent": n,
+                "round": round_ + 1 - n_init, "regret": f_max - trials[-1].user_attrs["true"],
+                "gap": f_max - best.user_attrs["true"],
+                "seconds": time.perf_counter() - started,
+            })
+
+    simulate(objectives, samplers, n_rounds=n_init + rounds, callback=record,
+             initial_params=[[initial(n, i) for i in range(n_init)] for n in range(n_agents)])
+    return rows
+
+
+FIELDS = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial", "agent",
+          "round", "regret", "gap", "seconds"]
+
+
+def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+
+
+# -- summaries ---------------------------------------------------------------------------------------
+
+
+def summarize(path: Path, plot: Path | None) -> str:
+    import pandas as pd
+    from scipy.stats import binomtest
+
+    df = pd.read_csv(path)
+    lines: list[str] = []
+    last = df[df["round"] == df.groupby(["function", "n_agents", "radius_factor", "adversarial"])[
+        "round"].transform("max")]
+    for (function, n_agents, radius, adv), part in last.groupby(
+            ["function", "n_agents", "radius_factor", "adversarial"]):
+        reps = part["rep"].nunique()
+        rounds = int(part["round"].max())
+        lines.append(f"\n{function}, N = {n_agents}, shift radius x{radius:g}"
+                     f"{', one adversarial agent' if adv else ''}: round {rounds}, {reps} reps")
+        lines.append("| method | mean gap | median gap | mean regret | median regret | "
+                     "gap vs alone (agent x rep w / t / l, sign test) |")
+        lines.append("|---|---|---|---|---|---|")
+        for method in [m for m in METHODS if m in set(part["method"])]:
+            mine = part[part["method"] == method]
+            versus = ""
+            if method.startswith("CGP-") and method[4:] in set(part["method"]):
+                a = mine.set_index(["rep", "agent"])["gap"]
+                b = part[part["method"] == method[4:]].set_index(["rep", "agent"])["gap"]
+                common = a.index.intersection(b.index)
+                d = b[common].to_numpy() - a[common].to_numpy()
+                wins, losses = int((d > 1e-12).sum()), int((d < -1e-12).sum())
+                p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+                versus = f"{wins} / {len(d) - wins - losses} / {losses} (p = {p:.3f})"
+            lines.append(
+                f"| {method} | {mine['gap'].mean():.3f} | {mine['gap'].median():.3f} | "
+                f"{mine['regret'].mean():.3f} | {mine['regret'].median():.3f} | {versus} |"
+            )
+        if adv or radius != 1.0:
+            cgp = part[part["method"] == "CGP-UCB"].set_index(["rep", "agent"])["gap"]
+            alone = part[part["method"] == "UCB"].set_index(["rep", "agent"])["gap"]
+            common = cgp.index.intersection(alone.index)
+            if len(common):
+                diff = cgp[common] - alone[common]
+                lines.append(
+                    f"paired CGP-UCB gap - UCB gap over {len(common)} agent x rep pairs: mean "
+                    f"{diff.mean():.3f}, median {diff.median():.3f}, largest harm "
+                    f"{diff.max():.3f}, pairs harmed by more than 2 noise sd (0.2): "
+                    f"{int((diff > 2 * NOISE_SD).sum())}, helped by more: "
+                    f"{int((diff < -2 * NOISE_SD).sum())}"
+                )
+    # Several group sizes of one method (figure 4): gap and regret by N at a few rounds.
+    for (function, method), part in df.groupby(["function", "method"]):
+        if part["n_agents"].nunique() < 2:
+            continue
+        rounds = sorted(part["round"].unique())
+        marks = sorted({rounds[len(rounds) // 4], rounds[len(rounds) // 2], rounds[-1]})
+        lines.append(f"\n{function}, {method}, by number of agents N "
+                     f"(mean over agents and {part['rep'].nunique()} reps)")
+        lines.append("| N | " + " | ".join(f"gap @ round {r}" for r in marks)
+                     + f" | regret @ round {marks[-1]} |")
+        lines.append("|---" * (len(marks) + 2) + "|")
+        for n, by_n in part.groupby("n_agents"):
+            gaps = [by_n[by_n["round"] == r]["gap"].mean() for r in marks]
+            regret = by_n[by_n["round"] == marks[-1]]["regret"].mean()
+            lines.append(f"| {n} | " + " | ".join(f"{g:.2f}" for g in gaps)
+                         + f" | {regret:.2f} |")
+    if plot is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        groups = list(df.groupby(["function", "n_agents", "radius_factor", "adversarial"]))
+        fig, axes = plt.subplots(len(groups), 2, figsize=(10, 3.2 * len(groups)), squeeze=False)
+        for row, ((function, n_agents, radius, adv), part) in enumerate(groups):
+            for col, metric in enumerate(("gap", "regret")):
+                ax = axes[row, col]
+                for method in [m for m in METHODS if m in set(part["method"])]:
+                    curve = part[part["method"] == method].groupby(["round", "rep"])[metric].mean()
+                    by_round = curve.groupby("round")
+                    mean = by_round.mean()
+                    ax.plot(mean.index, mean.values, label=method,
+                            linestyle="-" if method.startswith(("CGP", "FTS")) else "--")
+                    ax.fill_between(mean.index, by_round.min().values, by_round.max().values,
+                                    alpha=0.1)
+                ax.set_yscale("log")
+                ax.set_title(f"{function} N={n_agents} {'optimality gap' if metric == 'gap' else 'instantaneous regret'}")
+                ax.set_xlabel("round")
+            axes[row, 0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(plot, dpi=80)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("fig3", "fig4", "hetero"):
+        p = sub.add_parser(name)
+        p.add_argument("--reps", type=int, nargs="+", default=[0])
+        p.add_argument("--rounds", type=int, default=15)
+        p.add_argument("--out", type=Path, default=Path(f"cgp_{name}.csv"))
+        p.add_argument("--n-raw-samples", type=int, default=10000)
+        if name == "fig3":
+            p.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
+            p.add_argument("--methods", nargs="+", default=list(METHODS))
+            p.add_argument("--n-agents", type=int, default=16)
+            p.add_argument("--n-init", type=int, default=None,
+                           help="initial designs per agent (default: 10, 25 for levy20)")
+        if name == "fig4":
+            p.add_argument("--n-agents", type=int, nargs="+", default=[1, 4, 16, 64])
+        if name == "hetero":
+            p.add_argument("--function", default="hartmann6")
+    s = sub.add_parser("summarize")
+    s.add_argument("csv", type=Path)
+    s.add_argument("--plot", type=Path, default=None)
+    args = parser.parse_args()
+    if args.command == "summarize":
+        print(summarize(args.csv, args.plot))
+        return
+    jobs: list[tuple[str, str, int, int, dict[str, Any]]] = []
+    for rep in args.reps:
+        if args.command == "fig3":
+            jobs += [(fn, m, rep, args.n_agents, {}) for fn in args.functions for m in args.methods]
+        elif args.command == "fig4":
+            jobs += [("levy20", "CGP-UCB", rep, n, {}) for n in args.n_agents]
+        else:
+            for extra in ({"radius_factor": 5.0}, {"adversarial": True}):
+                jobs += [(args.function, m, rep, 16, extra) for m in ("CGP-UCB", "UCB")]
+    for function, method, rep, n_agents, extra in jobs:
+        t0 = time.perf_counter()
+        rows = run(function, method, rep, n_agents, args.rounds, n_raw_samples=args.n_raw_samples,
+                   n_init=getattr(args, "n_init", None), **extra)
+        _append(args.out, rows)
+        last = [r for r in rows if r["round"] == args.rounds]
+        print(f"{function} {method} rep {rep} N={n_agents} {extra}: "
+              f"gap {np.mean([r['gap'] for r in last]):.3f} "
+              f"regret {np.mean([r['regret'] for r in last]):.3f} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Speed of one CGPSampler suggestion: 6 parameters, 100 own trials, 3 borrowed designs.
+
+One agent (Hartmann-6, 100 evaluated trials) shares an in-memory board with ``n_agents - 1``
+others whose latest posts claim, with a high LCB, designs next to the agent's own posterior-mean
+maximizer (which its rejection step keeps, so the fantasy models are built and used) or near its
+best observed trial (mostly rejected), and a group size of 4, so that it borrows 3 designs. Each row is the
+median wall time of ``--repeats`` suggestions (``study.ask`` and the parameters' suggest calls:
+fit, kappa, LCB maximizer, post, reading the board, rejection sampling, fantasy models,
+acquisition), at the sampler's default settings, for every acquisition, every S_raw in
+``--raw-samples`` and every number of agents in ``--agents``.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/cgp_speed.py --out benchmarks/results/cgp_speed.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+
+from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
+
+from fairtune.collaboration import Board
+from fairtune.samplers import CGPSampler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+SPACE = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(6)}
+
+
+def measure(acquisition: str, n_raw: int, n_agents: int, repeats: int, near_kappa: bool
+            ) -> dict[str, float]:
+    rng = np.random.RandomState(0)
+    board = Board(optuna.storages.InMemoryStorage(), name="speed", seed=0)
+    sampler = CGPSampler(board=board, agent="me", acquisition=acquisition,  # type: ignore[arg-type]
+                         n_raw_samples=n_raw, group_size=4, seed=0)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    X = rng.uniform(size=(100, 6))
+    for x in X:
+        study.add_trial(optuna.trial.create_trial(
+            params={f"x{i}": float(v) for i, v in enumerate(x)}, distributions=SPACE,
+            value=neg_hartmann6(x) + 0.1 * rng.normal(),
+        ))
+    peers = [f"peer{k:03d}" for k in range(n_agents - 1)]
+    for name in peers:
+        board.register(name, SPACE)
+
+    def post_peers(round_: int) -> None:
+        if near_kappa:
+            # Designs next to this agent's current posterior-mean maximizer, which its rejection
+            # step keeps: the fantasy models are then built and used.
+            sampler._post_round(study)
+            (state,) = sampler._state.values()
+            center, spread = state.x_kappa, 0.005
+            sampler._state.clear()  # the timed suggestion computes everything again
+        else:  # near its best observed trial (mostly rejected)
+            center = X[np.argmax([t.value for t in study.trials[:100]])]
+            spread = 0.03
+        for name in peers:
+            design = np.clip(center + rng.normal(0, spread, size=6), 0, 1)
+            board.post(name, round_, {f"x{i}": float(v) for i, v in enumerate(design)},
+                       lcb=10.0, kappa=10.0)
+
+    times, kept = [], []
+    for repeat in range(repeats):
+        post_peers(100 + repeat)
+        t0 = time.perf_counter()
+        trial = study.ask()
+        for name, dist in SPACE.items():
+            trial.suggest_float(name, dist.low, dist.high)
+        times.append(time.perf_counter() - t0)
+        kept.append(int(sampler.last_borrowing["kept"].sum()))
+        study.tell(trial, neg_hartmann6(np.array([trial.params[n] for n in SPACE])))
+    return {"seconds": statistics.median(times),
+            "borrowed": len(sampler.last_borrowing["borrowed"]),
+            "kept": statistics.median(kept)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--acquisitions", nargs="+", default=["ucb", "ei", "ts"])
+    parser.add_argument("--raw-samples", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--agents", type=int, nargs="+", default=[4, 16, 64, 256])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("cgp_speed.csv"))
+    args = parser.parse_args()
+    settings = [(a, r, 4, near) for near in (True, False) for a in args.acquisitions
+                for r in args.raw_samples]
+    settings += [("ucb", 10000, n, True) for n in args.agents if n != 4]
+    print("| acquisition | S_raw | agents on the board | peers' designs | borrowed | kept "
+          "| seconds per suggestion |")
+    print("|---|---|---|---|---|---|---|")
+    rows = []
+    for acquisition, n_raw, n_agents, near in settings:
+        result = measure(acquisition, n_raw, n_agents, args.repeats, near)
+        where = "near its kappa" if near else "near its best trial"
+        rows.append({"acquisition": acquisition, "n_raw_samples": n_raw, "n_agents": n_agents,
+                     "designs": where, **result})
+        print(f"| {acquisition} | {n_raw} | {n_agents} | {where} | {result['borrowed']} | "
+              f"{result['kept']:g} | {result['seconds']:.2f} |", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""The CGP benchmark scripts run end to end on tiny settings (their real runs are in the README)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _run(tmp_path: Path, script: str, *args: str) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    result = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "cgp_paper.py", "fig3", "--functions", "hartmann6", "--methods", "CGP-UCB",
+         "UCB", "FTS", "FTS-DE", "--n-agents", "4", "--rounds", "2", "--reps", "0", "--n-init", "3",
+         "--n-raw-samples", "200", "--out", "f.csv")
+    with open(tmp_path / "f.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    # Rounds 0 (after the initial designs), 1 and 2, for 4 agents and 4 methods.
+    assert len(rows) == 3 * 4 * 4
+    for row in rows:
+        assert float(row["gap"]) >= -1e-9 and float(row["regret"]) >= -0.5
+    first = {(r["method"], r["agent"]): r["gap"] for r in rows if r["round"] == "0"}
+    # Every method but FTS-DE starts from the same collaborative Latin hypercube.
+    assert all(first[("CGP-UCB", a)] == first[("UCB", a)] == first[("FTS", a)]
+               for a in "0123")
+    for agent in "0123":  # the gap never grows: it is the best design so far
+        gaps = [float(r["gap"]) for r in rows if r["method"] == "CGP-UCB" and r["agent"] == agent]
+        assert gaps == sorted(gaps, reverse=True)
+    out = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--plot", "f.png")
+    assert "| CGP-UCB |" in out and "| FTS-DE |" in out and "round 2, 1 reps" in out
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_cgp_speed_runs(tmp_path: Path) -> None:
+    out = _run(tmp_path, "cgp_speed.py", "--acquisitions", "ucb", "--raw-samples", "100",
+               "--agents", "4", "8", "--repeats", "1", "--out", "s.csv")
+    lines = [line for line in out.splitlines() if line.startswith("| ucb |")]
+    assert len(lines) == 3  # 4 agents with both kinds of peers' designs, then 8 agents
+    assert all(line.split("|")[5].strip() == "3" for line in lines)  # 3 borrowed designs
+    kept = [float(line.split("|")[6]) for line in lines if "near its kappa" in line]
+    assert kept and all(k >= 1 for k in kept)  # designs next to its own optimum are kept
