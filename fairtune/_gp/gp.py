@@ -83,6 +83,20 @@ def standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
     return (y - mean) / std, mean, std
 
 
+def impute_violations(raw: np.ndarray) -> np.ndarray:
+    """A constraint's values (n,) with each NaN (a trial that did not report it) replaced by a
+    clear violation: above every observed value and above 0, by the observed values' spread
+    (at least 1e-3), so that the model learns "infeasible" there without an outlier."""
+    raw = np.asarray(raw, dtype=float)
+    missing = np.isnan(raw)
+    if not missing.any():
+        return raw
+    observed = raw[~missing]
+    scale = float(max(np.ptp(observed), np.abs(observed).max())) if len(observed) else 1.0
+    worst = max(float(observed.max()) if len(observed) else 0.0, 0.0)
+    return np.where(missing, worst + max(scale, 1e-3), raw)
+
+
 @dataclass(frozen=True)
 class KernelParams:
     """Kernel hyperparameters of a GP (tensors, float64)."""

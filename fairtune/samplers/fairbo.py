@@ -17,7 +17,7 @@ from optuna.trial import FrozenTrial
 
 from fairtune._gp import acquisition
 from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
-from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
+from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune.samplers._base import GPSamplerBase
@@ -273,13 +273,8 @@ class FairBOSampler(GPSamplerBase):
                 labels = (~missing) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
                 classifiers.append(self._fit_classifier(study, "c:" + name, X, labels, ss))
                 continue
-            observed = raw[~missing]
-            if missing.any():
-                # A missing constraint value counts as infeasible: impute a clear violation.
-                scale = float(max(np.ptp(observed), np.abs(observed).max())) if len(observed) else 1.0
-                worst = max(float(observed.max()) if len(observed) else 0.0, 0.0)
-                raw = np.where(missing, worst + max(scale, 1e-3), raw)
-            c, mean, std = standardize(raw)
+            # A missing constraint value counts as infeasible: impute a clear violation.
+            c, mean, std = standardize(impute_violations(raw))
             gp = self._fit(study, "c:" + name, X, c, ss)
             regression.append((gp, (0.0 - mean) / std))
 

@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial
 
 from fairtune._gp import acquisition
 from fairtune._gp import multitask as mt
-from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
+from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._gp.threads import limit_threads
@@ -377,12 +377,7 @@ class MTKBSampler(GPSamplerBase):
             raw = np.array([tr.constraints.get(name, np.nan) for tr in complete], dtype=float)
             missing = np.isnan(raw)
             feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
-            if missing.any():
-                observed = raw[~missing]
-                scale = float(max(np.ptp(observed), np.abs(observed).max())) if len(observed) else 1.0
-                worst = max(float(observed.max()) if len(observed) else 0.0, 0.0)
-                raw = np.where(missing, worst + max(scale, 1e-3), raw)
-            c, c_mean, c_std = standardize(raw)
+            c, c_mean, c_std = standardize(impute_violations(raw))  # missing: infeasible
             key = (study.study_name, "c:" + name)
             with self._cache_lock:
                 warm: KernelParams | None = self._cache.get(key)

@@ -355,3 +355,15 @@ def test_the_lengthscale_prior_is_bounded_on_both_sides_and_the_outputscale_prio
     # Gamma(2, 1) on the outputscale, as a density in s: log s - s, largest at s = 1.
     assert log_prior(1.0, 2.0) - log_prior(1.0, 1.0) == pytest.approx(math.log(2.0) - 1.0)
     assert log_prior(1.0, 1.0) > max(log_prior(1.0, 0.8), log_prior(1.0, 1.25))
+
+
+def test_missing_constraint_values_are_imputed_as_clear_violations() -> None:
+    from fairtune._gp.gp import impute_violations
+
+    raw = np.array([-0.2, np.nan, 0.1, np.nan])
+    out = impute_violations(raw)
+    # Above every observed value and above zero by the observed spread (0.3 here).
+    assert out[[0, 2]].tolist() == [-0.2, 0.1] and np.allclose(out[[1, 3]], 0.1 + 0.3)
+    assert np.allclose(impute_violations(np.array([-0.5, np.nan])), [-0.5, 0.5])
+    assert np.allclose(impute_violations(np.array([np.nan])), [1.0])  # nothing observed
+    assert impute_violations(np.array([0.2, -0.1])).tolist() == [0.2, -0.1]
