@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _LAZY_ATTRS = {
     "FairBOSampler": "fairtune.samplers",
     "CollaborativeUCBSampler": "fairtune.samplers",
+    "MTKBSampler": "fairtune.samplers",
     "set_num_threads": "fairtune._gp.threads",
     "get_num_threads": "fairtune._gp.threads",
 }

@@ -8,17 +8,24 @@ Usage::
     fairtune report --storage sqlite:///fairtune.db --study-name NAME --plot tradeoff.png
 
 One function per subcommand: ``_add_<name>_parser(subparsers)`` declares its arguments and sets
-``func`` to ``_cmd_<name>(args) -> int``; add it to ``_SUBCOMMANDS``. A command reports bad input
-by raising an exception (``ValueError``, ``OSError``, ...): :func:`main` turns any exception into
-a one-line message on stderr and a non-zero exit code, never a traceback.
+``func`` to ``_cmd_<name>(args) -> int``; add it to ``_SUBCOMMANDS``. A command reports bad usage
+(a bad or conflicting argument) by raising ``_UsageError`` (exit code 2) and a failure by raising
+any other exception (exit code 1): :func:`main` turns them into a one-line message on stderr,
+never a traceback. Messages name the flags the user typed, not Python argument names.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -32,6 +39,8 @@ _CREATE_ATTEMPTS = 5
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a process ended by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as for `yes | head -1`
 
 
 class _UsageError(Exception):
@@ -111,9 +120,74 @@ def _format_table(
 # fairtune tune / fairtune report
 # --------------------------------------------------------------------------------------------
 
-_SAMPLERS = ("fairbo", "gp", "tpe", "random")
-_METRIC_KEY = "fairtune:metric"  # study user attribute: the metric `tune` maximizes
-_VALIDATION_KEY = "fairtune:validation"  # study user attribute: how `tune` validates trials
+_SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
+_DATASETS = ("adult", "german", "compas")
+_TEST_SCORES_KEY = "fairtune:test_scores"  # study user attribute: tune's test-split lines
+# FairObjective's argument names -> the flags a user types (for its error messages).
+_FLAGS = {
+    "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
+    "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
+}
+# The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
+_SETUP_FLAGS = {
+    "fairtune:dataset": "--dataset",
+    "fairtune:model": "--model",
+    "fairtune:metric": "--metric",
+    "fairtune:limits": "--limit",
+    "fairtune:validation": "--cv, --test-size and --seed",
+}
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_METRIC_HELP = (
+    "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy). The fairness limits are "
+    "always measured on the model's 0/1 predictions (threshold 0.5); roc_auc scores its "
+    "probabilities, so a model that ranks well but predicts one class for almost everyone "
+    "can score high"
+)
+
+
+def _in_flags(message: str) -> str:
+    """A FairObjective / parse_limits message with Python argument names as the CLI's flags."""
+    for name, flag in _FLAGS.items():
+        message = message.replace(f"`{name}`", flag).replace(f" {name}=", f" {flag} ")
+    return message
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, but got {text!r}")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), but got {text!r}")
+    return value
+
+
+def _limit(text: str) -> Any:
+    from fairtune.fairness.constraints import _parse
+
+    try:
+        return _parse(text, arg="--limit")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("`--limit` ", "")) from None
+
+
+def _model_names() -> list[str]:
+    from fairtune.tuning.spaces import SPACES
+
+    return sorted(SPACES)
 
 
 def _make_sampler(name: str, seed: int) -> Any:
@@ -133,6 +207,10 @@ def _make_sampler(name: str, seed: int) -> Any:
         return optuna.samplers.GPSampler(seed=seed, independent_sampler=startup)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
+    if name == "mtkb":
+        from fairtune.samplers import MTKBSampler
+
+        return MTKBSampler(seed=seed, independent_sampler=startup)
     return startup
 
 
@@ -144,22 +222,33 @@ def _add_tune_parser(subparsers: Any) -> None:
             "Tune a model of the Fair BO paper's search spaces on a bundled dataset, maximizing "
             "a validation metric subject to fairness limits, and print the best fair trial. "
             "With --storage the study is saved and a second call resumes it, adding --n-trials "
-            "more trials."
+            "more trials; the study remembers its dataset, model, metric, limits and "
+            "validation, and a resume with other ones is refused. Ctrl-C stops the run (exit "
+            "code 130) and prints the best fair trial so far."
         ),
     )
-    parser.add_argument("--dataset", required=True, help="adult, german or compas")
-    parser.add_argument("--model", required=True, help="xgboost, random_forest, mlp or linear")
+    parser.add_argument("--dataset", required=True, choices=_DATASETS,
+                        help="adult, german or compas")
+    parser.add_argument("--model", required=True, choices=_model_names(),
+                        help="xgboost, random_forest, mlp or linear")
     parser.add_argument(
-        "--limit", action="append", required=True, metavar="LIMIT",
-        help='fairness limit such as "demographic_parity<=0.05" (repeatable)',
+        "--limit", action="append", metavar="LIMIT", type=_limit,
+        help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
+             "--objectives is given)",
     )
-    parser.add_argument("--n-trials", type=int, default=100, help="trials to run (default 100)")
+    parser.add_argument(
+        "--objectives", metavar="NAMES",
+        help="tune several objectives at once, e.g. accuracy,demographic_parity (a metric and "
+             "fairness gaps; best with --sampler mtkb); prints the Pareto-optimal trials",
+    )
+    parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
+                        help="trials to run (default 100)")
     parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
-    parser.add_argument("--metric", default="accuracy",
-                        help="accuracy, balanced_accuracy, f1 or roc_auc (default accuracy)")
-    parser.add_argument("--cv", type=int, metavar="K",
+    parser.add_argument("--metric", default="accuracy", choices=_metric_names(),
+                        help=_METRIC_HELP)
+    parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
-    parser.add_argument("--test-size", type=float, metavar="F",
+    parser.add_argument("--test-size", type=_fraction, metavar="F",
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
@@ -169,110 +258,303 @@ def _add_tune_parser(subparsers: Any) -> None:
              "postgresql+psycopg://user@host/db) or a Journal file, journal:./fairtune.log",
     )
     parser.add_argument(
-        "--heartbeat", type=int, default=_DEFAULT_HEARTBEAT, metavar="SECONDS",
+        "--heartbeat", type=_int_at_least(0), default=_DEFAULT_HEARTBEAT, metavar="SECONDS",
         help="RDB storages: each running trial records a heartbeat this often, and a trial "
              "whose worker died ends as FAIL after twice as long without one (default "
              f"{_DEFAULT_HEARTBEAT}; 0 turns it off)",
     )
     parser.add_argument(
-        "--retry-failed", type=int, default=1, metavar="N",
+        "--retry-failed", type=_int_at_least(0), default=1, metavar="N",
         help="re-run a trial that failed because its worker died up to N times, with the "
              "same parameters (default 1)",
     )
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
-    parser.add_argument("--n-jobs", type=int, default=1, help="parallel trials (threads)")
+    parser.add_argument("--n-jobs", type=_int_at_least(1), default=1,
+                        help="parallel trials (threads); Ctrl-C lets the running ones finish")
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=_cmd_tune)
 
 
+def _metric_names() -> tuple[str, ...]:
+    from fairtune.tuning.objective import METRIC_NAMES
+
+    return METRIC_NAMES
+
+
+class _Interrupts:
+    """Ctrl-C during ``study.optimize`` that always leaves the study consistent.
+
+    Optuna 5.0.0 finishes a trial (``tell``) outside the objective; a KeyboardInterrupt there
+    ends in "cannot access local variable 'updated_state'" and can leave the trial RUNNING.
+    While this handler is installed, Ctrl-C raises KeyboardInterrupt only inside the objective
+    (in the main thread), where Optuna stores the trial as FAIL and re-raises it. Anywhere
+    else (asking the sampler, telling the storage, other threads' trials with --n-jobs) it is
+    remembered: the next trial fails at once with it, and a callback stops the study.
+    """
+
+    def __init__(self, objective: Callable[[Any], float]) -> None:
+        self.objective = objective
+        self.interrupted = False
+        self.first_error: str | None = None
+        self._inside = False
+        self._lock = threading.Lock()
+
+    def __call__(self, trial: Any) -> float:
+        from optuna import TrialPruned
+
+        main = threading.current_thread() is threading.main_thread()
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self._inside = main
+        try:
+            return self.objective(trial)
+        except TrialPruned:
+            raise
+        except Exception as e:
+            with self._lock:
+                if self.first_error is None:
+                    self.first_error = f"trial {trial.number} failed: {_one_line(e)}"
+            raise
+        finally:
+            if main:
+                self._inside = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        self.interrupted = True
+        if self._inside:
+            self._inside = False
+            raise KeyboardInterrupt
+
+    def callback(self, study: Any, trial: Any) -> None:
+        if self.interrupted:
+            study.stop()
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    from fairtune.fairness import is_feasible, parse_limits
+    from fairtune.fairness import best_fair_trial, parse_limits
     from fairtune.tuning import FairObjective
 
-    if args.n_trials < 1:
-        raise ValueError(f"--n-trials must be at least 1, but got {args.n_trials}.")
-    if args.n_jobs < 1:
-        raise ValueError(f"--n-jobs must be at least 1, but got {args.n_jobs}.")
-    if args.heartbeat < 0:
-        raise ValueError(f"--heartbeat must be 0 (off) or a number of seconds, but got "
-                         f"{args.heartbeat}.")
-    if args.retry_failed < 0:
-        raise ValueError(f"--retry-failed must be 0 or more, but got {args.retry_failed}.")
-    _check_plot_path(args.plot)
-    limits = parse_limits(args.limit)
-    objective = FairObjective(
-        args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
-        test_size=args.test_size, random_state=args.seed,
-    )
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
-    heartbeat = (
-        args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
-    )
-    study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
-                                  max_retry=args.retry_failed)
-    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
-        raise ValueError(f"study {name!r} in the storage is not a maximization study.")
-    # The metric and the validation protocol are stored with the study, so that `report` can
-    # name the metric and a resumed study does not mix values measured in two ways.
-    validation = (
-        f"{objective.cv}-fold cross-validation" if objective.cv
-        else f"a {objective.validation_size:.0%} validation split"
-    ) + (f", {objective.test_size:g} held out for testing" if objective.test_size else "") + (
-        f", split seed {objective.random_state}"
-    )
-    for key, value, hint in (
-        (_METRIC_KEY, args.metric, "--metric"),
-        (_VALIDATION_KEY, validation, "--cv, --test-size and --seed"),
-    ):
-        stored = study.user_attrs.get(key)
-        if stored is None:
-            study.set_user_attr(key, value)
-        elif stored != value:
-            what = "maximizes" if key == _METRIC_KEY else "was validated with"
-            raise ValueError(
-                f"study {name!r} in the storage {what} {stored!r}, but this run asks for "
-                f"{value!r}; use the same {hint} as before or another --study-name."
+    _check_output("--plot", args.plot)
+    _check_storage(args.storage, create=True)
+    if args.objectives:
+        return _cmd_tune_multi(args, out=out)
+    if not args.limit:
+        raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
+    try:
+        limits = parse_limits(args.limit)
+    except ValueError as e:
+        raise _UsageError(_in_flags(str(e))) from None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            objective = FairObjective(
+                args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
+                test_size=args.test_size, random_state=args.seed,
             )
-    # A resumed study continues the sampler's random stream instead of replaying it.
-    study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
-    study.optimize(
-        objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
-        show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
-    )
-    _report(study, out=out, metric_name=args.metric, plot=args.plot)
-    if args.test_size and any(is_feasible(t) for t in study.trials):
-        # The model one deploys after refitting is not the one that was validated: report both.
-        fits = [("tuning", "best fair trial refitted on the other rows")]
-        if args.cv is None:
-            fits.append(("training", "the validated model (training split only)"))
-        for on, what in fits:
-            scores = objective.evaluate(objective.refit_best(study, on=on))
-            fair = scores.pop("fair")
-            values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
-            verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
-            out.write(f"Test split ({len(objective.X_test)} rows), {what}: {values}; {verdict}.\n")
+        except ValueError as e:
+            raise _UsageError(_in_flags(str(e))) from None
+    for warning in caught:
+        print(f"{PROG}: warning: {_in_flags(_one_line(warning.message))}", file=sys.stderr)  # type: ignore[arg-type]
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    with _storage_errors(args.storage):
+        heartbeat = (
+            args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+        )
+        study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
+                                      max_retry=args.retry_failed)
+        if len(study.directions) != 1 or study.direction != optuna.study.StudyDirection.MAXIMIZE:
+            raise _UsageError(
+                f"--study-name {name!r} in the storage is not a single-objective maximization "
+                "study; use another --study-name."
+            )
+        # The setup is stored with the study: a resumed study must not mix values measured
+        # on another dataset, model, metric, limits or validation.
+        for key, stored, wanted in objective.setup_differences(study):
+            flag = _SETUP_FLAGS[key]
+            show = ", ".join if key == "fairtune:limits" else str
+            raise _UsageError(
+                f"study {name!r} in the storage was tuned with {flag} {show(stored)!r}, but this "
+                f"run asks for {show(wanted)!r}; use the same {flag} as before or another "
+                "--study-name."
+            )
+        objective.record_setup(study)
+        # A resumed study continues the sampler's random stream instead of replaying it.
+        study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
+        before = len(study.trials)
+        guard = _Interrupts(objective)
+        installed = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
+        try:
+            study.optimize(
+                guard, n_trials=args.n_trials, n_jobs=args.n_jobs, catch=(Exception,),
+                callbacks=[guard.callback], show_progress_bar=not args.no_progress,
+            )
+        except KeyboardInterrupt:
+            guard.interrupted = True
+        finally:
+            if installed:
+                signal.signal(signal.SIGINT, previous)
+        if guard.interrupted:
+            _fail_running(study, before)
+        run = study.get_trials(deepcopy=False)[before:]
+        completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
+        _report(study, out=out, plot=args.plot)
+        if guard.interrupted:
+            where = (
+                f"run the same command again (the study is stored in {args.storage})"
+                if args.storage else "this study was in memory; use --storage to be able to resume"
+            )
+            print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
+        failed = sum(t.state == optuna.trial.TrialState.FAIL for t in run)
+        if completed == 0:
+            raise RuntimeError(
+                f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
+                f"{guard.first_error or 'no value returned'}"
+            )
+        if failed:
+            print(f"{PROG}: warning: {failed} of {len(run)} trials of this run failed; the "
+                  f"first: {guard.first_error}", file=sys.stderr)
+        best = best_fair_trial(study)
+        if args.test_size and best is not None:
+            _report_test_scores(study, objective, best, cv=args.cv, out=out)
     return EXIT_OK
+
+
+def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
+    """``tune --objectives``: a multi-objective study of FairObjective's multi-objective form."""
+    import optuna
+
+    from fairtune.tuning import FairObjective
+
+    try:
+        objective = FairObjective(
+            args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
+            limits=args.limit or None, metric=args.metric, cv=args.cv,
+            test_size=args.test_size, random_state=args.seed,
+        )
+    except ValueError as e:
+        raise _UsageError(_in_flags(str(e)).replace("`objectives`", "--objectives")) from None
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    with _storage_errors(args.storage):
+        heartbeat = (
+            args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+        )
+        study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
+                                      max_retry=args.retry_failed,
+                                      directions=objective.directions)
+        try:
+            objective.record_setup(study)
+        except ValueError as e:
+            raise _UsageError(f"--study-name {name!r}: {e}") from None
+        study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
+        study.optimize(
+            objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+            show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
+        )
+        _report_pareto(study, out=out, plot=args.plot)
+    return EXIT_OK
+
+
+def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
+    """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
+    from optuna.trial import TrialState
+
+    from fairtune.tuning.objective import OBJECTIVES_KEY
+
+    names = study.user_attrs.get(OBJECTIVES_KEY) or [
+        f"objective {i}" for i in range(len(study.directions))
+    ]
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    out.write(f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n")
+    if not trials:
+        out.write("No completed trial yet.\n")
+        return
+    best = sorted(study.best_trials, key=lambda t: t.number)
+    out.write(f"Pareto-optimal trials ({len(best)}):\n")
+    directions = [d.name.lower() for d in study.directions]
+    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
+    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
+    out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
+    if plot:
+        import matplotlib.pyplot as plt
+        import optuna
+        from optuna.visualization.matplotlib import plot_pareto_front
+
+        with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            ax = plot_pareto_front(study, target_names=list(names))
+        ax.figure.tight_layout()
+        ax.figure.savefig(plot, dpi=120)
+        plt.close(ax.figure)
+        out.write(f"Pareto front plot written to {plot}\n")
+
+
+def _fail_running(study: Any, first: int) -> None:
+    """Store as FAIL the trials of this run that an interrupt left RUNNING."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False)[first:]:
+        if trial.state == TrialState.RUNNING:
+            try:
+                study.tell(trial.number, state=TrialState.FAIL)
+            except (RuntimeError, ValueError):  # finished meanwhile (another thread)
+                pass
+
+
+def _report_test_scores(
+    study: Any, objective: Any, best: Any, *, cv: int | None, out: TextIO
+) -> None:
+    # The model one deploys after refitting is not the one that was validated: report both.
+    fits = [("tuning", "best fair trial refitted on the other rows")]
+    if cv is None:
+        fits.append(("training", "the validated model (training split only)"))
+    lines = []
+    for on, what in fits:
+        scores = objective.evaluate(objective.refit_best(study, on=on))
+        fair = scores.pop("fair")
+        values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+        verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
+        lines.append(f"Test split ({len(objective.X_test)} rows), {what}: {values}; {verdict}.")
+    out.write("".join(line + "\n" for line in lines))
+    # Stored, so that `report` shows them (for the trial they belong to).
+    study.set_user_attr(_TEST_SCORES_KEY, {"trial": best.number, "lines": lines})
 
 
 def _add_report_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
-        help="show the best fair trial of a stored study",
-        description="Print the best fair trial of a study in an Optuna storage, and plot it.",
+        help="show the setup and the best fair trial of a stored study",
+        description=(
+            "Print the setup of a stored study (dataset, model, metric, limits, validation, "
+            "test scores) and its best fair trial, the one that met every limit of the study "
+            "with the best value; plot the trade-off and the best-fair curve. Never writes to "
+            "the storage."
+        ),
     )
     parser.add_argument("--storage", required=True, help="Optuna storage URL")
     parser.add_argument("--study-name", help="needed when the storage holds several studies")
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
-    parser.add_argument("--metric", help="fairness metric on the plot's x axis")
+    parser.add_argument("--metric", help="fairness metric on the trade-off plot's x axis "
+                                         "(default: the study's first limit); needs --plot")
+    parser.add_argument("--curve", metavar="PNG",
+                        help="write the best fair value vs. trial number to this file")
     parser.set_defaults(func=_cmd_report)
 
 
 def _create_or_load_study(
-    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0
+    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
+    directions: list[str] | None = None,
 ) -> Any:
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
 
@@ -289,7 +571,8 @@ def _create_or_load_study(
             storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
         )
         return optuna.create_study(
-            study_name=name, storage=opened, direction="maximize", load_if_exists=True
+            study_name=name, storage=opened, directions=directions or ["maximize"],
+            load_if_exists=True,
         )
 
     for attempt in range(_CREATE_ATTEMPTS - 1):
@@ -300,89 +583,324 @@ def _create_or_load_study(
     return create()  # the last attempt's error is the user's
 
 
-def _check_plot_path(plot: str | None) -> None:
-    """Fail before a study runs (or loads) if its plot could not be written afterwards."""
-    if plot is None:
+def _check_output(flag: str, path: str | None) -> None:
+    """Fail before a study runs (or loads) if a plot could not be written to ``path`` after."""
+    if path is None:
         return
-    folder = Path(plot).expanduser().resolve().parent
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    target = Path(path).expanduser()
+    suffix = target.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise _UsageError(
+            f"{flag} must be a file name ending in one of {['.' + f for f in formats]}, but got "
+            f"{path!r}."
+        )
+    folder = target.resolve().parent
     if not folder.is_dir():
-        raise ValueError(f"--plot must be a file in an existing folder, but got {plot!r} "
-                         f"(no folder {str(folder)!r}).")
+        raise _UsageError(f"{flag} must be a file in an existing folder, but got {path!r} "
+                          f"(no folder {str(folder)!r}).")
+    if target.is_dir():
+        raise _UsageError(f"{flag} must be a file, but got the folder {path!r}.")
+    writable = os.access(target, os.W_OK) if target.exists() else _can_create_in(folder)
+    if not writable:
+        raise _UsageError(f"{flag} {path!r} cannot be written (read-only file or folder).")
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (tried: permissions, read-only mounts)."""
+    if not os.access(folder, os.W_OK):
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def _check_storage(url: str | None, *, create: bool) -> None:
+    """Check an Optuna storage URL before Optuna opens (and maybe creates) it.
+
+    Args:
+        url: The ``--storage`` value; None is an in-memory study.
+        create: Whether a new SQLite file may be created (``tune``); ``report`` only reads.
+
+    Raises:
+        _UsageError: A malformed URL or an unknown scheme.
+        RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
+            written, is not an SQLite database or is damaged, or holds no Optuna study.
+    """
+    if url is None:
+        return
+    if url.startswith(JOURNAL_PREFIX):
+        if not url[len(JOURNAL_PREFIX):]:
+            raise _UsageError(f"--storage must be journal:<file> for a Journal file, but got {url!r}.")
+        _check_file(Path(url[len(JOURNAL_PREFIX):]).expanduser(), f"--storage {url!r}",
+                    create=create)
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    examples = "e.g. sqlite:///fairtune.db or postgresql://user:password@host/database"
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise _UsageError(f"--storage must be a database URL ({examples}), but got {url!r}.") from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        raise _UsageError(
+            f"--storage {url!r} has an unknown scheme {parsed.drivername!r}; use a database "
+            f"URL, {examples}."
+        ) from None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return
+    if parsed.query.get("uri") or parsed.database.startswith("file:"):
+        return  # an SQLite URI with its own options: SQLite checks it
+    path = Path(parsed.database).expanduser()
+    where = f"--storage {url!r}"
+    if not _check_file(path, where, create=create):
+        return  # a new file, created by `tune`
+    with open(path, "rb") as f:
+        header = f.read(len(_SQLITE_HEADER))
+    if header and header != _SQLITE_HEADER:
+        raise RuntimeError(f"{where}: {str(path)!r} is not an SQLite database.")
+    tables = _sqlite_tables(path, where)
+    if not create and "studies" not in tables:
+        raise RuntimeError(f"{where}: {str(path)!r} holds no Optuna study.")
+
+
+def _check_file(path: Path, where: str, *, create: bool) -> bool:
+    """Whether the storage file exists; raises if it cannot be used (or created, with create).
+
+    Only `tune` (``create``) may create it: `report` never writes a storage.
+    """
+    if not path.exists():
+        if not create:
+            raise RuntimeError(f"{where}: no such file {str(path)!r}.")
+        folder = path.resolve().parent
+        if not folder.is_dir():
+            raise RuntimeError(f"{where}: no folder {str(folder)!r} to create the file in.")
+        if not _can_create_in(folder):
+            raise RuntimeError(f"{where}: the folder {str(folder)!r} is read-only.")
+        return False
+    if path.is_dir():
+        raise RuntimeError(f"{where}: {str(path)!r} is a folder, not a file.")
+    if not os.access(path, os.R_OK):
+        raise RuntimeError(f"{where}: {str(path)!r} cannot be read (permissions).")
+    if create and not (os.access(path, os.W_OK) and _can_create_in(path.resolve().parent)):
+        raise RuntimeError(
+            f"{where}: {str(path)!r} is read-only (the storage writes the file and a lock or "
+            "journal file beside it); `fairtune report` can read it."
+        )
+    return True
+
+
+def _sqlite_tables(path: Path, where: str) -> set[str]:
+    """The tables of an SQLite file, opened read-only; a damaged file is an error."""
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            check = connection.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise sqlite3.DatabaseError(str(check[0] if check else "no answer"))
+            rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            return {row[0] for row in rows}
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as e:
+        raise RuntimeError(f"{where}: {str(path)!r} is damaged ({e}).") from None
+
+
+@contextlib.contextmanager
+def _storage_errors(url: str | None) -> Iterator[None]:
+    """Turn the database's errors (SQLAlchemy) into one line that names --storage."""
+    try:
+        yield
+    except Exception as error:
+        if not type(error).__module__.startswith("sqlalchemy"):
+            raise
+        reason = _one_line(getattr(error, "orig", None) or error).split(" [SQL:")[0]
+        raise RuntimeError(f"--storage {url!r}: the database failed: {reason}") from None
 
 
 def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    _check_plot_path(args.plot)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    name = args.study_name
-    storage = open_storage(args.storage)
-    if name is None:
-        names = optuna.get_all_study_names(storage)
-        if len(names) != 1:
-            raise ValueError(
-                f"--study-name is needed: the storage holds {len(names)} studies {names}."
-            )
-        name = names[0]
-    try:
-        study = optuna.load_study(study_name=name, storage=storage)
-    except KeyError:
-        raise ValueError(f"no study named {name!r} in {args.storage}.") from None
-    metric_name = study.user_attrs.get(_METRIC_KEY, "objective")
-    _report(study, out=out, metric_name=metric_name, plot=args.plot, fairness_metric=args.metric)
+    from fairtune.fairness import fairness_values, get_metric
+
+    if args.metric is not None:
+        if args.plot is None:
+            raise _UsageError("--metric picks the x axis of the trade-off plot: add --plot PNG.")
+        try:
+            args.metric = get_metric(args.metric).name
+        except ValueError as e:
+            raise _UsageError(f"--metric {str(e).replace('`metric` ', '', 1)}") from None
+    _check_output("--plot", args.plot)
+    _check_output("--curve", args.curve)
+    _check_storage(args.storage, create=False)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    with _storage_errors(args.storage):
+        name = args.study_name
+        storage = open_storage(args.storage)
+        if name is None:
+            names = optuna.get_all_study_names(storage)
+            if len(names) != 1:
+                raise _UsageError(
+                    f"--study-name is needed: the storage holds {len(names)} studies {names}."
+                )
+            name = names[0]
+        try:
+            study = optuna.load_study(study_name=name, storage=storage)
+        except KeyError:
+            raise RuntimeError(f"no study named {name!r} in {args.storage}.") from None
+        if len(study.directions) > 1:
+            _report_pareto(study, out=out, plot=args.plot)
+            return EXIT_OK
+        if args.metric is not None and not any(
+            args.metric in fairness_values(t) for t in study.get_trials(deepcopy=False)
+        ):
+            raise RuntimeError(f"--metric {args.metric}: no trial of study {name!r} has a value "
+                               "for it.")
+        _report(study, out=out, plot=args.plot, fairness_metric=args.metric, curve=args.curve)
     return EXIT_OK
+
+
+def _setup_lines(study: Any) -> list[str]:
+    from fairtune.fairness.constraints import LIMITS_KEY
+
+    attrs = study.user_attrs
+    rows = [
+        ("dataset", attrs.get("fairtune:dataset")),
+        ("model", attrs.get("fairtune:model")),
+        ("metric", attrs.get("fairtune:metric")),
+        ("limits", ", ".join(attrs[LIMITS_KEY]) if attrs.get(LIMITS_KEY) else None),
+        ("validation", attrs.get("fairtune:validation")),
+    ]
+    lines = [f"{what.capitalize():<11} {value}" for what, value in rows if value]
+    if attrs.get("fairtune:metric") == "roc_auc":
+        lines.append("Note        roc_auc scores the probabilities; the fairness values are "
+                     "measured on the 0/1 predictions (threshold 0.5).")
+    return lines
 
 
 def _report(
     study: Any,
     *,
     out: TextIO,
-    metric_name: str,
     plot: str | None,
     fairness_metric: str | None = None,
+    curve: str | None = None,
 ) -> None:
     from optuna.trial import TrialState
 
-    from fairtune.fairness import fairness_values, is_feasible
-
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    feasible = [t for t in trials if is_feasible(t)]
-    out.write(
-        f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete, "
-        f"{len(feasible)} fair.\n"
+    from fairtune.fairness import best_fair_trial, fairness_values, is_fair, study_limits
+    from fairtune.tuning.objective import (
+        METRIC_KEY,
+        POSITIVE_RATE_KEY,
+        POSITIVE_RATES_KEY,
+        predicts_one_class,
     )
-    if not trials:
+
+    limits = study_limits(study)
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    failed = sum(t.state == TrialState.FAIL for t in trials)
+    fair = [t for t in complete if is_fair(t, limits)]
+    out.write(
+        f"Study {study.study_name}: {len(trials)} trials, {len(complete)} complete"
+        + (f", {failed} failed" if failed else "")
+        + f", {len(fair)} fair.\n"
+    )
+    out.write("".join(line + "\n" for line in _setup_lines(study)))
+    stored = study.user_attrs.get(_TEST_SCORES_KEY)
+    if not complete:
         out.write("No completed trial yet.\n")
         return
-    if feasible:
-        best = study.best_trial
+    one_class = [t for t in complete if predicts_one_class(t) is not None]
+    best = best_fair_trial(study, limits)
+    if best is not None:
         out.write(f"Best fair trial: #{best.number}\n")
     else:
-        best = min(trials, key=lambda t: sum(max(v, 0.0) for v in t.constraints.values()))
+        def unfairness(t: Any) -> float:
+            values = fairness_values(t)
+            total = 0.0
+            for name, limit in limits.items():
+                if limit is not None and name in values:
+                    total += max(limit.violation(values[name]), 0.0)
+                elif name in t.constraints:
+                    total += max(t.constraints[name], 0.0)
+                else:
+                    return float("inf")
+            return total
+
+        best = min(complete, key=unfairness)
         out.write(f"No trial meets every limit yet; the least unfair one is #{best.number}.\n")
-    rows = [[metric_name, f"{best.value:.4f}", ""]]
-    metrics = fairness_values(best)
-    for name, value in metrics.items():
-        violation = best.constraints.get(name)
-        status = "" if violation is None else ("ok" if violation <= 0 else "violated")
-        rows.append([name, f"{value:.4f}", status])
-    for name, violation in best.constraints.items():
-        if name not in metrics:  # set by hand (trial.set_constraint): its value, <= 0 is ok
+    metric_name = study.user_attrs.get(METRIC_KEY, "value")
+    rows = [[str(metric_name), f"{best.value:.4f}", ""]]
+    values = fairness_values(best)
+    for name, limit in limits.items():
+        if name in values:
+            status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
+                                                else f"violated ({limit})")
+            rows.append([name, f"{values[name]:.4f}", status])
+        elif name in best.constraints:  # set by hand (trial.set_constraint): <= 0 is ok
+            violation = best.constraints[name]
             rows.append([f"constraint {name}", f"{violation:.4g}",
                          "ok" if violation <= 0 else "violated"])
+        else:
+            rows.append([name, "-", "not measured"])
+    for name, value in values.items():
+        if name not in limits:
+            rows.append([name, f"{value:.4f}", ""])
+    if POSITIVE_RATE_KEY in best.user_attrs:
+        rows.append(["predicted positive rate", f"{best.user_attrs[POSITIVE_RATE_KEY]:.4f}", ""])
+        for group, rate in (best.user_attrs.get(POSITIVE_RATES_KEY) or {}).items():
+            rows.append([f"  group {group}", f"{rate:.4f}", ""])
     for name, value in best.params.items():
         rows.append([name, f"{value:.6g}" if isinstance(value, float) else str(value), "param"])
     out.write(_format_table(["", "value", ""], rows, right_aligned={1}))
-    if plot:
-        from fairtune.visualization import plot_tradeoff
+    label = predicts_one_class(best)
+    if label is not None:
+        out.write(
+            f"Warning: trial #{best.number} predicts one class ({label}) for everyone: its "
+            f"{metric_name} is that of a constant guess and its fairness gaps are trivially 0 "
+            f"({len(one_class)} of {len(complete)} complete trials do so). Tighter limits are "
+            "met this way; check the model before trusting it.\n"
+        )
+    elif one_class:
+        out.write(f"{len(one_class)} of {len(complete)} complete trials predict one class for "
+                  "everyone.\n")
+    if stored and stored.get("lines"):
+        out.write(f"Test scores recorded by `fairtune tune` for trial #{stored.get('trial')}:\n")
+        out.write("".join(f"  {line}\n" for line in stored["lines"]))
+    for path, draw in ((plot, "tradeoff"), (curve, "curve")):
+        if path:
+            _save_plot(study, path, draw, fairness_metric)
+            what = "Trade-off plot" if draw == "tradeoff" else "Best-fair curve"
+            out.write(f"{what} written to {path}\n")
 
-        ax = plot_tradeoff(study, metric=fairness_metric)
-        ax.figure.tight_layout()
-        ax.figure.savefig(plot, dpi=120)
-        import matplotlib.pyplot as plt
 
+def _save_plot(study: Any, path: str, draw: str, fairness_metric: str | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fairtune.visualization import plot_best_feasible, plot_tradeoff
+
+    ax = (
+        plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
+        else plot_best_feasible(study)
+    )
+    ax.figure.tight_layout()
+    try:
+        ax.figure.savefig(path, dpi=120)
+    finally:
         plt.close(ax.figure)
-        out.write(f"Trade-off plot written to {plot}\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,13 +938,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: The arguments without the program name. Defaults to ``sys.argv[1:]``.
 
     Returns:
-        The exit code: 0 on success, 1 when a command fails, 2 on bad usage. Errors are printed
-        as one line ``fairtune: error: ...`` on stderr, without a traceback.
+        The exit code: 0 on success, 1 when a command fails, 2 on bad usage (a bad or
+        conflicting argument), 130 on Ctrl-C, 141 when the output pipe closed (``| head``).
+        Errors are printed as one line ``fairtune: error: ...`` on stderr, without a traceback.
     """
     parser = _build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
         return int(args.func(args, out=sys.stdout))
+    except BrokenPipeError:
+        # The reader (`| head -1`) is gone: exit quietly, and keep Python from failing again
+        # when it flushes stdout at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # no real stdout (captured by a test)
+            pass
+        return EXIT_BROKEN_PIPE
     except _UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -434,9 +962,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else EXIT_OK if e.code is None else EXIT_ERROR
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
-        message = " ".join(str(e).split()) or type(e).__name__
+        message = _one_line(e)
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
 

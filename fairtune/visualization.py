@@ -16,7 +16,14 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from fairtune.fairness.constraints import USER_ATTR_PREFIX, fairness_values, is_feasible
+from fairtune.fairness.constraints import (
+    USER_ATTR_PREFIX,
+    FairnessLimit,
+    best_fair_trial,
+    fairness_values,
+    is_fair,
+    study_limits,
+)
 from fairtune.fairness.metrics import METRICS, get_metric
 
 if TYPE_CHECKING:
@@ -42,6 +49,14 @@ def _complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     ]
 
 
+def _value_label(studies: Sequence[optuna.Study], default: str) -> str:
+    """The name of the metric the studies optimized (stored by FairObjective), or ``default``."""
+    from fairtune.tuning.objective import METRIC_KEY
+
+    names = {s.user_attrs.get(METRIC_KEY) for s in studies}
+    return str(names.pop()) if len(names) == 1 and None not in names else default
+
+
 def plot_tradeoff(
     study: optuna.Study, metric: str | None = None, *, ax: Axes | None = None
 ) -> Axes:
@@ -50,14 +65,17 @@ def plot_tradeoff(
     Args:
         study: A single-objective study whose trials carry fairness values (user attributes
             ``"fairtune:<metric>"``, as written by ``set_fairness_constraints``).
-        metric: The fairness metric on the x axis (name or alias). Defaults to the first one
-            found on the trials.
+        metric: The fairness metric on the x axis (name or alias). Defaults to the study's
+            first limit, else the first metric found on the trials.
         ax: Axes to draw on. Defaults to a new figure.
 
     Returns:
         The Axes: points coloured by trial number (with a colorbar), the limit as a dashed
-        vertical line (when the trials carry the matching constraint), and the best fair trial
-        marked with a star.
+        vertical line (the study's limit on that metric, see
+        :func:`~fairtune.fairness.study_limits`), and the best fair trial marked with a star
+        (:func:`~fairtune.fairness.best_fair_trial`, the trial ``fairtune report`` names). The
+        y axis is named after the metric the study maximized when it is stored (studies of
+        :class:`~fairtune.tuning.FairObjective`), else "objective value".
 
     Raises:
         ValueError: If no completed trial has a value for the metric.
@@ -65,7 +83,8 @@ def plot_tradeoff(
     plt = _pyplot()
     trials = _complete(study)
     if metric is None:
-        found = [m for t in trials for m in fairness_values(t)]
+        limited = [m for m, limit in study_limits(study).items() if isinstance(limit, FairnessLimit)]
+        found = limited + [m for t in trials for m in fairness_values(t)]
         if not found:
             raise ValueError(
                 "`study` has no completed trial with fairness values (user attributes "
@@ -84,26 +103,19 @@ def plot_tradeoff(
     scatter = ax.scatter(x, y, c=numbers, cmap="viridis", s=28, edgecolors="none")
     ax.figure.colorbar(scatter, ax=ax, label="trial number")
     spec = METRICS[name]
-    bounds = [
-        (v - t.constraints[name]) if spec.sense == "upper" else (v + t.constraints[name])
-        for t, v in zip(points, x)
-        if name in t.constraints
-    ]
-    if bounds:
-        bound = float(np.median(bounds))
-        ax.axvline(bound, color="crimson", linestyle="--", linewidth=1.2,
-                   label=f"limit {name} {'<=' if spec.sense == 'upper' else '>='} {bound:g}")
-    feasible = [t for t in points if is_feasible(t)]
-    if feasible:
-        pick = max if study.direction == StudyDirection.MAXIMIZE else min
-        best = pick(feasible, key=lambda t: t.value)
+    limit = study_limits(study).get(name)
+    if isinstance(limit, FairnessLimit):
+        ax.axvline(limit.bound, color="crimson", linestyle="--", linewidth=1.2,
+                   label=f"limit {limit}")
+    best = best_fair_trial(study)
+    if best is not None and name in fairness_values(best):
         ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
                    facecolors="gold", edgecolors="black", zorder=5,
                    label=f"best fair trial (#{best.number})")
     ax.set_xlabel(f"{name} ({spec.description})")
-    ax.set_ylabel("objective value")
-    ax.set_title(f"Accuracy / fairness trade-off: {study.study_name}")
-    if bounds or feasible:
+    ax.set_ylabel(_value_label([study], "objective value"))
+    ax.set_title(f"Trade-off: {study.study_name}")
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     return ax
 
@@ -113,9 +125,10 @@ def _best_feasible_curve(study: optuna.Study, n_trials: int) -> np.ndarray:
     curve = np.full(n_trials, np.nan)
     best = np.nan
     by_number = {t.number: t for t in _complete(study)}
+    limits = study_limits(study)
     for i in range(n_trials):
         t = by_number.get(i)
-        if t is not None and is_feasible(t):
+        if t is not None and is_fair(t, limits):
             if np.isnan(best) or (t.value > best if maximize else t.value < best):
                 best = t.value
         curve[i] = best
@@ -129,7 +142,7 @@ def plot_best_feasible(
     *,
     ax: Axes | None = None,
 ) -> Axes:
-    """Best feasible objective value vs. trial number, median and IQR band over studies.
+    """Best fair objective value vs. trial number, median and IQR band over studies.
 
     Args:
         studies: Method label -> repeated studies (e.g. one per seed) or a single study; a
@@ -139,7 +152,8 @@ def plot_best_feasible(
 
     Returns:
         The Axes, one line (median over studies, counting only studies that already have a
-        feasible trial) and one band (25th-75th percentile) per label.
+        fair trial, :func:`~fairtune.fairness.is_fair`) and one band (25th-75th percentile) per
+        label. The y axis names the studies' metric when they all stored the same one.
     """
     plt = _pyplot()
     if isinstance(studies, optuna.Study):
@@ -179,7 +193,8 @@ def plot_best_feasible(
         (line,) = ax.plot(x, median, label=label)
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("trial")
-    ax.set_ylabel("best feasible objective value")
+    every = [s for group in groups.values() for s in group]
+    ax.set_ylabel(f"best fair {_value_label(every, 'objective value')}")
     if ax.get_lines():
         ax.legend(loc="best", fontsize="small")
     return ax

@@ -342,6 +342,37 @@ def test_collaborative_fair_regret_runs(tmp_path: Path, case: str) -> None:
     assert " nan" not in out and "np.float64" not in out
 
 
+def test_collaborative_femnist_runs_in_pieces_and_summarizes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ("femnist", "--rhos", "0.5", "1", "--rounds", "1", "--startup", "1", "--epochs", "1",
+            "--out", "f.csv")
+    _run(tmp_path, "collaborative_fair_regret.py", *args, "--seeds", "1")
+    rows = _rows(tmp_path / "f.csv")
+    # rho = 0.5 in both settings; rho = 1 once (c1 scaling is 1 there).
+    assert [(r["setting"], r["rho"], r["seed"]) for r in rows] == [
+        ("fixed c1", "0.5", "0"), ("varying c1", "0.5", "0"), ("both", "1", "0")]
+    for r in rows:
+        # One round of 10 accuracies: R_T/n = 1 - mean accuracy, S_T >= R_T/n.
+        assert r["data"] == "digits" and 0.0 <= float(r["R_T/n"]) <= 1.0
+        assert float(r["S_T"]) >= float(r["R_T/n"]) - 1e-9 and float(r["inequality"]) >= 0
+    # A second piece (seed 1) appends; the rows already there are not run again.
+    out = _run(tmp_path, "collaborative_fair_regret.py", *args, "--seeds", "2")
+    assert [r["seed"] for r in _rows(tmp_path / "f.csv")] == ["0"] * 3 + ["1"] * 3
+    assert "| digits | fixed c1 | 1 |" in out and "| digits | varying c1 | 0.5 |" in out
+    # rho = 0.5 is compared with rho = 1 seed by seed (2 seeds).
+    assert sum(" / " in line and "(p = " in line for line in out.splitlines()) == 2
+    assert out.count("| 2 |") == 4 and " nan" not in out  # 2 settings x 2 rhos, 2 seeds each
+    # --summarize prints the same tables from the CSV alone.
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("cfr", BENCHMARKS / "collaborative_fair_regret.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.summarize_femnist(_rows(tmp_path / "f.csv"), None)
+    summary = capsys.readouterr().out
+    assert summary.strip().splitlines()[-6:] == out.strip().splitlines()[-6:]
+
+
 def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) -> None:
     _run(tmp_path, "fair_generalization.py", "run", "--models", "random_forest", "--seeds", "2",
          "--n-trials", "3", "--tuning-rows", "1000", "--out", "g.csv")
@@ -393,3 +424,108 @@ def test_fairbo_parallel_runs_workers_on_one_journal_file_and_counts_repeats(tmp
     workers, studies, trials, repeated, with_repeat = (int(c) for c in row.strip("| ").split(" | "))
     assert (workers, studies, trials) == (2, 1, 8)
     assert 0 <= repeated < trials and with_repeat in (0, 1)
+
+
+def _suite_module() -> object:
+    spec = importlib.util.spec_from_file_location("optuna_sampler_suite",
+                                                  BENCHMARKS / "optuna_sampler_suite.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_optuna_sampler_suite_runs_optunas_own_tests_on_fairtune_samplers(tmp_path: Path) -> None:
+    # Optuna's test file comes from the installed version's source distribution, cached under
+    # benchmarks/results/tmp/ and fetched with pip the first time (CI has PyPI access).
+    tests = ["test_reseed_rng_change_sampling", "test_sampler_reseed_rng",
+             "test_raise_error_for_samplers_during_multi_objectives"]
+    samplers = ["CollaborativeUCBSampler", "FairBOSampler"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "optuna_sampler_suite.py"), "--samplers", *samplers,
+         "-k", " or ".join(tests), "--out", str(tmp_path / "suite.csv")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    if result.returncode == _suite_module().EXIT_NO_SDIST:
+        pytest.skip(f"Optuna's sdist is not cached and PyPI is unreachable: {result.stderr}")
+    assert result.returncode == 0, result.stderr
+    rows = _rows(tmp_path / "suite.csv")
+    # Each selected test of Optuna's file ran once per sampler (and nothing else ran) ...
+    ran = sorted((r["sampler"], r["test"].split("::")[-1].split("[")[0]) for r in rows)
+    assert ran == sorted((s, t) for s in samplers for t in tests)
+    # ... and passed: before reseed_rng() forgot the seed, CollaborativeUCBSampler failed
+    # test_reseed_rng_change_sampling (the same draws after reseeding).
+    assert [r for r in rows if r["outcome"] != "passed"] == []
+    table = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert table[0] == "| sampler | passed | failed | skipped | failed tests |"
+    assert table[1:] == [f"| {s} | 3 | 0 | 0 | - |" for s in samplers]
+
+
+def test_optuna_sampler_suite_covers_every_public_sampler_and_lists_failures() -> None:
+    import fairtune.samplers
+
+    suite = _suite_module()
+    labels = suite.all_samplers()
+    for name in fairtune.samplers.__all__:  # a new sampler gets at least a default entry
+        assert any(label == name or label.startswith(f"{name}(") or label.startswith(f"{name} ")
+                   for label in labels)
+    outcomes = {
+        "f.py::TestBasicSampler::test_float[A-d0]": {"sampler": "A", "outcome": "failed"},
+        "f.py::TestBasicSampler::test_float[A-d1]": {"sampler": "A", "outcome": "failed"},
+        "f.py::test_reproducible[A-x]": {"sampler": "A", "outcome": "failed"},
+        "f.py::test_reproducible[B-x]": {"sampler": "B", "outcome": "skipped"},
+        "f.py::test_sampler_reseed_rng[B]": {"sampler": "B", "outcome": "passed"},
+    }
+    table = suite.summarize(outcomes, ["A", "B"]).splitlines()
+    assert table[2] == "| A | 0 | 3 | 0 | `TestBasicSampler::test_float` (x2), `test_reproducible` |"
+    assert table[3] == "| B | 1 | 0 | 1 | - |"
+
+def test_mtkb_paper_runs_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "mtkb_paper.py", "--problems", "sine4", "--methods", "MT-KB", "MOBO",
+         "--kernels", "known", "--seeds", "0", "2", "--n-trials", "7", "--out", "p.csv")
+    rows = _rows(tmp_path / "p.csv")
+    assert len(rows) == 2 * 2 * 7
+    # The first 5 trials are the shared random startup of the seed: same regrets.
+    first = {(r["method"], r["seed"]): r["regret"] for r in rows if r["trial"] == "3"}
+    assert first[("MT-KB", "0")] == first[("MOBO", "0")]
+    assert all(float(r["regret"]) >= 0 for r in rows)
+    out = _run(tmp_path, "mtkb_paper.py", "--summarize", "p.csv")
+    assert "| sine4 | known | MT-KB | 2 |" in out and "| sine4 | known | MOBO | 2 |" in out
+
+
+def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "mtkb_compare.py", "--problems", "rkhs2", "german_rf", "--methods",
+         "MTKBSampler", "RandomSampler", "--seeds", "0", "2", "--n-trials", "8", "--out", "c.csv")
+    rows = _rows(tmp_path / "c.csv")
+    assert len(rows) == 2 * 2 * 2  # one checkpoint (8 < 20) per run
+    assert all(0.0 <= float(r["hypervolume"]) <= 1.0 and float(r["cum_regret"]) >= 0
+               for r in rows)
+    out = _run(tmp_path, "mtkb_compare.py", "--summarize", "c.csv")
+    assert "| rkhs2 | 8 | RandomSampler | 2 |" in out and "(p = " in out
+
+
+def test_mtkb_speed_runs(tmp_path: Path) -> None:
+    out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
+               "--repeats", "1", "--gp-max-objectives", "0")
+    assert out.count("| 2 | 1") == 2 and "not run" in out and "t^" in out
+
+
+def test_mtkb_hypervolume_and_regret_by_hand() -> None:
+    import numpy as np
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from _mtkb_problems import hypervolume, sine4, utility
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    problem = sine4(0)
+    # The box's top corner dominates everything; its bottom corner nothing.
+    assert hypervolume(problem, problem.top[None]) == 1.0
+    assert hypervolume(problem, problem.z[None]) == 0.0
+    # One point at the middle of the box dominates 1/2^n of it (Monte Carlo, 2^14 points).
+    middle = (problem.z + problem.top) / 2
+    assert abs(hypervolume(problem, middle[None]) - 0.5**problem.n) < 0.02
+    w = np.array([[0.5, 0.5], [0.25, 0.75]])
+    assert np.allclose(utility(np.array([[1.0, 3.0]]), w, np.array([0.0, 1.0])), [0.5 * (0.5 + 0.25)])

@@ -44,16 +44,70 @@ def test_tune_end_to_end_writes_plot_and_resumes(tmp_path: Path, capsys: pytest.
     assert plot2.exists()
 
 
-def test_resuming_with_another_metric_is_refused(
+@pytest.mark.parametrize(
+    ("flag", "old", "new", "shown"),
+    [
+        ("--metric", "accuracy", "f1", ("'accuracy'", "'f1'")),
+        ("--dataset", "german", "compas", ("'german (sensitive: sex)'", "'compas (sensitive: race)'")),
+        ("--model", "random_forest", "linear", ("'random_forest'", "'linear'")),
+        ("--limit", "deo<=0.2", "deo<=0.1",
+         ("'demographic_parity<=0.05, equal_opportunity<=0.2'",
+          "'demographic_parity<=0.05, equal_opportunity<=0.1'")),
+    ],
+)
+def test_resuming_with_another_setup_is_refused_naming_the_flag_and_both_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, old: str, new: str,
+    shown: tuple[str, str],
+) -> None:
+    # Found by hand: another --dataset, --limit or --model was accepted on resume and mixed
+    # trials that are not comparable (or failed every new trial and exited 0).
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    capsys.readouterr()
+    args = _tune(tmp_path, n_trials=1)
+    if flag == "--metric":
+        args += ["--metric", new]
+    else:
+        args[len(args) - 1 - args[::-1].index(old)] = new
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"was tuned with {flag} {shown[0]}, but this run asks for {shown[1]}" in err
+    assert f"use the same {flag} as before" in err
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    assert len(study.trials) == 1  # nothing was added under the other setup
+    assert study.user_attrs["fairtune:limits"] == [
+        "demographic_parity<=0.05", "equal_opportunity<=0.2"
+    ]
+
+
+def test_limits_in_another_order_resume_the_study(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(_tune(tmp_path, n_trials=1)) == 0
-    capsys.readouterr()
-    assert main(_tune(tmp_path, "--metric", "f1", n_trials=1)) == 1
+    args = _tune(tmp_path, n_trials=1)
+    i = args.index("demographic_parity<=0.05")
+    args[i], args[i + 2] = "equal_opportunity<=0.2", "dsp<=0.05"
+    assert main(args) == 0
+    assert len(optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}").trials) == 2
+
+
+def test_a_run_whose_every_trial_failed_exits_1_with_the_first_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.tuning import FairObjective
+
+    calls: list[int] = []
+
+    def broken(self: FairObjective, trial: optuna.trial.BaseTrial) -> None:
+        calls.append(1)
+        raise ValueError(f"model {len(calls)} cannot be built")
+
+    monkeypatch.setattr(FairObjective, "make_pipeline", broken)
+    assert main(_tune(tmp_path, n_trials=3)) == 1
     err = capsys.readouterr().err
-    assert "maximizes 'accuracy', but this run asks for 'f1'; use the same --metric" in err
+    assert err.startswith("fairtune: error: every trial of this run failed (3 of 3); the first: "
+                          "trial 0 failed: model 1 cannot be built")
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
-    assert len(study.trials) == 1  # nothing was added under the other metric
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.FAIL] * 3
 
 
 def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_refused(
@@ -75,12 +129,13 @@ def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_re
     # The same protocol resumes; another one (a holdout split, another seed) is refused.
     assert main(_tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=1)) == 0
     capsys.readouterr()
-    assert main(_tune(tmp_path, "--test-size", "0.25", n_trials=1)) == 1
+    assert main(_tune(tmp_path, "--test-size", "0.25", n_trials=1)) == 2
     err = capsys.readouterr().err
-    assert "was validated with '3-fold cross-validation" in err and "use the same --cv" in err
+    assert "was tuned with --cv, --test-size and --seed '3-fold cross-validation" in err
+    assert "use the same --cv, --test-size and --seed as before" in err
     args = _tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=1)
     args[args.index("--seed") + 1] = "1"
-    assert main(args) == 1
+    assert main(args) == 2
     assert len(optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}").trials) == 5
 
 
@@ -96,8 +151,8 @@ def test_holdout_with_a_test_split_reports_the_refitted_and_the_validated_model(
 
 
 def test_bad_cv_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(_tune(tmp_path, "--cv", "1", n_trials=1)) == 1
-    assert "`cv` must be None or an integer >= 2, but got cv=1." in capsys.readouterr().err
+    assert main(_tune(tmp_path, "--cv", "1", n_trials=1)) == 2
+    assert "argument --cv: must be an integer >= 2, but got '1'" in capsys.readouterr().err
 
 
 def test_tune_via_subprocess(tmp_path: Path) -> None:
@@ -106,23 +161,40 @@ def test_tune_via_subprocess(tmp_path: Path) -> None:
         capture_output=True, text=True, env={"MPLBACKEND": "Agg", "PATH": "", "OMP_NUM_THREADS": "1"},
     )
     assert result.returncode == 0, result.stderr
+    # The dataset's known-issue warning, as the README and `fairtune datasets` say, in one line.
+    assert result.stderr.startswith("fairtune: warning: The German credit data set has known issues")
+    assert len(result.stderr.splitlines()) == 1
     # Without --storage and --study-name: an in-memory study named dataset-model-sampler.
     assert "Study german-random_forest-random: 2 trials" in result.stdout
+
+
+_G = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1"]
 
 
 @pytest.mark.parametrize(
     ("argv", "code", "needle"),
     [
-        (["tune", "--dataset", "mnist", "--model", "random_forest", "--limit", "dsp<=0.1"], 1, "`dataset` must be one of"),
-        (["tune", "--dataset", "german", "--model", "svm", "--limit", "dsp<=0.1"], 1, "`model` must be one of"),
-        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<0.1"], 1, "`limits` must be strings like"),
-        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--sampler", "bo"], 2, "invalid choice: 'bo'"),
+        # Usage errors (exit 2) name the flag the user typed, not FairObjective's argument.
+        (["tune", "--dataset", "mnist", "--model", "random_forest", "--limit", "dsp<=0.1"], 2, "argument --dataset: invalid choice: 'mnist'"),
+        (["tune", "--dataset", "german", "--model", "svm", "--limit", "dsp<=0.1"], 2, "argument --model: invalid choice: 'svm'"),
+        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<0.1"], 2, "argument --limit: must be strings like 'demographic_parity<=0.05'"),
+        ([*_G, "--limit", "demographic_parity<=0.2"], 2, "--limit must limit each metric once, but got demographic_parity twice"),
+        ([*_G, "--sampler", "bo"], 2, "invalid choice: 'bo'"),
+        ([*_G, "--metric", "auc"], 2, "argument --metric: invalid choice: 'auc'"),
         (["tune", "--dataset", "german", "--model", "linear"], 2, "--limit"),
-        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--n-trials", "0"], 1, "--n-trials"),
+        ([*_G, "--n-trials", "0"], 2, "argument --n-trials: must be an integer >= 1, but got '0'"),
+        ([*_G, "--test-size", "1.5"], 2, "argument --test-size: must be a number in (0, 1), but got '1.5'"),
+        ([*_G, "--cv", "400"], 2, "--cv must be at most the number of tuning rows of the smaller class (300), but got --cv 400."),
+        ([*_G, "--storage", "fairtune.db"], 2, "--storage must be a database URL (e.g. sqlite:///fairtune.db"),
+        ([*_G, "--storage", "sqlte:///x.db"], 2, "--storage 'sqlte:///x.db' has an unknown scheme 'sqlte'"),
         (["report", "--storage", "sqlite:///:memory:", "--study-name", "nope"], 1, "no study named 'nope'"),
         # Checked before any trial runs, so that a long study is not lost to a typo in the path.
-        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1", "--plot", "/no/such/dir/t.png"], 1, "--plot must be a file in an existing folder"),
-        (["report", "--storage", "sqlite:///:memory:", "--plot", "/no/such/dir/t.png"], 1, "--plot must be a file in an existing folder"),
+        ([*_G, "--plot", "/no/such/dir/t.png"], 2, "--plot must be a file in an existing folder"),
+        ([*_G, "--plot", "/proc/t.png"], 2, "--plot '/proc/t.png' cannot be written"),
+        ([*_G, "--plot", "tradeoff.pgn"], 2, "--plot must be a file name ending in one of ["),
+        (["report", "--storage", "sqlite:///:memory:", "--plot", "/no/such/dir/t.png"], 2, "--plot must be a file in an existing folder"),
+        (["report", "--storage", "sqlite:///:memory:", "--plot", "t.png", "--metric", "foo"], 2, "--metric must be one of ['demographic_parity'"),
+        (["report", "--storage", "sqlite:///:memory:", "--metric", "dsp"], 2, "--metric picks the x axis of the trade-off plot: add --plot PNG."),
     ],
 )
 def test_bad_input_fails_with_one_line(argv: list[str], code: int, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,3 +263,61 @@ def test_report_shows_constraints_set_by_hand(tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "2 complete, 1 fair" in out and "Best fair trial: #0" in out
     assert re.search(r"constraint budget +-0\.3 +ok", out)
+
+
+def test_tune_and_report_on_a_journal_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --storage journal:<file> is Optuna's Journal file storage (several processes, one machine).
+    log = tmp_path / "tune.log"
+    argv = _tune(tmp_path, n_trials=2)
+    argv[argv.index("--storage") + 1] = f"journal:{log}"
+    assert main(argv) == 0
+    assert main(argv) == 0  # resumed from the file
+    assert log.stat().st_size > 0
+    study = optuna.load_study(study_name="s", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(log))))
+    assert len(study.trials) == 4
+    capsys.readouterr()
+    assert main(["report", "--storage", f"journal:{log}", "--study-name", "s"]) == 0
+    assert "4 trials" in capsys.readouterr().out
+
+
+def test_rdb_storages_get_a_heartbeat_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fairtune.cli as cli
+
+    opened: list[optuna.storages.BaseStorage | str] = []
+    real = cli.open_storage
+
+    def spy(*args: object, **kwargs: object) -> optuna.storages.BaseStorage | str:
+        opened.append(real(*args, **kwargs))  # type: ignore[arg-type]
+        return opened[-1]
+
+    monkeypatch.setattr(cli, "open_storage", spy)
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    assert isinstance(opened[-1], optuna.storages.RDBStorage)
+    assert opened[-1].get_heartbeat_interval() == cli._DEFAULT_HEARTBEAT
+    assert main(_tune(tmp_path, "--heartbeat", "0", n_trials=1)) == 0
+    assert opened[-1] == f"sqlite:///{tmp_path / 'ft.db'}"  # a plain URL: no heartbeat
+
+def test_tune_objectives_with_mtkb_reports_the_pareto_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'mo.db'}"
+    args = ["tune", "--dataset", "german", "--model", "random_forest", "--objectives",
+            "accuracy,demographic_parity", "--sampler", "mtkb", "--n-trials", "6", "--seed", "0",
+            "--no-progress", "--storage", storage, "--study-name", "mo"]
+    plot = tmp_path / "front.png"
+    assert main([*args, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="mo", storage=storage)
+    assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
+    assert len(study.trials) == 6 and "Pareto-optimal trials" in out
+    for t in study.best_trials:
+        assert re.search(rf"#{t.number}\s+{t.values[0]:.4f}\s+{t.values[1]:.4f}", out)
+    assert plot.exists() and plot.stat().st_size > 10_000
+    assert main(["report", "--storage", storage]) == 0
+    assert "Pareto-optimal trials" in capsys.readouterr().out
+    # Other objectives on the same study are refused; a single-objective run needs --limit.
+    assert main([*args[:6], "accuracy,equal_opportunity", *args[7:]]) != 0
+    assert "objectives" in capsys.readouterr().err
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--n-trials", "1"]) != 0
+    assert "--limit is required" in capsys.readouterr().err

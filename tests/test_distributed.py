@@ -102,7 +102,10 @@ def test_a_killed_fairbo_worker_s_trial_fails_and_is_retried(
     script = tmp_path / "worker.py"
     script.write_text(FAIRBO_WORKER)
     victim_file = tmp_path / "victim"
-    total = 14
+    # The dead trial is failed by the first trial a survivor starts 2 s (the grace period) after
+    # the kill: with 0.3 s per trial, 30 trials keep two survivors busy for more than 3 s after
+    # it, however fast the machine.
+    total = 30
     procs = [_start(script, url, str(total), str(victim_file), "1") for _ in range(3)]
     deadline = time.time() + 120
     while not victim_file.exists() or not victim_file.read_text():

@@ -38,3 +38,49 @@ def test_collaborative_tenants(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(result["utilities"]) == {"alpha", "beta", "gamma"}
     assert result["inequality"] >= 0
     assert "inequality" in out and "alpha" in out
+
+
+def test_mtkb_tradeoff(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _load("mtkb_tradeoff").main(n_trials=8, n_rows=1500)
+    out = capsys.readouterr().out
+    study = result["study"]
+    assert len(study.trials) == 8
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    assert f"#{result['best'].number}" in out and "Learned task correlation" in out
+    assert result["correlation"].shape == (2, 2)
+    assert result["best"] in study.trials
+
+def test_femnist_tenants_on_the_embedded_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _load("femnist_tenants").main(rounds=3, epochs=2)
+    out = capsys.readouterr().out
+    assert "NOT split by writer" in out  # the stand-in says what it is
+    assert result["kind"] == "digits" and result["n_trials"] == 30
+    assert sorted(result["utilities"]) == [f"t{i}" for i in range(10)]
+    # Three rounds of accuracies in [0, 1] per tenant.
+    assert all(0.0 <= u <= 3.0 for u in result["utilities"].values())
+    assert all(0.0 <= b <= 1.0 for b in result["best"].values())
+    assert result["inequality"] >= 0 and "inequality" in out
+
+
+def test_femnist_tenants_reads_femnist_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import numpy as np
+
+    # A LEAF shard of 100 writers with 3 images each (the example needs 10 x 10 writers).
+    rng = np.random.RandomState(0)
+    (tmp_path / "femnist" / "train").mkdir(parents=True)
+    shard = {"users": [], "num_samples": [], "user_data": {}}
+    for i in range(100):
+        writer = f"f{i:04d}"
+        shard["users"].append(writer)
+        shard["num_samples"].append(3)
+        shard["user_data"][writer] = {"x": rng.rand(3, 784).round(3).tolist(),
+                                      "y": rng.randint(0, 62, 3).tolist()}
+    (tmp_path / "femnist" / "train" / "shard.json").write_text(json.dumps(shard))
+    result = _load("femnist_tenants").main(rounds=1, epochs=1, data_home=str(tmp_path))
+    out = capsys.readouterr().out
+    assert result["kind"] == "femnist" and result["n_trials"] == 10
+    assert "FEMNIST (LEAF" in out and "100 writers" in out and "NOT split" not in out

@@ -13,15 +13,19 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+# The README's Python examples, in order (the checks below pick theirs by name).
+_EXPECTED_BLOCKS = ["quickstart", "objective", "refit", "tenants", "femnist", "mtkb"]
+
+
 def _python_blocks() -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.S | re.M)
 
 
-def test_the_readme_has_its_four_python_examples() -> None:
-    assert len(_python_blocks()) == 4
+def test_the_readme_has_its_python_examples() -> None:
+    assert len(_python_blocks()) == len(_EXPECTED_BLOCKS)
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(len(_EXPECTED_BLOCKS)))
 def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
     code = re.sub(r"n_trials=\d+", "n_trials=7", _python_blocks()[index])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
@@ -40,6 +44,14 @@ def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
         )
     if index == 3:  # every tenant's cumulative utility; only beta has evaluated a point
         assert re.search(r"'alpha': 0(\.0)?, 'beta': -[0-9.e-]+, 'gamma': 0(\.0)?", result.stdout)
+    if _EXPECTED_BLOCKS[index] == "mtkb":  # Pareto-optimal trials and a 2 x 2 task correlation
+        n_best, correlation = result.stdout.split(" ", 1)
+        assert int(n_best) >= 1 and correlation.startswith("[[1.0, ")
+
+    if _EXPECTED_BLOCKS[index] == "femnist":  # the CNN tenants: best accuracy, 3 parameters
+        value, params = result.stdout.split(" ", 1)
+        assert 0.0 <= float(value) <= 1.0
+        assert all(name in params for name in ("'learning_rate'", "'lr_decay'", "'l2'"))
 
 
 ROOT = README.parent

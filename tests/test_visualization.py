@@ -91,3 +91,16 @@ def test_plot_best_feasible_skips_studies_without_a_feasible_trial() -> None:
     ax = plot_best_feasible({"unfair": unfair, "crashed": crashed, "fair": _study(0)})
     assert [line.get_label() for line in ax.get_lines()] == ["fair"]
     plt.close("all")
+
+
+def test_axes_carry_the_stored_metric_name_and_the_curve_uses_the_one_fairness_rule() -> None:
+    study = _study(0)
+    study.set_user_attr("fairtune:metric", "balanced_accuracy")
+    assert plot_tradeoff(study).get_ylabel() == "balanced_accuracy"
+    # A trial without fairness values is feasible for Optuna, but not fair: the curve ignores it.
+    study.add_trial(optuna.trial.create_trial(
+        params={"x": 0.5}, distributions=study.trials[0].distributions, value=5.0))
+    ax = plot_best_feasible(study)
+    assert ax.get_ylabel() == "best fair balanced_accuracy"
+    assert max(ax.get_lines()[0].get_ydata()) < 5.0
+    plt.close("all")

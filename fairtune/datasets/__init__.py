@@ -1,4 +1,5 @@
-"""Fairness datasets: bundled Adult, German credit and COMPAS, as :class:`FairDataset` bunches.
+"""Datasets: bundled Adult, German credit and COMPAS as :class:`FairDataset` bunches, and FEMNIST
+as a :class:`FederatedDataset` (writers, their images, a partition into tenants).
 
 Every loader takes keyword-only arguments, reads raw files shipped in
 ``fairtune/datasets/data/`` (SHA-256 verified once per process, see ``data/SOURCES.md``) and
@@ -8,6 +9,10 @@ returns a :class:`FairDataset` whose ``target`` is 0/1 with 1 the favourable out
 German credit and COMPAS emit a :class:`FairtuneDatasetWarning` once per process because they have
 known fairness issues (explained in their ``DESCR``). Silence it with
 ``warnings.filterwarnings("ignore", category=FairtuneDatasetWarning)``.
+
+:func:`fetch_femnist` reads FEMNIST from the data cache (TensorFlow Federated's HDF5 files, LEAF's
+JSON shards or the parquet files of ``flwrlabs/femnist``) and downloads it when missing;
+:func:`federated_digits` is an embedded stand-in (scikit-learn's digits dealt to pseudo-writers).
 """
 
 from __future__ import annotations
@@ -20,14 +25,26 @@ from fairtune.datasets._base import (
     get_data_home,
 )
 from fairtune.datasets._compas import load_compas
+from fairtune.datasets._femnist import (
+    FEMNIST_LABEL_NAMES,
+    FederatedDataset,
+    TenantData,
+    federated_digits,
+    fetch_femnist,
+)
 from fairtune.datasets._german import load_german
 from fairtune.datasets._summary import describe_datasets
 
 __all__ = [
+    "FEMNIST_LABEL_NAMES",
     "ChecksumError",
     "FairDataset",
     "FairtuneDatasetWarning",
+    "FederatedDataset",
+    "TenantData",
     "describe_datasets",
+    "federated_digits",
+    "fetch_femnist",
     "get_data_home",
     "load_adult",
     "load_compas",

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import os
+import sys
 import tempfile
 import time
 import urllib.error
@@ -304,13 +306,19 @@ def _fetch_remote(
     n_retries: int = 3,
     delay: float = 1.0,
     timeout: float = 60.0,
+    progress: bool = False,
 ) -> Path:
     """Download ``url`` to ``dest``, verifying its SHA-256; ``dest`` appears only when valid.
 
     The bytes stream into a temporary file in ``dest``'s folder (same file system, so the final
-    :func:`os.replace` is atomic); the temporary file is removed on any failure. Network errors
-    are retried ``n_retries`` times with ``delay`` seconds between attempts; a checksum mismatch
-    is not retried and raises :class:`ChecksumError` naming the URL and both checksums.
+    :func:`os.replace` is atomic); the temporary file is removed on any failure, so an
+    interrupted download never leaves a file that a loader would read. Network errors, and a
+    transfer that ends before the ``Content-Length`` the server announced, are retried
+    ``n_retries`` times with ``delay`` seconds between attempts. A retry asks for the missing
+    bytes only (an HTTP ``Range`` request) and appends them when the server answers
+    ``206 Partial Content``; any other answer restarts the file from its first byte (so does a
+    ``416`` answer to the range). Other HTTP errors than 408, 416 and 429 are not retried. A checksum mismatch is not retried: it raises
+    :class:`ChecksumError` naming the URL and both checksums.
 
     Args:
         url: Where to download from (any scheme urllib handles, ``file://`` included).
@@ -319,6 +327,7 @@ def _fetch_remote(
         n_retries: Extra attempts after a network error. Defaults to 3.
         delay: Seconds to wait between attempts. Defaults to 1.0.
         timeout: Socket timeout in seconds of each attempt. Defaults to 60.0.
+        progress: Whether to draw a progress bar on standard error. Defaults to False.
 
     Returns:
         ``dest`` as a :class:`pathlib.Path`.
@@ -328,31 +337,104 @@ def _fetch_remote(
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     expected = sha256.lower()
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    os.close(fd)
+    bar = _ProgressBar(dest.name) if progress else None
     attempt = 0
-    while True:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-        try:
-            digest = hashlib.sha256()
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-                for chunk in iter(lambda: resp.read(_CHUNK_SIZE), b""):
-                    digest.update(chunk)
-                    out.write(chunk)
-            actual = digest.hexdigest()
-            if actual != expected:
-                raise ChecksumError(_checksum_message(url, expected, actual))
-            os.replace(tmp_name, dest)
-            return dest
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-            _remove_quietly(tmp_name)
-            if attempt >= n_retries:
-                raise OSError(
-                    f"Could not download {url} after {attempt + 1} attempt(s): {e}"
-                ) from e
+    try:
+        while True:
+            try:
+                _download_into(url, tmp_name, timeout=timeout, bar=bar)
+                break
+            except urllib.error.HTTPError as e:
+                if e.code == 416:  # the range asked for does not exist (any more): start over
+                    open(tmp_name, "wb").close()
+                if e.code not in (408, 416, 429) or attempt >= n_retries:
+                    raise OSError(
+                        f"Could not download {url} after {attempt + 1} attempt(s): {e}"
+                    ) from e
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+                if attempt >= n_retries:
+                    raise OSError(
+                        f"Could not download {url} after {attempt + 1} attempt(s): {e}"
+                    ) from e
             attempt += 1
             time.sleep(delay)
-        except BaseException:
-            _remove_quietly(tmp_name)
-            raise
+        actual = _sha256(tmp_name)
+        if actual != expected:
+            raise ChecksumError(_checksum_message(url, expected, actual))
+        os.replace(tmp_name, dest)
+        return dest
+    finally:
+        if bar is not None:
+            bar.close()
+        _remove_quietly(tmp_name)
+
+
+class _IncompleteTransfer(ConnectionError):
+    """The server closed the connection before sending the bytes it announced."""
+
+
+def _download_into(
+    url: str, path: str, *, timeout: float, bar: _ProgressBar | None
+) -> None:
+    """One attempt: resume ``path`` from its current size if the server honours ``Range``."""
+    have = os.path.getsize(path)
+    request = urllib.request.Request(url)
+    if have > 0:
+        request.add_header("Range", f"bytes={have}-")
+    with urllib.request.urlopen(request, timeout=timeout) as resp:
+        resumed = have > 0 and getattr(resp, "status", None) == 206
+        mode = "ab" if resumed else "wb"
+        start = have if resumed else 0
+        length = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
+        total = start + int(length) if length is not None else None
+        received = start
+        if bar is not None:
+            bar.update(received, total)
+        with open(path, mode) as out:
+            for chunk in iter(lambda: resp.read(_CHUNK_SIZE), b""):
+                out.write(chunk)
+                received += len(chunk)
+                if bar is not None:
+                    bar.update(received, total)
+    # http.client returns b"" (no error) when the connection drops early: check the length.
+    if total is not None and received < total:
+        raise _IncompleteTransfer(f"transfer interrupted after {received} of {total} bytes")
+
+
+class _ProgressBar:
+    """A one-line text progress bar on standard error (no dependency)."""
+
+    def __init__(self, label: str, *, width: int = 30) -> None:
+        self._label = label
+        self._width = width
+        self._last = -1.0
+        self._drawn = False
+
+    def update(self, done: int, total: int | None) -> None:
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if not finished and now - self._last < 0.2:
+            return
+        self._last = now
+        if total:
+            frac = min(done / total, 1.0)
+            filled = int(frac * self._width)
+            text = (
+                f"\r{self._label} [{'#' * filled}{'.' * (self._width - filled)}] "
+                f"{100 * frac:5.1f}% {done / 1e6:.1f}/{total / 1e6:.1f} MB"
+            )
+        else:
+            text = f"\r{self._label} {done / 1e6:.1f} MB"
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 def _remove_quietly(path: str) -> None:

@@ -10,13 +10,18 @@
 
 from fairtune.fairness.callbacks import FairnessCallback, TrialRecord
 from fairtune.fairness.constraints import (
+    LIMITS_KEY,
     USER_ATTR_PREFIX,
     FairnessLimit,
     LimitsLike,
+    best_fair_trial,
+    cannot_bind,
     fairness_values,
+    is_fair,
     is_feasible,
     parse_limits,
     set_fairness_constraints,
+    study_limits,
 )
 from fairtune.fairness.metrics import (
     METRICS,
@@ -38,6 +43,7 @@ from fairtune.fairness.welfare import (
 )
 
 __all__ = [
+    "LIMITS_KEY",
     "METRICS",
     "USER_ATTR_PREFIX",
     "FairnessCallback",
@@ -50,6 +56,8 @@ __all__ = [
     "disparate_impact_ratio",
     "equal_opportunity_difference",
     "equalized_odds_difference",
+    "best_fair_trial",
+    "cannot_bind",
     "fair_cumulative_regret",
     "fairness_values",
     "false_positive_rate_difference",
@@ -58,7 +66,9 @@ __all__ = [
     "get_metric",
     "gini_inequality",
     "group_rates",
+    "is_fair",
     "is_feasible",
     "parse_limits",
     "set_fairness_constraints",
+    "study_limits",
 ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from fairtune.fairness.constraints import fairness_values, is_feasible
+from fairtune.fairness.constraints import fairness_values, is_fair, study_limits
 from fairtune.fairness.metrics import get_metric
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ class TrialRecord:
         number: The trial number.
         state: Its final state (COMPLETE, PRUNED or FAIL).
         value: Its objective value, None unless COMPLETE.
-        feasible: Whether it is COMPLETE and every constraint value is <= 0.
+        feasible: Whether it is fair: COMPLETE, and every limit of the study measured and met
+            (:func:`~fairtune.fairness.is_fair`).
         fairness: Raw fairness metric values (user attributes ``fairtune:<metric>``),
             restricted to the callback's ``metric_names``.
         constraints: All its constraint values.
@@ -77,9 +78,10 @@ class FairnessCallback:
     3. calls ``study.stop()`` if ``target`` is set, ``stop_on_target`` is true, and a feasible
        trial reached it (``value >= target`` when maximizing, ``<=`` when minimizing).
 
-    A trial is feasible when all its constraint values are <= 0, as in Optuna 5 (and
-    :func:`~fairtune.fairness.is_feasible`); a COMPLETE trial without constraints counts as
-    feasible. The callback only sees the trials finished by the ``study.optimize`` calls it is
+    A trial is feasible (fair) by the rule of ``fairtune report`` and the plots,
+    :func:`~fairtune.fairness.is_fair`: COMPLETE, and every limit of the study (stored by
+    :class:`~fairtune.tuning.FairObjective`, or any constraint name its trials carry) measured and
+    met; a trial that lacks one of the study's constraints is not fair. The callback only sees the trials finished by the ``study.optimize`` calls it is
     passed to (in this process), so on a resumed or distributed study :attr:`best_fair_trial` is
     the best of those, while ``study.best_trial`` covers the whole study.
 
@@ -147,7 +149,7 @@ class FairnessCallback:
         if self.metric_names is not None:
             values = {k: v for k, v in values.items() if k in self.metric_names}
         complete = trial.state == TrialState.COMPLETE and trial.value is not None
-        feasible = complete and is_feasible(trial)
+        feasible = complete and is_fair(trial, study_limits(study))
         self.history.append(
             TrialRecord(
                 number=trial.number,

@@ -24,17 +24,29 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = [
+    "LIMITS_KEY",
     "USER_ATTR_PREFIX",
     "FairnessLimit",
     "LimitsLike",
+    "best_fair_trial",
+    "cannot_bind",
     "fairness_values",
+    "is_fair",
     "is_feasible",
     "parse_limits",
     "set_fairness_constraints",
+    "study_limits",
 ]
 
 USER_ATTR_PREFIX = "fairtune:"
 """Prefix of the user attributes holding raw metric values: ``"fairtune:demographic_parity"``."""
+
+LIMITS_KEY = "fairtune:limits"
+"""Study user attribute: the study's fairness limits as strings, ``["demographic_parity<=0.05"]``.
+
+Written by :class:`~fairtune.tuning.FairObjective` and ``fairtune tune``; read by
+:func:`study_limits`.
+"""
 
 _LIMIT_PATTERN = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\- ]*?)\s*(<=|>=)\s*(\S+)\s*$")
 
@@ -337,3 +349,123 @@ def is_feasible(trial: optuna.trial.FrozenTrial) -> bool:
         True if no constraint value is positive.
     """
     return all(value <= 0.0 for value in trial.constraints.values())
+
+
+def cannot_bind(limit: FairnessLimit) -> bool:
+    """Whether no model can violate ``limit``: every fairness metric lies in [0, 1].
+
+    A difference bounded by 1 or more, or a ratio bounded by 0, holds for every model, so the
+    study is unconstrained; this is legal but almost surely a mistake (``dsp<=2`` for
+    ``dsp<=0.2``), and :class:`~fairtune.tuning.FairObjective` and ``fairtune tune`` warn.
+    """
+    return limit.bound >= 1.0 if limit.sense == "upper" else limit.bound <= 0.0
+
+
+def _implied_bound(trial: optuna.trial.FrozenTrial, name: str) -> float | None:
+    """The bound a trial's constraint on metric ``name`` was computed with, if it says so."""
+    value = fairness_values(trial).get(name)
+    violation = trial.constraints.get(name)
+    if value is None or violation is None:
+        return None
+    return value - violation if METRICS[name].sense == "upper" else value + violation
+
+
+def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
+    """The limits that decide which trials of ``study`` are fair, by constraint name.
+
+    1. The limits stored with the study (user attribute :data:`LIMITS_KEY`, written by
+       :class:`~fairtune.tuning.FairObjective` and ``fairtune tune``), with their bounds.
+    2. Every other constraint name found on the study's COMPLETE trials. For a fairness metric
+       the bound is the median of the bounds its trials were measured with (``value -
+       constraint``); a constraint set by hand (``trial.set_constraint``) maps to None: its
+       value must be <= 0.
+
+    Args:
+        study: Any single-objective study.
+
+    Returns:
+        ``{name: FairnessLimit or None}``, stored limits first; empty if the study has none.
+    """
+    from optuna.trial import TrialState
+
+    limits: dict[str, FairnessLimit | None] = {}
+    for text in study.user_attrs.get(LIMITS_KEY) or []:
+        try:
+            limit = FairnessLimit.parse(str(text))
+        except ValueError:
+            continue  # not written by fairtune: the constraints below still count
+        limits[limit.metric] = limit
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    names = list(dict.fromkeys(name for t in trials for name in t.constraints))
+    for name in names:
+        if name in limits:
+            continue
+        limits[name] = None
+        if name in METRICS:
+            bounds = [b for b in (_implied_bound(t, name) for t in trials) if b is not None]
+            if bounds:
+                bound = float(np.median(bounds))
+                if _bound_problem(METRICS[name], bound) is None:
+                    limits[name] = FairnessLimit(metric=name, bound=bound)
+    return limits
+
+
+def is_fair(
+    trial: optuna.trial.FrozenTrial, limits: Mapping[str, FairnessLimit | None]
+) -> bool:
+    """Whether a trial is a fair result: COMPLETE, and every limit of its study measured and met.
+
+    This is the one rule of ``fairtune report``, :func:`best_fair_trial` and the plots of
+    :mod:`fairtune.visualization`. It is stricter than Optuna's feasibility
+    (:func:`is_feasible`): a trial that recorded no value for one of the study's limits is not
+    fair (Optuna deems a trial without constraints feasible), and a fairness metric is checked
+    against the study's bound even if the trial's constraint was computed with another one.
+
+    Args:
+        trial: A trial of the study.
+        limits: The study's limits, from :func:`study_limits`.
+
+    Returns:
+        True if the trial is COMPLETE with a finite value and, for every limit, its fairness
+        value (user attribute ``"fairtune:<metric>"``) meets the bound, or, for a constraint
+        set by hand, its constraint value is <= 0.
+    """
+    from optuna.trial import TrialState
+
+    if trial.state != TrialState.COMPLETE or trial.value is None or not math.isfinite(trial.value):
+        return False
+    values = fairness_values(trial)
+    for name, limit in limits.items():
+        if limit is not None and name in values:
+            if limit.violation(values[name]) > 0:
+                return False
+        elif name not in trial.constraints or not trial.constraints[name] <= 0:
+            return False
+    return True
+
+
+def best_fair_trial(
+    study: optuna.Study, limits: Mapping[str, FairnessLimit | None] | None = None
+) -> optuna.trial.FrozenTrial | None:
+    """The best fair trial of a single-objective study (see :func:`is_fair`), or None.
+
+    Args:
+        study: The study.
+        limits: Its limits. Defaults to :func:`study_limits` of the study.
+
+    Returns:
+        The fair trial with the best value in the study's direction (the lowest number among
+        ties), or None if no trial is fair.
+    """
+    from optuna.study import StudyDirection
+    from optuna.trial import TrialState
+
+    limits = study_limits(study) if limits is None else limits
+    fair = [
+        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if is_fair(t, limits)
+    ]
+    if not fair:
+        return None
+    sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+    return max(sorted(fair, key=lambda t: t.number), key=lambda t: sign * t.value)

@@ -2,5 +2,6 @@
 
 from fairtune.samplers.collaborative import CollaborativeUCBSampler
 from fairtune.samplers.fairbo import FairBOSampler
+from fairtune.samplers.mtkb import MTKBSampler
 
-__all__ = ["CollaborativeUCBSampler", "FairBOSampler"]
+__all__ = ["CollaborativeUCBSampler", "FairBOSampler", "MTKBSampler"]

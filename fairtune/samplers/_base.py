@@ -288,10 +288,14 @@ class GPSamplerBase(BaseSampler):
             if not dist.single()
         }
 
+    def _check_study(self, study: Study) -> None:
+        """Reject studies the sampler cannot model (single-objective only, unless overridden)."""
+        check_single_objective(study, type(self).__name__)
+
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        check_single_objective(study, type(self).__name__)
+        self._check_study(study)
         # Optuna calls this at the trial's first suggest_* call. A trial found in the startup
         # phase here is random by design, even if other trials complete before its later
         # suggest_* calls (n_jobs > 1): remember it, so that sample_independent does not
@@ -351,7 +355,7 @@ class GPSamplerBase(BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        check_single_objective(study, type(self).__name__)
+        self._check_study(study)
         if self._warn_independent_sampling and _trial_key(study, trial) not in self._startup_trials:
             _logger.warning(
                 "%s samples parameter '%s' of trial %d with %s: it is not in the search "

@@ -91,8 +91,8 @@ __all__ = [
 PLAN_KEY_PREFIX = "fairtune:collab:plan"
 # Trial system attribute: the round a trial belongs to (its index among its tenant's trials).
 ROUND_KEY = "fairtune:collab:round"
-# Study system attribute: the shared base seed when the sampler has no ``seed`` (so that every
-# process derives the same plans and startup points).
+# Study system attribute: the study's base seed, stored by the first sampler that samples it
+# (its ``seed``, or a random one), so that every process derives the same plans and startup points.
 SEED_KEY = "fairtune:collab:seed"
 _logger = logging.getLogger("fairtune")
 
@@ -212,8 +212,11 @@ class CollaborativeUCBSampler(GPSamplerBase):
         independent_sampler: Sampler for parameters outside the shared search space (and for
             startup rounds, if given: it is then responsible for giving different processes
             different points). Defaults to seeded random sampling per tenant and round.
-        seed: Seed of the plans and random points. Defaults to None (a random base seed is
-            stored in the study so that every process agrees on it).
+        seed: Seed of the plans and random points. The first sampler to sample a study stores
+            its seed (a random one if None) in the study, and every process uses the stored
+            one, so that all agree. ``reseed_rng()`` forgets ``seed`` (``study.optimize`` calls
+            it for each trial when ``n_jobs > 1``): it changes the draws of a study that has no
+            stored seed yet, not those of one under way. Defaults to None.
     """
 
     def __init__(
@@ -233,7 +236,12 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 raise ValueError(f"`tenants` must be positive, but got tenants={tenants!r}.")
             names = [str(i) for i in range(int(tenants))]
         elif isinstance(tenants, Sequence) and not isinstance(tenants, str):
-            names = [str(t) for t in tenants]
+            if not all(isinstance(t, str) for t in tenants):
+                raise ValueError(
+                    "`tenants` must be a list of names (strings) or a number, but got "
+                    f"tenants={tenants!r}."
+                )
+            names = list(tenants)
             if not names or len(set(names)) != len(names):
                 raise ValueError(
                     f"`tenants` must be distinct names (at least one), but got tenants={tenants!r}."
@@ -342,15 +350,20 @@ class CollaborativeUCBSampler(GPSamplerBase):
         return tenant, round_
 
     def _base_seed(self, study: Study) -> int:
-        if self._seed is not None:
-            return int(self._seed)
+        """The study's shared base seed: stored by the first sampler that needs it (its `seed`,
+        or a draw of its random state when it has none or was reseeded), then read by all."""
         attrs = study._storage.get_study_system_attrs(study._study_id)
         if SEED_KEY not in attrs:
-            study._storage.set_study_system_attr(
-                study._study_id, SEED_KEY, int(self._rng.rng.randint(0, 2**31 - 1))
-            )
+            seed = self._seed if self._seed is not None else self._rng.rng.randint(0, 2**31 - 1)
+            study._storage.set_study_system_attr(study._study_id, SEED_KEY, int(seed))
             attrs = study._storage.get_study_system_attrs(study._study_id)
         return int(attrs[SEED_KEY])
+
+    def reseed_rng(self) -> None:
+        """Forget ``seed``: studies that have no base seed yet get a fresh random one. A study
+        already under way keeps its stored seed, so its rounds stay the same in every process."""
+        super().reseed_rng()
+        self._seed = None
 
     def _startup_value(
         self, study: Study, trial: FrozenTrial, tenant: str, round_: int, name: str,

@@ -32,6 +32,32 @@ _ACQUISITIONS = ("cei", "cmes")
 _REPEATED_MODEL_KEY = "repeated outcome"
 
 
+def _constraint_names(names: Sequence[str]) -> set[str]:
+    """Constraint names, fairness metric aliases made canonical; near-misses of one warn."""
+    import difflib
+    import warnings
+
+    from fairtune.fairness.metrics import METRICS, get_metric
+
+    known = [n for spec in METRICS.values() for n in (spec.name, *spec.aliases)]
+    result = set()
+    for name in names:
+        try:
+            result.add(get_metric(name).name)
+            continue
+        except ValueError:
+            result.add(name)  # a constraint set by hand (trial.set_constraint): legal
+        close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+        if close:
+            warnings.warn(
+                f"`binary_constraints` names {name!r}, which is no fairness metric; did you mean "
+                f"{get_metric(close[0]).name!r} ({close[0]!r})? A name that no trial's constraint carries has no effect.",
+                UserWarning,
+                stacklevel=3,
+            )
+    return result
+
+
 class FairBOSampler(GPSamplerBase):
     """Constrained Bayesian optimization that finds accurate models meeting fairness limits.
 
@@ -117,7 +143,9 @@ class FairBOSampler(GPSamplerBase):
         seed: Seed of the sampler's randomness. Defaults to None.
         binary_constraints: ``True`` to treat every constraint as binary feedback (only its
             sign is used), or a list of constraint names to treat so; the others are
-            real-valued. Defaults to False.
+            real-valued. A fairness metric's alias (``"dsp"``) stands for the name
+            ``set_fairness_constraints`` gives its constraint (``"demographic_parity"``); a
+            name that looks like a misspelt metric (``"dps"``) warns. Defaults to False.
         deterministic_objective: Whether the objective is noise-free (the GP noise is then
             fixed at a tiny value). Defaults to False.
         warn_independent_sampling: Whether to log a warning when a parameter is sampled by
@@ -165,7 +193,8 @@ class FairBOSampler(GPSamplerBase):
         )
         self._acquisition = acquisition
         self._binary_constraints = (
-            binary_constraints if isinstance(binary_constraints, bool) else set(binary_constraints)
+            binary_constraints if isinstance(binary_constraints, bool)
+            else _constraint_names(binary_constraints)
         )
         self._deterministic = deterministic_objective
         # Warm starts of the kernel fits, keyed by (study name, model name).

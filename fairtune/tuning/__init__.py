@@ -1,14 +1,30 @@
-"""Tuning real models under fairness limits: search spaces and the FairObjective."""
+"""Tuning real models: search spaces and the FairObjective for fairness limits, and the CNN of
+the collaborative FEMNIST experiment (torch is imported only when a CNN is trained)."""
 
-from fairtune.tuning.objective import METRIC_NAMES, VALIDATION_ERROR_KEY, FairObjective
+from fairtune.tuning.cnn import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
+from fairtune.tuning.objective import (
+    METRIC_NAMES,
+    POSITIVE_RATE_KEY,
+    POSITIVE_RATES_KEY,
+    VALIDATION_ERROR_KEY,
+    FairObjective,
+    predicts_one_class,
+)
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
 
 __all__ = [
+    "CNN_PARAMS",
+    "CNNClassifier",
+    "CNNTenantObjective",
     "METRIC_NAMES",
+    "POSITIVE_RATES_KEY",
+    "POSITIVE_RATE_KEY",
     "SPACES",
     "VALIDATION_ERROR_KEY",
     "FairObjective",
     "Space",
+    "cnn_space",
     "get_space",
+    "predicts_one_class",
     "register_space",
 ]

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 import pandas as pd
 
 from fairtune.fairness import parse_limits, set_fairness_constraints
-from fairtune.fairness.constraints import LimitsLike
+from fairtune.fairness.constraints import (
+    LIMITS_KEY,
+    USER_ATTR_PREFIX,
+    LimitsLike,
+    best_fair_trial,
+    cannot_bind,
+)
 from fairtune.tuning.spaces import Space, get_space
 
 if TYPE_CHECKING:
@@ -20,11 +26,33 @@ if TYPE_CHECKING:
 
     from fairtune.datasets import FairDataset
 
-__all__ = ["FairObjective", "METRIC_NAMES", "VALIDATION_ERROR_KEY"]
+__all__ = [
+    "DATASET_KEY",
+    "FairObjective",
+    "METRIC_KEY",
+    "METRIC_NAMES",
+    "MODEL_KEY",
+    "POSITIVE_RATE_KEY",
+    "POSITIVE_RATES_KEY",
+    "VALIDATION_ERROR_KEY",
+    "VALIDATION_KEY",
+    "predicts_one_class",
+]
 
 Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
 METRIC_NAMES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "f1", "roc_auc")
 VALIDATION_ERROR_KEY = "fairtune:validation_error"
+POSITIVE_RATE_KEY = "fairtune:positive_rate"
+"""Trial user attribute: the share of validation rows predicted 1 (the favourable outcome)."""
+POSITIVE_RATES_KEY = "fairtune:positive_rate_by_group"
+"""Trial user attribute: ``{group: share of the group's validation rows predicted 1}``."""
+# Study user attributes: the setup that makes a study's trials comparable (see
+# FairObjective.setup). LIMITS_KEY (fairtune.fairness) holds the limits.
+DATASET_KEY = "fairtune:dataset"
+MODEL_KEY = "fairtune:model"
+METRIC_KEY = "fairtune:metric"
+VALIDATION_KEY = "fairtune:validation"
+OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
 _BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
 
@@ -38,11 +66,8 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, pd.Series, Any, str]:
                 f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, "
                 f"sensitive) tuple, but got dataset={dataset!r}."
             )
-        with warnings.catch_warnings():
-            # The known-issue warning of German/COMPAS is for people reading the data; a tuning
-            # run names the dataset deliberately.
-            warnings.simplefilter("ignore", datasets.FairtuneDatasetWarning)
-            bunch = getattr(datasets, f"load_{dataset}")()
+        # German and COMPAS warn (once per process) about their known issues, here too.
+        bunch = getattr(datasets, f"load_{dataset}")()
         return bunch.data, bunch.target, bunch.sensitive_features, dataset
     if isinstance(dataset, datasets.FairDataset):
         return dataset.data, dataset.target, dataset.sensitive_features, dataset.get("name", "data")
@@ -80,6 +105,29 @@ def _takes_random_state(build: Callable[..., Any]) -> bool:
     )
 
 
+def predicts_one_class(trial: optuna.trial.FrozenTrial) -> int | None:
+    """The class a trial's model predicted for every validation row, or None if it predicted both.
+
+    Such a model (accuracy = the base rate, every group's positive rate equal) meets every
+    demographic-parity limit trivially. Read from the user attribute ``"fairtune:positive_rate"``
+    that :class:`FairObjective` records; None for trials without it.
+    """
+    rate = trial.user_attrs.get(POSITIVE_RATE_KEY)
+    if rate is None:
+        return None
+    return 1 if rate == 1.0 else 0 if rate == 0.0 else None
+
+
+def _group_name(group: Any) -> str:
+    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
+
+
+def _check_groups(sensitive: pd.Series | pd.DataFrame) -> pd.Series:
+    from fairtune.fairness.metrics import _check_sensitive
+
+    return _check_sensitive(sensitive, len(sensitive))
+
+
 def _binary_labels(y: Any) -> np.ndarray:
     """The labels as 0/1 ints; anything else is an error that lists what was found."""
     values = pd.unique(pd.Series(np.asarray(y)))
@@ -112,7 +160,9 @@ class FairObjective:
        ``metric`` (to be maximized),
     4. calls :func:`fairtune.fairness.set_fairness_constraints` with the validation predictions
        and sensitive features, so that ``study.best_trial`` is the best fair trial, and stores
-       the validation error as user attribute ``"fairtune:validation_error"``.
+       the validation error (``"fairtune:validation_error"``) and the predicted positive rate,
+       overall and per group (``"fairtune:positive_rate"``, ``"fairtune:positive_rate_by_group"``)
+       as user attributes; :func:`predicts_one_class` reads them.
 
     Validation. A fairness gap measured on a few hundred validation rows is noisy, and the trial
     that a study picks is the one whose noise looked best: its gap on new data is often larger
@@ -158,7 +208,13 @@ class FairObjective:
         limits: Fairness limits, e.g. ``"demographic_parity<=0.05"`` (see
             :func:`fairtune.fairness.parse_limits`).
         metric: ``"accuracy"``, ``"balanced_accuracy"``, ``"f1"`` or ``"roc_auc"``. Defaults to
-            ``"accuracy"``. The study direction must be ``"maximize"``.
+            ``"accuracy"``. The study direction must be ``"maximize"`` (a minimizing study
+            is refused at its first trial). The fairness limits are always measured on the
+            model's 0/1 predictions (``predict``, i.e. a 0.5 probability threshold), while
+            ``"roc_auc"`` scores the probabilities, whatever the threshold: a model can rank
+            well and still predict one class for almost everyone. The predicted positive rate
+            is recorded per trial (user attributes ``"fairtune:positive_rate"`` and
+            ``"fairtune:positive_rate_by_group"``) to show it.
         validation_size: Fraction of the tuning rows held out for validation (stratified on the
             label). Defaults to 0.3 when ``cv`` is not given; cannot be combined with ``cv``.
         cv: Number of stratified cross-validation folds (an integer >= 2), instead of a single
@@ -168,6 +224,28 @@ class FairObjective:
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
             Defaults to True.
+        objectives: The multi-objective form: a list of two or more objective names, at most
+            one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
+            (:data:`fairtune.fairness.METRICS` names or aliases; gaps minimized, the disparate
+            impact ratio maximized), e.g. ``["accuracy", "demographic_parity"]``. A trial then
+            returns their values in this order (fairness values also stored as user attributes
+            ``"fairtune:<metric>"``); create the study with ``directions=objective.directions``,
+            e.g. with :class:`fairtune.samplers.MTKBSampler`. ``limits`` may then be omitted
+            (given, they still become constraints). Defaults to None (single objective:
+            ``metric``).
+
+    Raises:
+        ValueError: On invalid arguments, including sensitive features with missing values or
+            a single group (in all the rows or in the validation split).
+
+    Warns:
+        UserWarning: When a limit cannot bind (every fairness metric lies in [0, 1], so e.g.
+            ``"dsp<=2"`` holds for every model).
+
+    A study remembers the objective's :attr:`setup` (dataset and sensitive feature, model,
+    metric, limits, validation): the first trial stores it as study user attributes, and a
+    trial of another setup in the same study raises ``ValueError`` naming what differs,
+    rather than mixing values that are not comparable.
 
     Attributes:
         X, y, sensitive: All the rows.
@@ -182,13 +260,14 @@ class FairObjective:
         dataset: DatasetLike,
         model: str | Callable[[optuna.Trial], Any],
         *,
-        limits: LimitsLike,
+        limits: LimitsLike | None = None,
         metric: Metric = "accuracy",
         validation_size: float | None = None,
         cv: int | None = None,
         test_size: float | None = None,
         random_state: int = 0,
         use_sensitive_feature: bool = True,
+        objectives: Sequence[str] | None = None,
     ) -> None:
         from sklearn.model_selection import StratifiedKFold, train_test_split
 
@@ -214,8 +293,18 @@ class FairObjective:
             raise ValueError(
                 f"`model` must be a space name or a callable trial -> estimator, but got {model!r}."
             )
-        self.limits = parse_limits(limits)
-        self.metric = metric
+        self.objectives, self.directions = _parse_objectives(objectives, limits)
+        self.limits = parse_limits(limits) if limits is not None else []
+        for limit in self.limits:
+            if cannot_bind(limit):
+                warnings.warn(
+                    f"`limits`: {limit} holds for every model ({limit.metric} lies in [0, 1]), "
+                    "so it does not constrain the study; did you mean a smaller bound?",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        performance = [name for name in self.objectives if name in METRIC_NAMES]
+        self.metric = performance[0] if performance else metric
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -226,6 +315,12 @@ class FairObjective:
             np.asarray(sensitive), index=X.index
         )
         sensitive.index = X.index
+        self._check_sensitive(sensitive, "the rows")
+        self.sensitive_name = (
+            ", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
+            else str(sensitive.name or "sensitive")
+        )
+        self.use_sensitive_feature = use_sensitive_feature
         if not use_sensitive_feature:
             names = list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
             X = X.drop(columns=[c for c in names if c in X.columns])
@@ -241,6 +336,8 @@ class FairObjective:
             )
         self.X_train = self.X_valid = self.y_train = self.y_valid = self.s_valid = None
         self._folds: list[tuple[np.ndarray, np.ndarray]] = []
+        # Studies whose setup this objective has checked and stored.
+        self._recorded: set[tuple[int, int]] = set()
         if self.cv is None:
             (self.X_train, self.X_valid, self.y_train, self.y_valid, _, self.s_valid) = (
                 train_test_split(
@@ -248,6 +345,7 @@ class FairObjective:
                     stratify=self.y_dev, random_state=random_state,
                 )
             )
+            self._check_sensitive(self.s_valid, "the validation split")
         else:
             smallest_class = int(np.bincount(self.y_dev.to_numpy(), minlength=2).min())
             if self.cv > smallest_class:
@@ -257,6 +355,90 @@ class FairObjective:
                 )
             splitter = StratifiedKFold(self.cv, shuffle=True, random_state=random_state)
             self._folds = list(splitter.split(self.X_dev, self.y_dev))
+
+    @staticmethod
+    def _check_sensitive(sensitive: pd.Series | pd.DataFrame, rows: str) -> None:
+        try:
+            _check_groups(sensitive)
+        except ValueError as e:
+            raise ValueError(
+                f"`dataset` sensitive features must define two or more groups without missing "
+                f"values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
+            ) from None
+
+    @property
+    def setup(self) -> dict[str, Any]:
+        """What makes this objective's trial values comparable, as stored with a study.
+
+        ``{"fairtune:dataset": "german (sensitive: sex)", "fairtune:model": "random_forest",
+        "fairtune:metric": "accuracy", "fairtune:limits": ["demographic_parity<=0.05"],
+        "fairtune:validation": "a 30% validation split, split seed 0"}`` (limits sorted).
+        """
+        validation = (
+            f"{self.cv}-fold cross-validation" if self.cv
+            else f"a {self.validation_size:.0%} validation split"
+        ) + (f", {self.test_size:g} held out for testing" if self.test_size else "") + (
+            f", split seed {self.random_state}"
+        )
+        hidden = "" if self.use_sensitive_feature else ", hidden from the model"
+        return {
+            DATASET_KEY: f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden})",
+            MODEL_KEY: self.space.name,
+            METRIC_KEY: self.metric,
+            LIMITS_KEY: sorted(str(limit) for limit in self.limits),
+            VALIDATION_KEY: validation,
+            **({OBJECTIVES_KEY: list(self.objectives)} if self.objectives else {}),
+        }
+
+    def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
+        """``(key, stored value, this objective's value)`` for every setup entry that differs.
+
+        Entries the study does not store yet are not differences.
+        """
+        stored = study.user_attrs
+        return [
+            (key, stored[key], value) for key, value in self.setup.items()
+            if key in stored and stored[key] != value
+        ]
+
+    def record_setup(self, study: optuna.Study) -> None:
+        """Store :attr:`setup` with ``study``, or raise if the study holds another one.
+
+        Raises:
+            ValueError: If the study was tuned with another setup (the message names each
+                difference), or is not a single-objective maximization study.
+        """
+        from optuna.study import StudyDirection
+
+        if self.objectives:
+            expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+                        for d in self.directions]
+            if list(study.directions) != expected:
+                raise ValueError(
+                    f"`study` must have directions={self.directions} for the objectives "
+                    f"{self.objectives}, but got directions="
+                    f"{[d.name.lower() for d in study.directions]}; create the study with "
+                    "directions=objective.directions."
+                )
+        elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+            raise ValueError(
+                f"`study` must maximize one value: FairObjective returns its {self.metric}, "
+                f"to be maximized, but got directions={[d.name for d in study.directions]}; "
+                "create the study with direction='maximize'."
+            )
+        differences = self.setup_differences(study)
+        if differences:
+            what = "; ".join(
+                f"{key[len(USER_ATTR_PREFIX):]} {old!r} there, {new!r} here"
+                for key, old, new in differences
+            )
+            raise ValueError(
+                f"`study` {study.study_name!r} was tuned with another setup ({what}): its "
+                "values are not comparable with this objective's; use another study."
+            )
+        for key, value in self.setup.items():
+            if key not in study.user_attrs:
+                study.set_user_attr(key, value)
 
     def make_pipeline(self, trial: optuna.Trial | optuna.trial.FixedTrial) -> Pipeline:
         """Preprocessing + the estimator the space builds for ``trial``."""
@@ -316,6 +498,12 @@ class FairObjective:
         return self._predict(self._fit(pipeline, X_fit, y_fit), X_pred)
 
     def __call__(self, trial: optuna.Trial) -> float:
+        study = getattr(trial, "study", None)
+        if study is not None:
+            key = (id(study._storage), study._study_id)
+            if key not in self._recorded:
+                self.record_setup(study)
+                self._recorded.add(key)
         if self.cv is None:
             y_true, sensitive = self.y_valid, self.s_valid
             y_pred, y_score = self._fit_predict(
@@ -337,11 +525,30 @@ class FairObjective:
                 y_pred[valid_rows] = fold_pred
                 if y_score is not None:
                     y_score[valid_rows] = fold_score
-        set_fairness_constraints(
-            trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
-        )
+        if self.limits:
+            set_fairness_constraints(
+                trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
+            )
         trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != y_true.to_numpy())))
-        return self._score(y_true, y_pred, y_score)
+        trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
+        groups = _check_groups(sensitive)
+        trial.set_user_attr(POSITIVE_RATES_KEY, {
+            _group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
+            for group in pd.unique(groups)
+        })
+        if not self.objectives:
+            return self._score(y_true, y_pred, y_score)
+        from fairtune.fairness import METRICS
+
+        values = []
+        for name in self.objectives:
+            if name in METRIC_NAMES:
+                values.append(self._score(y_true, y_pred, y_score))
+                continue
+            value = float(METRICS[name].function(y_true, y_pred, sensitive_features=sensitive))
+            trial.set_user_attr(f"fairtune:{name}", value)
+            values.append(value)
+        return tuple(values)  # type: ignore[return-value]
 
     def refit_best(
         self, study: optuna.Study, *, on: Literal["tuning", "training"] = "tuning"
@@ -372,12 +579,11 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
-        try:
-            best = study.best_trial
-        except ValueError as e:
+        best = best_fair_trial(study)
+        if best is None:
             raise ValueError(
                 f"`study` has no fair trial to refit: no completed trial meets {self.limits_text}."
-            ) from e
+            )
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
         X, y = (self.X_dev, self.y_dev) if on == "tuning" else (self.X_train, self.y_train)
         return self._fit(pipeline, X, y)
@@ -415,3 +621,39 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
+
+
+def _parse_objectives(
+    objectives: Sequence[str] | None, limits: LimitsLike | None
+) -> tuple[list[str], list[str]]:
+    """Canonical objective names and their study directions (empty for the single form)."""
+    from fairtune.fairness import METRICS, get_metric
+
+    if objectives is None:
+        if limits is None:
+            raise ValueError(
+                "`limits` must be given for a single-objective FairObjective (or `objectives` "
+                "for a multi-objective one), but got limits=None."
+            )
+        return [], []
+    if isinstance(objectives, str) or not (
+        isinstance(objectives, Sequence) and all(isinstance(o, str) for o in objectives)
+    ) or len(objectives) < 2:
+        raise ValueError(
+            "`objectives` must be a list of two or more metric names, e.g. "
+            f"['accuracy', 'demographic_parity'], but got objectives={objectives!r}."
+        )
+    names: list[str] = []
+    for name in objectives:
+        key = name.strip().lower()
+        names.append(key if key in METRIC_NAMES else get_metric(name).name)
+    if len(set(names)) != len(names) or sum(n in METRIC_NAMES for n in names) > 1:
+        raise ValueError(
+            "`objectives` must name each metric once and at most one of "
+            f"{list(METRIC_NAMES)}, but got objectives={list(objectives)!r}."
+        )
+    directions = [
+        "maximize" if n in METRIC_NAMES or METRICS[n].sense == "lower" else "minimize"
+        for n in names
+    ]
+    return names, directions

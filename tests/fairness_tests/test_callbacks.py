@@ -146,3 +146,18 @@ def test_callback_validation() -> None:
     study = optuna.create_study(directions=["maximize", "minimize"])
     with pytest.raises(ValueError, match="single-objective studies only, but the study has 2"):
         study.optimize(lambda t: (1.0, 2.0), n_trials=1, callbacks=[FairnessCallback()])
+
+
+def test_a_trial_without_the_study_constraints_is_not_fair_for_the_callback() -> None:
+    # Optuna deems a trial without constraints feasible; fairtune's one rule (issue 24) does not.
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        if trial.number != 1:
+            trial.set_constraint("unfairness", x - 2.0)
+        return x
+
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    callback = FairnessCallback(verbose=False)
+    study.optimize(objective, n_trials=3, callbacks=[callback])
+    assert [r.feasible for r in callback.history] == [True, False, True]
+    assert callback.best_fair_trial is not None and callback.best_fair_trial.number != 1

@@ -257,3 +257,59 @@ def test_best_trial_is_the_best_fair_trial() -> None:
     assert study.best_trial.number == best_fair.number
     assert study.best_trial.user_attrs["fairtune:demographic_parity"] <= 0.1
     assert study.best_value < best_overall.value
+
+
+# One rule for "fair" (issue 24) -----------------------------------------------------------
+
+
+def _told(study: optuna.Study, value: float, attrs: dict, constraints: dict) -> None:
+    trial = study.ask()
+    for key, v in attrs.items():
+        trial.set_user_attr(f"fairtune:{key}", v)
+    for key, v in constraints.items():
+        trial.set_constraint(key, v)
+    study.tell(trial, value)
+
+
+def test_fair_means_every_limit_of_the_study_measured_and_met() -> None:
+    from fairtune.fairness import LIMITS_KEY, best_fair_trial, is_fair, study_limits
+
+    study = optuna.create_study(direction="maximize")
+    _told(study, 0.6, {"demographic_parity": 0.04}, {"demographic_parity": -0.01, "budget": -1.0})
+    _told(study, 0.7, {"demographic_parity": 0.08}, {"demographic_parity": -0.02, "budget": -1.0})
+    _told(study, 0.9, {}, {})  # nothing measured: feasible for Optuna, not fair
+    _told(study, 0.8, {"demographic_parity": 0.01}, {"demographic_parity": -0.04})  # no budget
+    _told(study, 0.95, {"demographic_parity": 0.0}, {"demographic_parity": -0.05, "budget": 0.5})
+    # Bounds implied by the trials: 0.05, 0.10, 0.05, 0.05 -> median 0.05; budget set by hand.
+    limits = study_limits(study)
+    assert list(limits) == ["demographic_parity", "budget"]
+    assert limits["demographic_parity"] == FairnessLimit("demographic_parity", 0.05)
+    assert limits["budget"] is None
+    assert [is_fair(t, limits) for t in study.trials] == [True, False, False, False, False]
+    assert [is_feasible(t) for t in study.trials] == [True, True, True, True, False]
+    assert best_fair_trial(study).number == 0
+    # A stored limit wins over what the trials imply.
+    study.set_user_attr(LIMITS_KEY, ["demographic_parity<=0.1"])
+    assert study_limits(study)["demographic_parity"].bound == 0.1
+    assert best_fair_trial(study).number == 1
+    failed = study.ask()
+    study.tell(failed, state=optuna.trial.TrialState.FAIL)
+    assert not is_fair(study.trials[-1], {})
+
+
+def test_best_fair_trial_follows_the_direction_and_is_none_without_fair_trials() -> None:
+    from fairtune.fairness import best_fair_trial
+
+    study = optuna.create_study(direction="minimize")
+    assert best_fair_trial(study) is None
+    for value, c in ((3.0, -1.0), (1.0, -1.0), (0.5, 1.0), (1.0, -2.0)):
+        _told(study, value, {}, {"c": c})
+    assert best_fair_trial(study).number == 1  # the lowest number among ties
+
+
+@pytest.mark.parametrize(("text", "binds"), [("dsp<=0.99", True), ("dsp<=1", False),
+                                             ("di>=0.01", True), ("di>=0", False)])
+def test_cannot_bind(text: str, binds: bool) -> None:
+    from fairtune.fairness import cannot_bind
+
+    assert cannot_bind(FairnessLimit.parse(text)) is not binds

@@ -445,10 +445,13 @@ WORKER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "journal"])
-def test_three_processes_share_one_storage(tmp_path: Path, backend: str) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'shared.db'}"
+@pytest.mark.parametrize("backend", ["sqlite", "journal", "postgres"])
+def test_three_processes_share_one_storage(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    if backend in ("sqlite", "postgres"):
+        url = (f"sqlite:///{tmp_path / 'shared.db'}" if backend == "sqlite"
+               else request.getfixturevalue("postgres_url"))
         storage: str | optuna.storages.BaseStorage = url
     else:
         path = str(tmp_path / "shared.log")
@@ -459,7 +462,7 @@ def test_three_processes_share_one_storage(tmp_path: Path, backend: str) -> None
     optuna.create_study(study_name="shared", storage=storage, direction="maximize")
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    rounds = 4 if backend == "sqlite" else 3
+    rounds = 3 if backend == "journal" else 4
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), url, tenant, str(rounds)],
@@ -488,3 +491,53 @@ def test_three_processes_share_one_storage(tmp_path: Path, backend: str) -> None
             assert plans[r][tenant_of(t)] == t.params
     # No point was handed out twice, in startup or model rounds.
     assert len({tuple(t.params.values()) for t in trials}) == len(trials)
+
+
+def _mixed_objective(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    k = trial.suggest_int("k", 0, 9)
+    return (x - 0.3) ** 2 + (k - 4) ** 2
+
+
+def test_reseed_rng_changes_the_draws_of_a_new_study() -> None:
+    """As Optuna's test_reseed_rng_change_sampling: a seeded sampler that was reseeded samples a
+    new study differently (before, every draw came from `seed` and reseeding changed nothing)."""
+
+    def run(reseed: bool) -> list[dict]:
+        sampler = _small(CollaborativeUCBSampler(tenants=2, n_startup_rounds=1, seed=1))
+        if reseed:
+            sampler.reseed_rng()
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(_mixed_objective, n_trials=4)
+        return [t.params for t in study.trials]
+
+    first = run(reseed=False)
+    assert run(reseed=False) == first  # reproducible from the seed
+    reseeded = run(reseed=True)
+    assert reseeded[:2] != first[:2]  # random startup round
+    assert reseeded[2:] != first[2:]  # model round (its plan's optimizer is seeded too)
+
+
+def test_a_reseeded_sampler_keeps_the_rounds_of_a_shared_study() -> None:
+    """The study's base seed is stored by its first sampler: a reseeded (or unseeded) process
+    joining the study computes the same startup points and plans as the other processes."""
+    sampler = _small(CollaborativeUCBSampler(tenants=["a", "b"], n_startup_rounds=2, seed=5))
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_mixed_objective, n_trials=6)  # rounds 0, 1 random, round 2 planned
+    assert _system_attrs(study)[SEED_KEY] == 5
+    space = {"k": optuna.distributions.IntDistribution(0, 9), "x": FloatDistribution(0.0, 1.0)}
+    for other in (CollaborativeUCBSampler(tenants=["a", "b"], n_startup_rounds=2, seed=5),
+                  CollaborativeUCBSampler(tenants=["a", "b"], n_startup_rounds=2)):
+        other = _small(other)
+        other.reseed_rng()
+        for trial in study.trials[:4]:  # the random rounds: every process draws the same point
+            tenant, round_ = tenant_of(trial), trial.system_attrs[ROUND_KEY]
+            assert other._assigned_point(study, trial, tenant, round_, space) == trial.params
+        assert other._compute_plan(study, 2, space) == _plans(study)[2]
+        # Joining the study (as a new process would), the reseeded sampler continues its rounds.
+        study.sampler = other
+        study.optimize(_mixed_objective, n_trials=2)
+        plans = _plans(study)
+        for trial in study.trials[-2:]:
+            assert trial.params == plans[trial.system_attrs[ROUND_KEY]][tenant_of(trial)]
+    assert _system_attrs(study)[SEED_KEY] == 5

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import optuna
 import pytest
 
-from fairtune.samplers import CollaborativeUCBSampler, FairBOSampler
+from fairtune.samplers import CollaborativeUCBSampler, FairBOSampler, MTKBSampler
 
 
 def _small(sampler: optuna.samplers.BaseSampler) -> optuna.samplers.BaseSampler:
@@ -28,6 +28,8 @@ SAMPLERS: dict[str, Callable[[], optuna.samplers.BaseSampler]] = {
         FairBOSampler(seed=3, n_startup_trials=4, binary_constraints=True)
     ),
     "fairbo-cmes": lambda: _small(FairBOSampler(seed=3, n_startup_trials=4, acquisition="cmes")),
+    "mtkb": lambda: _small(MTKBSampler(seed=3, n_startup_trials=4)),
+    "mtbkb": lambda: _small(MTKBSampler(seed=3, n_startup_trials=4, budgeted=True)),
     "collaborative": lambda: _small(
         CollaborativeUCBSampler(tenants=["a", "b"], n_startup_rounds=2, seed=3)
     ),

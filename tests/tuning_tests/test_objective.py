@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import optuna
 import pandas as pd
@@ -284,3 +286,167 @@ def test_custom_models_get_random_state_only_if_they_take_it_and_are_called_once
     with pytest.raises(TypeError, match="a bug inside the user's model function"):
         objective.make_pipeline(optuna.trial.FixedTrial({"depth": 1}))
     assert seen == ["called"]  # not retried without random_state
+
+
+# Issue 24 ---------------------------------------------------------------------------------
+
+
+def _toy(sensitive: list, n: int = 60) -> tuple[pd.DataFrame, np.ndarray, list]:
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=n)})
+    y = (X["x"] > 0).astype(int).to_numpy()
+    return X, y, (sensitive * n)[:n]
+
+
+def test_one_class_models_are_recognised_and_rates_recorded_per_group() -> None:
+    from sklearn.dummy import DummyClassifier
+
+    from fairtune.tuning import POSITIVE_RATE_KEY, POSITIVE_RATES_KEY, predicts_one_class
+
+    def build(trial: optuna.Trial) -> object:
+        if trial.suggest_categorical("kind", ["constant", "forest"]) == "constant":
+            return DummyClassifier(strategy="most_frequent")
+        return RandomForestClassifier(n_estimators=5, random_state=0)
+
+    objective = FairObjective("german", build, limits="dsp<=0.05")
+    study = optuna.create_study(direction="maximize")
+    for kind in ("constant", "forest"):
+        study.enqueue_trial({"kind": kind})
+    study.optimize(objective, n_trials=2)
+    constant, forest = study.trials
+    # German: 70 % good credit, so the constant model predicts 1 (good) for everyone.
+    assert predicts_one_class(constant) == 1 and constant.user_attrs[POSITIVE_RATE_KEY] == 1.0
+    assert constant.user_attrs[POSITIVE_RATES_KEY] == {"Male": 1.0, "Female": 1.0}
+    assert constant.user_attrs["fairtune:demographic_parity"] == 0.0
+    assert predicts_one_class(forest) is None
+    rates = forest.user_attrs[POSITIVE_RATES_KEY]
+    s_valid = objective.s_valid.astype(str).to_numpy()
+    y_pred = objective.make_pipeline(optuna.trial.FixedTrial({"kind": "forest"})).fit(
+        objective.X_train, objective.y_train).predict(objective.X_valid)
+    assert rates == pytest.approx({g: float(np.mean(y_pred[s_valid == g])) for g in set(s_valid)})
+    assert forest.user_attrs[POSITIVE_RATE_KEY] == pytest.approx(float(np.mean(y_pred)))
+
+
+@pytest.mark.parametrize(
+    ("sensitive", "match"),
+    [
+        (["a"], "two or more groups without missing values in the rows: must define at least two "
+                "groups to compare, but got a single group 'a'"),
+        (["a", "b", None], "in the rows: must not contain NaN or missing values, but got 20 of them"),
+    ],
+)
+def test_bad_sensitive_features_are_refused_at_construction(sensitive: list, match: str) -> None:
+    X, y, s = _toy(sensitive)
+    with pytest.raises(ValueError, match=re.escape(match)):
+        FairObjective((X, y, s), "linear", limits="dsp<=0.1")
+
+
+def test_a_group_missing_from_the_validation_split_is_refused_at_construction() -> None:
+    X, y, _ = _toy(["a"])
+    s = ["a"] * 59 + ["b"]
+    with pytest.raises(ValueError, match="in the validation split: must define at least two"):
+        FairObjective((X, y, s), "linear", limits="dsp<=0.1", random_state=1,
+                      validation_size=0.1)
+
+
+@pytest.mark.parametrize("limit", ["dsp<=2", "demographic_parity<=1", "di>=0"])
+def test_a_limit_that_cannot_bind_warns(limit: str) -> None:
+    X, y, s = _toy(["a", "b"])
+    with pytest.warns(UserWarning, match=re.escape("holds for every model")):
+        FairObjective((X, y, s), "linear", limits=limit)
+
+
+def test_a_minimizing_study_is_refused_at_the_first_trial() -> None:
+    X, y, s = _toy(["a", "b"])
+    objective = FairObjective((X, y, s), "linear", limits="dsp<=0.1")
+    study = optuna.create_study(direction="minimize")
+    with pytest.raises(ValueError, match=re.escape(
+            "`study` must maximize one value: FairObjective returns its accuracy, to be "
+            "maximized, but got directions=['MINIMIZE']")):
+        study.optimize(objective, n_trials=1)
+    assert study.trials[0].state == optuna.trial.TrialState.FAIL
+
+
+def test_a_study_remembers_its_setup_and_refuses_another() -> None:
+    X, y, s = _toy(["a", "b"])
+    first = FairObjective((X, y, s), "linear", limits=["dsp<=0.1", "deo<=0.3"])
+    study = optuna.create_study(direction="maximize")
+    study.optimize(first, n_trials=1)
+    assert study.user_attrs["fairtune:limits"] == ["demographic_parity<=0.1",
+                                                   "equal_opportunity<=0.3"]
+    assert study.user_attrs["fairtune:dataset"] == "data (sensitive: sensitive)"
+    assert study.user_attrs["fairtune:model"] == "linear"
+    assert study.user_attrs["fairtune:metric"] == "accuracy"
+    again = FairObjective((X, y, s), "linear", limits=["deo<=0.3", "dsp<=0.1"])
+    study.optimize(again, n_trials=1)  # the same limits in another order
+    other = FairObjective((X, y, s), "linear", limits="dsp<=0.2", metric="f1")
+    with pytest.raises(ValueError, match=re.escape(
+            "was tuned with another setup (metric 'accuracy' there, 'f1' here; limits "
+            "['demographic_parity<=0.1', 'equal_opportunity<=0.3'] there, "
+            "['demographic_parity<=0.2'] here)")):
+        study.optimize(other, n_trials=1)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "FAIL"]
+
+
+def test_bundled_datasets_with_known_issues_warn_through_fair_objective(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The README says German and COMPAS warn when loaded; FairObjective used to silence it.
+    from fairtune.datasets import FairtuneDatasetWarning, _base
+
+    monkeypatch.setattr(_base, "_WARNED", set())
+    with pytest.warns(FairtuneDatasetWarning, match="German credit"):
+        FairObjective("german", "linear", limits="dsp<=0.1")
+
+
+def test_refit_best_uses_the_best_fair_trial_of_the_study_limits() -> None:
+    # A trial without constraints is feasible for Optuna's best_trial, not fair for fairtune.
+    objective = FairObjective("german", "linear", limits="dsp<=0.2")
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(objective, n_trials=3)
+    study.add_trial(optuna.trial.create_trial(
+        params=study.trials[0].params, distributions=study.trials[0].distributions, value=2.0))
+    assert study.best_trial.number == 3
+    from fairtune.fairness import best_fair_trial
+
+    best = best_fair_trial(study)
+    assert best is not None and best.number < 3
+    fitted = objective.refit_best(study)
+    expected = objective.make_pipeline(optuna.trial.FixedTrial(best.params)).fit(
+        objective.X_dev, objective.y_dev)
+    np.testing.assert_array_equal(fitted.predict(objective.X), expected.predict(objective.X))
+
+def test_multi_objective_form_returns_the_metric_and_the_gaps() -> None:
+    from fairtune.fairness import demographic_parity_difference
+    from fairtune.samplers import MTKBSampler
+
+    objective = FairObjective("german", "linear", objectives=["accuracy", "dsp", "di"])
+    assert objective.objectives == ["accuracy", "demographic_parity", "disparate_impact"]
+    assert objective.directions == ["maximize", "minimize", "maximize"]
+    study = optuna.create_study(directions=objective.directions, sampler=MTKBSampler(seed=0))
+    study.optimize(objective, n_trials=3)
+    trial = study.trials[0]
+    accuracy, gap, ratio = trial.values
+    pipeline = objective.make_pipeline(optuna.trial.FixedTrial(trial.params))
+    y_pred = pipeline.fit(objective.X_train, objective.y_train).predict(objective.X_valid)
+    assert accuracy == pytest.approx(float((y_pred == objective.y_valid.to_numpy()).mean()))
+    assert gap == pytest.approx(demographic_parity_difference(
+        objective.y_valid, y_pred, sensitive_features=objective.s_valid))
+    assert trial.user_attrs["fairtune:demographic_parity"] == gap
+    assert 0.0 <= ratio <= 1.0 and not trial.constraints  # no limits: no constraints
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({}, "`limits` must be given"),
+        ({"objectives": ["accuracy"]}, "two or more metric names"),
+        ({"objectives": "accuracy,dsp"}, "two or more metric names"),
+        ({"objectives": ["accuracy", "f1"]}, "at most one of"),
+        ({"objectives": ["accuracy", "dsp", "demographic_parity"]}, "each metric once"),
+        ({"objectives": ["accuracy", "unfairness"]}, "unfairness"),
+    ],
+)
+def test_multi_objective_form_errors(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        FairObjective("german", "linear", **kwargs)

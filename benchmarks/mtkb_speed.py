@@ -1,0 +1,103 @@
+"""Time per suggestion of MT-KB, MT-BKB (MTKBSampler) and Optuna's GPSampler, side by side.
+
+For each number of objectives n and each history size N, a study with N completed random trials
+of a synthetic problem (4 float parameters; objective i a fixed random mix of three smooth
+functions plus noise, so that the objectives are correlated) is built once per sampler
+(identical copies); each sampler then runs ``--repeats`` further trials on its copy (one sampler
+object, which keeps its warm starts), alternating trial by trial so that all see the same
+machine load, and the median wall time of one suggestion (``study.ask``) is reported, with
+MT-BKB's dictionary size at the last step. The exponent of MT-BKB's growth is the slope of
+log(median time) against log(N).
+
+Optuna's GPSampler computes a box decomposition of the Pareto front, which Optuna itself warns
+"might be significantly slow for n_objectives > 4"; it is timed for n <= ``--gp-max-objectives``.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/mtkb_speed.py --objectives 2 4 20 \\
+        --n-trials 100 200 500 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+
+from fairtune.samplers import MTKBSampler
+
+SPACE = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(4)}
+
+
+def evaluate(params: dict, mix: np.ndarray, rng: np.random.RandomState) -> list[float]:
+    u = np.array([params[k] for k in SPACE])
+    base = np.array([np.sin(3 * u[0]) + u[1] ** 2, np.cos(2 * u[2]) - u[3], u[0] * u[3]])
+    return (mix @ base + 0.01 * rng.randn(len(mix))).tolist()
+
+
+def build(n: int, N: int, sampler: optuna.samplers.BaseSampler, seed: int) -> optuna.Study:
+    rng = np.random.RandomState(seed)
+    mix = np.random.RandomState(100 + n).uniform(-1, 1, size=(n, 3))
+    study = optuna.create_study(directions=["maximize"] * n, sampler=sampler)
+    random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    for _ in range(N):
+        params = random.ask(SPACE).params
+        study.add_trial(optuna.trial.create_trial(
+            params=params, distributions=SPACE, values=evaluate(params, mix, rng)
+        ))
+    study._mix = mix  # type: ignore[attr-defined]
+    return study
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objectives", nargs="+", type=int, default=[2, 4, 20])
+    parser.add_argument("--n-trials", nargs="+", type=int, default=[100, 200, 500])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--gp-max-objectives", type=int, default=4)
+    parser.add_argument("--gp-max-trials", type=int, default=500)
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    print("| objectives | completed trials | MT-KB median s | MT-BKB median s | MT-BKB dictionary "
+          "| GPSampler median s | MT-KB / GP | MT-BKB / GP |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    exponents = {}
+    for n in args.objectives:
+        bkb_times = []
+        for N in args.n_trials:
+            samplers = {
+                "MT-KB": MTKBSampler(seed=0),
+                "MT-BKB": MTKBSampler(seed=0, budgeted=True),
+            }
+            if n <= args.gp_max_objectives and N <= args.gp_max_trials:
+                samplers["GP"] = optuna.samplers.GPSampler(seed=0)
+            studies = {name: build(n, N, s, seed=0) for name, s in samplers.items()}
+            rng = np.random.RandomState(1)
+            times: dict[str, list[float]] = {name: [] for name in samplers}
+            for _ in range(args.repeats):
+                for name, study in studies.items():
+                    start = time.perf_counter()
+                    trial = study.ask(SPACE)
+                    times[name].append(time.perf_counter() - start)
+                    study.tell(trial, evaluate(trial.params, study._mix, rng))
+            med = {name: statistics.median(v) for name, v in times.items()}
+            bkb_times.append(med["MT-BKB"])
+            gp = med.get("GP")
+            ratio = (lambda name: f"{med[name] / gp:.2f}" if gp else "-")
+            print(f"| {n} | {N} | {med['MT-KB']:.3f} | {med['MT-BKB']:.3f} | "
+                  f"{samplers['MT-BKB'].last_dictionary_size} | "
+                  f"{f'{gp:.3f}' if gp else 'not run'} | {ratio('MT-KB')} | {ratio('MT-BKB')} |",
+                  flush=True)
+        if len(args.n_trials) > 1:
+            slope = np.polyfit(np.log(args.n_trials), np.log(bkb_times), 1)[0]
+            exponents[n] = slope
+    for n, slope in exponents.items():
+        print(f"MT-BKB time per suggestion ~ t^{slope:.2f} with {n} objectives "
+              f"(over {args.n_trials} trials)")
+
+
+if __name__ == "__main__":
+    main()

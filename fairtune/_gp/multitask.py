@@ -1,0 +1,634 @@
+"""Multi-task GP with an ICM kernel (MT-KB) and its Nystrom approximation (MT-BKB).
+
+Chowdhury & Gopalan 2021, "No-regret Algorithms for Multi-task Bayesian Optimization" (AISTATS),
+sections 2-3.
+
+Notation:
+    X (t, d): encoded inputs; Y (t, n): outputs of the n tasks (objectives), each standardized on
+        its own, observed together at every x_s.
+    k(x, x'): the engine's Matern-5/2 ARD kernel with unit variance (:mod:`fairtune._gp.kernels`).
+    B (n, n): p.s.d. task covariance; Gamma(x, x') = k(x, x') B (intrinsic coregionalization).
+    eta: noise variance (the ridge of the paper's eqs. 1-2), shared by the tasks.
+    B = U diag(xi) U^T and K_t = k(X, X) = Q diag(s) Q^T (eigendecompositions).
+
+Posterior (paper eqs. 1-2 with G_t = B (x) K_t; section 3.3). In the eigenbasis of B the n tasks
+are independent GPs with kernels xi_i k and noise eta, and one eigendecomposition of K_t serves
+all of them, since (xi_i K_t + eta I)^-1 = Q diag(1 / (xi_i s + eta)) Q^T:
+    Z = Q^T Y U (t, n),   A_ji = Z_ji / (xi_i s_j + eta),
+    mean in the eigenbasis   m_i(x) = xi_i sum_j (Q^T k_t(x))_j A_ji,   mu(x) = U m(x),
+    variance in the eigenbasis v_i(x) = xi_i (1 - xi_i sum_j (Q^T k_t(x))_j^2 / (xi_i s_j + eta)),
+    Gamma_t(x, x) = U diag(v(x)) U^T,   ||Gamma_t(x, x)|| = max_i v_i(x).
+
+Fitting: log p(vec Y) = -1/2 vec(Y)^T C^-1 vec(Y) - 1/2 logdet C - nt/2 log 2 pi with
+C = B (x) K_t + eta I, evaluated with the same two eigendecompositions:
+    vec(Y)^T C^-1 vec(Y) = sum_ji Z_ji^2 / (xi_i s_j + eta),  logdet C = sum_ji log(xi_i s_j + eta).
+Its gradients w.r.t. K_t, B and eta are written by hand (differentiating through ``eigh`` is
+unstable at repeated eigenvalues, e.g. B = I): with alpha = Q A U^T (t, n) = C^-1 Y,
+    d/dK = 1/2 (alpha B alpha^T - Q diag(sum_i xi_i / (xi_i s + eta)) Q^T),
+    d/dB = 1/2 (alpha^T K alpha - U diag(sum_j s_j / (xi s_j + eta)) U^T),
+    d/deta = 1/2 (||alpha||^2 - sum_ji 1 / (xi_i s_j + eta)),
+and autograd carries them to the lengthscales and the parameters of B.
+B is learned with a signed parametrization, B = L L^T + diag(exp(v)) (L lower triangular with
+free signs, so correlations may be negative), jointly with the lengthscales and eta, by
+maximum a posteriori with the lengthscale prior of :mod:`fairtune._gp.gp`, Gamma(2, 1) on each
+task variance B_ii (the outputs are standardized) and an LKJ(2) prior on the correlations,
+log density log det R with R = D^-1/2 B D^-1/2, which keeps them away from +-1.
+
+Nystrom (MT-BKB, paper section 3.2): a dictionary D of m_t training points, point i drawn with
+probability p_i = min(q ||Gamma~_{t-1}(x_i, x_i)||, 1). For ICM kernels the embedding
+Phi~(x) = (G~^1/2)^+ G~(x) factorizes as phi(x) (x) B^1/2 with phi(x) = K_DD^(-1/2) k_D(x) (the
+reweighting by 1 / sqrt(p) cancels), so in the eigenbasis of B, with F = Phi^T Phi (m, m) over
+the t training points (Phi rows phi(x_s)) = R diag(f) R^T:
+    m_i(x) = xi_i phi(x)^T (xi_i F + eta I)^-1 Phi^T Y u_i,
+    v_i(x) = xi_i (1 - ||phi(x)||^2) + eta xi_i phi(x)^T (xi_i F + eta I)^-1 phi(x),
+one m x m eigendecomposition per step: cost O(n^2 + (n + m_t) m_t t). With every point in the
+dictionary, phi(X) = K^1/2 and F = K, which gives the exact posterior back.
+
+Scalarizations (paper section 2) of y (..., n) with weights lambda (k, n):
+    linear     s_lambda(y) = sum_i lambda_i y_i,
+    Chebyshev  s_lambda(y) = min_i lambda_i (y_i - z_i), z a reference point below the values.
+Weight prior (paper section 5, after Paria et al. 2020): u ~ U[0, 1]^n, lambda = u / ||u||_1
+(linear) or lambda = a / ||a||_1 with a_i = ||u||_1 / u_i (Chebyshev).
+Acquisition (paper eq. 3): u_t(x) = mean_k s_lambda_k(mu_t(x)) + L beta_t ||Gamma_t(x, x)||^1/2,
+L = 1 for both scalarizations with weights on the simplex.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.optimize
+import torch
+
+from fairtune._gp.gp import _ISL_PRIOR_WEIGHT, MIN_NOISE_VAR, KernelParams, _robust_cholesky
+from fairtune._gp.kernels import matern52_from_squared_distance, squared_distance
+
+Scalarization = Literal["linear", "chebyshev"]
+SCALARIZATIONS: tuple[str, ...] = ("linear", "chebyshev")
+
+_JITTER = 1e-8
+_MIN_VAR = 1e-12
+_MAX_ITER = 100
+_MAX_ITER_WARM = 15
+_WARM_FTOL = 1e-6
+_LKJ_ETA = 2.0
+_NOISE_PRIOR_SHAPE = 1.1
+_NOISE_PRIOR_RATE = 30.0
+
+
+# -- task covariances --------------------------------------------------------------------------
+
+
+def omega_task_covariance(omega: float, n: int) -> torch.Tensor:
+    """B = omega I + (1 - omega) 11^T / n (Evgeniou et al. 2005), shape (n, n).
+
+    omega = 1: unrelated tasks; omega = 0: identical tasks.
+    """
+    if not 0.0 <= omega <= 1.0:
+        raise ValueError(f"`omega` must be in [0, 1], but got omega={omega!r}.")
+    return omega * torch.eye(n, dtype=torch.float64) + (1.0 - omega) / n * torch.ones(
+        n, n, dtype=torch.float64
+    )
+
+
+def covariance_to_correlation(B: torch.Tensor) -> torch.Tensor:
+    """R = D^-1/2 B D^-1/2 with D = diag(B), shape (n, n)."""
+    d = B.diagonal().clamp_min(1e-300).rsqrt()
+    R = B * d[:, None] * d[None, :]
+    return 0.5 * (R + R.T)
+
+
+@dataclass(frozen=True)
+class ICMParams:
+    """Hyperparameters of an ICM multi-task GP (float64 tensors)."""
+
+    inverse_squared_lengthscales: torch.Tensor  # (d,)
+    task_covariance: torch.Tensor  # (n, n), B
+    noise_var: torch.Tensor  # (), eta
+
+
+def _n_tril(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def _b_from_raw(raw_b: torch.Tensor, n: int) -> torch.Tensor:
+    """B = L L^T + diag(exp(v)); raw_b = [tril entries of L (n(n+1)/2), v (n)]."""
+    rows, cols = torch.tril_indices(n, n)
+    L = torch.zeros(n, n, dtype=torch.float64)
+    L = L.index_put((rows, cols), raw_b[: _n_tril(n)])
+    return L @ L.T + torch.diag(raw_b[_n_tril(n) :].exp())
+
+
+def _b_to_raw(B: torch.Tensor) -> np.ndarray:
+    """A raw vector whose :func:`_b_from_raw` is (close to) B: up to 10 % of the diagonal goes
+    to v (less when B is nearly singular, so that B - diag(v) stays p.s.d.)."""
+    n = B.shape[0]
+    B = 0.5 * (B + B.T)
+    smallest = float(torch.linalg.eigvalsh(B).min())
+    v = torch.minimum(0.1 * B.diagonal(), torch.full((n,), 0.5 * smallest, dtype=torch.float64))
+    v = v.clamp_min(1e-6)
+    L = _robust_cholesky(B - torch.diag(v) + 1e-10 * torch.eye(n, dtype=torch.float64))
+    rows, cols = torch.tril_indices(n, n)
+    return np.concatenate([L[rows, cols].numpy(), v.log().numpy()])
+
+
+# -- kernel helpers ------------------------------------------------------------------------------
+
+
+class _Kernel:
+    """Unit-variance Matern-5/2 ARD cross-covariances to fixed inputs, differentiable in x.
+
+    r^2 = |a|^2 + |b|^2 - 2 a.b on scaled continuous dims (one matmul), Hamming distance on
+    categorical dims, as in :class:`fairtune._gp.gp.GPRegressor`.
+    """
+
+    def __init__(
+        self, X: torch.Tensor, isl: torch.Tensor, is_categorical: torch.Tensor
+    ) -> None:
+        self.X = X
+        self.isl = isl
+        self.is_categorical = is_categorical
+        self._cont = torch.nonzero(~is_categorical).squeeze(-1)
+        self._cat = torch.nonzero(is_categorical).squeeze(-1)
+        self._sqrt_isl = isl[self._cont].sqrt()
+        self._isl_cat = isl[self._cat]
+        self._Xs = X[:, self._cont] * self._sqrt_isl
+        self._Xs_sq = (self._Xs * self._Xs).sum(-1)
+
+    def to(self, x: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., t)
+        xs = x[..., self._cont] * self._sqrt_isl
+        r2 = ((xs * xs).sum(-1, keepdim=True) + self._Xs_sq - 2.0 * xs @ self._Xs.T).clamp_min(0.0)
+        if len(self._cat):
+            mismatch = (x[..., None, self._cat] - self.X[:, self._cat]).abs() > 1e-9
+            r2 = r2 + (mismatch.to(x.dtype) * self._isl_cat).sum(-1)
+        return matern52_from_squared_distance(r2)
+
+    def gram(self) -> torch.Tensor:  # (t, t)
+        return matern52_from_squared_distance(
+            squared_distance(self.X, self.X, self.isl, self.is_categorical)
+        )
+
+
+def _eigh(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigendecomposition of a symmetric p.s.d. matrix, eigenvalues clamped at 0."""
+    M = 0.5 * (M + M.T)
+    try:
+        w, V = torch.linalg.eigh(M)
+    except torch.linalg.LinAlgError:  # rare convergence failure: perturb slightly and retry
+        w, V = torch.linalg.eigh(M + 1e-10 * torch.eye(len(M), dtype=M.dtype))
+    return w.clamp_min(0.0), V
+
+
+# -- exact ICM posterior -------------------------------------------------------------------------
+
+
+class ICMGP:
+    """Exact ICM multi-task GP posterior through the eigendecompositions of B and K_t.
+
+    Args:
+        X: Encoded inputs, shape (t, d).
+        Y: Standardized outputs, shape (t, n) (all tasks observed at every point).
+        params: Lengthscales, task covariance B and noise variance eta.
+        is_categorical: Boolean mask of categorical dimensions, shape (d,).
+    """
+
+    def __init__(
+        self,
+        X: torch.Tensor,  # (t, d)
+        Y: torch.Tensor,  # (t, n)
+        params: ICMParams,
+        is_categorical: np.ndarray | torch.Tensor,  # (d,)
+    ) -> None:
+        if X.ndim != 2 or Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+            raise ValueError(
+                "`X` must have shape (t, d) and `Y` shape (t, n), but got "
+                f"X.shape={tuple(X.shape)}, Y.shape={tuple(Y.shape)}."
+            )
+        n = Y.shape[1]
+        if params.task_covariance.shape != (n, n):
+            raise ValueError(
+                f"`task_covariance` must have shape ({n}, {n}), but got "
+                f"{tuple(params.task_covariance.shape)}."
+            )
+        self.X = X.detach().to(torch.float64)
+        self.Y = Y.detach().to(torch.float64)
+        self.params = params
+        self.is_categorical = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
+        self.n_tasks = n
+        self._kernel = _Kernel(
+            self.X, params.inverse_squared_lengthscales.detach(), self.is_categorical
+        )
+        with torch.no_grad():
+            self.xi, self.U = _eigh(params.task_covariance.detach())  # (n,), (n, n)
+            self._eta = float(params.noise_var) + _JITTER
+            self._build()
+
+    def _build(self) -> None:
+        s, Q = _eigh(self._kernel.gram())  # (t,), (t, t)
+        self._Q = Q
+        denom = self.xi[None, :] * s[:, None] + self._eta  # (t, n)
+        self._inv_denom = 1.0 / denom
+        Z = Q.T @ self.Y @ self.U  # (t, n)
+        self._A = Z * self._inv_denom  # (t, n)
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        return self._kernel.to(x) @ self._Q  # (..., t)
+
+    def posterior_eig(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean (..., n) and variance (..., n) of the tasks in the eigenbasis of B at x (..., d).
+
+        Differentiable w.r.t. ``x``; the variances are clamped at a tiny floor.
+        """
+        kq = self._features(x.to(torch.float64))
+        mean = self.xi * (kq @ self._A)
+        var = self.xi * (1.0 - self.xi * ((kq * kq) @ self._inv_denom))
+        return mean, var.clamp_min(_MIN_VAR)
+
+    def posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean mu_t(x) (..., n) and ||Gamma_t(x, x)|| (...) at x (..., d)."""
+        mean, var = self.posterior_eig(x)
+        return mean @ self.U.T, var.max(-1).values
+
+    def covariance(self, x: torch.Tensor) -> torch.Tensor:
+        """Gamma_t(x, x) = U diag(v(x)) U^T, shape (..., n, n)."""
+        _, var = self.posterior_eig(x)
+        return (self.U * var.unsqueeze(-2)) @ self.U.T
+
+    def condition_on(self, X_new: torch.Tensor, Y_new: torch.Tensor) -> ICMGP:
+        """The same model with (X_new (m, d), Y_new (m, n)) appended (parameters unchanged)."""
+        if len(X_new) == 0:
+            return self
+        return type(self)(
+            torch.cat([self.X, X_new.to(torch.float64)]),
+            torch.cat([self.Y, Y_new.to(torch.float64)]),
+            self.params,
+            self.is_categorical,
+        )
+
+    def marginal_log_likelihood(self) -> float:
+        """log p(vec Y | X, params)."""
+        s, _ = _eigh(self._kernel.gram())
+        denom = self.xi[None, :] * s[:, None] + self._eta
+        Z = self._Q.T @ self.Y @ self.U
+        t, n = self.Y.shape
+        return float(
+            -0.5 * (Z * Z / denom).sum() - 0.5 * denom.log().sum() - 0.5 * t * n * math.log(2 * math.pi)
+        )
+
+
+# -- Nystrom variant -----------------------------------------------------------------------------
+
+
+class NystromICMGP(ICMGP):
+    """MT-BKB's Nystrom approximation of :class:`ICMGP` on a dictionary of training points.
+
+    Args:
+        X, Y, params, is_categorical: As for :class:`ICMGP`.
+        dictionary: Indices (m,) of the training points in the dictionary D_t.
+    """
+
+    def __init__(
+        self,
+        X: torch.Tensor,
+        Y: torch.Tensor,
+        params: ICMParams,
+        is_categorical: np.ndarray | torch.Tensor,
+        *,
+        dictionary: np.ndarray | torch.Tensor,
+    ) -> None:
+        self.dictionary = torch.as_tensor(np.asarray(dictionary, dtype=np.int64))
+        if len(self.dictionary) == 0:
+            raise ValueError("`dictionary` must not be empty.")
+        super().__init__(X, Y, params, is_categorical)
+
+    def _build(self) -> None:
+        XD = self.X[self.dictionary]
+        self._dict_kernel = _Kernel(
+            XD, self.params.inverse_squared_lengthscales.detach(), self.is_categorical
+        )
+        w, V = _eigh(self._dict_kernel.gram())  # K_DD
+        # (K_DD^1/2)^+ with a relative cut-off (the pseudo-inverse of the paper).
+        keep = w > w.max() * 1e-10
+        self._W = V[:, keep] / w[keep].sqrt()  # (m, r): phi(x) = k_D(x) @ W
+        Phi = self._dict_kernel.to(self.X) @ self._W  # (t, r)
+        f, R = _eigh(Phi.T @ Phi)
+        self._R = R
+        denom = self.xi[None, :] * f[:, None] + self._eta  # (r, n)
+        self._inv_denom = 1.0 / denom
+        self._A = (R.T @ Phi.T @ self.Y @ self.U) * self._inv_denom  # (r, n)
+
+    def _phi(self, x: torch.Tensor) -> torch.Tensor:
+        return self._dict_kernel.to(x) @ self._W  # (..., r)
+
+    def posterior_eig(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        phi = self._phi(x.to(torch.float64))
+        pr = phi @ self._R
+        mean = self.xi * (pr @ self._A)
+        residual = (1.0 - (phi * phi).sum(-1, keepdim=True)).clamp_min(0.0)
+        var = self.xi * residual + self._eta * self.xi * ((pr * pr) @ self._inv_denom)
+        return mean, var.clamp_min(_MIN_VAR)
+
+    def condition_on(self, X_new: torch.Tensor, Y_new: torch.Tensor) -> NystromICMGP:
+        if len(X_new) == 0:
+            return self
+        return NystromICMGP(
+            torch.cat([self.X, X_new.to(torch.float64)]),
+            torch.cat([self.Y, Y_new.to(torch.float64)]),
+            self.params,
+            self.is_categorical,
+            dictionary=self.dictionary,
+        )
+
+    def marginal_log_likelihood(self) -> float:  # pragma: no cover - not defined for DTC here
+        raise NotImplementedError("The Nystrom model is not fitted by its own likelihood.")
+
+
+def sample_dictionary(
+    model: ICMGP, q: float, rng: np.random.RandomState
+) -> tuple[np.ndarray, np.ndarray]:
+    """Resample the dictionary: point i joins with p_i = min(q ||Gamma~(x_i, x_i)||, 1).
+
+    ``model`` gives the variances (the previous step's approximation, or the exact model).
+
+    Returns:
+        The indices of the new dictionary (at least one point) and the probabilities p (t,).
+    """
+    with torch.no_grad():
+        _, norm = model.posterior(model.X)
+    p = np.minimum(q * norm.numpy(), 1.0)
+    chosen = np.flatnonzero(rng.random_sample(len(p)) < p)
+    if len(chosen) == 0:
+        chosen = np.array([int(np.argmax(p))])
+    return chosen, p
+
+
+# -- fitting -------------------------------------------------------------------------------------
+
+
+class _ICMNegLogLik(torch.autograd.Function):
+    """-log p(vec Y) of C = B (x) K + eta I, with the hand-written gradient of the docstring."""
+
+    @staticmethod
+    def forward(ctx, K, B, eta, Y):  # type: ignore[override]
+        s, Q = _eigh(K)
+        xi, U = _eigh(B)
+        denom = xi[None, :] * s[:, None] + eta  # (t, n)
+        Z = Q.T @ Y @ U
+        A = Z / denom
+        t, n = Y.shape
+        value = 0.5 * (Z * A).sum() + 0.5 * denom.log().sum() + 0.5 * t * n * math.log(2 * math.pi)
+        ctx.save_for_backward(K, B, s, Q, xi, U, denom, A)
+        return value
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        K, B, s, Q, xi, U, denom, A = ctx.saved_tensors
+        alpha = Q @ A @ U.T  # (t, n) = C^-1 Y
+        inv = 1.0 / denom
+        dK = 0.5 * (alpha @ B @ alpha.T - (Q * (inv @ xi)) @ Q.T)
+        dB = 0.5 * (alpha.T @ K @ alpha - (U * (s @ inv)) @ U.T)
+        deta = 0.5 * ((alpha * alpha).sum() - inv.sum())
+        # These are gradients of log p; the function is -log p.
+        return -grad * dK, -grad * dB, -grad * deta, None
+
+
+BMode = Literal["learned", "independent", "fixed"]
+
+
+def fit_icm(
+    X: torch.Tensor,  # (t, d)
+    Y: torch.Tensor,  # (t, n)
+    is_categorical: np.ndarray,  # (d,)
+    *,
+    task_covariance: BMode | torch.Tensor = "learned",
+    warm_start: ICMParams | None = None,
+    deterministic: bool = False,
+    max_iter: int = _MAX_ITER,
+) -> ICMParams:
+    """Fit lengthscales, eta and (unless given) B by maximum a posteriori (module docstring).
+
+    Args:
+        X: Encoded inputs, shape (t, d), t >= 1.
+        Y: Standardized outputs, shape (t, n).
+        is_categorical: Boolean mask of categorical dimensions, shape (d,).
+        task_covariance: ``"learned"`` (B = L L^T + diag(exp(v)), signed correlations),
+            ``"independent"`` (B diagonal, learned task variances: the IT-KB baseline), or a
+            fixed p.s.d. matrix (n, n). Defaults to "learned".
+        warm_start: Parameters to start from (the previous fit). Defaults to None.
+        deterministic: Fix eta at ``MIN_NOISE_VAR``. Defaults to False.
+        max_iter: L-BFGS-B iteration cap of a fit from the defaults. Defaults to 100.
+    """
+    if X.ndim != 2 or Y.ndim != 2 or len(X) == 0 or len(Y) != len(X):
+        raise ValueError(
+            "`X` must have shape (t, d) with t >= 1 and `Y` shape (t, n), but got "
+            f"X.shape={tuple(X.shape)}, Y.shape={tuple(Y.shape)}."
+        )
+    if not (bool(torch.isfinite(X).all()) and bool(torch.isfinite(Y).all())):
+        raise ValueError("`X` and `Y` must be finite (standardize each column of `Y`).")
+    X = X.detach().to(torch.float64)
+    Y = Y.detach().to(torch.float64)
+    t, d = X.shape
+    n = Y.shape[1]
+    is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
+    if isinstance(task_covariance, str):
+        if task_covariance not in ("learned", "independent"):
+            raise ValueError(
+                "`task_covariance` must be one of ['learned', 'independent'] or a matrix, but "
+                f"got task_covariance={task_covariance!r}."
+            )
+        mode = task_covariance
+        B_fixed = None
+    else:
+        mode = "fixed"
+        B_fixed = torch.as_tensor(task_covariance, dtype=torch.float64)
+        if B_fixed.shape != (n, n):
+            raise ValueError(
+                f"`task_covariance` must have shape ({n}, {n}), but got {tuple(B_fixed.shape)}."
+            )
+    n_b = {"learned": _n_tril(n) + n, "independent": n, "fixed": 0}[mode]
+    sqd = (X.unsqueeze(-2) - X.unsqueeze(-3))
+    if bool(is_cat.any()):
+        sqd = torch.where(is_cat, (sqd.abs() > 1e-9).to(sqd.dtype), sqd)
+    sqd = sqd * sqd  # (t, t, d)
+    fixed_noise = MIN_NOISE_VAR if deterministic else None
+
+    def unpack(raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        isl = raw[:d].exp()
+        if mode == "learned":
+            B = _b_from_raw(raw[d : d + n_b], n)
+        elif mode == "independent":
+            B = torch.diag(raw[d : d + n_b].exp())
+        else:
+            assert B_fixed is not None
+            B = B_fixed
+        eta = torch.tensor(fixed_noise, dtype=torch.float64) if fixed_noise else raw[-1].exp()
+        return isl, B, eta
+
+    def loss(raw_np: np.ndarray) -> tuple[float, np.ndarray]:
+        raw = torch.tensor(raw_np, dtype=torch.float64, requires_grad=True)
+        isl, B, eta = unpack(raw)
+        K = matern52_from_squared_distance(sqd @ isl)
+        nll = _ICMNegLogLik.apply(K, B, eta + _JITTER, Y)
+        log_prior = -_ISL_PRIOR_WEIGHT * (isl + 1.0 / isl).sum()
+        if mode != "fixed":
+            b = B.diagonal()
+            log_prior = log_prior + (b.log() - b).sum()  # Gamma(2, 1) on each task variance
+        if mode == "learned" and n > 1:
+            R = covariance_to_correlation(B)
+            log_prior = log_prior + (_LKJ_ETA - 1.0) * torch.logdet(R + 1e-12 * torch.eye(n))
+        if not fixed_noise:
+            log_prior = log_prior + (_NOISE_PRIOR_SHAPE - 1.0) * eta.log() - _NOISE_PRIOR_RATE * eta
+        value = (nll - log_prior) / (t * n)
+        (grad,) = torch.autograd.grad(value, raw)
+        return float(value.detach()), np.nan_to_num(grad.numpy())
+
+    default_isl = KernelParams.default(d).inverse_squared_lengthscales.log().numpy()
+    if mode == "learned":
+        default_b = _b_to_raw(torch.eye(n, dtype=torch.float64))
+    elif mode == "independent":
+        default_b = np.zeros(n)
+    else:
+        default_b = np.zeros(0)
+    default = np.concatenate([default_isl, default_b, [math.log(1e-2)]])
+    starts = []
+    if (
+        warm_start is not None
+        and warm_start.inverse_squared_lengthscales.shape == (d,)
+        and warm_start.task_covariance.shape == (n, n)
+    ):
+        if mode == "learned":
+            wb = _b_to_raw(warm_start.task_covariance)
+        elif mode == "independent":
+            wb = warm_start.task_covariance.diagonal().clamp_min(1e-6).log().numpy()
+        else:
+            wb = np.zeros(0)
+        starts.append(
+            np.concatenate(
+                [warm_start.inverse_squared_lengthscales.log().numpy(), wb,
+                 [math.log(float(warm_start.noise_var))]]
+            )
+        )
+    starts.append(default)
+    lower = np.concatenate([np.full(d, -12.0), np.full(n_b, -np.inf), [math.log(MIN_NOISE_VAR)]])
+    upper = np.concatenate([np.full(d, 12.0), np.full(n_b, np.inf), [math.log(10.0)]])
+    if mode == "learned":
+        lower[d + _n_tril(n) : d + n_b] = -12.0
+        upper[d + _n_tril(n) : d + n_b] = 5.0
+    elif mode == "independent":
+        lower[d : d + n_b] = -12.0
+        upper[d : d + n_b] = 5.0
+    bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+              for lo, hi in zip(lower, upper)]
+    for i, start in enumerate(starts):
+        start = np.clip(start, lower, upper)
+        warm = i < len(starts) - 1
+        options = {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+        try:
+            result = scipy.optimize.minimize(
+                loss, start, jac=True, method="L-BFGS-B", bounds=bounds, options=options
+            )
+            if not np.all(np.isfinite(result.x)) or not np.isfinite(result.fun):
+                raise RuntimeError("non-finite marginal likelihood")
+        except (RuntimeError, ValueError, torch.linalg.LinAlgError):
+            continue
+        with torch.no_grad():
+            isl, B, eta = unpack(torch.tensor(result.x, dtype=torch.float64))
+        return ICMParams(isl.detach(), B.detach().clone(), eta.detach().reshape(()))
+    warnings.warn(
+        "Fitting the multi-task GP's parameters failed; using default parameters for this step.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    with torch.no_grad():
+        isl, B, eta = unpack(torch.tensor(default, dtype=torch.float64))
+    return ICMParams(isl.detach(), B.detach().clone(), eta.detach().reshape(()))
+
+
+# -- scalarizations and acquisition --------------------------------------------------------------
+
+
+def sample_weights(
+    n: int, k: int, scalarization: Scalarization, rng: np.random.RandomState
+) -> np.ndarray:
+    """k weight vectors on the simplex (k, n), drawn as in the paper's section 5 (Paria et al.).
+
+    u ~ U[0, 1]^n; linear: lambda = u / ||u||_1; Chebyshev: a_i = ||u||_1 / u_i,
+    lambda = a / ||a||_1.
+    """
+    _check_scalarization(scalarization)
+    u = rng.uniform(size=(k, n)).clip(1e-12, None)
+    if scalarization == "linear":
+        return u / u.sum(-1, keepdims=True)
+    a = u.sum(-1, keepdims=True) / u
+    return a / a.sum(-1, keepdims=True)
+
+
+def _check_scalarization(scalarization: str) -> None:
+    if scalarization not in SCALARIZATIONS:
+        raise ValueError(
+            f"`scalarization` must be one of {list(SCALARIZATIONS)}, but got "
+            f"scalarization={scalarization!r}."
+        )
+
+
+def scalarize(
+    y: torch.Tensor,  # (..., n)
+    weights: torch.Tensor,  # (k, n)
+    scalarization: Scalarization,
+    reference_point: torch.Tensor | None = None,  # (n,)
+) -> torch.Tensor:  # (..., k)
+    """s_lambda(y) for every weight vector: linear sum_i lambda_i y_i or Chebyshev
+    min_i lambda_i (y_i - z_i) (``reference_point`` z required)."""
+    _check_scalarization(scalarization)
+    if scalarization == "linear":
+        return y @ weights.T
+    if reference_point is None:
+        raise ValueError("The Chebyshev scalarization needs a `reference_point`.")
+    return (weights * (y.unsqueeze(-2) - reference_point)).min(-1).values
+
+
+def expected_utility(
+    y: torch.Tensor,  # (..., n)
+    weights: torch.Tensor,  # (k, n)
+    scalarization: Scalarization,
+    reference_point: torch.Tensor | None = None,
+) -> torch.Tensor:  # (...)
+    """E_lambda[s_lambda(y)], the average over the weight samples."""
+    return scalarize(y, weights, scalarization, reference_point).mean(-1)
+
+
+def mtkb_ucb(
+    model: ICMGP,
+    weights: torch.Tensor,  # (k, n)
+    scalarization: Scalarization,
+    beta: float,
+    reference_point: torch.Tensor | None = None,
+    lipschitz: float = 1.0,
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """u_t(x) = E_lambda[s_lambda(mu_t(x))] + L beta ||Gamma_t(x, x)||^1/2, x (..., d) -> (...)."""
+
+    def acqf(x: torch.Tensor) -> torch.Tensor:
+        mean, norm = model.posterior(x)
+        return expected_utility(mean, weights, scalarization, reference_point) + (
+            lipschitz * beta * norm.sqrt()
+        )
+
+    return acqf
+
+
+def default_beta(t: int, dim: int) -> float:
+    """beta_t = sqrt(0.2 d log(2 t)), the practical GP-UCB schedule of Kandasamy et al. 2015
+    (the theoretical beta of the paper's theorem 2 needs the RKHS norm b and is far too wide)."""
+    return math.sqrt(0.2 * max(dim, 1) * math.log(2.0 * max(t, 1)))
+
+
+def default_q(t: int, epsilon: float = 0.5, delta: float = 0.1) -> float:
+    """MT-BKB's q = 6 rho log(4 t / delta) / epsilon^2, rho = (1 + epsilon) / (1 - epsilon)
+    (paper, theorem 3, with the horizon T replaced by the current step t)."""
+    rho = (1.0 + epsilon) / (1.0 - epsilon)
+    return 6.0 * rho * math.log(4.0 * max(t, 1) / delta) / epsilon**2

@@ -1,0 +1,491 @@
+"""MTKBSampler: multi-task kernelized bandits (MT-KB, MT-BKB) for multi-objective studies."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import numpy as np
+import torch
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial
+
+from fairtune._gp import acquisition
+from fairtune._gp import multitask as mt
+from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
+from fairtune._gp.optim import maximize_acqf
+from fairtune._gp.search_space import SearchSpace
+from fairtune._gp.threads import limit_threads
+from fairtune._storage import read_text, write_study_text
+from fairtune.samplers._base import GPSamplerBase, collect_trials
+
+if TYPE_CHECKING:
+    from optuna.study import Study
+
+__all__ = ["MTKBSampler"]
+
+# Study system attribute holding the last fitted task correlation (JSON, n x n).
+TASK_CORRELATION_KEY = "fairtune:mtkb:task_correlation"
+_TASK_COVARIANCES = ("learned", "independent")
+# Penalty per unit of optimistic constraint violation (standardized units) in the acquisition.
+_CONSTRAINT_PENALTY = 1e3
+
+WeightsPrior = Union[None, Sequence[float], np.ndarray, Callable[[np.random.RandomState], Any]]
+
+
+class MTKBSampler(GPSamplerBase):
+    """Multi-task kernelized bandits: expected-utility UCB over related objectives.
+
+    MT-KB and MT-BKB (Chowdhury & Gopalan 2021) model the objectives f = (f_1..f_n) of a
+    multi-objective study jointly with a multi-task GP whose ICM kernel
+    Gamma(x, x') = k(x, x') B couples them through a task covariance B (signed: accuracy and a
+    fairness gap are often anti-correlated), and pick the point of highest optimistic expected
+    utility under a prior over preference weights:
+
+    1. The first ``n_startup_trials`` trials come from ``independent_sampler`` (random).
+    2. Each objective is turned into a maximized one (minimized ones are negated) and
+       standardized on its own. A multi-task GP with k the Matern-5/2 ARD kernel (unit variance)
+       is fitted by marginal likelihood: lengthscales, noise and, with
+       ``task_covariance="learned"``, B = L L^T + diag(exp(v)) (signed correlations, LKJ prior),
+       warm-started from the previous fit. Its posterior uses the eigendecompositions of B and
+       of the t x t kernel matrix (one factorization per step); see
+       :mod:`fairtune._gp.multitask`.
+    3. A fixed set of weight vectors lambda_1..lambda_k is drawn from the prior (or given), and
+       the next point maximizes
+       ``u_t(x) = mean_k s_lambda_k(mu_t(x)) + beta_t ||Gamma_t(x, x)||^(1/2)``
+       with the Chebyshev ``s_lambda(y) = min_i lambda_i (y_i - z_i)`` or linear
+       ``s_lambda(y) = sum_i lambda_i y_i`` scalarization, where ``||Gamma_t(x, x)||`` is the
+       largest eigenvalue of the n x n posterior covariance at x (Lipschitz constant 1).
+    4. With ``budgeted=True`` (MT-BKB) the posterior is the Nystrom approximation on a
+       dictionary resampled every step: training point x_i joins with probability
+       ``min(q ||Gamma~(x_i, x_i)||, 1)`` under the previous step's dictionary (the exact model
+       at the first model-based step of a process), cost O(n^2 + (n + m_t) m_t t) per step. Its
+       kernel parameters are fitted on a random subset of at most 100 trials, so that the
+       likelihood's O(t^3) does not dominate the step.
+    5. Running trials are pending points: the model is conditioned on its posterior mean at
+       them (fantasies) and no pending point is proposed again, so ``n_jobs > 1`` and several
+       processes on one storage get distinct points. An evaluated point may be proposed again
+       (objectives are noisy in the paper's setting; the UCB does so only when its upper bound
+       is still the best).
+    6. Optuna 5 constraints (``trial.set_constraint``, feasible iff <= 0): each constraint gets
+       a GP. While no trial is feasible, the next point maximizes the probability of
+       feasibility ``sum_j log PoF_j(x)``; afterwards u_t(x) is maximized over the
+       optimistically feasible set ``{x: LCB_j(x) = mean_j - beta_t sigma_j <= 0 for all j}``
+       (points outside it are penalized by their optimistic violation), as in constrained
+       GP-UCB. A missing constraint value counts as infeasible; Optuna's ``study.best_trials``
+       returns only feasible trials.
+
+    A single-objective study is GP-UCB. Failed, pruned and NaN trials are ignored; parameters
+    outside the search space shared by all trials are sampled by ``independent_sampler`` with a
+    logged warning. ``task_correlation(study)`` gives the fitted B as a correlation matrix, so
+    that one can see how related the objectives are.
+
+    Example:
+        >>> import optuna
+        >>> from fairtune.samplers import MTKBSampler
+        >>> def objective(trial):
+        ...     x = trial.suggest_float("x", 0.0, 1.0)
+        ...     return x, (x - 0.3) ** 2  # maximize the first, minimize the second
+        >>> sampler = MTKBSampler(seed=0)
+        >>> study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+        >>> study.optimize(objective, n_trials=10)
+        >>> sampler.task_correlation(study).shape
+        (2, 2)
+
+    Args:
+        scalarization: ``"chebyshev"`` or ``"linear"``. Defaults to "chebyshev".
+        weights: The prior over preference weights (one weight per objective, for the
+            standardized objectives): None for the paper's random prior (section 5, after Paria
+            et al. 2020), a fixed vector (a Dirac prior; normalized to sum to 1), or a callable
+            ``rng -> (k, n) array`` of weight vectors (each row normalized). Defaults to None.
+        n_weight_samples: Number of weight vectors drawn per suggestion from the random prior.
+            Defaults to 16.
+        reference_point: The Chebyshev reference point z, in the objectives' own units and
+            directions, worse than every value of interest (like a hypervolume reference point).
+            Defaults to None: per standardized objective, 0.1 of the observed range below the
+            worst observed value.
+        task_covariance: ``"learned"`` (B by marginal likelihood), ``"independent"`` (B
+            diagonal: the paper's IT-KB baseline), a float omega in [0, 1]
+            (B = omega I + (1 - omega) 11^T / n, Evgeniou et al. 2005), or an n x n p.s.d.
+            matrix (for the standardized objectives). Defaults to "learned".
+        budgeted: Use the Nystrom approximation (MT-BKB). Defaults to False.
+        q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
+            slower). Defaults to None: the paper's theorem 3, q = 6 rho log(4t / delta) / eps^2
+            with eps = 0.5, delta = 0.1 (its experiments' values), rho = (1 + eps) / (1 - eps).
+        beta: Confidence width beta_t. Defaults to None: ``sqrt(0.2 d log(2t))`` (Kandasamy et
+            al. 2015), with d the number of parameters and t the number of trials.
+        n_startup_trials: Number of random trials before the model is used. Defaults to 5.
+        independent_sampler: Sampler for the startup trials and for parameters outside the
+            shared search space. Defaults to ``RandomSampler(seed=seed)``.
+        seed: Seed of the sampler's randomness. Defaults to None.
+        warn_independent_sampling: Whether to log a warning when a parameter is sampled by
+            ``independent_sampler`` after the startup phase. Defaults to True.
+
+    References:
+        S. R. Chowdhury, A. Gopalan. "No-regret Algorithms for Multi-task Bayesian
+        Optimization." AISTATS 2021.
+        B. Paria, K. Kandasamy, B. Poczos. "A Flexible Framework for Multi-Objective Bayesian
+        Optimization using Random Scalarizations." UAI 2020.
+    """
+
+    def __init__(
+        self,
+        *,
+        scalarization: Literal["chebyshev", "linear"] = "chebyshev",
+        weights: WeightsPrior = None,
+        n_weight_samples: int = 16,
+        reference_point: Sequence[float] | None = None,
+        task_covariance: Literal["learned", "independent"] | float | Any = "learned",
+        budgeted: bool = False,
+        q: float | None = None,
+        beta: float | None = None,
+        n_startup_trials: int = 5,
+        independent_sampler: BaseSampler | None = None,
+        seed: int | None = None,
+        warn_independent_sampling: bool = True,
+    ) -> None:
+        if scalarization not in mt.SCALARIZATIONS:
+            raise ValueError(
+                f"`scalarization` must be one of {list(mt.SCALARIZATIONS)}, but got "
+                f"scalarization={scalarization!r}."
+            )
+        if not (isinstance(n_weight_samples, int) and not isinstance(n_weight_samples, bool)
+                and n_weight_samples >= 1):
+            raise ValueError(
+                "`n_weight_samples` must be a positive integer, but got "
+                f"n_weight_samples={n_weight_samples!r}."
+            )
+        self._fixed_weights: np.ndarray | None = None
+        self._weights_fn: Callable[[np.random.RandomState], Any] | None = None
+        if callable(weights):
+            self._weights_fn = weights
+        elif weights is not None:
+            w = np.asarray(weights, dtype=float)
+            if w.ndim != 1 or len(w) == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or (
+                w.sum() <= 0
+            ):
+                raise ValueError(
+                    "`weights` must be None, a callable or a vector of non-negative weights "
+                    f"with a positive sum, but got weights={weights!r}."
+                )
+            self._fixed_weights = w / w.sum()
+        self._reference_point: np.ndarray | None = None
+        if reference_point is not None:
+            z = np.asarray(reference_point, dtype=float)
+            if z.ndim != 1 or len(z) == 0 or not np.all(np.isfinite(z)):
+                raise ValueError(
+                    "`reference_point` must be None or a vector of finite values, but got "
+                    f"reference_point={reference_point!r}."
+                )
+            self._reference_point = z
+        self._task_covariance: str | np.ndarray
+        if isinstance(task_covariance, str):
+            if task_covariance not in _TASK_COVARIANCES:
+                raise ValueError(
+                    f"`task_covariance` must be one of {list(_TASK_COVARIANCES)}, a float in "
+                    f"[0, 1] or a p.s.d. matrix, but got task_covariance={task_covariance!r}."
+                )
+            self._task_covariance = task_covariance
+            self._omega: float | None = None
+        elif isinstance(task_covariance, numbers.Real) and not isinstance(task_covariance, bool):
+            if not 0.0 <= float(task_covariance) <= 1.0:
+                raise ValueError(
+                    "`task_covariance` as a float (omega) must be in [0, 1], but got "
+                    f"task_covariance={task_covariance!r}."
+                )
+            self._task_covariance = "omega"
+            self._omega = float(task_covariance)
+        else:
+            B = np.asarray(task_covariance, dtype=float)
+            if (
+                B.ndim != 2 or B.shape[0] != B.shape[1] or not np.all(np.isfinite(B))
+                or not np.allclose(B, B.T) or np.linalg.eigvalsh(B).min() < -1e-10
+                or np.any(np.diag(B) <= 0)
+            ):
+                raise ValueError(
+                    "`task_covariance` as a matrix must be square, symmetric and positive "
+                    f"semi-definite with a positive diagonal, but got task_covariance={B!r}."
+                )
+            self._task_covariance = B
+            self._omega = None
+        if not isinstance(budgeted, bool):
+            raise ValueError(f"`budgeted` must be a bool, but got budgeted={budgeted!r}.")
+        if q is not None and not (isinstance(q, numbers.Real) and math.isfinite(q) and q >= 1.0):
+            raise ValueError(f"`q` must be None or a finite number >= 1, but got q={q!r}.")
+        if beta is not None and not (
+            isinstance(beta, numbers.Real) and math.isfinite(beta) and beta >= 0
+        ):
+            raise ValueError(f"`beta` must be None or a finite number >= 0, but got beta={beta!r}.")
+        super().__init__(
+            seed=seed,
+            independent_sampler=independent_sampler,
+            n_startup_trials=n_startup_trials,
+            warn_independent_sampling=warn_independent_sampling,
+        )
+        self._scalarization: Literal["chebyshev", "linear"] = scalarization
+        self._n_weight_samples = n_weight_samples
+        self._budgeted = budgeted
+        self._q = None if q is None else float(q)
+        self._beta = beta
+        # Warm starts, keyed by (study name, model name); MT-BKB's last dictionary per study
+        # (trial numbers), which sets the next step's inclusion probabilities.
+        self._cache: dict[tuple[str, str], Any] = {}
+        self._cache_lock = threading.Lock()
+        # Tuning knobs (private: tests and benchmarks may shrink them).
+        self._n_preliminary_samples = 1024
+        self._n_local_search = 5
+        self._max_fit_points = 100  # MT-BKB fits its kernel on at most this many trials
+        self.last_dictionary_size: int | None = None
+
+    # -- multi-objective studies are this sampler's purpose ---------------------------------------
+
+    def _check_study(self, study: Study) -> None:
+        n = len(study.directions)
+        if self._fixed_weights is not None and len(self._fixed_weights) != n:
+            raise ValueError(
+                f"`weights` must have one entry per objective ({n}), but got "
+                f"weights={self._fixed_weights.tolist()}."
+            )
+        if self._reference_point is not None and len(self._reference_point) != n:
+            raise ValueError(
+                f"`reference_point` must have one entry per objective ({n}), but got "
+                f"reference_point={self._reference_point.tolist()}."
+            )
+        if isinstance(self._task_covariance, np.ndarray) and self._task_covariance.shape != (n, n):
+            raise ValueError(
+                f"`task_covariance` must be a {n} x {n} matrix for a study with {n} objectives, "
+                f"but got shape {self._task_covariance.shape}."
+            )
+
+    # -- model ------------------------------------------------------------------------------------
+
+    def _targets(self, study: Study, complete: Sequence[FrozenTrial]) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray
+    ]:
+        """Standardized maximized objectives (t, n), their signs, means and stds (n,)."""
+        signs = np.array(
+            [1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions]
+        )
+        raw = np.array([t.values for t in complete], dtype=float) * signs
+        cols = [standardize(raw[:, i]) for i in range(raw.shape[1])]
+        Y = np.stack([c[0] for c in cols], 1)
+        return Y, signs, np.array([c[1] for c in cols]), np.array([c[2] for c in cols])
+
+    def _fit_model(
+        self, study: Study, X: torch.Tensor, Y: np.ndarray, ss: SearchSpace
+    ) -> mt.ICMParams:
+        n = Y.shape[1]
+        mode: Any
+        if isinstance(self._task_covariance, np.ndarray):
+            mode = torch.from_numpy(self._task_covariance)
+        elif self._task_covariance == "omega":
+            assert self._omega is not None
+            mode = mt.omega_task_covariance(self._omega, n)
+        else:
+            mode = self._task_covariance
+        key = (study.study_name, "icm")
+        with self._cache_lock:
+            warm = self._cache.get(key)
+        Y_fit = torch.from_numpy(Y)
+        if self._budgeted and len(X) > self._max_fit_points:
+            # MT-BKB's per-step cost must not be dominated by an exact O(t^3) likelihood: its
+            # kernel is fitted on a random subset of the trials (a new one every step).
+            subset = np.sort(
+                np.random.RandomState(len(X)).choice(len(X), self._max_fit_points, replace=False)
+            )
+            X, Y_fit = X[subset], Y_fit[subset]
+        params = mt.fit_icm(X, Y_fit, ss.is_categorical, task_covariance=mode, warm_start=warm)
+        with self._cache_lock:
+            self._cache[key] = params
+        _store_correlation(study, params)
+        return params
+
+    def _build_model(
+        self, study: Study, X: torch.Tensor, Y: torch.Tensor, params: mt.ICMParams,
+        ss: SearchSpace, numbers_: list[int], rng: np.random.RandomState,
+    ) -> mt.ICMGP:
+        if not self._budgeted:
+            return mt.ICMGP(X, Y, params, ss.is_categorical)
+        key = (study.study_name, "dictionary")
+        with self._cache_lock:
+            previous = self._cache.get(key)
+        index = {number: i for i, number in enumerate(numbers_)}
+        prev_idx = [index[k] for k in (previous or []) if k in index]
+        prev_model = (
+            mt.NystromICMGP(X, Y, params, ss.is_categorical, dictionary=np.array(prev_idx))
+            if prev_idx
+            else mt.ICMGP(X, Y, params, ss.is_categorical)
+        )
+        q = self._q if self._q is not None else mt.default_q(len(numbers_))
+        chosen, _ = mt.sample_dictionary(prev_model, q, rng)
+        with self._cache_lock:
+            self._cache[key] = [numbers_[i] for i in chosen]
+        self.last_dictionary_size = len(chosen)
+        return mt.NystromICMGP(X, Y, params, ss.is_categorical, dictionary=chosen)
+
+    def _weights(self, n: int, rng: np.random.RandomState) -> np.ndarray:
+        if self._fixed_weights is not None:
+            return self._fixed_weights[None, :]
+        if self._weights_fn is not None:
+            w = np.asarray(self._weights_fn(rng), dtype=float)
+            if w.ndim == 1:
+                w = w[None, :]
+            if w.ndim != 2 or w.shape[1] != n or not np.all(np.isfinite(w)) or np.any(w < 0) or (
+                np.any(w.sum(1) <= 0)
+            ):
+                raise ValueError(
+                    f"`weights` must return a (k, {n}) array of non-negative weights with "
+                    f"positive row sums, but it returned an array of shape {w.shape}."
+                )
+            return w / w.sum(1, keepdims=True)
+        return mt.sample_weights(n, self._n_weight_samples, self._scalarization, rng)
+
+    def _sample_relative_impl(
+        self,
+        study: Study,
+        search_space: dict[str, BaseDistribution],
+        complete: Sequence[FrozenTrial],
+        pending: Sequence[dict[str, Any]],
+    ) -> dict[str, Any]:
+        rng = self._rng.rng
+        ss = SearchSpace(search_space)
+        X_np = ss.encode([t.params for t in complete])
+        X = torch.from_numpy(X_np)
+        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
+        Y_np, signs, means, stds = self._targets(study, complete)
+        n = Y_np.shape[1]
+        Y = torch.from_numpy(Y_np)
+        params = self._fit_model(study, X, Y_np, ss)
+        model = self._build_model(study, X, Y, params, ss, [t.number for t in complete], rng)
+        t = len(complete) + (len(pending) if pending else 0)
+        beta = float(self._beta) if self._beta is not None else mt.default_beta(t, ss.dim)
+        weights = torch.from_numpy(self._weights(n, rng))
+        z = self._reference(Y_np, signs, means, stds)
+
+        # Constraint models (single-task GPs, as FairBOSampler's).
+        names = sorted({name for tr in complete for name in tr.constraints})
+        feasible = np.ones(len(complete), dtype=bool)
+        constraint_gps: list[GPRegressor] = []
+        thresholds: list[float] = []
+        for name in names:
+            raw = np.array([tr.constraints.get(name, np.nan) for tr in complete], dtype=float)
+            missing = np.isnan(raw)
+            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+            if missing.any():
+                observed = raw[~missing]
+                scale = float(max(np.ptp(observed), np.abs(observed).max())) if len(observed) else 1.0
+                worst = max(float(observed.max()) if len(observed) else 0.0, 0.0)
+                raw = np.where(missing, worst + max(scale, 1e-3), raw)
+            c, c_mean, c_std = standardize(raw)
+            key = (study.study_name, "c:" + name)
+            with self._cache_lock:
+                warm: KernelParams | None = self._cache.get(key)
+            gp = fit_gp(X, torch.from_numpy(c), ss.is_categorical, warm_start=warm)
+            with self._cache_lock:
+                self._cache[key] = gp.params
+            constraint_gps.append(gp)
+            thresholds.append((0.0 - c_mean) / c_std)
+
+        if X_pending is not None:
+            with torch.no_grad():
+                model = model.condition_on(X_pending, model.posterior(X_pending)[0])
+                constraint_gps = [
+                    gp.condition_on(X_pending, gp.posterior(X_pending)[0]) for gp in constraint_gps
+                ]
+
+        ucb = mt.mtkb_ucb(model, weights, self._scalarization, beta, z)
+        if names and not feasible.any():
+
+            def acqf(x: torch.Tensor) -> torch.Tensor:
+                x = x[..., 0, :]
+                total = torch.zeros(x.shape[:-1], dtype=torch.float64)
+                for gp, thr in zip(constraint_gps, thresholds):
+                    m, v = gp.posterior(x)
+                    total = total + acquisition.log_pof(m, v, thr)
+                return total
+
+        else:
+
+            def acqf(x: torch.Tensor) -> torch.Tensor:
+                x = x[..., 0, :]
+                value = ucb(x)
+                for gp, thr in zip(constraint_gps, thresholds):
+                    m, v = gp.posterior(x)
+                    violation = (acquisition.lcb(m, v, beta * beta) - thr).clamp_min(0.0)
+                    value = value - _CONSTRAINT_PENALTY * violation
+                return value
+
+        with torch.no_grad():
+            utility = mt.expected_utility(Y, weights, self._scalarization, z).numpy()
+        order = np.argsort(-np.where(feasible, utility, utility - 1e6))
+        warm_starts = X_np[order[:1]][:, None, :]
+        # Only pending points are excluded: a noisy objective's best point is worth evaluating
+        # again (the paper's bandit setting), and on a finite domain excluding evaluated points
+        # would force the search into bad ones once the good ones are used up.
+        exclude = X_pending.numpy() if X_pending is not None else None
+        x_best, _ = maximize_acqf(
+            acqf,
+            ss,
+            rng=rng,
+            n_preliminary_samples=self._n_preliminary_samples,
+            n_local_search=self._n_local_search,
+            warm_starts=warm_starts,
+            exclude=ss.round(exclude) if exclude is not None else None,
+        )
+        return ss.decode(x_best[0])
+
+    def _reference(
+        self, Y: np.ndarray, signs: np.ndarray, means: np.ndarray, stds: np.ndarray
+    ) -> torch.Tensor:
+        """The Chebyshev reference point z in standardized maximized units, shape (n,)."""
+        if self._reference_point is not None:
+            return torch.from_numpy((signs * self._reference_point - means) / stds)
+        span = np.maximum(np.ptp(Y, axis=0), 1e-3)
+        return torch.from_numpy(Y.min(0) - 0.1 * span)
+
+    # -- public helpers ---------------------------------------------------------------------------
+
+    def task_correlation(self, study: Study) -> np.ndarray:
+        """The fitted task covariance B as an n x n correlation matrix.
+
+        Fits the model to the study's complete trials (warm-started from the last fit) and
+        stores the result, as JSON, in the study's system attribute
+        ``"fairtune:mtkb:task_correlation"`` (which every model-based suggestion updates too).
+
+        Raises:
+            ValueError: If the study has fewer than two complete trials with finite values.
+        """
+        self._check_study(study)
+        search_space = self.infer_relative_search_space(study, None)  # type: ignore[arg-type]
+        complete, _ = collect_trials(study, search_space)
+        if len(complete) < 2 or not search_space:
+            raise ValueError(
+                "`study` must have at least two complete trials (over a search space with at "
+                f"least one non-fixed parameter) to fit a task correlation, but got "
+                f"{len(complete)}."
+            )
+        ss = SearchSpace(search_space)
+        X = torch.from_numpy(ss.encode([t.params for t in complete]))
+        Y, _, _, _ = self._targets(study, complete)
+        with limit_threads(len(complete)):
+            params = self._fit_model(study, X, Y, ss)
+        return mt.covariance_to_correlation(params.task_covariance).numpy()
+
+
+def _store_correlation(study: Study, params: mt.ICMParams) -> None:
+    R = mt.covariance_to_correlation(params.task_covariance).numpy()
+    write_study_text(
+        study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
+    )
+
+
+def stored_task_correlation(study: Study) -> np.ndarray | None:
+    """The task correlation last stored by an MTKBSampler in ``study`` (None if none)."""
+    raw = read_text(study._storage.get_study_system_attrs(study._study_id), TASK_CORRELATION_KEY)
+    return None if raw is None else np.array(json.loads(raw))

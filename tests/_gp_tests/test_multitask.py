@@ -1,0 +1,209 @@
+"""Tests of the ICM multi-task GP (MT-KB) and its Nystrom variant (MT-BKB)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from fairtune._gp import multitask as mt
+from fairtune._gp.gp import GPRegressor, KernelParams
+from fairtune._gp.kernels import matern52
+
+
+def _problem(t: int = 7, d: int = 2, n: int = 3, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(t, d, generator=g, dtype=torch.float64)
+    Y = torch.randn(t, n, generator=g, dtype=torch.float64)
+    A = torch.randn(n, n, generator=g, dtype=torch.float64)
+    B = A @ A.T + 0.1 * torch.eye(n, dtype=torch.float64)
+    params = mt.ICMParams(
+        torch.tensor([3.0, 5.0], dtype=torch.float64)[:d], B, torch.tensor(0.05, dtype=torch.float64)
+    )
+    return X, Y, params
+
+
+def _dense_posterior(X, Y, params, x):
+    """Paper eqs. 1-2 with the nt x nt block matrix G_t = [Gamma(x_i, x_j)]."""
+    is_cat = torch.zeros(X.shape[1], dtype=torch.bool)
+    one = torch.tensor(1.0, dtype=torch.float64)
+    isl = params.inverse_squared_lengthscales
+    B = params.task_covariance
+    K = matern52(X, X, isl, one, is_cat)
+    t, n = Y.shape
+    G = torch.kron(K, B) + (params.noise_var + 1e-8) * torch.eye(t * n, dtype=torch.float64)
+    kx = matern52(x[None], X, isl, one, is_cat)[0]
+    Gx = torch.kron(kx.reshape(-1, 1).clone(), B.clone())  # (nt, n)
+    mean = Gx.T @ torch.linalg.solve(G, Y.reshape(-1))
+    cov = B - Gx.T @ torch.linalg.solve(G, Gx)
+    return mean, cov
+
+
+def test_posterior_equals_dense_formulas() -> None:
+    X, Y, params = _problem()
+    model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    x = torch.rand(4, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    mean, norm = model.posterior(x)
+    cov = model.covariance(x)
+    for j in range(len(x)):
+        dense_mean, dense_cov = _dense_posterior(X, Y, params, x[j])
+        torch.testing.assert_close(mean[j], dense_mean, atol=1e-7, rtol=1e-7)
+        torch.testing.assert_close(cov[j], dense_cov, atol=1e-7, rtol=1e-7)
+        # ||Gamma_t(x, x)|| is the largest eigenvalue of the posterior covariance.
+        assert math.isclose(float(norm[j]), float(torch.linalg.eigvalsh(dense_cov).max()),
+                            abs_tol=1e-7)
+
+
+def test_posterior_is_differentiable_in_x() -> None:
+    X, Y, params = _problem()
+    model = mt.NystromICMGP(X, Y, params, np.zeros(2, dtype=bool), dictionary=[0, 2, 5])
+    exact = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    for m in (model, exact):
+        x = torch.rand(3, 2, dtype=torch.float64, requires_grad=True)
+        mean, norm = m.posterior(x)
+        (mean.sum() + norm.sum()).backward()
+        assert x.grad is not None and bool(torch.isfinite(x.grad).all())
+        assert mean.shape == (3, 3) and norm.shape == (3,)
+
+
+def test_identity_task_covariance_gives_independent_gps() -> None:
+    X, Y, params = _problem()
+    params = mt.ICMParams(params.inverse_squared_lengthscales, torch.eye(3, dtype=torch.float64),
+                          params.noise_var)
+    model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    x = torch.rand(5, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    mean, _ = model.posterior(x)
+    cov = model.covariance(x)
+    single = KernelParams(params.inverse_squared_lengthscales, torch.tensor(1.0, dtype=torch.float64),
+                          params.noise_var)
+    for i in range(3):
+        gp = GPRegressor(X, Y[:, i], single, np.zeros(2, dtype=bool))
+        m, v = gp.posterior(x)
+        torch.testing.assert_close(mean[:, i], m, atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(cov[:, i, i], v, atol=1e-6, rtol=1e-6)
+    off_diagonal = cov - torch.diag_embed(cov.diagonal(dim1=-2, dim2=-1))
+    assert float(off_diagonal.abs().max()) < 1e-10
+
+
+def test_nystrom_with_every_point_equals_exact() -> None:
+    X, Y, params = _problem(t=9)
+    exact = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    nystrom = mt.NystromICMGP(X, Y, params, np.zeros(2, dtype=bool), dictionary=np.arange(9))
+    x = torch.rand(6, 2, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    torch.testing.assert_close(nystrom.posterior(x)[0], exact.posterior(x)[0], atol=1e-7, rtol=1e-6)
+    torch.testing.assert_close(nystrom.covariance(x), exact.covariance(x), atol=1e-7, rtol=1e-6)
+    # q large enough makes every p_i = 1: the whole data set is the dictionary.
+    chosen, p = mt.sample_dictionary(exact, 1e12, np.random.RandomState(0))
+    np.testing.assert_array_equal(chosen, np.arange(9))
+    np.testing.assert_array_equal(p, np.ones(9))
+
+
+def test_nystrom_small_dictionary_differs_and_inflates_variance() -> None:
+    X, Y, params = _problem(t=12)
+    exact = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    nystrom = mt.NystromICMGP(X, Y, params, np.zeros(2, dtype=bool), dictionary=[0])
+    # With one dictionary point the approximate variances at the data stay close to the prior.
+    assert float(nystrom.posterior(X)[1].mean()) > float(exact.posterior(X)[1].mean()) + 0.1
+
+
+def test_marginal_likelihood_and_gradient_match_dense() -> None:
+    X, Y, params = _problem()
+    t, n = Y.shape
+    one = torch.tensor(1.0, dtype=torch.float64)
+    K = matern52(X, X, params.inverse_squared_lengthscales, one, torch.zeros(2, dtype=torch.bool))
+
+    def dense(K, B, eta):
+        C = torch.kron(K, B) + eta * torch.eye(t * n, dtype=torch.float64)
+        L = torch.linalg.cholesky(C)
+        y = Y.reshape(-1)
+        alpha = torch.cholesky_solve(y[:, None], L)[:, 0]
+        return 0.5 * y @ alpha + L.diagonal().log().sum() + 0.5 * t * n * math.log(2 * math.pi)
+
+    inputs = [K.clone().requires_grad_(), params.task_covariance.clone().requires_grad_(),
+              torch.tensor(0.05, dtype=torch.float64, requires_grad=True)]
+    ours = mt._ICMNegLogLik.apply(*inputs, Y)
+    ours.backward()
+    reference = [v.detach().clone().requires_grad_() for v in inputs]
+    expected = dense(*reference)
+    expected.backward()
+    assert math.isclose(float(ours.detach()), float(expected.detach()), rel_tol=1e-9)
+    for a, b in zip(inputs, reference):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-8, rtol=1e-7)
+    model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    assert math.isclose(model.marginal_log_likelihood(), -float(expected.detach()), rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_learned_correlation_recovers_sign(sign: float) -> None:
+    rng = np.random.RandomState(1)
+    X = torch.from_numpy(rng.rand(25, 2))
+    f = torch.sin(6 * X[:, 0]) + X[:, 1]
+    g = torch.cos(5 * X[:, 1])
+    Y = torch.stack([f + 0.3 * g, sign * f - 0.3 * g + 0.05 * torch.from_numpy(rng.randn(25))], 1)
+    Y = (Y - Y.mean(0)) / Y.std(0)
+    params = mt.fit_icm(X, Y, np.zeros(2, dtype=bool))
+    R = mt.covariance_to_correlation(params.task_covariance)
+    assert sign * float(R[0, 1]) > 0.5
+    # The independent model keeps B diagonal.
+    diag = mt.fit_icm(X, Y, np.zeros(2, dtype=bool), task_covariance="independent")
+    assert float(diag.task_covariance[0, 1]) == 0.0
+    # A given matrix is kept as it is.
+    B = mt.omega_task_covariance(0.4, 2)
+    fixed = mt.fit_icm(X, Y, np.zeros(2, dtype=bool), task_covariance=B, warm_start=params)
+    torch.testing.assert_close(fixed.task_covariance, B)
+
+
+def test_omega_task_covariance() -> None:
+    B = mt.omega_task_covariance(0.4, 4)
+    assert math.isclose(float(B[0, 0]), 0.4 + 0.6 / 4)
+    assert math.isclose(float(B[0, 1]), 0.6 / 4)
+    eig = torch.linalg.eigvalsh(B)  # one eigenvalue 1, the others omega (paper, lemma 1)
+    torch.testing.assert_close(eig, torch.tensor([0.4, 0.4, 0.4, 1.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match="omega"):
+        mt.omega_task_covariance(1.5, 2)
+
+
+def test_scalarizations_by_hand() -> None:
+    y = torch.tensor([[1.0, 3.0], [2.0, -1.0]], dtype=torch.float64)
+    w = torch.tensor([[0.25, 0.75], [0.5, 0.5]], dtype=torch.float64)
+    z = torch.tensor([0.0, -2.0], dtype=torch.float64)
+    linear = mt.scalarize(y, w, "linear")
+    # 0.25*1 + 0.75*3 = 2.5; 0.5*1 + 0.5*3 = 2; 0.25*2 - 0.75 = -0.25; 0.5*2 - 0.5 = 0.5
+    torch.testing.assert_close(linear, torch.tensor([[2.5, 2.0], [-0.25, 0.5]], dtype=torch.float64))
+    cheb = mt.scalarize(y, w, "chebyshev", z)
+    # min(0.25*1, 0.75*5) = 0.25; min(0.5, 2.5) = 0.5; min(0.5, 0.75); min(1.0, 0.5)
+    torch.testing.assert_close(cheb, torch.tensor([[0.25, 0.5], [0.5, 0.5]], dtype=torch.float64))
+    torch.testing.assert_close(
+        mt.expected_utility(y, w, "chebyshev", z), torch.tensor([0.375, 0.5], dtype=torch.float64)
+    )
+    with pytest.raises(ValueError, match="reference_point"):
+        mt.scalarize(y, w, "chebyshev")
+    with pytest.raises(ValueError, match=r"\['linear', 'chebyshev'\]"):
+        mt.scalarize(y, w, "max")  # type: ignore[arg-type]
+
+
+def test_weight_prior_by_hand() -> None:
+    rng = np.random.RandomState(5)
+    u = np.random.RandomState(5).uniform(size=(3, 2))
+    linear = mt.sample_weights(2, 3, "linear", rng)
+    np.testing.assert_allclose(linear, u / u.sum(1, keepdims=True))
+    u = np.random.RandomState(6).uniform(size=(1, 2))
+    cheb = mt.sample_weights(2, 1, "chebyshev", np.random.RandomState(6))
+    a = u.sum() / u[0]
+    np.testing.assert_allclose(cheb[0], a / a.sum())
+    # Chebyshev weights are proportional to 1 / u: the smaller u_i, the larger lambda_i.
+    assert (cheb[0, 0] > cheb[0, 1]) == (u[0, 0] < u[0, 1])
+    np.testing.assert_allclose(mt.sample_weights(4, 100, "chebyshev", rng).sum(1), 1.0)
+
+
+def test_acquisition_adds_exploration_bonus() -> None:
+    X, Y, params = _problem()
+    model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    w = torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)
+    x = torch.rand(4, 2, dtype=torch.float64)
+    mean, norm = model.posterior(x)
+    u = mt.mtkb_ucb(model, w, "linear", 2.0)(x)
+    torch.testing.assert_close(u, mean @ w[0] + 2.0 * norm.sqrt())
+    assert math.isclose(mt.default_beta(10, 3), math.sqrt(0.2 * 3 * math.log(20)))

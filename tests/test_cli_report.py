@@ -1,0 +1,299 @@
+"""`fairtune report` and `fairtune tune` as a user meets them: one rule for "fair", stored
+setups, storage errors, Ctrl-C, one-class models, broken pipes (issue 24)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import optuna  # noqa: E402
+import pytest  # noqa: E402
+from optuna.trial import TrialState  # noqa: E402
+
+from fairtune.cli import main  # noqa: E402
+from fairtune.fairness import USER_ATTR_PREFIX  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _tune(tmp_path: Path, *extra: str, n_trials: int = 3) -> list[str]:
+    return [
+        "tune", "--dataset", "german", "--model", "random_forest",
+        "--limit", "demographic_parity<=0.1", "--n-trials", str(n_trials), "--sampler", "random",
+        "--seed", "0", "--no-progress", "--storage", f"sqlite:///{tmp_path / 'ft.db'}",
+        "--study-name", "s", *extra,
+    ]
+
+
+def _add(study: optuna.Study, value: float, **constraints: tuple[float, float]) -> None:
+    """A trial with fairness values and constraints: ``metric=(value, bound it was told)``."""
+    trial = study.ask()
+    for metric, (fairness, bound) in constraints.items():
+        trial.set_user_attr(USER_ATTR_PREFIX + metric, fairness)
+        trial.set_constraint(metric, fairness - bound)
+    study.tell(trial, value)
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_report_and_plot_agree_on_the_best_fair_trial_of_a_mixed_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stored: bool
+) -> None:
+    # The study of issue 24: trials told DSP - 0.10 next to trials told DSP - 0.05, trials with
+    # an equal_opportunity constraint the others lack, and one trial without any constraint.
+    url = f"sqlite:///{tmp_path / 'mixed.db'}"
+    study = optuna.create_study(study_name="mixed", storage=url, direction="maximize")
+    if stored:
+        study.set_user_attr("fairtune:limits", ["demographic_parity<=0.05", "equal_opportunity<=0.2"])
+        study.set_user_attr("fairtune:metric", "accuracy")
+    _add(study, 0.70, demographic_parity=(0.03, 0.05), equal_opportunity=(0.1, 0.2))  # fair
+    _add(study, 0.80, demographic_parity=(0.0743, 0.10), equal_opportunity=(0.1, 0.2))
+    _add(study, 0.90)  # no fairness value at all: feasible for Optuna
+    _add(study, 0.85, demographic_parity=(0.01, 0.05), equal_opportunity=(0.3, 0.2))
+    _add(study, 0.75, demographic_parity=(0.02, 0.05))  # equal_opportunity not measured
+    assert study.best_trial.number == 2  # Optuna's rule: what the old report printed
+    plot = tmp_path / "t.png"
+    assert main(["report", "--storage", url, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "5 trials, 5 complete, 1 fair." in out and "Best fair trial: #0\n" in out
+    # The plot written by the same command stars the same trial and draws the study's limit.
+    from fairtune.visualization import plot_tradeoff
+
+    ax = plot_tradeoff(optuna.load_study(study_name="mixed", storage=url))
+    star = [c for c in ax.collections if len(c.get_offsets()) == 1][0].get_offsets()[0]
+    assert tuple(star) == pytest.approx((0.03, 0.70))
+    limit_lines = [list(line.get_xdata()) for line in ax.get_lines()]
+    assert limit_lines == [[0.05, 0.05]]
+    assert ax.get_ylabel() == ("accuracy" if stored else "objective value")
+
+
+def test_report_prints_the_stored_setup_test_scores_and_draws_the_curve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_tune(tmp_path, "--test-size", "0.2", "--metric", "roc_auc")) == 0
+    tuned = capsys.readouterr().out
+    url = f"sqlite:///{tmp_path / 'ft.db'}"
+    curve = tmp_path / "curve.png"
+    assert main(["report", "--storage", url, "--curve", str(curve)]) == 0
+    out = capsys.readouterr().out
+    assert "Dataset     german (sensitive: sex)\n" in out
+    assert "Model       random_forest\n" in out and "Metric      roc_auc\n" in out
+    assert "Limits      demographic_parity<=0.1\n" in out
+    assert "Validation  a 30% validation split, 0.2 held out for testing, split seed 0\n" in out
+    assert "roc_auc scores the probabilities; the fairness values are measured on the 0/1" in out
+    tests = [line for line in tuned.splitlines() if line.startswith("Test split")]
+    if tests:  # a fair trial was found: its test scores are stored and shown again
+        assert all(f"  {line}" in out.splitlines() for line in tests)
+    assert re.search(r"predicted positive rate +0\.\d{4}", out)
+    assert re.search(r"  group (Fe)?male +[01]\.\d{4}", out)
+    assert curve.exists() and "Best-fair curve written to" in out
+
+
+def test_report_reads_a_study_without_writing_the_storage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "doesnotexist.db"
+    assert main(["report", "--storage", f"sqlite:///{missing}"]) == 1
+    err = capsys.readouterr().err
+    assert f"--storage 'sqlite:///{missing}': no such file '{missing}'." in err
+    assert not missing.exists()
+    journal = tmp_path / "tune.log"
+    assert main(["report", "--storage", f"journal:{journal}"]) == 1
+    assert f"--storage 'journal:{journal}': no such file '{journal}'." in capsys.readouterr().err
+    assert not journal.exists()
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    assert main(["report", "--storage", f"sqlite:///{empty}"]) == 1
+    assert "holds no Optuna study" in capsys.readouterr().err
+    assert empty.stat().st_size == 0
+
+
+@pytest.mark.parametrize("command", ["tune", "report"])
+def test_storage_problems_name_the_storage_and_what_is_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    capsys.readouterr()
+    good = tmp_path / "ft.db"
+    url = f"sqlite:///{good}"
+
+    def run() -> tuple[int, str]:
+        argv = _tune(tmp_path, n_trials=1) if command == "tune" else ["report", "--storage", url]
+        code = main(argv)
+        return code, capsys.readouterr().err
+
+    # Damaged: a page of the file overwritten.
+    data = bytearray(good.read_bytes())
+    backup = bytes(data)
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    good.write_bytes(bytes(data))
+    code, err = run()
+    assert code == 1 and f"--storage '{url}': '{good}' is damaged" in err
+    # Not SQLite at all.
+    good.write_text("trial,value\n0,0.7\n")
+    code, err = run()
+    assert code == 1 and f"'{good}' is not an SQLite database." in err
+    good.write_bytes(backup)
+    # Read-only (simulated: the tests may run as root, who can write anything).
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    code, err = run()
+    if command == "tune":
+        assert code == 1 and f"'{good}' is read-only" in err
+        assert len(optuna.load_study(study_name="s", storage=url).trials) == 1
+    else:  # report only reads
+        assert code == 0, err
+
+
+def test_ctrl_c_in_a_trial_stores_it_as_failed_prints_the_best_so_far_and_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.tuning import FairObjective
+
+    call = FairObjective.__call__
+    calls: list[int] = []
+
+    def objective(self: FairObjective, trial: optuna.Trial) -> float:
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the third model trains
+        return call(self, trial)
+
+    monkeypatch.setattr(FairObjective, "__call__", objective)
+    assert main(_tune(tmp_path, n_trials=10)) == 130
+    captured = capsys.readouterr()
+    assert captured.err.startswith("fairtune: interrupted after 3 trials of this run; to resume, "
+                                   "run the same command again (the study is stored in sqlite:///")
+    assert len(captured.err.splitlines()) == 1
+    assert "Best fair trial: #" in captured.out or "the least unfair one is #" in captured.out
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2 + [TrialState.FAIL]
+
+
+@pytest.mark.parametrize("where", ["tell", "ask"])
+def test_ctrl_c_outside_the_objective_never_breaks_optuna_nor_leaves_a_running_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:
+    # Optuna 5.0.0 finishes a trial outside the objective: Ctrl-C while it tells the storage
+    # ended in "cannot access local variable 'updated_state'" (exit 1); while it asks the
+    # sampler, the new trial stayed RUNNING for ever.
+    import optuna.study._optimize as optimize_module
+
+    calls: list[int] = []
+    if where == "tell":
+        original = optimize_module._tell_with_warning
+
+        def patched(*args: object, **kwargs: object) -> object:
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(optimize_module, "_tell_with_warning", patched)
+    else:
+        original_ask = optuna.Study.ask
+
+        def patched_ask(self: optuna.Study, *args: object, **kwargs: object) -> optuna.Trial:
+            trial = original_ask(self, *args, **kwargs)
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            return trial
+
+        monkeypatch.setattr(optuna.Study, "ask", patched_ask)
+    assert main(_tune(tmp_path, n_trials=6)) == 130
+    err = capsys.readouterr().err
+    assert "interrupted after" in err and "updated_state" not in err
+    states = [t.state for t in optuna.load_study(
+        study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}").trials]
+    assert TrialState.RUNNING not in states and len(states) <= 3
+    assert states[0] == TrialState.COMPLETE and states[-1] in (TrialState.FAIL, TrialState.COMPLETE)
+
+
+def test_ctrl_c_of_a_real_process(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fairtune.cli", *_tune(tmp_path, n_trials=500)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"},
+    )
+    url = f"sqlite:///{tmp_path / 'ft.db'}"
+    try:
+        # Wait until a trial completed, then press Ctrl-C (the deadline only guards a hang).
+        deadline = time.monotonic() + 300
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                study = optuna.load_study(study_name="s", storage=url)
+                if any(t.state == TrialState.COMPLETE for t in study.trials):
+                    break
+            except (KeyError, Exception):  # noqa: BLE001 - the study is not created yet
+                pass
+            time.sleep(0.2)  # poll gently: the tuning process writes the same SQLite file
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert "fairtune: interrupted after" in err and "Traceback" not in err
+    states = [t.state for t in optuna.load_study(study_name="s", storage=url).trials]
+    assert TrialState.RUNNING not in states and len(states) < 500
+    assert out.startswith("Study s: ")
+
+
+def test_broken_pipe_exits_quietly() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fairtune.cli", "datasets"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the table is written (`| head -0`)
+    with process.stderr:
+        err = process.stderr.read().decode()
+    process.wait()
+    assert process.returncode == 141 and err == ""
+
+
+def test_one_class_models_are_flagged_and_rates_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sklearn.dummy import DummyClassifier
+
+    from fairtune.tuning import spaces
+
+    def constant(trial: optuna.Trial) -> DummyClassifier:
+        return DummyClassifier(strategy=trial.suggest_categorical("strategy", ["most_frequent"]))
+
+    monkeypatch.setitem(spaces.SPACES, "constant", spaces.Space("constant", constant))
+    args = _tune(tmp_path, n_trials=2)
+    args[args.index("random_forest")] = "constant"
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert ("Warning: trial #0 predicts one class (1) for everyone: its accuracy is that of a "
+            "constant guess") in out
+    assert "(2 of 2 complete trials do so)" in out
+    assert main(["report", "--storage", f"sqlite:///{tmp_path / 'ft.db'}"]) == 0
+    assert "predicts one class (1) for everyone" in capsys.readouterr().out
+
+
+def test_a_limit_that_cannot_bind_is_a_one_line_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _tune(tmp_path, n_trials=1)
+    args[args.index("demographic_parity<=0.1")] = "dsp<=2"
+    assert main(args) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "--limit" in line]
+    assert lines == [
+        "fairtune: warning: --limit: demographic_parity<=2 holds for every model "
+        "(demographic_parity lies in [0, 1]), so it does not constrain the study; did you mean "
+        "a smaller bound?"
+    ]
