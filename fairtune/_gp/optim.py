@@ -18,7 +18,7 @@ Algorithm:
     4. Round, re-evaluate, and return the best candidate set that is not excluded. A point to
        exclude excludes its neighbourhood (``SearchSpace.neighbourhood``: the same value of a
        discrete dim, a box of 0.1 % of the range of a continuous one). A refined point that
-       ends inside an excluded box is also tried just outside each face of the box along its
+       ends inside such a neighbourhood is also tried just outside each face of it along its
        continuous dims, so that an acquisition peaking at a pending point yields the best point
        next to it rather than a distant, worse local optimum.
 """
@@ -136,9 +136,14 @@ def _coordinate_sweep(
     return X, values
 
 
-# The candidates it excludes are the model's points (trials and pending ones): their count
-# is the problem's size.
-@with_thread_limit(lambda *args, exclude=None, **kwargs: 0 if exclude is None else len(exclude))
+def _n_points(*args: object, exclude: np.ndarray | None = None,
+              exclude_boxes: np.ndarray | None = None, **kwargs: object) -> int:
+    """The problem's size: the points and boxes it excludes are the model's points (trials,
+    pending ones)."""
+    return sum(0 if a is None else len(a) for a in (exclude, exclude_boxes))
+
+
+@with_thread_limit(_n_points)
 def maximize_acqf(
     acqf: AcqFunc,
     search_space: SearchSpace,
@@ -173,8 +178,10 @@ def maximize_acqf(
     """
     d = search_space.dim
     boxes = [np.empty((0, 2, d))]
+    near_boxes = np.empty((0, 2, d))
     if exclude is not None and len(exclude):
-        boxes.append(search_space.neighbourhood_boxes(exclude))
+        near_boxes = search_space.neighbourhood_boxes(exclude)
+        boxes.append(near_boxes)
     if exclude_boxes is not None and len(exclude_boxes):
         boxes.append(np.asarray(exclude_boxes, dtype=float))
     excluded_boxes = np.concatenate(boxes)
@@ -205,7 +212,10 @@ def maximize_acqf(
     if search_space.is_discrete.any():
         starts, start_values = _coordinate_sweep(acqf, starts, start_values, search_space)
 
-    stepped = _step_out(starts, excluded_boxes, search_space)
+    # Only out of the neighbourhoods of ``exclude``: stepping a hair's breadth out of a box of
+    # one point (an evaluated trial given as a box) would propose that trial again and again
+    # where the acquisition peaks at it, instead of a distant optimum.
+    stepped = _step_out(starts, near_boxes, search_space)
     final = np.concatenate([starts, X[ranked[:1]], stepped])
     final_values = np.concatenate([start_values, values[ranked[:1]], _evaluate(acqf, stepped)])
     penalized = np.where(_excluded(final, excluded_boxes), -np.inf, final_values)

@@ -17,9 +17,9 @@ acquisition optimizer tries each of their values. A larger grid, e.g. ``suggest_
 10**9)`` or a float with a fine step, is searched like a continuous dim and rounded to its cells,
 as log-scaled ints are: trying a billion values would need gigabytes per suggestion.
 
-Neighbourhood: two encoded points are the same point for the samplers (a pending or evaluated
-trial is not proposed again, two workers do not keep the same claim) when they differ by at most
-``neighbourhood[j]`` in every dimension j. For ints, stepped floats and categoricals that is half
+Neighbourhood: two encoded points are the same point for the samplers (nothing near a pending
+trial's point is proposed, two workers do not keep neighbouring claims) when they differ by at
+most ``neighbourhood[j]`` in every dimension j. For ints, stepped floats and categoricals that is half
 the gap between two admissible values, so that after rounding it means exactly the same value; for
 floats without a step it is ``CONTINUOUS_NEIGHBOURHOOD`` of the encoded range (see there).
 """
