@@ -159,7 +159,8 @@ class CGPSampler(GPSamplerBase):
             Defaults to 10.
         independent_sampler: Sampler for parameters outside the shared search space (and for the
             startup designs, if given). Defaults to the collaborative Latin hypercube for
-            startup designs and ``RandomSampler(seed=seed)`` otherwise.
+            startup designs and, otherwise, random draws seeded per (seed, trial number,
+            parameter).
         seed: Seed of the sampler's own randomness. Defaults to None.
         warn_independent_sampling: Log a warning when a parameter is sampled by
             ``independent_sampler`` after the startup phase. Defaults to True.

@@ -122,7 +122,8 @@ class MTKBSampler(GPSamplerBase):
             al. 2015), with d the number of parameters and t the number of trials.
         n_startup_trials: Number of random trials before the model is used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
-            shared search space. Defaults to ``RandomSampler(seed=seed)``.
+            shared search space. Defaults to random draws seeded per (seed, trial number,
+            parameter), so that workers sharing a seed draw different startup points.
         seed: Seed of the sampler's randomness. Defaults to None.
         warn_independent_sampling: Whether to log a warning when a parameter is sampled by
             ``independent_sampler`` after the startup phase. Defaults to True.
