@@ -40,7 +40,9 @@ RELATIVE_PARAMS_KEY = "fairtune:relative_params"
 # point. (Workers on machines whose clocks disagree by more than a suggestion's time may both
 # keep it.)
 _CLAIM_TIME_KEY = "fairtune:relative_params_time"
-# How many times a worker re-chooses a point that another worker claimed first.
+# How many times a worker re-chooses a point that another worker claimed first, at least: each
+# re-choice may collide with the point of another worker that chose at the same moment, so the
+# bound grows with the number of running trials (see _sample_and_claim).
 _MAX_RECHOOSE = 3
 
 _MULTI_OBJECTIVE_ERROR = (
@@ -331,7 +333,7 @@ class GPSamplerBase(BaseSampler):
         # maximum is the same for all of them. Each worker records its point first and then
         # looks: the later claim of a point is chosen anew with the earlier one pending.
         # (Of two claims, the later writer always sees the earlier one.)
-        for _ in range(_MAX_RECHOOSE):
+        for _ in range(max(_MAX_RECHOOSE, len(pending) + 1)):
             if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
                 break
             complete, pending = collect_trials(study, search_space, trial, seen)
