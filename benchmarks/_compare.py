@@ -28,3 +28,24 @@ def wins_ties_losses(mine: Any, theirs: Any, sign: float = 1.0) -> tuple[int, st
     wins, losses = int((a > b).sum()), int((a < b).sum())
     p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
     return len(seeds), f"{wins} / {len(seeds) - wins - losses} / {losses} (p = {p:.3f})"
+
+
+# Speed benchmarks measure as users run (no thread variable set) and pinned, each in a fresh
+# process (thread pools are sized when torch and OpenBLAS load).
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "FAIRTUNE_NUM_THREADS",
+)
+THREAD_LABELS = {"default": "default (no variable set)", "pinned": "OMP_NUM_THREADS=1"}
+
+
+def run_in_both_thread_settings(script: str, argv: list[str]) -> None:
+    """Run ``script argv --threads default|pinned --no-header``: once with every thread
+    variable removed from the environment, once with ``OMP_NUM_THREADS=1``."""
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    for mode, extra in (("default", {}), ("pinned", {"OMP_NUM_THREADS": "1"})):
+        subprocess.run([sys.executable, script, *argv, "--threads", mode, "--no-header"],
+                       env={**base, **extra}, check=True)

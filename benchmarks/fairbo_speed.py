@@ -29,15 +29,15 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution, IntDistribution
+
+from _compare import THREAD_LABELS, run_in_both_thread_settings
 
 from fairtune.samplers import FairBOSampler
 
@@ -88,9 +88,6 @@ def timed_trial(study: optuna.Study, plateau: bool = False) -> float:
     return elapsed
 
 
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "FAIRTUNE_NUM_THREADS",
-)
 HEADER = (
     "| thread settings | completed trials | FairBOSampler median s | GPSampler median s |"
     " ratio FairBO / GP | FairBOSampler, binary constraint, median s |"
@@ -112,14 +109,9 @@ def gpsampler_mode() -> str:
 
 def run_both(argv: list[str]) -> None:
     """Run the measurement at default thread settings and pinned, each in a fresh process."""
-    base = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     print(gpsampler_mode())
     print(HEADER, flush=True)
-    for mode, extra in (("default", {}), ("pinned", {"OMP_NUM_THREADS": "1"})):
-        subprocess.run(
-            [sys.executable, __file__, *argv, "--threads", mode, "--no-header"],
-            env={**base, **extra}, check=True,
-        )
+    run_in_both_thread_settings(__file__, argv)
 
 
 def main() -> None:
@@ -133,7 +125,7 @@ def main() -> None:
     if args.threads == "both":
         run_both(sys.argv[1:])
         return
-    label = {"default": "default (no variable set)", "pinned": "OMP_NUM_THREADS=1"}[args.threads]
+    label = THREAD_LABELS[args.threads]
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     samplers = {
         "FairBOSampler": lambda: FairBOSampler(seed=args.seed, n_startup_trials=5),

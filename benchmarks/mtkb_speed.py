@@ -12,20 +12,26 @@ log(median time) against log(N).
 Optuna's GPSampler computes a box decomposition of the Pareto front, which Optuna itself warns
 "might be significantly slow for n_objectives > 4"; it is timed for n <= ``--gp-max-objectives``.
 
+Each table is measured at default thread settings (no thread variable set, as users run) and
+pinned (``OMP_NUM_THREADS=1``), each in a fresh process, every sampler the same way; ``--threads
+default`` or ``--threads pinned`` runs one of them in this process as it is.
+
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/mtkb_speed.py --objectives 2 4 20 \\
-        --n-trials 100 200 500 --repeats 5
+    python benchmarks/mtkb_speed.py --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
+
+from _compare import THREAD_LABELS, run_in_both_thread_settings
 
 from fairtune.samplers import MTKBSampler
 
@@ -59,11 +65,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gp-max-objectives", type=int, default=4)
     parser.add_argument("--gp-max-trials", type=int, default=500)
+    parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not args.no_header:
+        print("| thread settings | objectives | completed trials | MT-KB median s | MT-BKB median s "
+              "| MT-BKB dictionary | GPSampler median s | MT-KB / GP | MT-BKB / GP |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    if args.threads == "both":
+        run_in_both_thread_settings(__file__, sys.argv[1:] if argv is None else argv)
+        return
+    label = THREAD_LABELS[args.threads]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    print("| objectives | completed trials | MT-KB median s | MT-BKB median s | MT-BKB dictionary "
-          "| GPSampler median s | MT-KB / GP | MT-BKB / GP |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     exponents = {}
     for n in args.objectives:
         bkb_times = []
@@ -87,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
             bkb_times.append(med["MT-BKB"])
             gp = med.get("GP")
             ratio = (lambda name: f"{med[name] / gp:.2f}" if gp else "-")
-            print(f"| {n} | {N} | {med['MT-KB']:.3f} | {med['MT-BKB']:.3f} | "
+            print(f"| {label} | {n} | {N} | {med['MT-KB']:.3f} | {med['MT-BKB']:.3f} | "
                   f"{samplers['MT-BKB'].last_dictionary_size} | "
                   f"{f'{gp:.3f}' if gp else 'not run'} | {ratio('MT-KB')} | {ratio('MT-BKB')} |",
                   flush=True)
@@ -96,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
             exponents[n] = slope
     for n, slope in exponents.items():
         print(f"MT-BKB time per suggestion ~ t^{slope:.2f} with {n} objectives "
-              f"(over {args.n_trials} trials)")
+              f"(over {args.n_trials} trials; {label})")
 
 
 if __name__ == "__main__":

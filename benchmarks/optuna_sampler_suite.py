@@ -116,6 +116,27 @@ def _collaborative(seed: int | None) -> BaseSampler:
     return CollaborativeUCBSampler(tenants=2, n_startup_rounds=0, seed=seed)
 
 
+def _mtkb(**kwargs: Any) -> Callable[[int | None], BaseSampler]:
+    def make(seed: int | None) -> BaseSampler:
+        from fairtune.samplers import MTKBSampler
+
+        return MTKBSampler(n_startup_trials=0, seed=seed, **kwargs)
+
+    return make
+
+
+def _cgp(acquisition: str) -> Callable[[int | None], BaseSampler]:
+    def make(seed: int | None) -> BaseSampler:
+        from fairtune.samplers import CGPSampler
+
+        # Alone (board=None): the paper's non-collaborative agent; the board's own tests are
+        # in tests/test_collaboration.py.
+        return CGPSampler(board=None, acquisition=acquisition, n_startup_trials=0,
+                          seed=seed)  # type: ignore[arg-type]
+
+    return make
+
+
 # The samplers the suite runs (label -> spec). New samplers: add an entry here (see the module
 # docstring for what happens to a public sampler without one).
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -125,6 +146,11 @@ SAMPLERS: dict[str, SamplerSpec] = {
         _fairbo(deterministic_objective=True)
     ),
     "CollaborativeUCBSampler": SamplerSpec(_collaborative),
+    "MTKBSampler": SamplerSpec(_mtkb(), multi_objective=None),
+    "MTKBSampler(budgeted=True)": SamplerSpec(_mtkb(budgeted=True), multi_objective=None),
+    "CGPSampler(acquisition='ucb', board=None)": SamplerSpec(_cgp("ucb")),
+    "CGPSampler(acquisition='ei', board=None)": SamplerSpec(_cgp("ei")),
+    "CGPSampler(acquisition='ts', board=None)": SamplerSpec(_cgp("ts")),
 }
 
 

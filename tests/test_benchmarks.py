@@ -509,7 +509,10 @@ def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
 def test_mtkb_speed_runs(tmp_path: Path) -> None:
     out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
                "--repeats", "1", "--gp-max-objectives", "0")
-    assert out.count("| 2 | 1") == 2 and "not run" in out and "t^" in out
+    assert out.count("| 2 | 1") == 4 and "not run" in out and out.count("t^") == 2
+    # Measured at default thread settings and pinned, each in its own process.
+    assert out.count("| default (no variable set) | 2 |") == 2
+    assert out.count("| OMP_NUM_THREADS=1 | 2 |") == 2
 
 
 def test_mtkb_hypervolume_and_regret_by_hand() -> None:
