@@ -146,8 +146,8 @@ SAMPLERS: dict[str, SamplerSpec] = {
         _fairbo(deterministic_objective=True)
     ),
     "CollaborativeUCBSampler": SamplerSpec(_collaborative),
-    "MTKBSampler": SamplerSpec(_mtkb(), multi_objective=None),
-    "MTKBSampler(budgeted=True)": SamplerSpec(_mtkb(budgeted=True), multi_objective=None),
+    "MTKBSampler": SamplerSpec(_mtkb(), multi_objective=True),
+    "MTKBSampler(budgeted=True)": SamplerSpec(_mtkb(budgeted=True), multi_objective=True),
     "CGPSampler(acquisition='ucb', board=None)": SamplerSpec(_cgp("ucb")),
     "CGPSampler(acquisition='ei', board=None)": SamplerSpec(_cgp("ei")),
     "CGPSampler(acquisition='ts', board=None)": SamplerSpec(_cgp("ts")),
