@@ -9,8 +9,12 @@ fit, kappa, LCB maximizer, post, reading the board, rejection sampling, fantasy 
 acquisition), at the sampler's default settings, for every acquisition, every S_raw in
 ``--raw-samples`` and every number of agents in ``--agents``.
 
+Measured at default thread settings (no thread variable set, as users run) and pinned
+(``OMP_NUM_THREADS=1``), each in a fresh process (``--threads`` picks one); the CSV of each goes
+to ``--out`` with ``_default`` or ``_pinned`` added to its name.
+
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/cgp_speed.py --out benchmarks/results/cgp_speed.csv
+    python benchmarks/cgp_speed.py --out benchmarks/results/cgp_speed.csv
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from __future__ import annotations
 import argparse
 import csv
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import optuna
+from _compare import THREAD_LABELS, run_in_both_thread_settings
 from optuna.distributions import FloatDistribution
 
 from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
@@ -90,20 +96,28 @@ def main() -> None:
     parser.add_argument("--agents", type=int, nargs="+", default=[4, 16, 64, 256])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("cgp_speed.csv"))
+    parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if not args.no_header:
+        print("| thread settings | acquisition | S_raw | agents on the board | peers' designs "
+              "| borrowed | kept | seconds per suggestion |")
+        print("|---|---|---|---|---|---|---|---|", flush=True)
+    if args.threads == "both":
+        run_in_both_thread_settings(__file__, sys.argv[1:])
+        return
+    label = THREAD_LABELS[args.threads]
+    args.out = args.out.with_name(f"{args.out.stem}_{args.threads}{args.out.suffix}")
     settings = [(a, r, 4, near) for near in (True, False) for a in args.acquisitions
                 for r in args.raw_samples]
     settings += [("ucb", 10000, n, True) for n in args.agents if n != 4]
-    print("| acquisition | S_raw | agents on the board | peers' designs | borrowed | kept "
-          "| seconds per suggestion |")
-    print("|---|---|---|---|---|---|---|")
     rows = []
     for acquisition, n_raw, n_agents, near in settings:
         result = measure(acquisition, n_raw, n_agents, args.repeats, near)
         where = "near its kappa" if near else "near its best trial"
         rows.append({"acquisition": acquisition, "n_raw_samples": n_raw, "n_agents": n_agents,
                      "designs": where, **result})
-        print(f"| {acquisition} | {n_raw} | {n_agents} | {where} | {result['borrowed']} | "
+        print(f"| {label} | {acquisition} | {n_raw} | {n_agents} | {where} | {result['borrowed']} | "
               f"{result['kept']:g} | {result['seconds']:.2f} |", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:

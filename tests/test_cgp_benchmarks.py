@@ -44,8 +44,11 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
 def test_cgp_speed_runs(tmp_path: Path) -> None:
     out = _run(tmp_path, "cgp_speed.py", "--acquisitions", "ucb", "--raw-samples", "100",
                "--agents", "4", "8", "--repeats", "1", "--out", "s.csv")
-    lines = [line for line in out.splitlines() if line.startswith("| ucb |")]
-    assert len(lines) == 3  # 4 agents with both kinds of peers' designs, then 8 agents
-    assert all(line.split("|")[5].strip() == "3" for line in lines)  # 3 borrowed designs
-    kept = [float(line.split("|")[6]) for line in lines if "near its kappa" in line]
-    assert kept and all(k >= 1 for k in kept)  # designs next to its own optimum are kept
+    # Measured at default thread settings and pinned, each in its own process.
+    for label in ("default (no variable set)", "OMP_NUM_THREADS=1"):
+        lines = [line for line in out.splitlines() if line.startswith(f"| {label} | ucb |")]
+        assert len(lines) == 3  # 4 agents with both kinds of peers' designs, then 8 agents
+        assert all(line.split("|")[6].strip() == "3" for line in lines)  # 3 borrowed designs
+        kept = [float(line.split("|")[7]) for line in lines if "near its kappa" in line]
+        assert kept and all(k >= 1 for k in kept)  # designs next to its own optimum are kept
+    assert (tmp_path / "s_default.csv").exists() and (tmp_path / "s_pinned.csv").exists()
