@@ -131,13 +131,13 @@ def open_storage(
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
     if not heartbeat_interval:
         return url
-    callback = (
-        None if max_retry == 0
-        else optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
-    )
     with warnings.catch_warnings():
         # Optuna flags heartbeats as experimental; fairtune turns them on by design.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        callback = (
+            None if max_retry == 0
+            else optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+        )
         return optuna.storages.RDBStorage(
             url, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
             heartbeat_stale_trial_callback=callback,

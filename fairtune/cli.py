@@ -559,12 +559,13 @@ def _create_or_load_study(
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
 
     Several ``fairtune tune`` processes started together on a new database all try to create
-    its tables and the study: the losers get a unique-constraint (or "database is locked")
-    error from the database although the study then exists. Retrying loads it. ``storage`` is
+    its tables and the study: the losers get a unique-constraint, "database is locked" (SQLite)
+    or "relation already exists" (PostgreSQL) error although the tables and the study then
+    exist. Retrying loads them. ``storage`` is
     opened by :func:`fairtune._storage.open_storage` (Journal files, heartbeats).
     """
     import optuna
-    from sqlalchemy.exc import IntegrityError, OperationalError
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     def create() -> Any:
         opened = None if storage is None else open_storage(
@@ -575,10 +576,20 @@ def _create_or_load_study(
             load_if_exists=True,
         )
 
+    def racing(error: Exception) -> bool:
+        # SQLite: "UNIQUE constraint failed" / "database is locked"; PostgreSQL: a unique
+        # violation, or 'relation "alembic_version" already exists' (a ProgrammingError) when
+        # two processes run CREATE TABLE at once.
+        if isinstance(error, (IntegrityError, OperationalError)):
+            return True
+        return isinstance(error, ProgrammingError) and "already exists" in str(error)
+
     for attempt in range(_CREATE_ATTEMPTS - 1):
         try:
             return create()
-        except (IntegrityError, OperationalError):
+        except Exception as error:
+            if not racing(error):
+                raise
             time.sleep(0.2 * (attempt + 1))
     return create()  # the last attempt's error is the user's
 

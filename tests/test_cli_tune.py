@@ -205,15 +205,25 @@ def test_bad_input_fails_with_one_line(argv: list[str], code: int, needle: str, 
 
 
 @pytest.mark.parametrize("failures", [2, 5])
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_workers_racing_to_create_the_study_retry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    failures: int,
+    failures: int, database: str,
 ) -> None:
     # Processes started together on a new database race to create its tables: the losers get
-    # a unique-constraint error although the study then exists, and must load it instead.
-    from sqlalchemy.exc import IntegrityError
+    # a unique-constraint error (SQLite) or "relation already exists" (PostgreSQL, seen in CI
+    # with 3 CLI workers) although the tables then exist, and must load the study instead.
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
 
     import fairtune.cli as cli
+
+    def race_error() -> Exception:
+        if database == "sqlite":
+            return IntegrityError("INSERT INTO alembic_version", {}, Exception("UNIQUE constraint"))
+        return ProgrammingError(
+            "CREATE TABLE alembic_version", {},
+            Exception('relation "alembic_version" already exists (UNIQUE constraint)'),
+        )
 
     create = optuna.create_study
     calls: list[int] = []
@@ -221,7 +231,7 @@ def test_workers_racing_to_create_the_study_retry(
     def racing(*args: object, **kwargs: object) -> optuna.Study:
         calls.append(1)
         if len(calls) <= failures:
-            raise IntegrityError("INSERT INTO alembic_version", {}, Exception("UNIQUE constraint"))
+            raise race_error()
         return create(*args, **kwargs)
 
     monkeypatch.setattr(optuna, "create_study", racing)
@@ -232,6 +242,28 @@ def test_workers_racing_to_create_the_study_retry(
     else:  # a database that keeps failing is reported, not retried for ever
         assert code == 1 and len(calls) == cli._CREATE_ATTEMPTS
         assert "UNIQUE constraint" in capsys.readouterr().err
+
+
+def test_other_database_errors_are_not_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Only the races of creating the tables are retried: a refused permission is reported at once.
+    from sqlalchemy.exc import ProgrammingError
+
+    import fairtune.cli as cli
+
+    calls: list[int] = []
+
+    def refused(*args: object, **kwargs: object) -> optuna.Study:
+        calls.append(1)
+        raise ProgrammingError("CREATE TABLE studies", {},
+                               Exception("permission denied for schema public"))
+
+    monkeypatch.setattr(optuna, "create_study", refused)
+    monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
+    assert main(_tune(tmp_path, n_trials=1)) == 1
+    assert len(calls) == 1
+    assert "permission denied for schema public" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("sampler", ["fairbo", "gp", "random"])
