@@ -16,11 +16,13 @@ storage that holds no trial of the agent.
 from __future__ import annotations
 
 import json
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import optuna
     from optuna.storages import BaseStorage
 
 KEY_PREFIX = "fairtune:"
@@ -142,3 +144,35 @@ def open_storage(
             url, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
             heartbeat_stale_trial_callback=callback,
         )
+
+
+CREATE_ATTEMPTS = 5
+
+
+def is_creation_race(error: BaseException) -> bool:
+    """Whether ``error`` is what a process gets when another one creates the same tables or
+    study at the same moment on a new database: a unique violation or "database is locked"
+    (SQLite), or 'relation "..." already exists' (PostgreSQL, a ProgrammingError, when two
+    processes run CREATE TABLE at once)."""
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+    if isinstance(error, (IntegrityError, OperationalError)):
+        return True
+    return isinstance(error, ProgrammingError) and "already exists" in str(error)
+
+
+def create_or_load_study(
+    create: Callable[[], optuna.Study], *, attempts: int = CREATE_ATTEMPTS
+) -> optuna.Study:
+    """``create()`` (an ``optuna.create_study(..., load_if_exists=True)`` call), retried when
+    processes started together on a new database race to create its tables and the study: the
+    losers get an error (:func:`is_creation_race`) although the tables and the study then exist,
+    and retrying loads them. Other errors, and the last attempt's, are the caller's."""
+    for attempt in range(attempts - 1):
+        try:
+            return create()
+        except Exception as error:
+            if not is_creation_race(error):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return create()

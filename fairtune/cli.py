@@ -23,19 +23,17 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from fairtune._storage import JOURNAL_PREFIX, open_storage
+from fairtune._storage import JOURNAL_PREFIX, create_or_load_study, open_storage
 
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
 _DEFAULT_HEARTBEAT = 30
 # Attempts at creating or loading the study when other workers are creating it too.
-_CREATE_ATTEMPTS = 5
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -556,16 +554,12 @@ def _create_or_load_study(
     name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
     directions: list[str] | None = None,
 ) -> Any:
-    """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it.
-
-    Several ``fairtune tune`` processes started together on a new database all try to create
-    its tables and the study: the losers get a unique-constraint, "database is locked" (SQLite)
-    or "relation already exists" (PostgreSQL) error although the tables and the study then
-    exist. Retrying loads them. ``storage`` is
-    opened by :func:`fairtune._storage.open_storage` (Journal files, heartbeats).
+    """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it
+    (several ``fairtune tune`` processes started together on a new database; see
+    :func:`fairtune._storage.create_or_load_study`). ``storage`` is opened by
+    :func:`fairtune._storage.open_storage` (Journal files, heartbeats).
     """
     import optuna
-    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     def create() -> Any:
         opened = None if storage is None else open_storage(
@@ -576,22 +570,7 @@ def _create_or_load_study(
             load_if_exists=True,
         )
 
-    def racing(error: Exception) -> bool:
-        # SQLite: "UNIQUE constraint failed" / "database is locked"; PostgreSQL: a unique
-        # violation, or 'relation "alembic_version" already exists' (a ProgrammingError) when
-        # two processes run CREATE TABLE at once.
-        if isinstance(error, (IntegrityError, OperationalError)):
-            return True
-        return isinstance(error, ProgrammingError) and "already exists" in str(error)
-
-    for attempt in range(_CREATE_ATTEMPTS - 1):
-        try:
-            return create()
-        except Exception as error:
-            if not racing(error):
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    return create()  # the last attempt's error is the user's
+    return create_or_load_study(create)
 
 
 def _check_output(flag: str, path: str | None) -> None:

@@ -32,6 +32,7 @@ cell gives agent k; the point is uniform inside its fine cell.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -44,7 +45,7 @@ from optuna.distributions import BaseDistribution, distribution_to_json, json_to
 from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
-from fairtune._storage import read_text, write_study_text
+from fairtune._storage import create_or_load_study, read_text, write_study_text
 
 __all__ = ["Board", "Post", "simulate", "sliced_lhs_value"]
 
@@ -95,8 +96,9 @@ class Board:
         name: The board's name; the board is the study ``"fairtune-board:<name>"`` of that
             storage, created on first use. Defaults to ``"default"``.
         seed: The shared seed of the groups and of the collaborative Latin hypercube. The first
-            board object to open the study stores it (a random one if None); a different seed
-            given later is an error. Defaults to None.
+            board object to open the study stores it; a different seed given later is an error.
+            If None, a seed derived from ``name`` (so that agents opening a new board at the
+            same moment from several processes agree on it). Defaults to None.
 
     Example:
         >>> import optuna
@@ -123,14 +125,18 @@ class Board:
                 f"storage={storage!r}."
             )
         self.name = name
-        study = optuna.create_study(
-            storage=storage, study_name=BOARD_STUDY_PREFIX + name, load_if_exists=True
+        study = create_or_load_study(
+            lambda: optuna.create_study(
+                storage=storage, study_name=BOARD_STUDY_PREFIX + name, load_if_exists=True
+            )
         )
         self._storage = study._storage
         self._study_id = study._study_id
         attrs = self._attrs()
         if SEED_KEY not in attrs:
-            chosen = int(np.random.SeedSequence().generate_state(1)[0]) if seed is None else seed
+            # Without a seed, one derived from the name: agents that open a new board at the
+            # same moment in several processes write the same value, whoever writes last.
+            chosen = default_board_seed(name) if seed is None else seed
             self._storage.set_study_system_attr(self._study_id, SEED_KEY, int(chosen))
             attrs = self._attrs()
         if seed is not None and int(attrs[SEED_KEY]) != int(seed):
@@ -219,6 +225,11 @@ class Board:
             if post.agent in wanted:
                 latest[post.agent] = post  # posts are sorted by round within an agent
         return latest
+
+
+def default_board_seed(name: str) -> int:
+    """The seed of a board opened without one: a function of its name only (SHA-256)."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
 
 
 def group_of(

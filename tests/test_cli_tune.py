@@ -215,7 +215,7 @@ def test_workers_racing_to_create_the_study_retry(
     # with 3 CLI workers) although the tables then exist, and must load the study instead.
     from sqlalchemy.exc import IntegrityError, ProgrammingError
 
-    import fairtune.cli as cli
+    import fairtune._storage
 
     def race_error() -> Exception:
         if database == "sqlite":
@@ -235,12 +235,12 @@ def test_workers_racing_to_create_the_study_retry(
         return create(*args, **kwargs)
 
     monkeypatch.setattr(optuna, "create_study", racing)
-    monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(fairtune._storage.time, "sleep", lambda seconds: None)
     code = main(_tune(tmp_path, n_trials=1))
-    if failures < cli._CREATE_ATTEMPTS:
+    if failures < fairtune._storage.CREATE_ATTEMPTS:
         assert code == 0 and len(calls) == failures + 1
     else:  # a database that keeps failing is reported, not retried for ever
-        assert code == 1 and len(calls) == cli._CREATE_ATTEMPTS
+        assert code == 1 and len(calls) == fairtune._storage.CREATE_ATTEMPTS
         assert "UNIQUE constraint" in capsys.readouterr().err
 
 
@@ -250,7 +250,7 @@ def test_other_database_errors_are_not_retried(
     # Only the races of creating the tables are retried: a refused permission is reported at once.
     from sqlalchemy.exc import ProgrammingError
 
-    import fairtune.cli as cli
+    import fairtune._storage
 
     calls: list[int] = []
 
@@ -260,7 +260,7 @@ def test_other_database_errors_are_not_retried(
                                Exception("permission denied for schema public"))
 
     monkeypatch.setattr(optuna, "create_study", refused)
-    monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(fairtune._storage.time, "sleep", lambda seconds: None)
     assert main(_tune(tmp_path, n_trials=1)) == 1
     assert len(calls) == 1
     assert "permission denied for schema public" in capsys.readouterr().err

@@ -160,3 +160,18 @@ def test_board_values_are_json_posts_with_exactly_design_lcb_kappa() -> None:
     board.post("a", 0, {"x": 0.1}, lcb=0.0, kappa=1.0)
     record = json.loads(board.items()[f"{POST_KEY_PREFIX}a:0"])
     assert set(record) == {"design", "lcb", "kappa"}
+
+
+
+def test_a_board_without_a_seed_gets_one_from_its_name() -> None:
+    # Agents started together on a new board, none giving a seed, may each find no seed stored
+    # and write one: a random one per process would give each agent its own groups. The
+    # default is a function of the board's name, so whoever writes last writes the same value.
+    first = Board(optuna.storages.InMemoryStorage(), name="race")
+    second = Board(optuna.storages.InMemoryStorage(), name="race")
+    assert first.seed == second.seed
+    assert Board(optuna.storages.InMemoryStorage(), name="other").seed != first.seed
+    # A given seed still wins, and the stored one is kept for later boards.
+    storage = optuna.storages.InMemoryStorage()
+    assert Board(storage, name="race", seed=3).seed == 3
+    assert Board(storage, name="race").seed == 3
