@@ -17,7 +17,9 @@ design avoids one more GP fit per agent and round).
 ``hetero``: Hartmann-6 with 16 agents whose shifts have 5x the radius, and with 16 agents one of
 which is adversarial (it maximizes -f_n, so it posts the others' worst region with a high LCB):
 CGP-UCB against each agent tuning alone (UCB, same initial designs), paired by agent and
-replication.
+replication, and, as a yardstick of chance, UCB alone run again with another sampler seed
+(``UCB (other seed)``): "hurt by more than noise" is judged against how far two runs of an agent
+tuning alone already differ.
 
 FTS (Dai, Low, Jaillet, NeurIPS 2020) and FTS-DE (NeurIPS 2021, without its differential-privacy
 noise), implemented from the papers' descriptions (their code was not read): every agent keeps
@@ -99,6 +101,10 @@ FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], float], int, float, float, flo
     "levy20": (neg_levy, 20, -10.0, 10.0, 0.0, 25),
 }
 METHODS = ("CGP-UCB", "CGP-EI", "CGP-TS", "UCB", "EI", "TS", "FTS", "FTS-DE")
+# The heterogeneity runs' yardstick: UCB alone again with another sampler seed (same shifts,
+# initial designs and noise), so "UCB (other seed) - UCB" shows how far two runs of one agent
+# tuning alone differ by chance.
+CONTROL = "UCB (other seed)"
 NOISE_SD = 0.1
 
 
@@ -243,6 +249,9 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
         elif method in ("UCB", "EI", "TS"):
             s = CGPSampler(board=None, acquisition=method.lower(),  # type: ignore[arg-type]
                            n_startup_trials=n_init, seed=seed)
+        elif method == CONTROL:
+            s = CGPSampler(board=None, acquisition="ucb", n_startup_trials=n_init,
+                           seed=seed + 50_000)
         else:
             s = FTSSampler(server=server, index=n, n_agents=n_agents,
                            region=(n % 4) if method == "FTS-DE" else None,
@@ -321,7 +330,7 @@ def summarize(path: Path, plot: Path | None) -> str:
         lines.append("| method | mean gap | median gap | mean regret | median regret | "
                      "gap vs alone (agent x rep w / t / l, sign test) |")
         lines.append("|---|---|---|---|---|---|")
-        for method in [m for m in METHODS if m in set(part["method"])]:
+        for method in [m for m in METHODS + (CONTROL,) if m in set(part["method"])]:
             mine = part[part["method"] == method]
             versus = ""
             if method.startswith("CGP-") and method[4:] in set(part["method"]):
@@ -337,13 +346,15 @@ def summarize(path: Path, plot: Path | None) -> str:
                 f"{mine['regret'].mean():.3f} | {mine['regret'].median():.3f} | {versus} |"
             )
         if adv or radius != 1.0:
-            cgp = part[part["method"] == "CGP-UCB"].set_index(["rep", "agent"])["gap"]
             alone = part[part["method"] == "UCB"].set_index(["rep", "agent"])["gap"]
-            common = cgp.index.intersection(alone.index)
-            if len(common):
-                diff = cgp[common] - alone[common]
+            for other in ("CGP-UCB", CONTROL):
+                gaps = part[part["method"] == other].set_index(["rep", "agent"])["gap"]
+                common = gaps.index.intersection(alone.index)
+                if not len(common):
+                    continue
+                diff = gaps[common] - alone[common]
                 lines.append(
-                    f"paired CGP-UCB gap - UCB gap over {len(common)} agent x rep pairs: mean "
+                    f"paired {other} gap - UCB gap over {len(common)} agent x rep pairs: mean "
                     f"{diff.mean():.3f}, median {diff.median():.3f}, largest harm "
                     f"{diff.max():.3f}, pairs harmed by more than 2 noise sd (0.2): "
                     f"{int((diff > 2 * NOISE_SD).sum())}, helped by more: "
@@ -356,15 +367,17 @@ def summarize(path: Path, plot: Path | None) -> str:
         rounds = sorted(part["round"].unique())
         marks = sorted({rounds[len(rounds) // 4], rounds[len(rounds) // 2], rounds[-1]})
         lines.append(f"\n{function}, {method}, by number of agents N "
-                     f"(mean over agents and {part['rep'].nunique()} reps)")
-        lines.append("| N | " + " | ".join(f"gap @ round {r}" for r in marks)
-                     + f" | regret @ round {marks[-1]} |")
-        lines.append("|---" * (len(marks) + 2) + "|")
+                     "(mean over agents and reps; median over reps of the agents' mean gap)")
+        lines.append("| N | reps | " + " | ".join(f"gap @ round {r}" for r in marks)
+                     + f" | median gap @ round {marks[-1]} | regret @ round {marks[-1]} |")
+        lines.append("|---" * (len(marks) + 4) + "|")
         for n, by_n in part.groupby("n_agents"):
             gaps = [by_n[by_n["round"] == r]["gap"].mean() for r in marks]
-            regret = by_n[by_n["round"] == marks[-1]]["regret"].mean()
-            lines.append(f"| {n} | " + " | ".join(f"{g:.2f}" for g in gaps)
-                         + f" | {regret:.2f} |")
+            final = by_n[by_n["round"] == marks[-1]]
+            median = final.groupby("rep")["gap"].mean().median()
+            lines.append(f"| {n} | {final['rep'].nunique()} | "
+                         + " | ".join(f"{g:.2f}" for g in gaps)
+                         + f" | {median:.2f} | {final['regret'].mean():.2f} |")
     if plot is not None:
         import matplotlib
 
@@ -427,7 +440,7 @@ def main() -> None:
             jobs += [("levy20", "CGP-UCB", rep, n, {}) for n in args.n_agents]
         else:
             for extra in ({"radius_factor": 5.0}, {"adversarial": True}):
-                jobs += [(args.function, m, rep, 16, extra) for m in ("CGP-UCB", "UCB")]
+                jobs += [(args.function, m, rep, 16, extra) for m in ("CGP-UCB", "UCB", CONTROL)]
     for function, method, rep, n_agents, extra in jobs:
         t0 = time.perf_counter()
         rows = run(function, method, rep, n_agents, args.rounds, n_raw_samples=args.n_raw_samples,

@@ -52,3 +52,33 @@ def test_cgp_speed_runs(tmp_path: Path) -> None:
         kept = [float(line.split("|")[7]) for line in lines if "near its kappa" in line]
         assert kept and all(k >= 1 for k in kept)  # designs next to its own optimum are kept
     assert (tmp_path / "s_default.csv").exists() and (tmp_path / "s_pinned.csv").exists()
+
+
+def test_hetero_yardstick_is_ucb_alone_with_another_seed(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import cgp_paper
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    kwargs = {"radius_factor": 5.0, "n_init": 3}
+    ucb = cgp_paper.run("hartmann6", "UCB", 0, 3, 2, **kwargs)
+    other = cgp_paper.run("hartmann6", cgp_paper.CONTROL, 0, 3, 2, **kwargs)
+    # Same agents, shifts and initial designs (round 0), chosen by a differently seeded UCB.
+    assert [r["gap"] for r in ucb if r["round"] == 0] == [
+        r["gap"] for r in other if r["round"] == 0]
+    assert [r["regret"] for r in ucb if r["round"] > 0] != [
+        r["regret"] for r in other if r["round"] > 0]
+    path = tmp_path / "h.csv"
+    cgp_paper._append(path, ucb + other + cgp_paper.run("hartmann6", "CGP-UCB", 0, 3, 2,
+                                                        n_raw_samples=200, **kwargs))
+    out = cgp_paper.summarize(path, None)
+    assert "paired CGP-UCB gap - UCB gap over 3 agent x rep pairs" in out
+    assert f"paired {cgp_paper.CONTROL} gap - UCB gap over 3 agent x rep pairs" in out
+
+
+def test_cgp_diagnose_counts_leaders_and_kept_designs(tmp_path: Path) -> None:
+    out = _run(tmp_path, "cgp_diagnose.py", "--function", "hartmann6", "--rounds", "2",
+               "--n-agents", "4", "--n-init", "3")
+    assert "agent-rounds with a kept design:" in out
+    total = int(out.split("agent-rounds with a kept design:")[1].split("of")[1].split()[0])
+    assert total == 4 * 2  # every agent in each of the 2 rounds after its initial designs
