@@ -230,7 +230,7 @@ def _small(sampler: CGPSampler) -> CGPSampler:
 
 def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
         radius_factor: float = 1.0, adversarial: bool = False, n_raw_samples: int = 10000,
-        n_init: int | None = None) -> list[dict[str, Any]]:
+        n_init: int | None = None, beta: float = 2.0) -> list[dict[str, Any]]:
     f, dim, lb, ub, f_max, default_init = FUNCTIONS[function]
     n_init = n_init or default_init
     rng = np.random.RandomState(1000 * rep + 17)
@@ -245,12 +245,12 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
             s: CGPSampler = CGPSampler(
                 board=board, agent=f"a{n:03d}", acquisition=method[4:].lower(),  # type: ignore[arg-type]
                 group_size=4, quorum=5, n_raw_samples=n_raw_samples, n_startup_trials=n_init,
-                seed=seed)
+                beta=beta, seed=seed)
         elif method in ("UCB", "EI", "TS"):
             s = CGPSampler(board=None, acquisition=method.lower(),  # type: ignore[arg-type]
-                           n_startup_trials=n_init, seed=seed)
+                           n_startup_trials=n_init, beta=beta, seed=seed)
         elif method == CONTROL:
-            s = CGPSampler(board=None, acquisition="ucb", n_startup_trials=n_init,
+            s = CGPSampler(board=None, acquisition="ucb", n_startup_trials=n_init, beta=beta,
                            seed=seed + 50_000)
         else:
             s = FTSSampler(server=server, index=n, n_agents=n_agents,
@@ -421,6 +421,9 @@ def main() -> None:
             p.add_argument("--n-agents", type=int, default=16)
             p.add_argument("--n-init", type=int, default=None,
                            help="initial designs per agent (default: 10, 25 for levy20)")
+            p.add_argument("--beta", type=float, default=2.0,
+                           help="beta of CGP-UCB and UCB (default: 2, the paper's); a side "
+                                "experiment, written to its own CSV")
         if name == "fig4":
             p.add_argument("--n-agents", type=int, nargs="+", default=[1, 4, 16, 64])
         if name == "hetero":
@@ -444,7 +447,7 @@ def main() -> None:
     for function, method, rep, n_agents, extra in jobs:
         t0 = time.perf_counter()
         rows = run(function, method, rep, n_agents, args.rounds, n_raw_samples=args.n_raw_samples,
-                   n_init=getattr(args, "n_init", None), **extra)
+                   n_init=getattr(args, "n_init", None), beta=getattr(args, "beta", 2.0), **extra)
         _append(args.out, rows)
         last = [r for r in rows if r["round"] == args.rounds]
         print(f"{function} {method} rep {rep} N={n_agents} {extra}: "
