@@ -90,10 +90,11 @@ def main() -> None:
     parser.add_argument("--rep", type=int, default=0)
     parser.add_argument("--n-agents", type=int, default=16)
     parser.add_argument("--n-init", type=int, default=None)
+    parser.add_argument("--beta", type=float, default=2.0)
     args = parser.parse_args()
     CGPSampler._sample_relative_impl = _traced  # type: ignore[method-assign]
     cgp_paper.run(args.function, args.method, args.rep, args.n_agents, args.rounds,
-                  n_init=args.n_init)
+                  n_init=args.n_init, beta=args.beta)
     import pandas as pd
 
     df = pd.DataFrame(RECORDS)

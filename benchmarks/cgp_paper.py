@@ -44,6 +44,9 @@ Usage (each piece under 15 minutes; rows are appended to the CSV):
     OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py hetero --reps 0 1 2 --rounds 15 \\
         --out benchmarks/results/cgp_hetero.csv
     python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
+The 30-round second pass (README) ran fig3 per function and replication with ``--rounds 30``
+into ``results/cgp_fig3_r30.csv`` (fig4 and hetero likewise into ``*_r30.csv``), and a side
+experiment with ``--methods CGP-UCB UCB --beta 1`` (and ``--beta 2``) on replications 10-14.
 """
 
 from __future__ import annotations
