@@ -451,7 +451,8 @@ def main() -> None:
     parser.add_argument("--rhos", type=float, nargs="+", default=[0.2, 0.4, 0.6, 0.8, 1.0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--startup", type=int, default=10)
+    parser.add_argument("--startup", type=int, default=None,
+                        help="random rounds first (default 10; 2 for femnist, the paper's T0)")
     parser.add_argument("--rho-eval", type=float, default=0.5)
     parser.add_argument("--out", default="benchmarks/results/collaborative_hartmann.csv")
     parser.add_argument("--plot", help="hartmann: also save a figure to this path")
@@ -463,6 +464,8 @@ def main() -> None:
     parser.add_argument("--summarize", action="store_true",
                         help="femnist: print the tables of --out without running")
     args = parser.parse_args()
+    if args.startup is None:
+        args.startup = 2 if args.case.startswith("femnist") else 10
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     cases = {"hartmann": hartmann, "hpo": hpo, "scale": scale, "femnist": femnist,
              "femnist-timing": femnist_timing}

@@ -461,7 +461,26 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
             show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
         )
         _report_pareto(study, out=out, plot=args.plot)
+        if args.test_size:
+            _report_pareto_test_scores(study, objective, out=out)
     return EXIT_OK
+
+
+def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> None:
+    """Each Pareto-optimal trial refitted on the tuning rows and scored on the test split."""
+    front = sorted(study.best_trials, key=lambda t: t.number)
+    if not front:
+        return
+    rows, header = [], ["trial"]
+    for trial in front:
+        scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"))
+        fair = scores.pop("fair", None)
+        header = ["trial", *scores, *(["limits"] if fair is not None else [])]
+        rows.append([f"#{trial.number}", *(f"{v:.4f}" for v in scores.values()),
+                     *(["met" if fair else "violated"] if fair is not None else [])])
+    out.write(f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted "
+              "on the tuning rows:\n")
+    out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
 
 
 def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:

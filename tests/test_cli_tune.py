@@ -346,6 +346,7 @@ def test_tune_objectives_with_mtkb_reports_the_pareto_front(
     for t in study.best_trials:
         assert re.search(rf"#{t.number}\s+{t.values[0]:.4f}\s+{t.values[1]:.4f}", out)
     assert plot.exists() and plot.stat().st_size > 10_000
+    assert "Test split" not in out  # no --test-size, no test scores
     assert main(["report", "--storage", storage]) == 0
     assert "Pareto-optimal trials" in capsys.readouterr().out
     # Other objectives on the same study are refused; a single-objective run needs --limit.
@@ -353,3 +354,24 @@ def test_tune_objectives_with_mtkb_reports_the_pareto_front(
     assert "objectives" in capsys.readouterr().err
     assert main(["tune", "--dataset", "german", "--model", "linear", "--n-trials", "1"]) != 0
     assert "--limit is required" in capsys.readouterr().err
+
+
+def test_tune_objectives_with_a_test_split_scores_each_pareto_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.tuning import FairObjective
+
+    storage = f"sqlite:///{tmp_path / 'mo.db'}"
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--objectives",
+                 "accuracy,demographic_parity", "--sampler", "random", "--n-trials", "5",
+                 "--seed", "0", "--test-size", "0.2", "--no-progress", "--storage", storage,
+                 "--study-name", "mo"]) == 0
+    out = capsys.readouterr().out
+    assert "each Pareto-optimal trial refitted on the tuning rows" in out
+    study = optuna.load_study(study_name="mo", storage=storage)
+    objective = FairObjective("german", "linear", objectives=["accuracy", "demographic_parity"],
+                              test_size=0.2, random_state=0)
+    for t in study.best_trials:
+        scores = objective.evaluate(objective.refit_best(study, trial=t))
+        assert re.search(rf"#{t.number}\s+{scores['accuracy']:.4f}\s+"
+                         rf"{scores['demographic_parity']:.4f}", out), out

@@ -180,11 +180,37 @@ def _claimed_earlier(
             continue
         if not ss.is_near(ss.encode([other])[0], mine):
             continue
-        if t.state == TrialState.COMPLETE or (
-            (t.system_attrs.get(_CLAIM_TIME_KEY, -math.inf), t.number) < (claimed, trial.number)
-        ):
+        if t.state == TrialState.COMPLETE:
+            return True
+        if (_claim_time(study, t), t.number) < (claimed, trial.number):
             return True
     return False
+
+
+# How long a worker waits for the claim time of another worker's point to appear (it is written
+# right after the point; a point whose time never comes, e.g. its worker died, counts as first).
+_CLAIM_TIME_WAIT = 2.0
+
+
+def _claim_time(study: Study, trial: FrozenTrial) -> float:
+    """When ``trial`` claimed its pending point (-inf for a point set by ``suggest_*`` or
+    another sampler). The point and its time are two writes: a point seen without its time is
+    read again until the time appears. Counting it as first at once made two workers that chose
+    one point at the same moment both yield, and both choose the same next point again, until
+    the re-choices ran out (seen on PostgreSQL under load: two trials with one point)."""
+    claimed = trial.system_attrs.get(_CLAIM_TIME_KEY)
+    if claimed is not None or read_trial_text(trial.system_attrs, RELATIVE_PARAMS_KEY) is None:
+        return -math.inf if claimed is None else float(claimed)
+    deadline = time.monotonic() + _CLAIM_TIME_WAIT
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+        fresh = study._storage.get_trial(trial._trial_id)
+        if fresh.state != TrialState.RUNNING:
+            break
+        claimed = fresh.system_attrs.get(_CLAIM_TIME_KEY)
+        if claimed is not None:
+            return float(claimed)
+    return -math.inf
 
 
 def collect_trials(

@@ -64,7 +64,8 @@ class MTKBSampler(GPSamplerBase):
        largest eigenvalue of the n x n posterior covariance at x (Lipschitz constant 1).
     4. With ``budgeted=True`` (MT-BKB) the posterior is the Nystrom approximation on a
        dictionary resampled every step: training point x_i joins with probability
-       ``min(q ||Gamma~(x_i, x_i)||, 1)`` under the previous step's dictionary (the exact model
+       ``min(q ||Gamma~(x_i, x_i)|| / eta, 1)`` (q times its ridge leverage score, eta the
+       noise variance) under the previous step's dictionary (the exact model
        at the first model-based step of a process), cost O(n^2 + (n + m_t) m_t t) per step. Its
        kernel parameters are fitted on a random subset of at most 100 trials, so that the
        likelihood's O(t^3) does not dominate the step.

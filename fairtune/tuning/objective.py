@@ -551,12 +551,21 @@ class FairObjective:
         return tuple(values)  # type: ignore[return-value]
 
     def refit_best(
-        self, study: optuna.Study, *, on: Literal["tuning", "training"] = "tuning"
+        self,
+        study: optuna.Study,
+        *,
+        trial: int | optuna.trial.FrozenTrial | None = None,
+        on: Literal["tuning", "training"] = "tuning",
     ) -> Pipeline:
-        """Fit the best fair trial's pipeline again.
+        """Fit the best fair trial's pipeline (or the chosen trial's) again.
 
         Args:
             study: A study of this objective.
+            trial: The trial to refit: its number or the trial itself, a completed trial of
+                ``study``. Defaults to None: the best fair trial of the single-objective form.
+                A multi-objective study has no single best trial: with None, its one
+                Pareto-optimal (feasible) trial if there is only one, otherwise an error that
+                lists them, so that the user picks one on the trade-off.
             on: ``"tuning"`` (default) fits on all the tuning rows: the training and validation
                 rows, or all the cross-validation rows, but never the test split, so that
                 :meth:`evaluate` scores the result on data it has not seen. More rows usually
@@ -567,8 +576,9 @@ class FairObjective:
                 a validation split (not ``cv``).
 
         Raises:
-            ValueError: If the study has no feasible (fair) completed trial, or ``on`` is
-                invalid.
+            ValueError: If the study has no feasible (fair) completed trial, if a
+                multi-objective study has several Pareto-optimal trials and ``trial`` is None,
+                if ``trial`` is not a completed trial of the study, or ``on`` is invalid.
         """
         import optuna
 
@@ -579,11 +589,25 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
-        best = best_fair_trial(study)
-        if best is None:
-            raise ValueError(
-                f"`study` has no fair trial to refit: no completed trial meets {self.limits_text}."
-            )
+        if trial is not None:
+            best = _completed_trial(study, trial)
+        elif len(study.directions) > 1:
+            front = sorted(study.best_trials, key=lambda t: t.number)
+            if len(front) != 1:
+                raise ValueError(
+                    f"`study` has {len(front)} Pareto-optimal trials "
+                    f"{[t.number for t in front]}: a multi-objective study has no single best "
+                    "trial; pass trial=<number> (one of them) to refit_best, but got trial=None."
+                )
+            best = front[0]
+        else:
+            found = best_fair_trial(study)
+            if found is None:
+                raise ValueError(
+                    "`study` has no fair trial to refit: no completed trial meets "
+                    f"{self.limits_text}."
+                )
+            best = found
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
         X, y = (self.X_dev, self.y_dev) if on == "tuning" else (self.X_train, self.y_train)
         return self._fit(pipeline, X, y)
@@ -593,8 +617,9 @@ class FairObjective:
 
         Returns:
             ``{metric: value, <fairness metric>: value, ..., "fair": bool}``: the objective's
-            ``metric``, the value of every limited fairness metric, and whether all limits hold
-            on the test split.
+            ``metric``, the value of every fairness metric among the ``objectives`` (the
+            multi-objective form) and of every limited one, and, when there are limits
+            (always in the single-objective form), whether all of them hold on the test split.
 
         Raises:
             ValueError: If the objective has no test split (``test_size`` was not given).
@@ -608,19 +633,38 @@ class FairObjective:
             )
         y_pred, y_score = self._predict(pipeline, self.X_test)
         report: dict[str, Any] = {self.metric: self._score(self.y_test, y_pred, y_score)}
-        fair = True
-        for limit in self.limits:
-            value = float(
-                METRICS[limit.metric].function(self.y_test, y_pred, sensitive_features=self.s_test)
+        names = [n for n in self.objectives if n not in METRIC_NAMES]
+        names += [limit.metric for limit in self.limits if limit.metric not in names]
+        for name in names:
+            report[name] = float(
+                METRICS[name].function(self.y_test, y_pred, sensitive_features=self.s_test)
             )
-            report[limit.metric] = value
-            fair = fair and limit.violation(value) <= 0
-        report["fair"] = bool(fair)
+        if self.limits:
+            report["fair"] = all(
+                limit.violation(report[limit.metric]) <= 0 for limit in self.limits
+            )
         return report
 
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
+
+
+def _completed_trial(
+    study: optuna.Study, trial: int | optuna.trial.FrozenTrial
+) -> optuna.trial.FrozenTrial:
+    """The completed trial of ``study`` that ``trial`` (a number or a trial) names."""
+    from optuna.trial import FrozenTrial, TrialState
+
+    number = trial.number if isinstance(trial, FrozenTrial) else trial
+    if isinstance(number, (int, np.integer)) and not isinstance(number, bool):
+        trials = study.get_trials(deepcopy=False)
+        if 0 <= number < len(trials) and trials[number].state == TrialState.COMPLETE:
+            return trials[number]
+    raise ValueError(
+        "`trial` must be the number of a completed trial of `study` (or that trial), but got "
+        f"trial={number!r}."
+    )
 
 
 def _parse_objectives(

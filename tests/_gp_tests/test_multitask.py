@@ -207,3 +207,32 @@ def test_acquisition_adds_exploration_bonus() -> None:
     u = mt.mtkb_ucb(model, w, "linear", 2.0)(x)
     torch.testing.assert_close(u, mean @ w[0] + 2.0 * norm.sqrt())
     assert math.isclose(mt.default_beta(10, 3), math.sqrt(0.2 * 3 * math.log(20)))
+
+
+def test_dictionary_probabilities_are_leverage_scores_and_keep_a_repeated_point() -> None:
+    # p_i = min(q ||Gamma~(x_i, x_i)|| / eta, 1): q times the ridge leverage score. With the
+    # variance alone and a small eta, a point observed 13 times had p ~ 1e-3 while in the
+    # dictionary, left it, came back with p = 1, and so on every other step (MT-BKB chose it
+    # again and again on the 20-task RKHS problem).
+    g = torch.Generator().manual_seed(4)
+    X = torch.cat([torch.zeros(13, 1, dtype=torch.float64),
+                   torch.rand(20, 1, generator=g, dtype=torch.float64)])
+    Y = torch.randn(33, 3, generator=g, dtype=torch.float64)
+    params = mt.ICMParams(torch.tensor([30.0], dtype=torch.float64),
+                          mt.omega_task_covariance(0.3, 3), torch.tensor(1e-4, dtype=torch.float64))
+    exact = mt.ICMGP(X, Y, params, np.zeros(1, dtype=bool))
+    q = 5.0
+    chosen, p = mt.sample_dictionary(exact, q, np.random.RandomState(0))
+    _, norm = exact.posterior(X)
+    np.testing.assert_allclose(p, np.minimum(q * norm.numpy() / exact._eta, 1.0))
+    # The leverage scores of the 13 copies sum to about one point's worth: with q = 5 some
+    # point at or next to 0 stays in every resampled dictionary, and the approximate variance
+    # there stays far below the prior's, step after step.
+    assert 0.9 < float((norm[:13] / exact._eta).sum()) < 1.2
+    model: mt.ICMGP = exact
+    for step in range(6):
+        chosen, _ = mt.sample_dictionary(model, q, np.random.RandomState(step))
+        model = mt.NystromICMGP(X, Y, params, np.zeros(1, dtype=bool), dictionary=chosen)
+        variance_at_zero = float(model.posterior(X[:1])[1][0])
+        prior = float(torch.linalg.eigvalsh(params.task_covariance).max())
+        assert variance_at_zero < 0.01 * prior, step

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import json
 import logging
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -449,6 +451,56 @@ def test_a_near_identical_earlier_claim_makes_the_later_worker_choose_anew(tmp_p
     assert early_x == calls[0]["x"] + 2e-7
     assert abs(late.params["x"] - early_x) > 1e-3
     assert late.params["x"] == calls[1]["x"]
+
+
+def test_a_claim_seen_before_its_time_is_waited_for_not_yielded_to(tmp_path: Path) -> None:
+    # A claim is two writes: the point, then its time. Two workers that chose one point at the
+    # same moment each saw the other's point without its time, both yielded (a point without a
+    # time counted as first) and chose the same next point again, until the re-choices ran out:
+    # two trials with one point (4 FairBO workers on PostgreSQL under load). The later worker
+    # must wait for the time, and only the worker whose claim came later chooses anew.
+    import threading
+
+    from fairtune._storage import write_trial_text
+    from fairtune.samplers import _base
+    from fairtune.samplers._base import RELATIVE_PARAMS_KEY
+
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    first, second = _two_workers(
+        tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
+    )
+    earlier = first.ask()
+    compute = second.sampler._sample_relative_impl
+    calls: list[dict] = []
+    writer: list[threading.Thread] = []
+
+    def first_writes_the_same_point_meanwhile(*args: object) -> dict:
+        params = compute(*args)
+        if not calls:  # the point now, its time 0.2 s later (after the second's claim)
+            write_trial_text(first._storage, earlier._trial_id, RELATIVE_PARAMS_KEY,
+                             json.dumps(params))
+
+            def late_time() -> None:
+                time.sleep(0.2)
+                first._storage.set_trial_system_attr(
+                    earlier._trial_id, _base._CLAIM_TIME_KEY, time.time())
+
+            writer.append(threading.Thread(target=late_time))
+            writer[0].start()
+        calls.append(params)
+        return params
+
+    second.sampler._sample_relative_impl = first_writes_the_same_point_meanwhile
+    late = second.ask(dist)
+    writer[0].join()
+    assert len(calls) == 1  # the second claimed first: it keeps its point
+    assert late.params["x"] == calls[0]["x"]
+    # And the first, whose claim came later, sees the second's as earlier: it chooses anew.
+    stored = first._storage.get_trial(earlier._trial_id)
+    assert _base._claimed_earlier(
+        first, stored, dict(late.params), stored.system_attrs[_base._CLAIM_TIME_KEY],
+        dist, {},
+    )
 
 
 def test_workers_sharing_a_seed_draw_different_startup_points(tmp_path: Path) -> None:

@@ -436,6 +436,39 @@ def test_multi_objective_form_returns_the_metric_and_the_gaps() -> None:
     assert 0.0 <= ratio <= 1.0 and not trial.constraints  # no limits: no constraints
 
 
+def test_multi_objective_form_refits_a_chosen_trial_and_scores_every_objective() -> None:
+    from fairtune.fairness import demographic_parity_difference, disparate_impact_ratio
+
+    objective = FairObjective("german", "linear", objectives=["accuracy", "dsp", "di"],
+                              test_size=0.2)
+    study = optuna.create_study(directions=objective.directions,
+                                sampler=optuna.samplers.RandomSampler(seed=1))
+    study.optimize(objective, n_trials=4)
+    front = sorted(t.number for t in study.best_trials)
+    assert len(front) > 1  # no single best trial: the error names the Pareto-optimal ones
+    with pytest.raises(ValueError, match=re.escape(f"{len(front)} Pareto-optimal trials {front}")):
+        objective.refit_best(study)
+    chosen = study.trials[front[0]]
+    fitted = objective.refit_best(study, trial=chosen.number, on="training")
+    expected = objective.make_pipeline(optuna.trial.FixedTrial(chosen.params)).fit(
+        objective.X_train, objective.y_train)
+    y_pred = expected.predict(objective.X_test)
+    np.testing.assert_array_equal(fitted.predict(objective.X_test), y_pred)
+    report = objective.evaluate(fitted)
+    # Every objective on the test split; no limits, so no verdict on fairness.
+    assert set(report) == {"accuracy", "demographic_parity", "disparate_impact"}
+    assert report["accuracy"] == pytest.approx(float((y_pred == objective.y_test.to_numpy()).mean()))
+    assert report["demographic_parity"] == pytest.approx(demographic_parity_difference(
+        objective.y_test, y_pred, sensitive_features=objective.s_test))
+    assert report["disparate_impact"] == pytest.approx(disparate_impact_ratio(
+        objective.y_test, y_pred, sensitive_features=objective.s_test))
+    assert objective.refit_best(study, trial=chosen).predict(objective.X).shape == (
+        len(objective.X),)
+    for bad in (99, -1, "0", True):
+        with pytest.raises(ValueError, match=rf"`trial` must be the number of a completed trial.*trial={bad!r}"):
+            objective.refit_best(study, trial=bad)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
