@@ -119,6 +119,10 @@ class MTKBSampler(GPSamplerBase):
         q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
             slower). Defaults to None: the paper's theorem 3, q = 6 rho log(4t / delta) / eps^2
             with eps = 0.5, delta = 0.1 (its experiments' values), rho = (1 + eps) / (1 - eps).
+            That q is about 500-600 for 100-1,000 trials: point i joins with probability
+            min(q * leverage_i, 1), so the dictionary holds every trial until their leverage
+            scores fall below 1 / q, and MT-BKB costs what MT-KB does (benchmarks/mtkb_speed.py);
+            a smaller q gives a smaller, less accurate dictionary.
         beta: Confidence width beta_t. Defaults to None: ``sqrt(0.2 d log(2t))`` (Kandasamy et
             al. 2015), with d the number of parameters and t the number of trials.
         n_startup_trials: Number of random trials before the model is used. Defaults to 5.
