@@ -363,11 +363,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
     with _storage_errors(args.storage):
-        heartbeat = (
-            args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
-        )
-        study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
-                                      max_retry=args.retry_failed)
+        study = _open_tune_study(args, name)
         if len(study.directions) != 1 or study.direction != optuna.study.StudyDirection.MAXIMIZE:
             raise _UsageError(
                 f"--study-name {name!r} in the storage is not a single-objective maximization "
@@ -445,12 +441,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
     with _storage_errors(args.storage):
-        heartbeat = (
-            args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
-        )
-        study = _create_or_load_study(name, args.storage, heartbeat=heartbeat,
-                                      max_retry=args.retry_failed,
-                                      directions=objective.directions)
+        study = _open_tune_study(args, name, directions=objective.directions)
         try:
             objective.record_setup(study)
         except ValueError as e:
@@ -567,6 +558,18 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.add_argument("--curve", metavar="PNG",
                         help="write the best fair value vs. trial number to this file")
     parser.set_defaults(func=_cmd_report)
+
+
+def _open_tune_study(
+    args: argparse.Namespace, name: str, *, directions: list[str] | None = None
+) -> Any:
+    """The study of ``fairtune tune``: a heartbeat on RDB storages (``--heartbeat``, not on
+    Journal files), dead workers' trials retried ``--retry-failed`` times."""
+    heartbeat = (
+        args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+    )
+    return _create_or_load_study(name, args.storage, heartbeat=heartbeat,
+                                 max_retry=args.retry_failed, directions=directions)
 
 
 def _create_or_load_study(
