@@ -198,15 +198,56 @@ def test_weight_prior_by_hand() -> None:
     np.testing.assert_allclose(mt.sample_weights(4, 100, "chebyshev", rng).sum(1), 1.0)
 
 
-def test_acquisition_adds_exploration_bonus() -> None:
+def test_lipschitz_constants_on_hand_computed_weights() -> None:
+    w = torch.tensor([[0.2, 0.8], [0.6, 0.4]], dtype=torch.float64)
+    assert math.isclose(mt.lipschitz_constant(w, "chebyshev"), (0.8 + 0.6) / 2)
+    assert math.isclose(
+        mt.lipschitz_constant(w, "linear"), (math.sqrt(0.68) + math.sqrt(0.52)) / 2
+    )
+
+
+def test_norm_width_is_the_papers_bonus_with_the_lipschitz_constant() -> None:
     X, Y, params = _problem()
     model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
     w = torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)
     x = torch.rand(4, 2, dtype=torch.float64)
     mean, norm = model.posterior(x)
-    u = mt.mtkb_ucb(model, w, "linear", 2.0)(x)
-    torch.testing.assert_close(u, mean @ w[0] + 2.0 * norm.sqrt())
+    u = mt.mtkb_ucb(model, w, "linear", 2.0, width="norm")(x)
+    torch.testing.assert_close(u, mean @ w[0] + 2.0 * math.sqrt(0.38) * norm.sqrt())
     assert math.isclose(mt.default_beta(10, 3), math.sqrt(0.2 * 3 * math.log(20)))
+
+
+def test_objectives_width_on_the_dense_posterior_covariance() -> None:
+    X, Y, params = _problem()
+    model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    w = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]], dtype=torch.float64)
+    z = torch.tensor([-3.0, -3.0, -3.0], dtype=torch.float64)
+    x = torch.rand(5, 2, dtype=torch.float64)
+    mean = model.posterior(x)[0]
+    cov = model.covariance(x)  # (5, 3, 3)
+    sd = cov.diagonal(dim1=-2, dim2=-1).sqrt()
+    # Linear: the posterior sd of lambda^T f(x), averaged over the weights.
+    linear = torch.stack([torch.einsum("i,pij,j->p", wk, cov, wk).sqrt() for wk in w], -1).mean(-1)
+    u = mt.mtkb_ucb(model, w, "linear", 2.0)(x)
+    torch.testing.assert_close(u, (mean @ w.T).mean(-1) + 2.0 * linear)
+    # Chebyshev: mean_k max_i lambda_ki sigma_i(x).
+    cheb = torch.stack([(wk * sd).max(-1).values for wk in w], -1).mean(-1)
+    expected = (w * (mean.unsqueeze(-2) - z)).min(-1).values.mean(-1) + 1.5 * cheb
+    torch.testing.assert_close(mt.mtkb_ucb(model, w, "chebyshev", 1.5, z)(x), expected)
+    # Never wider than the paper's width; much narrower for strongly correlated tasks.
+    for scal in ("linear", "chebyshev"):
+        narrow = mt.confidence_width(model, x, w, scal, "objectives")[1]
+        wide = mt.confidence_width(model, x, w, scal, "norm")[1]
+        assert bool((narrow <= wide + 1e-12).all())
+    B = 0.02 * torch.eye(3, dtype=torch.float64) + 0.98 * torch.ones(3, 3, dtype=torch.float64)
+    correlated = mt.ICMGP(X, Y, mt.ICMParams(params.inverse_squared_lengthscales, B,
+                                             params.noise_var), np.zeros(2, dtype=bool))
+    w3 = torch.full((1, 3), 1.0 / 3.0, dtype=torch.float64)
+    narrow = mt.confidence_width(correlated, x, w3, "chebyshev", "objectives")[1]
+    wide = mt.confidence_width(correlated, x, w3, "chebyshev", "norm")[1]
+    assert bool((wide > 1.4 * narrow).all())  # sqrt(3) under the prior
+    with pytest.raises(ValueError, match="width"):
+        mt.mtkb_ucb(model, w, "linear", 2.0, width="trace")  # type: ignore[arg-type]
 
 
 def test_dictionary_probabilities_are_leverage_scores_and_keep_a_repeated_point() -> None:
@@ -236,3 +277,28 @@ def test_dictionary_probabilities_are_leverage_scores_and_keep_a_repeated_point(
         variance_at_zero = float(model.posterior(X[:1])[1][0])
         prior = float(torch.linalg.eigvalsh(params.task_covariance).max())
         assert variance_at_zero < 0.01 * prior, step
+
+
+def test_restart_leaves_a_warm_start_stuck_in_interpolating_the_noise() -> None:
+    # A smooth function of x1 observed with noise sd 0.3 by three correlated tasks. A warm start
+    # at the floor of eta with short lengthscales (the optimum of the first few trials'
+    # interpolation) is a local optimum: the warm fit stays near it, the restart finds the noise.
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(40, 2, generator=g, dtype=torch.float64)
+    f = torch.sin(3.0 * X[:, :1]) * torch.tensor([[1.0, 0.8, -0.6]], dtype=torch.float64)
+    Y = f + 0.3 * torch.randn(40, 3, generator=g, dtype=torch.float64)
+    Y = (Y - Y.mean(0)) / Y.std(0)
+    stuck = mt.ICMParams(
+        torch.tensor([150.0, 150.0], dtype=torch.float64),
+        0.5 * torch.eye(3, dtype=torch.float64) + 0.5,
+        torch.tensor(1e-6, dtype=torch.float64),
+    )
+    is_cat = np.zeros(2, dtype=bool)
+    warm = mt.fit_icm(X, Y, is_cat, warm_start=stuck)
+    both = mt.fit_icm(X, Y, is_cat, warm_start=stuck, restart=True)
+    cold = mt.fit_icm(X, Y, is_cat)
+    assert float(warm.noise_var) < 1e-3
+    assert float(both.noise_var) > 0.01
+    torch.testing.assert_close(both.noise_var, cold.noise_var)
+    mll = [mt.ICMGP(X, Y, p, is_cat).marginal_log_likelihood() for p in (warm, both)]
+    assert mll[1] > mll[0] + 10.0

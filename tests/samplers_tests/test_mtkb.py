@@ -216,12 +216,45 @@ def test_budgeted_dictionary_is_a_subset() -> None:
         ({"task_covariance": [[1.0, 2.0], [2.0, 1.0]]}, "positive semi-definite"),
         ({"q": 0.5}, "`q` must be None or a finite number >= 1"),
         ({"beta": -1.0}, "`beta` must be None"),
+        ({"width": "trace"}, r"`width` must be one of \['objectives', 'norm'\], but got width='trace'"),
         ({"budgeted": 1}, "`budgeted` must be a bool"),
     ],
 )
 def test_bad_arguments(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         MTKBSampler(**kwargs)
+
+
+@pytest.mark.parametrize("width", ["objectives", "norm"])
+def test_fits_restart_on_a_geometric_schedule_and_width_reaches_the_acquisition(
+    monkeypatch: pytest.MonkeyPatch, width: str
+) -> None:
+    import fairtune._gp.multitask as mt
+
+    restarts: list[tuple[int, bool]] = []
+    widths: list[str] = []
+    fit, ucb = mt.fit_icm, mt.mtkb_ucb
+
+    def recording_fit(X, Y, is_cat, **kwargs):  # type: ignore[no-untyped-def]
+        restarts.append((len(X), kwargs["restart"]))
+        return fit(X, Y, is_cat, **kwargs)
+
+    def recording_ucb(*args):  # type: ignore[no-untyped-def]
+        widths.append(args[-1])
+        return ucb(*args)
+
+    monkeypatch.setattr(mt, "fit_icm", recording_fit)
+    monkeypatch.setattr(mt, "mtkb_ucb", recording_ucb)
+    sampler = MTKBSampler(seed=0, n_startup_trials=5, width=width)  # type: ignore[arg-type]
+    sampler._n_preliminary_samples = 64
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), (t.suggest_float("x", 0, 1) - 0.3) ** 2),
+                   n_trials=20)
+    # The first fit has no warm start; then a fit from the defaults too whenever the number of
+    # trials has grown by a quarter: at 5, 7 (>= 6.25), 9, 12, 15 and 19 trials.
+    assert [t for t, r in restarts if r] == [5, 7, 9, 12, 15, 19]
+    assert len(restarts) == 15
+    assert widths == [width] * 15
 
 
 def test_arguments_must_match_the_number_of_objectives() -> None:
