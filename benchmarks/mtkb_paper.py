@@ -9,6 +9,9 @@ startup trials per seed):
     IT-BKB  the same, budgeted=True
     MOBO    independent tasks and one random weight vector per step (Paria et al. 2020's random
             scalarization UCB), in place of the expectation over the prior
+Confidence width (--widths): "norm" is the paper's eq. 3, L ||Gamma_t(x, x)||^1/2 (L the
+scalarizations' Lipschitz constant); "objectives" (MTKBSampler's default) weighs each objective's
+own posterior sd (fairtune._gp.multitask). Every method runs with each width given.
 The paper's known kernel is the true task correlation for the RKHS functions and the omega kernel
 (omega = 0.4 for the perturbed sine, 0.5 for Branin) for the others; lengthscales are always
 fitted (fairtune's Matern-5/2, not the paper's squared exponential with a known lengthscale).
@@ -35,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _mtkb_problems import PROBLEMS, Problem, run  # noqa: E402
 
-from fairtune._gp.multitask import sample_weights  # noqa: E402
+from fairtune._gp.multitask import WIDTHS, sample_weights  # noqa: E402
 from fairtune.samplers import MTKBSampler  # noqa: E402
 
 METHODS = ("MT-KB", "MT-BKB", "IT-KB", "IT-BKB", "MOBO")
@@ -43,7 +46,10 @@ KERNELS = ("known", "learned")
 N_STARTUP = 5
 
 
-def make_sampler(method: str, kernel: str, problem: Problem, seed: int) -> MTKBSampler:
+def make_sampler(
+    method: str, kernel: str, problem: Problem, seed: int, width: str = "objectives",
+    q: float | None = None,
+) -> MTKBSampler:
     multi = method.startswith("MT")
     if kernel == "known":
         task_covariance = problem.known_task_covariance if multi else 1.0
@@ -58,7 +64,7 @@ def make_sampler(method: str, kernel: str, problem: Problem, seed: int) -> MTKBS
 
     sampler = MTKBSampler(
         scalarization="chebyshev", weights=weights, task_covariance=task_covariance,
-        budgeted=method.endswith("BKB"), n_startup_trials=N_STARTUP,
+        budgeted=method.endswith("BKB"), q=q, width=width, n_startup_trials=N_STARTUP,  # type: ignore[arg-type]
         independent_sampler=optuna.samplers.RandomSampler(seed=seed), seed=seed,
     )
     sampler._n_preliminary_samples = 256  # discrete 1-d / 2-d domains: searched exhaustively
@@ -70,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--problems", nargs="+", default=["rkhs2", "rkhs20", "sine4", "branin9"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS)
+    parser.add_argument("--widths", nargs="+", default=["objectives"], choices=WIDTHS)
+    parser.add_argument("--q", type=float, default=None,
+                        help="MT-BKB / IT-BKB's q (default: MTKBSampler's)")
     parser.add_argument("--seeds", nargs=2, type=int, default=[0, 10], metavar=("FROM", "TO"))
     parser.add_argument("--n-trials", type=int, default=60)
     parser.add_argument("--out", default="mtkb_paper.csv")
@@ -84,38 +93,47 @@ def main(argv: list[str] | None = None) -> None:
     with open(args.out, "a", newline="") as f:
         writer = csv.writer(f)
         if new:
-            writer.writerow(["problem", "kernel", "method", "seed", "trial", "regret", "seconds"])
+            writer.writerow(["problem", "kernel", "width", "method", "seed", "trial", "regret",
+                             "seconds"])
         for name in args.problems:
             for seed in range(*args.seeds):
                 problem = PROBLEMS[name](seed)
                 for kernel in args.kernels:
-                    for method in args.methods:
-                        if problem.known_task_covariance is None and kernel == "known":
-                            continue
-                        start = time.perf_counter()
-                        regrets, _ = run(problem, make_sampler(method, kernel, problem, seed),
-                                         args.n_trials, seed)
-                        seconds = time.perf_counter() - start
-                        for t, r in enumerate(regrets, 1):
-                            writer.writerow([name, kernel, method, seed, t, f"{r:.6g}",
-                                             f"{seconds:.2f}"])
-                        f.flush()
-                        avg = regrets.sum() / len(regrets)
-                        print(f"{name} {kernel} {method} seed {seed}: R_C(T)/T = {avg:.4f} "
-                              f"({seconds:.1f} s)", flush=True)
+                    for width in args.widths:
+                        for method in args.methods:
+                            if problem.known_task_covariance is None and kernel == "known":
+                                continue
+                            sampler = make_sampler(method, kernel, problem, seed, width, args.q)
+                            start = time.perf_counter()
+                            regrets, _ = run(problem, sampler, args.n_trials, seed)
+                            seconds = time.perf_counter() - start
+                            for t, r in enumerate(regrets, 1):
+                                writer.writerow([name, kernel, width, method, seed, t, f"{r:.6g}",
+                                                 f"{seconds:.2f}"])
+                            f.flush()
+                            avg = regrets.sum() / len(regrets)
+                            print(f"{name} {kernel} {width} {method} seed {seed}: "
+                                  f"R_C(T)/T = {avg:.4f} ({seconds:.1f} s)", flush=True)
 
 
 def summarize(path: str, plot: str | None = None) -> None:
     import pandas as pd
 
+    from _compare import wins_ties_losses
+
     df = pd.read_csv(path)
-    df = df.sort_values(["problem", "kernel", "method", "seed", "trial"])
-    df["cum"] = df.groupby(["problem", "kernel", "method", "seed"])["regret"].cumsum()
+    if "width" not in df:  # CSVs written before the width option: the paper's width, L = 1
+        df["width"] = "norm (L = 1)"
+    keys = ["problem", "kernel", "width", "method", "seed"]
+    df = df.sort_values(keys + ["trial"])
+    df["cum"] = df.groupby(keys)["regret"].cumsum()
     T = int(df["trial"].max())
     half = T // 2
-    print(f"| problem | kernel | method | seeds | R_C/T @{half} mean ± sd | R_C/T @{T} mean ± sd |")
-    print("|---|---|---|---:|---:|---:|")
-    for (problem, kernel), part in df.groupby(["problem", "kernel"], sort=False):
+    print(f"| problem | kernel | width | method | seeds | R_C/T @{half} mean ± sd "
+          f"| R_C/T @{T} mean ± sd | MT vs IT @{T} (W / T / L) |")
+    print("|---|---|---|---|---:|---:|---:|---|")
+    for (problem, kernel, width), part in df.groupby(["problem", "kernel", "width"], sort=False):
+        final = part[part["trial"] == T].set_index(["method", "seed"])["cum"]
         for method in METHODS:
             rows = part[part["method"] == method]
             if rows.empty:
@@ -125,7 +143,12 @@ def summarize(path: str, plot: str | None = None) -> None:
                 at = rows[rows["trial"] == t]["cum"] / t
                 cells.append(f"{at.mean():.3f} ± {at.std():.3f}")
             n_seeds = rows["seed"].nunique()
-            print(f"| {problem} | {kernel} | {method} | {n_seeds} | {cells[0]} | {cells[1]} |")
+            paired = "-"
+            twin = "IT" + method[2:]
+            if method.startswith("MT") and twin in final.index.get_level_values(0):
+                _, paired = wins_ties_losses(final[method], final[twin], sign=-1.0)
+            print(f"| {problem} | {kernel} | {width} | {method} | {n_seeds} | {cells[0]} | "
+                  f"{cells[1]} | {paired} |")
     if plot:
         _plot(df, plot)
 
@@ -138,18 +161,22 @@ def _plot(df, path: str) -> None:
     import matplotlib.pyplot as plt
 
     df = df.assign(avg=df["cum"] / df["trial"])
+    widths = list(df["width"].unique())
     panels = list(df.groupby(["problem", "kernel"], sort=False).groups)
     fig, axes = plt.subplots(2, (len(panels) + 1) // 2, figsize=(4 * ((len(panels) + 1) // 2), 6.5),
                              squeeze=False)
     for ax, (problem, kernel) in zip(axes.T.ravel(), panels):
         part = df[(df["problem"] == problem) & (df["kernel"] == kernel)]
-        for method in METHODS:
-            curve = part[part["method"] == method].groupby("trial")["avg"]
-            if curve.ngroups == 0:
-                continue
-            mean, sd = curve.mean(), curve.std()
-            ax.plot(mean.index, mean.values, label=method)
-            ax.fill_between(mean.index, mean - sd, mean + sd, alpha=0.15)
+        for width, style in zip(widths, ("-", "--", ":")):
+            for i, method in enumerate(METHODS):
+                rows = part[(part["method"] == method) & (part["width"] == width)]
+                curve = rows.groupby("trial")["avg"]
+                if curve.ngroups == 0:
+                    continue
+                mean, sd = curve.mean(), curve.std()
+                label = method if len(widths) == 1 else f"{method}, {width}"
+                ax.plot(mean.index, mean.values, style, color=f"C{i}", label=label)
+                ax.fill_between(mean.index, mean - sd, mean + sd, color=f"C{i}", alpha=0.1)
         ax.set_title(f"{problem}, {kernel} kernel")
         ax.set_xlabel("t")
         ax.set_ylabel("R_C(t) / t")
