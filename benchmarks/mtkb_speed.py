@@ -18,6 +18,7 @@ default`` or ``--threads pinned`` runs one of them in this process as it is.
 
 Usage:
     python benchmarks/mtkb_speed.py --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
+    python benchmarks/mtkb_speed.py --objectives 2 20 --q paper 1 ...   # MT-BKB's q, two ways
 """
 
 from __future__ import annotations
@@ -65,51 +66,72 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gp-max-objectives", type=int, default=4)
     parser.add_argument("--gp-max-trials", type=int, default=500)
+    parser.add_argument("--q", type=_parse_q, nargs="+", default=[None],
+                        help="MT-BKB's q values, one set of rows each; 'paper' for "
+                             "MTKBSampler's default (the paper's theorem 3)")
     parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.no_header:
-        print("| thread settings | objectives | completed trials | MT-KB median s | MT-BKB median s "
-              "| MT-BKB dictionary | GPSampler median s | MT-KB / GP | MT-BKB / GP |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+        print("| thread settings | objectives | completed trials | MT-KB median s | MT-BKB q "
+              "| MT-BKB median s | MT-BKB dictionary | GPSampler median s | MT-KB / GP "
+              "| MT-BKB / GP |")
+        print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
     if args.threads == "both":
         run_in_both_thread_settings(__file__, sys.argv[1:] if argv is None else argv)
         return
     label = THREAD_LABELS[args.threads]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    exponents = {}
+    exponents: dict[tuple[int, float | None], float | None] = {}
     for n in args.objectives:
-        bkb_times = []
-        for N in args.n_trials:
-            samplers = {
-                "MT-KB": MTKBSampler(seed=0),
-                "MT-BKB": MTKBSampler(seed=0, budgeted=True),
-            }
-            if n <= args.gp_max_objectives and N <= args.gp_max_trials:
-                samplers["GP"] = optuna.samplers.GPSampler(seed=0)
-            studies = {name: build(n, N, s, seed=0) for name, s in samplers.items()}
-            rng = np.random.RandomState(1)
-            times: dict[str, list[float]] = {name: [] for name in samplers}
-            for _ in range(args.repeats):
-                for name, study in studies.items():
-                    start = time.perf_counter()
-                    trial = study.ask(SPACE)
-                    times[name].append(time.perf_counter() - start)
-                    study.tell(trial, evaluate(trial.params, study._mix, rng))
-            med = {name: statistics.median(v) for name, v in times.items()}
-            bkb_times.append(med["MT-BKB"])
-            gp = med.get("GP")
-            ratio = (lambda name: f"{med[name] / gp:.2f}" if gp else "-")
-            print(f"| {label} | {n} | {N} | {med['MT-KB']:.3f} | {med['MT-BKB']:.3f} | "
-                  f"{samplers['MT-BKB'].last_dictionary_size} | "
-                  f"{f'{gp:.3f}' if gp else 'not run'} | {ratio('MT-KB')} | {ratio('MT-BKB')} |",
-                  flush=True)
-        if len(args.n_trials) > 1:
-            slope = np.polyfit(np.log(args.n_trials), np.log(bkb_times), 1)[0]
-            exponents[n] = slope
-    for n, slope in exponents.items():
-        print(f"MT-BKB time per suggestion ~ t^{slope:.2f} with {n} objectives "
-              f"(over {args.n_trials} trials; {label})")
+        for q in args.q:
+            exponents[(n, q)] = _time_one(args, label, n, q)
+    for (n, q), slope in exponents.items():
+        if slope is not None:
+            print(f"MT-BKB (q = {_q_label(q)}) time per suggestion ~ t^{slope:.2f} with {n} "
+                  f"objectives (over {args.n_trials} trials; {label})")
+
+
+def _parse_q(value: str) -> float | None:
+    return None if value == "paper" else float(value)
+
+
+def _q_label(q: float | None) -> str:
+    return "paper's" if q is None else f"{q:g}"
+
+
+def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> float | None:
+    """One row per history size for n objectives; returns MT-BKB's growth exponent."""
+    bkb_times = []
+    for N in args.n_trials:
+        samplers: dict[str, optuna.samplers.BaseSampler] = {
+            "MT-KB": MTKBSampler(seed=0),
+            "MT-BKB": MTKBSampler(seed=0, budgeted=True, q=q),
+        }
+        if n <= args.gp_max_objectives and N <= args.gp_max_trials:
+            samplers["GP"] = optuna.samplers.GPSampler(seed=0)
+        studies = {name: build(n, N, s, seed=0) for name, s in samplers.items()}
+        rng = np.random.RandomState(1)
+        times: dict[str, list[float]] = {name: [] for name in samplers}
+        for _ in range(args.repeats):
+            for name, study in studies.items():
+                start = time.perf_counter()
+                trial = study.ask(SPACE)
+                times[name].append(time.perf_counter() - start)
+                study.tell(trial, evaluate(trial.params, study._mix, rng))
+        med = {name: statistics.median(v) for name, v in times.items()}
+        bkb_times.append(med["MT-BKB"])
+        gp = med.get("GP")
+        ratio = (lambda name: f"{med[name] / gp:.2f}" if gp else "-")
+        bkb = samplers["MT-BKB"]
+        assert isinstance(bkb, MTKBSampler)
+        print(f"| {label} | {n} | {N} | {med['MT-KB']:.3f} | {_q_label(q)} | "
+              f"{med['MT-BKB']:.3f} | {bkb.last_dictionary_size} | "
+              f"{f'{gp:.3f}' if gp else 'not run'} | {ratio('MT-KB')} | {ratio('MT-BKB')} |",
+              flush=True)
+    if len(args.n_trials) < 2:
+        return None
+    return float(np.polyfit(np.log(args.n_trials), np.log(bkb_times), 1)[0])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -483,16 +484,20 @@ def test_optuna_sampler_suite_covers_every_public_sampler_and_lists_failures() -
     assert table[3] == "| B | 1 | 0 | 1 | - |"
 
 def test_mtkb_paper_runs_and_summarizes(tmp_path: Path) -> None:
-    _run(tmp_path, "mtkb_paper.py", "--problems", "sine4", "--methods", "MT-KB", "MOBO",
-         "--kernels", "known", "--seeds", "0", "2", "--n-trials", "7", "--out", "p.csv")
+    _run(tmp_path, "mtkb_paper.py", "--problems", "sine4", "--methods", "MT-KB", "IT-KB", "MOBO",
+         "--kernels", "known", "--widths", "objectives", "norm", "--seeds", "0", "2",
+         "--n-trials", "7", "--out", "p.csv")
     rows = _rows(tmp_path / "p.csv")
-    assert len(rows) == 2 * 2 * 7
+    assert len(rows) == 2 * 2 * 3 * 7
     # The first 5 trials are the shared random startup of the seed: same regrets.
-    first = {(r["method"], r["seed"]): r["regret"] for r in rows if r["trial"] == "3"}
-    assert first[("MT-KB", "0")] == first[("MOBO", "0")]
+    first = {(r["method"], r["width"], r["seed"]): r["regret"] for r in rows if r["trial"] == "3"}
+    assert first[("MT-KB", "objectives", "0")] == first[("MOBO", "norm", "0")]
     assert all(float(r["regret"]) >= 0 for r in rows)
     out = _run(tmp_path, "mtkb_paper.py", "--summarize", "p.csv")
-    assert "| sine4 | known | MT-KB | 2 |" in out and "| sine4 | known | MOBO | 2 |" in out
+    for width in ("objectives", "norm"):
+        assert f"| sine4 | known | {width} | MOBO | 2 |" in out
+        # MT-KB is paired with IT-KB, seed by seed.
+        assert re.search(rf"\| sine4 \| known \| {width} \| MT-KB \| 2 \|.*\(p = ", out)
 
 
 def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
@@ -508,11 +513,13 @@ def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
 
 def test_mtkb_speed_runs(tmp_path: Path) -> None:
     out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
-               "--repeats", "1", "--gp-max-objectives", "0")
-    assert out.count("| 2 | 1") == 4 and "not run" in out and out.count("t^") == 2
-    # Measured at default thread settings and pinned, each in its own process.
-    assert out.count("| default (no variable set) | 2 |") == 2
-    assert out.count("| OMP_NUM_THREADS=1 | 2 |") == 2
+               "--repeats", "1", "--gp-max-objectives", "0", "--q", "paper", "1")
+    assert out.count("| 2 | 1") == 8 and "not run" in out and out.count("t^") == 4
+    # Measured at default thread settings and pinned, each in its own process, per q.
+    assert out.count("| default (no variable set) | 2 |") == 4
+    assert out.count("| OMP_NUM_THREADS=1 | 2 |") == 4
+    assert out.count("| paper's |") == 4 and out.count("| 1 |") == 4
+    assert "MT-BKB (q = 1) time per suggestion ~ t^" in out
 
 
 def test_mtkb_hypervolume_and_regret_by_hand() -> None:
