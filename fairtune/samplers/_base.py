@@ -359,13 +359,37 @@ class GPSamplerBase(BaseSampler):
         # maximum is the same for all of them. Each worker records its point first and then
         # looks: the later claim of a point is chosen anew with the earlier one pending.
         # (Of two claims, the later writer always sees the earlier one.)
-        for _ in range(max(_MAX_RECHOOSE, len(pending) + 1)):
+        attempts = max(_MAX_RECHOOSE, len(pending) + 1)
+        for attempt in range(attempts + 1):
             if not _claimed_earlier(study, trial, params, claimed, search_space, seen):
+                return params
+            if attempt == attempts:
                 break
             complete, pending = collect_trials(study, search_space, trial, seen)
             params = self._sample_relative_impl(study, search_space, complete, pending)
             claimed = store_relative_params(study, trial, params)
+        # Every re-choice was taken as well. Workers that share a seed and see the same trials
+        # choose the same point, so several that lose to one faster worker again and again stay
+        # together (seen on PostgreSQL under load: three trials with one point after the last,
+        # unchecked, re-choice). A random point drawn for this trial ends the chase.
+        params = self._random_params(search_space, trial)
+        store_relative_params(study, trial, params)
         return params
+
+    def _random_params(
+        self, search_space: dict[str, BaseDistribution], trial: FrozenTrial
+    ) -> dict[str, Any]:
+        """A uniformly random point of ``search_space``, drawn per (seed, trial number)."""
+        seed = self._rng._seed
+        rng = (
+            np.random.RandomState()
+            if seed is None
+            else np.random.RandomState(
+                np.random.SeedSequence([int(seed) % 2**63, trial.number, 2]).generate_state(1)[0]
+            )
+        )
+        ss = SearchSpace(search_space)
+        return ss.decode(ss.sample(1, rng)[0])
 
     def _sample_relative_impl(
         self,

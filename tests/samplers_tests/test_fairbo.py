@@ -453,6 +453,41 @@ def test_a_near_identical_earlier_claim_makes_the_later_worker_choose_anew(tmp_p
     assert late.params["x"] == calls[1]["x"]
 
 
+def test_a_point_taken_after_every_re_choice_is_replaced_by_a_random_one(tmp_path: Path) -> None:
+    # Workers sharing a seed and seeing the same trials choose the same point; three of them
+    # losing to one faster worker each time re-chose together until the re-choices ran out, and
+    # the last re-choice was not checked: three trials with one point (4 FairBO workers on
+    # PostgreSQL under load). Here every choice of the second worker is taken by the first
+    # just before: after the last re-choice it must claim a random point, distinct from them.
+    from fairtune.samplers import _base
+    from fairtune.samplers._base import pending_params, store_relative_params
+
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    first, second = _two_workers(
+        tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
+    )
+    compute = second.sampler._sample_relative_impl
+    calls: list[dict] = []
+
+    def first_takes_every_point_first(*args: object) -> dict:
+        params = compute(*args)
+        store_relative_params(first, first.ask(), dict(params))
+        calls.append(params)
+        return params
+
+    second.sampler._sample_relative_impl = first_takes_every_point_first
+    late = second.ask(dist)
+    assert len(calls) == _base._MAX_RECHOOSE + 1  # the first choice and every re-choice
+    taken = [pending_params(t) for t in second.trials
+             if t.state == TrialState.RUNNING and t.number != late.number]
+    assert len(taken) == len(calls)
+    assert all(late.params != p for p in taken)
+    assert 0.0 <= late.params["x"] <= 1.0
+    # The random point is the trial's claim, and it is drawn per (seed, trial number).
+    assert pending_params(second._storage.get_trial(late._trial_id)) == late.params
+    assert second.sampler._random_params(dist, late) == late.params
+
+
 def test_a_claim_seen_before_its_time_is_waited_for_not_yielded_to(tmp_path: Path) -> None:
     # A claim is two writes: the point, then its time. Two workers that chose one point at the
     # same moment each saw the other's point without its time, both yielded (a point without a
