@@ -46,7 +46,8 @@ Usage (each piece under 15 minutes; rows are appended to the CSV):
         --out benchmarks/results/cgp_hetero.csv
     python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
 The 30-round second pass (README) ran fig3 per function and replication with ``--rounds 30``
-into ``results/cgp_fig3_r30.csv`` (fig4 and hetero likewise into ``*_r30.csv``), and a side
+into ``results/cgp_fig3_r30.csv.gz`` (gzip: give --out a .gz path; fig4 and hetero into
+``*_r30.csv``), and a side
 experiment with ``--methods CGP-UCB UCB --beta 1`` (and ``--beta 2``) on replications 10-14.
 """
 
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -305,9 +307,12 @@ FIELDS = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial
 
 
 def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Append rows to a CSV; a path ending in .gz is gzip-compressed (each call adds a member,
+    which gzip and pandas read as one stream)."""
     new = not path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", newline="") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "at", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         if new:
             w.writeheader()

@@ -74,6 +74,14 @@ def test_hetero_yardstick_is_ucb_alone_with_another_seed(tmp_path: Path) -> None
     out = cgp_paper.summarize(path, None)
     assert "paired CGP-UCB gap - UCB gap over 3 agent x rep pairs" in out
     assert f"paired {cgp_paper.CONTROL} gap - UCB gap over 3 agent x rep pairs" in out
+    # The same rows appended in two pieces to a gzip-compressed CSV summarize the same.
+    gz = tmp_path / "h.csv.gz"
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    cgp_paper._append(gz, rows[:5])
+    cgp_paper._append(gz, rows[5:])
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    assert cgp_paper.summarize(gz, None) == out
 
 
 def test_cgp_diagnose_counts_leaders_and_kept_designs(tmp_path: Path) -> None:
