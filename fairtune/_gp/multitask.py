@@ -650,6 +650,30 @@ def lipschitz_constant(weights: torch.Tensor, scalarization: Scalarization) -> f
     return float(weights.max(-1).values.mean())
 
 
+def _width_of_variances(
+    model: ICMGP, weights: torch.Tensor, scalarization: Scalarization, width: Width
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """w_t from the eigenbasis variances v(x) (..., n) -> (...), with everything that does not
+    depend on x computed once (the acquisition is evaluated many times per suggestion)."""
+    if width not in WIDTHS:
+        raise ValueError(f"`width` must be one of {list(WIDTHS)}, but got width={width!r}.")
+    _check_scalarization(scalarization)
+    weights = weights.to(model.U.dtype)
+    if width == "norm":
+        lipschitz = lipschitz_constant(weights, scalarization)
+        return lambda var: lipschitz * var.max(-1).values.sqrt()
+    if scalarization == "linear":
+        projected = ((weights @ model.U) ** 2).T  # (n, k): (U^T lambda_k)_j^2
+        return lambda var: (var @ projected).clamp_min(0.0).sqrt().mean(-1)
+    squared_u = (model.U**2).T  # sigma_i^2 = sum_j U_ij^2 v_j
+
+    def chebyshev(var: torch.Tensor) -> torch.Tensor:
+        sd = (var @ squared_u).clamp_min(0.0).sqrt()  # (..., n)
+        return (weights * sd.unsqueeze(-2)).max(-1).values.mean(-1)
+
+    return chebyshev
+
+
 def confidence_width(
     model: ICMGP,
     x: torch.Tensor,  # (..., d)
@@ -658,18 +682,9 @@ def confidence_width(
     width: Width = "objectives",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Posterior mean mu_t(x) (..., n) and the confidence width w_t(x) (...) (module docstring)."""
-    if width not in WIDTHS:
-        raise ValueError(f"`width` must be one of {list(WIDTHS)}, but got width={width!r}.")
+    of_variances = _width_of_variances(model, weights, scalarization, width)
     mean_eig, var = model.posterior_eig(x)
-    mean = mean_eig @ model.U.T
-    if width == "norm":
-        return mean, lipschitz_constant(weights, scalarization) * var.max(-1).values.sqrt()
-    _check_scalarization(scalarization)
-    if scalarization == "linear":
-        projected = (weights.to(var.dtype) @ model.U) ** 2  # (k, n): (U^T lambda_k)_j^2
-        return mean, (var @ projected.T).clamp_min(0.0).sqrt().mean(-1)
-    sd = (var @ (model.U**2).T).clamp_min(0.0).sqrt()  # (..., n)
-    return mean, (weights.to(sd.dtype) * sd.unsqueeze(-2)).max(-1).values.mean(-1)
+    return mean_eig @ model.U.T, of_variances(var)
 
 
 def mtkb_ucb(
@@ -681,12 +696,14 @@ def mtkb_ucb(
     width: Width = "objectives",
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """u_t(x) = E_lambda[s_lambda(mu_t(x))] + beta w_t(x), x (..., d) -> (...)."""
-    if width not in WIDTHS:
-        raise ValueError(f"`width` must be one of {list(WIDTHS)}, but got width={width!r}.")
+    of_variances = _width_of_variances(model, weights, scalarization, width)
 
     def acqf(x: torch.Tensor) -> torch.Tensor:
-        mean, w = confidence_width(model, x, weights, scalarization, width)
-        return expected_utility(mean, weights, scalarization, reference_point) + beta * w
+        mean_eig, var = model.posterior_eig(x)
+        mean = mean_eig @ model.U.T
+        return expected_utility(mean, weights, scalarization, reference_point) + beta * (
+            of_variances(var)
+        )
 
     return acqf
 
