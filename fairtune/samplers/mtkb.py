@@ -33,6 +33,7 @@ __all__ = ["MTKBSampler"]
 # Study system attribute holding the last fitted task correlation (JSON, n x n).
 TASK_CORRELATION_KEY = "fairtune:mtkb:task_correlation"
 _TASK_COVARIANCES = ("learned", "independent")
+_UTILITY_UNITS = ("standardized", "objectives")
 # Penalty per unit of optimistic constraint violation (standardized units) in the acquisition.
 _CONSTRAINT_PENALTY = 1e3
 # The multi-task GP is also fitted from the defaults whenever the number of trials has grown by
@@ -111,8 +112,8 @@ class MTKBSampler(GPSamplerBase):
 
     Args:
         scalarization: ``"chebyshev"`` or ``"linear"``. Defaults to "chebyshev".
-        weights: The prior over preference weights (one weight per objective, for the
-            standardized objectives): None for the paper's random prior (section 5, after Paria
+        weights: The prior over preference weights (one weight per objective, applied in the
+            units of ``utility_units``): None for the paper's random prior (section 5, after Paria
             et al. 2020), a fixed vector (a Dirac prior; normalized to sum to 1), or a callable
             ``rng -> (k, n) array`` of weight vectors (each row normalized). Defaults to None.
         n_weight_samples: Number of weight vectors drawn per suggestion from the random prior.
@@ -121,6 +122,16 @@ class MTKBSampler(GPSamplerBase):
             directions, worse than every value of interest (like a hypervolume reference point).
             Defaults to None: per standardized objective, 0.1 of the observed range below the
             worst observed value.
+        utility_units: The units in which the scalarization weighs the objectives (both
+            maximized): ``"standardized"`` (each objective standardized by the mean and
+            standard deviation of its observed values: the weights do not depend on the
+            objectives' scales, which suits objectives in different units) or ``"objectives"``
+            (their own units: a weight trades a unit of one objective against a unit of
+            another, as in the paper, whose objectives share a scale; internally the weight of
+            objective i becomes lambda_i times its observed standard deviation). The expected
+            utility a benchmark or a user scores with is only the one the sampler optimizes
+            when these units, the weight prior and the reference point agree. Defaults to
+            "standardized".
         task_covariance: ``"learned"`` (B by marginal likelihood), ``"independent"`` (B
             diagonal: the paper's IT-KB baseline), a float omega in [0, 1]
             (B = omega I + (1 - omega) 11^T / n, Evgeniou et al. 2005), or an n x n p.s.d.
@@ -162,6 +173,7 @@ class MTKBSampler(GPSamplerBase):
         weights: WeightsPrior = None,
         n_weight_samples: int = 16,
         reference_point: Sequence[float] | None = None,
+        utility_units: Literal["standardized", "objectives"] = "standardized",
         task_covariance: Literal["learned", "independent"] | float | Any = "learned",
         budgeted: bool = False,
         q: float | None = None,
@@ -246,6 +258,11 @@ class MTKBSampler(GPSamplerBase):
             raise ValueError(f"`beta` must be None or a finite number >= 0, but got beta={beta!r}.")
         if width not in mt.WIDTHS:
             raise ValueError(f"`width` must be one of {list(mt.WIDTHS)}, but got width={width!r}.")
+        if utility_units not in _UTILITY_UNITS:
+            raise ValueError(
+                f"`utility_units` must be one of {list(_UTILITY_UNITS)}, but got "
+                f"utility_units={utility_units!r}."
+            )
         super().__init__(
             seed=seed,
             independent_sampler=independent_sampler,
@@ -258,6 +275,7 @@ class MTKBSampler(GPSamplerBase):
         self._q = None if q is None else float(q)
         self._beta = beta
         self._width: Literal["objectives", "norm"] = width
+        self._utility_units = utility_units
         # Warm starts, keyed by (study name, model name); MT-BKB's last dictionary per study
         # (trial numbers), which sets the next step's inclusion probabilities.
         self._cache: dict[tuple[str, str], Any] = {}
@@ -402,7 +420,13 @@ class MTKBSampler(GPSamplerBase):
         model = self._build_model(study, X, Y, params, ss, [t.number for t in complete], rng)
         t = len(complete) + (len(pending) if pending else 0)
         beta = float(self._beta) if self._beta is not None else mt.default_beta(t, ss.dim)
-        weights = torch.from_numpy(self._weights(n, rng))
+        weights_np = self._weights(n, rng)
+        if self._utility_units == "objectives":
+            # s_lambda in the objectives' own units, y_i = mean_i + std_i y~_i: the weight of
+            # standardized objective i is lambda_i std_i (rescaled by one common factor, which
+            # leaves the argmax unchanged).
+            weights_np = weights_np * (stds / stds.mean())[None, :]
+        weights = torch.from_numpy(weights_np)
         z = self._reference(Y_np, signs, means, stds)
 
         # Constraint models (single-task GPs, as FairBOSampler's).

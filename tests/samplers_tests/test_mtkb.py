@@ -161,6 +161,26 @@ def test_dirac_weights_steer_the_search() -> None:
     assert finals[0.95] < 0.4 < 0.6 < finals[0.05]
 
 
+def test_utility_units_decide_how_the_weights_trade_objectives_off() -> None:
+    # Equal weights; the second objective's values are 1000 times larger. In standardized units
+    # the trade-off is balanced (the best x is about 0.5); in the objectives' own units the
+    # second objective dominates (the best x is 0.8 - 0.6 / 1001, about 0.8).
+    finals = {}
+    for units in ("standardized", "objectives"):
+        sampler = _small(MTKBSampler(seed=0, n_startup_trials=4, weights=[0.5, 0.5],
+                                     scalarization="linear", utility_units=units))
+        study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+
+        def objective(trial: optuna.Trial) -> tuple[float, float]:
+            x = trial.suggest_float("x", 0.0, 1.0)
+            return -((x - 0.2) ** 2), 1000.0 * (x - 0.8) ** 2
+
+        study.optimize(objective, n_trials=14)
+        finals[units] = float(np.median([t.params["x"] for t in study.trials[-6:]]))
+    assert 0.35 < finals["standardized"] < 0.65
+    assert finals["objectives"] > 0.75
+
+
 def test_callable_weight_prior_and_reference_point() -> None:
     calls = []
 
@@ -218,6 +238,8 @@ def test_budgeted_dictionary_is_a_subset() -> None:
         ({"beta": -1.0}, "`beta` must be None"),
         ({"width": "trace"}, r"`width` must be one of \['objectives', 'norm'\], but got width='trace'"),
         ({"budgeted": 1}, "`budgeted` must be a bool"),
+        ({"utility_units": "raw"}, r"`utility_units` must be one of \['standardized', "
+                                   r"'objectives'\], but got utility_units='raw'"),
     ],
 )
 def test_bad_arguments(kwargs: dict, match: str) -> None:
