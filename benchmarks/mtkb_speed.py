@@ -16,6 +16,12 @@ Each table is measured at default thread settings (no thread variable set, as us
 pinned (``OMP_NUM_THREADS=1``), each in a fresh process, every sampler the same way; ``--threads
 default`` or ``--threads pinned`` runs one of them in this process as it is.
 
+``--history``: the completed trials are random points (``random``, the default: every trial
+informative, the worst case for MT-BKB's dictionary) or the first N trials of MT-BKB's own run
+on the problem (``own``: the setting of the paper's complexity claim, whose dictionary bound
+m_t <= 6 rho q (1 + kappa / eta) sum_s ||Gamma_s(x_s, x_s)|| sums the variances at the points
+the algorithm itself chose); every sampler is timed on the same history.
+
 Usage:
     python benchmarks/mtkb_speed.py --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
     python benchmarks/mtkb_speed.py --objectives 2 20 --q paper 1 ...   # MT-BKB's q, two ways
@@ -45,15 +51,40 @@ def evaluate(params: dict, mix: np.ndarray, rng: np.random.RandomState) -> list[
     return (mix @ base + 0.01 * rng.randn(len(mix))).tolist()
 
 
-def build(n: int, N: int, sampler: optuna.samplers.BaseSampler, seed: int) -> optuna.Study:
+def _mix(n: int) -> np.ndarray:
+    return np.random.RandomState(100 + n).uniform(-1, 1, size=(n, 3))
+
+
+def own_history(n: int, N: int, q: float | None, seed: int) -> list[tuple[dict, list[float]]]:
+    """The first N trials (parameters, values) of MT-BKB's own run on the problem."""
     rng = np.random.RandomState(seed)
-    mix = np.random.RandomState(100 + n).uniform(-1, 1, size=(n, 3))
+    mix = _mix(n)
+    study = optuna.create_study(
+        directions=["maximize"] * n, sampler=MTKBSampler(seed=seed, budgeted=True, q=q)
+    )
+    for _ in range(N):
+        trial = study.ask(SPACE)
+        study.tell(trial, evaluate(trial.params, mix, rng))
+    return [(t.params, list(t.values)) for t in study.trials]
+
+
+def build(
+    n: int, N: int, sampler: optuna.samplers.BaseSampler, seed: int,
+    history: list[tuple[dict, list[float]]] | None = None,
+) -> optuna.Study:
+    """A study with N completed trials: random ones, or the first N of ``history``."""
+    rng = np.random.RandomState(seed)
+    mix = _mix(n)
     study = optuna.create_study(directions=["maximize"] * n, sampler=sampler)
     random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    for _ in range(N):
-        params = random.ask(SPACE).params
+    for i in range(N):
+        if history is not None:
+            params, values = history[i]
+        else:
+            params = random.ask(SPACE).params
+            values = evaluate(params, mix, rng)
         study.add_trial(optuna.trial.create_trial(
-            params=params, distributions=SPACE, values=evaluate(params, mix, rng)
+            params=params, distributions=SPACE, values=values
         ))
     study._mix = mix  # type: ignore[attr-defined]
     return study
@@ -69,14 +100,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--q", type=_parse_q, nargs="+", default=[None],
                         help="MT-BKB's q values, one set of rows each; 'paper' for "
                              "MTKBSampler's default (the paper's theorem 3)")
+    parser.add_argument("--history", choices=["random", "own"], default="random",
+                        help="the completed trials: random points, or MT-BKB's own run on the "
+                             "problem (the first N of it; every sampler is timed on it)")
     parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.no_header:
-        print("| thread settings | objectives | completed trials | MT-KB median s | MT-BKB q "
+        print("| thread settings | history | objectives | completed trials | MT-KB median s "
+              "| MT-BKB q "
               "| MT-BKB median s | MT-BKB dictionary | GPSampler median s | MT-KB / GP "
               "| MT-BKB / GP |")
-        print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
+        print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
     if args.threads == "both":
         run_in_both_thread_settings(__file__, sys.argv[1:] if argv is None else argv)
         return
@@ -103,6 +138,7 @@ def _q_label(q: float | None) -> str:
 def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> float | None:
     """One row per history size for n objectives; returns MT-BKB's growth exponent."""
     bkb_times = []
+    history = own_history(n, max(args.n_trials), q, seed=0) if args.history == "own" else None
     for N in args.n_trials:
         samplers: dict[str, optuna.samplers.BaseSampler] = {
             "MT-KB": MTKBSampler(seed=0),
@@ -110,7 +146,7 @@ def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> 
         }
         if n <= args.gp_max_objectives and N <= args.gp_max_trials:
             samplers["GP"] = optuna.samplers.GPSampler(seed=0)
-        studies = {name: build(n, N, s, seed=0) for name, s in samplers.items()}
+        studies = {name: build(n, N, s, seed=0, history=history) for name, s in samplers.items()}
         rng = np.random.RandomState(1)
         times: dict[str, list[float]] = {name: [] for name in samplers}
         for _ in range(args.repeats):
@@ -125,7 +161,7 @@ def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> 
         ratio = (lambda name: f"{med[name] / gp:.2f}" if gp else "-")
         bkb = samplers["MT-BKB"]
         assert isinstance(bkb, MTKBSampler)
-        print(f"| {label} | {n} | {N} | {med['MT-KB']:.3f} | {_q_label(q)} | "
+        print(f"| {label} | {args.history} | {n} | {N} | {med['MT-KB']:.3f} | {_q_label(q)} | "
               f"{med['MT-BKB']:.3f} | {bkb.last_dictionary_size} | "
               f"{f'{gp:.3f}' if gp else 'not run'} | {ratio('MT-KB')} | {ratio('MT-BKB')} |",
               flush=True)
