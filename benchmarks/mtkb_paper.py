@@ -48,8 +48,9 @@ N_STARTUP = 5
 
 def make_sampler(
     method: str, kernel: str, problem: Problem, seed: int, width: str = "objectives",
-    q: float | None = None,
+    q: float | None | str = "default",
 ) -> MTKBSampler:
+    """q: a number, None (the paper's theorem 3) or "default" (MTKBSampler's)."""
     multi = method.startswith("MT")
     if kernel == "known":
         task_covariance = problem.known_task_covariance if multi else 1.0
@@ -64,11 +65,16 @@ def make_sampler(
 
     sampler = MTKBSampler(
         scalarization="chebyshev", weights=weights, task_covariance=task_covariance,
-        budgeted=method.endswith("BKB"), q=q, width=width, n_startup_trials=N_STARTUP,  # type: ignore[arg-type]
+        budgeted=method.endswith("BKB"), width=width, n_startup_trials=N_STARTUP,  # type: ignore[arg-type]
         independent_sampler=optuna.samplers.RandomSampler(seed=seed), seed=seed,
+        **({} if q == "default" else {"q": q}),
     )
     sampler._n_preliminary_samples = 256  # discrete 1-d / 2-d domains: searched exhaustively
     return sampler
+
+
+def _parse_q(value: str) -> float | None | str:
+    return value if value == "default" else None if value == "theorem" else float(value)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -77,8 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS)
     parser.add_argument("--widths", nargs="+", default=["objectives"], choices=WIDTHS)
-    parser.add_argument("--q", type=float, default=None,
-                        help="MT-BKB / IT-BKB's q (default: MTKBSampler's)")
+    parser.add_argument("--q", type=_parse_q,
+                        default="default",
+                        help="MT-BKB / IT-BKB's q: a number or 'theorem' (the paper's theorem "
+                             "3); default: MTKBSampler's")
     parser.add_argument("--seeds", nargs=2, type=int, default=[0, 10], metavar=("FROM", "TO"))
     parser.add_argument("--n-trials", type=int, default=60)
     parser.add_argument("--out", default="mtkb_paper.csv")

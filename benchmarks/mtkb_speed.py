@@ -24,7 +24,7 @@ the algorithm itself chose); every sampler is timed on the same history.
 
 Usage:
     python benchmarks/mtkb_speed.py --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
-    python benchmarks/mtkb_speed.py --objectives 2 20 --q paper 1 ...   # MT-BKB's q, two ways
+    python benchmarks/mtkb_speed.py --objectives 2 20 --q theorem 1 ...   # MT-BKB's q, two ways
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from optuna.distributions import FloatDistribution
 from _compare import THREAD_LABELS, run_in_both_thread_settings
 
 from fairtune.samplers import MTKBSampler
+from fairtune.samplers.mtkb import DEFAULT_Q
 
 SPACE = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(4)}
 
@@ -97,9 +98,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gp-max-objectives", type=int, default=4)
     parser.add_argument("--gp-max-trials", type=int, default=500)
-    parser.add_argument("--q", type=_parse_q, nargs="+", default=[None],
-                        help="MT-BKB's q values, one set of rows each; 'paper' for "
-                             "MTKBSampler's default (the paper's theorem 3)")
+    parser.add_argument("--q", type=_parse_q, nargs="+", default=[DEFAULT_Q],
+                        help="MT-BKB's q values, one set of rows each; 'theorem' (or 'paper') "
+                             "for the paper's theorem 3; default: MTKBSampler's")
     parser.add_argument("--history", choices=["random", "own"], default="random",
                         help="the completed trials: random points, or MT-BKB's own run on the "
                              "problem (the first N of it; every sampler is timed on it)")
@@ -128,11 +129,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _parse_q(value: str) -> float | None:
-    return None if value == "paper" else float(value)
+    return None if value in ("theorem", "paper") else float(value)
 
 
 def _q_label(q: float | None) -> str:
-    return "paper's" if q is None else f"{q:g}"
+    return "theorem 3's" if q is None else f"{q:g}"
 
 
 def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> float | None:

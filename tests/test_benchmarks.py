@@ -513,12 +513,12 @@ def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
 
 def test_mtkb_speed_runs(tmp_path: Path) -> None:
     out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
-               "--repeats", "1", "--gp-max-objectives", "0", "--q", "paper", "1")
+               "--repeats", "1", "--gp-max-objectives", "0", "--q", "theorem", "1")
     assert out.count("| 2 | 1") == 8 and "not run" in out and out.count("t^") == 4
     # Measured at default thread settings and pinned, each in its own process, per q.
     assert out.count("| default (no variable set) | random | 2 |") == 4
     assert out.count("| OMP_NUM_THREADS=1 | random | 2 |") == 4
-    assert out.count("| paper's |") == 4 and out.count("| 1 |") == 4
+    assert out.count("| theorem 3's |") == 4 and out.count("| 1 |") == 4
     assert "MT-BKB (q = 1) time per suggestion ~ t^" in out
 
 

@@ -34,6 +34,8 @@ __all__ = ["MTKBSampler"]
 TASK_CORRELATION_KEY = "fairtune:mtkb:task_correlation"
 _TASK_COVARIANCES = ("learned", "independent")
 _UTILITY_UNITS = ("standardized", "objectives")
+# MT-BKB's default oversampling factor q (see the docstring of ``q``).
+DEFAULT_Q = 4.0
 # Penalty per unit of optimistic constraint violation (standardized units) in the acquisition.
 _CONSTRAINT_PENALTY = 1e3
 # The multi-task GP is also fitted from the defaults whenever the number of trials has grown by
@@ -138,12 +140,16 @@ class MTKBSampler(GPSamplerBase):
             matrix (for the standardized objectives). Defaults to "learned".
         budgeted: Use the Nystrom approximation (MT-BKB). Defaults to False.
         q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
-            slower). Defaults to None: the paper's theorem 3, q = 6 rho log(4t / delta) / eps^2
-            with eps = 0.5, delta = 0.1 (its experiments' values), rho = (1 + eps) / (1 - eps).
-            That q is about 500-600 for 100-1,000 trials: point i joins with probability
-            min(q * leverage_i, 1), so the dictionary holds every trial until their leverage
-            scores fall below 1 / q, and MT-BKB costs what MT-KB does (benchmarks/mtkb_speed.py);
-            a smaller q gives a smaller, less accurate dictionary.
+            slower): point i joins with probability min(q * leverage_i, 1), leverage_i its
+            ridge leverage score (posterior variance over noise variance, at most 1), so the
+            dictionary holds about q times the effective number of parameters. Defaults to 4.
+            On the paper's problems, along MT-BKB's own run, q = 4 had the regret of MT-KB with
+            15-30 points in the dictionary at 100 trials; q = 1 had up to 3 times its regret
+            (benchmarks/mtkb_paper.py, benchmarks/mtkb_speed.py). None: the paper's theorem 3,
+            q = 6 rho log(4t / delta) / eps^2 with eps = 0.5, delta = 0.1 (its experiments'
+            values), rho = (1 + eps) / (1 - eps): about 500-600 for 100-1,000 trials, a
+            worst-case constant that keeps every trial in the dictionary until leverage scores
+            fall below 1 / q, so that MT-BKB then costs what MT-KB does.
         beta: Confidence width beta_t. Defaults to None: ``sqrt(0.2 d log(2t))`` (Kandasamy et
             al. 2015), with d the number of parameters and t the number of trials.
         width: The confidence width: ``"objectives"`` (each objective's posterior standard
@@ -176,7 +182,7 @@ class MTKBSampler(GPSamplerBase):
         utility_units: Literal["standardized", "objectives"] = "standardized",
         task_covariance: Literal["learned", "independent"] | float | Any = "learned",
         budgeted: bool = False,
-        q: float | None = None,
+        q: float | None = DEFAULT_Q,
         beta: float | None = None,
         width: Literal["objectives", "norm"] = "objectives",
         n_startup_trials: int = 5,

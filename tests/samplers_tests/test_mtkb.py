@@ -224,6 +224,28 @@ def test_budgeted_dictionary_is_a_subset() -> None:
     assert 1 <= sampler.last_dictionary_size <= 11
 
 
+@pytest.mark.parametrize(("q", "expected"), [("unset", 4.0), (None, "theorem"), (2.5, 2.5)])
+def test_budgeted_q_reaches_the_dictionary(
+    monkeypatch: pytest.MonkeyPatch, q: object, expected: object
+) -> None:
+    seen: list[tuple[int, float]] = []
+    sample = mt.sample_dictionary
+
+    def recording(model, q, rng):  # type: ignore[no-untyped-def]
+        seen.append((len(model.X), q))
+        return sample(model, q, rng)
+
+    monkeypatch.setattr(mt, "sample_dictionary", recording)
+    kwargs = {} if q == "unset" else {"q": q}
+    sampler = _small(MTKBSampler(seed=0, n_startup_trials=4, budgeted=True, **kwargs))
+    study = optuna.create_study(directions=["maximize", "maximize"], sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), -t.suggest_float("x", 0, 1)),
+                   n_trials=7)
+    assert [t for t, _ in seen] == [4, 5, 6]
+    for t, used in seen:
+        assert used == (mt.default_q(t) if expected == "theorem" else expected)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
