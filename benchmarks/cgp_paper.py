@@ -45,6 +45,7 @@ Usage (each piece under 15 minutes; rows are appended to the CSV):
     OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py hetero --reps 0 1 2 --rounds 15 \\
         --out benchmarks/results/cgp_hetero.csv
     python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
+    python benchmarks/cgp_paper.py summarize results.csv --round 30   # tables at round 30
 The 30-round second pass (README) ran fig3 per function and replication with ``--rounds 30``
 into ``results/cgp_fig3_r30.csv.gz`` (gzip: give --out a .gz path; fig4 and hetero into
 ``*_r30.csv``), and a side
@@ -322,11 +323,14 @@ def _append(path: Path, rows: list[dict[str, Any]]) -> None:
 # -- summaries ---------------------------------------------------------------------------------------
 
 
-def summarize(path: Path, plot: Path | None) -> str:
+def summarize(path: Path, plot: Path | None, at_round: int | None = None) -> str:
+    """Tables at the last round (or at ``at_round``, for rows that reach it) and plots."""
     import pandas as pd
     from scipy.stats import binomtest
 
     df = pd.read_csv(path)
+    if at_round is not None:
+        df = df[df["round"] <= at_round]
     lines: list[str] = []
     last = df[df["round"] == df.groupby(["function", "n_agents", "radius_factor", "adversarial"])[
         "round"].transform("max")]
@@ -354,6 +358,18 @@ def summarize(path: Path, plot: Path | None) -> str:
                 f"| {method} | {mine['gap'].mean():.3f} | {mine['gap'].median():.3f} | "
                 f"{mine['regret'].mean():.3f} | {mine['regret'].median():.3f} | {versus} |"
             )
+        # By replication (mean gap over its agents): each CGP variant against its acquisition
+        # alone, and CGP-UCB against FTS-DE (whose agents start from other designs).
+        by_rep = part.groupby(["method", "rep"])["gap"].mean()
+        pairs = [(m, m[4:]) for m in ("CGP-UCB", "CGP-EI", "CGP-TS")] + [("CGP-UCB", "FTS-DE")]
+        counts = []
+        for a, b in pairs:
+            if a in by_rep.index.get_level_values(0) and b in by_rep.index.get_level_values(0):
+                both = by_rep[a].index.intersection(by_rep[b].index)
+                below = int((by_rep[a][both] < by_rep[b][both]).sum())
+                counts.append(f"{a} below {b} in {below} of {len(both)}")
+        if counts:
+            lines.append("replications (mean gap over agents): " + "; ".join(counts))
         if adv or radius != 1.0:
             alone = part[part["method"] == "UCB"].set_index(["rep", "agent"])["gap"]
             for other in ("CGP-UCB", CONTROL):
@@ -442,9 +458,11 @@ def main() -> None:
     s = sub.add_parser("summarize")
     s.add_argument("csv", type=Path)
     s.add_argument("--plot", type=Path, default=None)
+    s.add_argument("--round", type=int, default=None, dest="at_round",
+                   help="tables (and plots) up to this round instead of the last")
     args = parser.parse_args()
     if args.command == "summarize":
-        print(summarize(args.csv, args.plot))
+        print(summarize(args.csv, args.plot, args.at_round))
         return
     jobs: list[tuple[str, str, int, int, dict[str, Any]]] = []
     for rep in args.reps:

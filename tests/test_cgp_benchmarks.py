@@ -39,6 +39,15 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     out = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--plot", "f.png")
     assert "| CGP-UCB |" in out and "| FTS-DE |" in out and "round 2, 1 reps" in out
     assert (tmp_path / "f.png").stat().st_size > 0
+    gap = {m: sum(float(r["gap"]) for r in rows if r["method"] == m and r["round"] == "2") / 4
+           for m in ("CGP-UCB", "UCB", "FTS-DE")}
+    assert (f"CGP-UCB below UCB in {int(gap['CGP-UCB'] < gap['UCB'])} of 1; "
+            f"CGP-UCB below FTS-DE in {int(gap['CGP-UCB'] < gap['FTS-DE'])} of 1") in out
+    # --round: the tables at an earlier round, from the same rows.
+    early = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--round", "1")
+    assert "round 1, 1 reps" in early and "round 2" not in early
+    ucb1 = [float(r["gap"]) for r in rows if r["method"] == "UCB" and r["round"] == "1"]
+    assert f"| UCB | {sum(ucb1) / 4:.3f} |" in early
 
 
 def test_cgp_speed_runs(tmp_path: Path) -> None:
