@@ -47,7 +47,8 @@ Usage (each piece under 15 minutes; rows are appended to the CSV):
     python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
     python benchmarks/cgp_paper.py summarize results.csv --round 30   # tables at round 30
 The 30-round second pass (README) ran fig3 per function and replication with ``--rounds 30``
-into ``results/cgp_fig3_r30.csv.gz`` (gzip: give --out a .gz path; fig4 and hetero into
+into ``cgp_fig3_r30.csv.gz``, since replaced by ``results/cgp_fig3_r60.csv.gz`` (60 rounds, the
+same first 30; ``summarize --round 30``) (gzip: give --out a .gz path; fig4 and hetero into
 ``*_r30.csv``), and a side
 experiment with ``--methods CGP-UCB UCB --beta 1`` (and ``--beta 2``) on replications 10-14.
 """
