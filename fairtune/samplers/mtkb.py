@@ -143,9 +143,11 @@ class MTKBSampler(GPSamplerBase):
             slower): point i joins with probability min(q * leverage_i, 1), leverage_i its
             ridge leverage score (posterior variance over noise variance, at most 1), so the
             dictionary holds about q times the effective number of parameters. Defaults to 4.
-            On the paper's problems, along MT-BKB's own run, q = 4 had the regret of MT-KB with
-            15-30 points in the dictionary at 100 trials; q = 1 had up to 3 times its regret
-            (benchmarks/mtkb_paper.py, benchmarks/mtkb_speed.py). None: the paper's theorem 3,
+            On the paper's problems q = 4 had the regret of the theorem's q (within 1 %), with
+            15-30 of 100 trials in the dictionary on the one-dimensional ones (nearly all on
+            Branin with 9 objectives); q = 1 had up to 3 times MT-KB's regret. Along its own
+            run on a 4-parameter problem its time per suggestion grew as t^0.3-0.7 from 100 to
+            500 trials (benchmarks/mtkb_paper.py, benchmarks/mtkb_speed.py). None: the paper's theorem 3,
             q = 6 rho log(4t / delta) / eps^2 with eps = 0.5, delta = 0.1 (its experiments'
             values), rho = (1 + eps) / (1 - eps): about 500-600 for 100-1,000 trials, a
             worst-case constant that keeps every trial in the dictionary until leverage scores
