@@ -324,12 +324,23 @@ def _append(path: Path, rows: list[dict[str, Any]]) -> None:
 # -- summaries ---------------------------------------------------------------------------------------
 
 
-def summarize(path: Path, plot: Path | None, at_round: int | None = None) -> str:
-    """Tables at the last round (or at ``at_round``, for rows that reach it) and plots."""
+def summarize(
+    path: Path, plot: Path | None, at_round: int | None = None, override: Path | None = None
+) -> str:
+    """Tables at the last round (or at ``at_round``, for rows that reach it) and plots.
+
+    ``override``: a CSV whose runs (function, method, N, shifts, adversary) replace the same runs
+    of ``path`` (e.g. the CGP methods re-run with another S_raw; the others do not use it).
+    """
     import pandas as pd
     from scipy.stats import binomtest
 
     df = pd.read_csv(path)
+    if override is not None:
+        other = pd.read_csv(override)
+        keys = ["function", "method", "n_agents", "radius_factor", "adversarial"]
+        replaced = df.set_index(keys).index.isin(other.set_index(keys).index)
+        df = pd.concat([df[~replaced], other], ignore_index=True)
     if at_round is not None:
         df = df[df["round"] <= at_round]
     lines: list[str] = []
@@ -461,9 +472,11 @@ def main() -> None:
     s.add_argument("--plot", type=Path, default=None)
     s.add_argument("--round", type=int, default=None, dest="at_round",
                    help="tables (and plots) up to this round instead of the last")
+    s.add_argument("--override", type=Path, default=None,
+                   help="a CSV whose runs replace the same runs (function, method, ...) of csv")
     args = parser.parse_args()
     if args.command == "summarize":
-        print(summarize(args.csv, args.plot, args.at_round))
+        print(summarize(args.csv, args.plot, args.at_round, args.override))
         return
     jobs: list[tuple[str, str, int, int, dict[str, Any]]] = []
     for rep in args.reps:

@@ -48,6 +48,18 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     assert "round 1, 1 reps" in early and "round 2" not in early
     ucb1 = [float(r["gap"]) for r in rows if r["method"] == "UCB" and r["round"] == "1"]
     assert f"| UCB | {sum(ucb1) / 4:.3f} |" in early
+    # --override: its runs replace the same method's rows; the other methods stay.
+    _run(tmp_path, "cgp_paper.py", "fig3", "--functions", "hartmann6", "--methods", "CGP-UCB",
+         "--n-agents", "4", "--rounds", "2", "--reps", "0", "--n-init", "3",
+         "--n-raw-samples", "50", "--out", "o.csv")
+    with open(tmp_path / "o.csv", newline="") as f:
+        other = [r for r in csv.DictReader(f) if r["round"] == "2"]
+    mixed = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--override", "o.csv")
+    new_gap = sum(float(r["gap"]) for r in other) / 4
+    assert f"{new_gap:.3f}" != f"{gap['CGP-UCB']:.3f}"  # S_raw changed the run
+    assert f"| CGP-UCB | {new_gap:.3f} |" in mixed
+    assert f"| UCB | {gap['UCB']:.3f} |" in mixed and f"| FTS-DE | {gap['FTS-DE']:.3f} |" in mixed
+    assert "round 2, 1 reps" in mixed and mixed.count("| CGP-UCB |") == 1
 
 
 def test_cgp_speed_runs(tmp_path: Path) -> None:
