@@ -363,6 +363,22 @@ def test_processes_sharing_an_rdb_storage_get_distinct_points(tmp_path: Path) ->
     assert xs[0] != xs[1]
 
 
+def _on_each_choice(study: optuna.Study, hook: Callable[[dict, int], None]) -> list[dict]:
+    """Make ``study``'s sampler call ``hook(params, k)`` after its k-th computed choice (k = 0,
+    1, ...), as another worker acting meanwhile would; returns the list of its choices."""
+    compute = study.sampler._sample_relative_impl
+    calls: list[dict] = []
+
+    def intercepted(*args: object) -> dict:
+        params = compute(*args)
+        hook(params, len(calls))
+        calls.append(params)
+        return params
+
+    study.sampler._sample_relative_impl = intercepted
+    return calls
+
+
 def test_workers_that_choose_at_the_same_time_end_with_distinct_points(tmp_path: Path) -> None:
     # Two workers on one storage compute from the same trials at the same time (as workers
     # started together do): neither sees the other's point while it computes, and with the same
@@ -405,17 +421,11 @@ def test_a_point_another_worker_re_chose_meanwhile_is_not_taken_as_known(tmp_pat
     )
     earlier = first.ask()
     store_relative_params(first, earlier, {"x": 0.05})
-    compute = second.sampler._sample_relative_impl
-    calls: list[dict] = []
-
-    def first_re_chooses_meanwhile(*args: object) -> dict:
-        params = compute(*args)
-        if not calls:
+    def first_re_chooses_meanwhile(params: dict, k: int) -> None:
+        if k == 0:
             store_relative_params(first, earlier, dict(params))
-        calls.append(params)
-        return params
 
-    second.sampler._sample_relative_impl = first_re_chooses_meanwhile
+    calls = _on_each_choice(second, first_re_chooses_meanwhile)
     late = second.ask(dist)
     assert len(calls) == 2  # chosen anew once
     taken = pending_params(first._storage.get_trial(earlier._trial_id))["x"]
@@ -433,17 +443,11 @@ def test_a_near_identical_earlier_claim_makes_the_later_worker_choose_anew(tmp_p
     first, second = _two_workers(
         tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
     )
-    compute = second.sampler._sample_relative_impl
-    calls: list[dict] = []
-
-    def first_claims_next_to_it_meanwhile(*args: object) -> dict:
-        params = compute(*args)
-        if not calls:
+    def first_claims_next_to_it_meanwhile(params: dict, k: int) -> None:
+        if k == 0:
             store_relative_params(first, first.ask(), {"x": params["x"] + 2e-7})
-        calls.append(params)
-        return params
 
-    second.sampler._sample_relative_impl = first_claims_next_to_it_meanwhile
+    calls = _on_each_choice(second, first_claims_next_to_it_meanwhile)
     late = second.ask(dist)
     assert len(calls) == 2  # chosen anew once
     early_x = next(pending_params(t)["x"] for t in second.trials if t.number != late.number
@@ -466,16 +470,10 @@ def test_a_point_taken_after_every_re_choice_is_replaced_by_a_random_one(tmp_pat
     first, second = _two_workers(
         tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
     )
-    compute = second.sampler._sample_relative_impl
-    calls: list[dict] = []
-
-    def first_takes_every_point_first(*args: object) -> dict:
-        params = compute(*args)
+    def first_takes_every_point_first(params: dict, k: int) -> None:
         store_relative_params(first, first.ask(), dict(params))
-        calls.append(params)
-        return params
 
-    second.sampler._sample_relative_impl = first_takes_every_point_first
+    calls = _on_each_choice(second, first_takes_every_point_first)
     late = second.ask(dist)
     assert len(calls) == _base._MAX_RECHOOSE + 1  # the first choice and every re-choice
     taken = [pending_params(t) for t in second.trials
@@ -505,13 +503,10 @@ def test_a_claim_seen_before_its_time_is_waited_for_not_yielded_to(tmp_path: Pat
         tmp_path, dist, {x: (-((x - 0.6) ** 2), x - 0.8) for x in (0.1, 0.5, 0.9)}
     )
     earlier = first.ask()
-    compute = second.sampler._sample_relative_impl
-    calls: list[dict] = []
     writer: list[threading.Thread] = []
 
-    def first_writes_the_same_point_meanwhile(*args: object) -> dict:
-        params = compute(*args)
-        if not calls:  # the point now, its time 0.2 s later (after the second's claim)
+    def first_writes_the_same_point_meanwhile(params: dict, k: int) -> None:
+        if k == 0:  # the point now, its time 0.2 s later (after the second's claim)
             write_trial_text(first._storage, earlier._trial_id, RELATIVE_PARAMS_KEY,
                              json.dumps(params))
 
@@ -522,10 +517,8 @@ def test_a_claim_seen_before_its_time_is_waited_for_not_yielded_to(tmp_path: Pat
 
             writer.append(threading.Thread(target=late_time))
             writer[0].start()
-        calls.append(params)
-        return params
 
-    second.sampler._sample_relative_impl = first_writes_the_same_point_meanwhile
+    calls = _on_each_choice(second, first_writes_the_same_point_meanwhile)
     late = second.ask(dist)
     writer[0].join()
     assert len(calls) == 1  # the second claimed first: it keeps its point
