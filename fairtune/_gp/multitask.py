@@ -56,7 +56,7 @@ Scalarizations (paper section 2) of y (..., n) with weights lambda (k, n):
 Weight prior (paper section 5, after Paria et al. 2020): u ~ U[0, 1]^n, lambda = u / ||u||_1
 (linear) or lambda = a / ||a||_1 with a_i = ||u||_1 / u_i (Chebyshev).
 Acquisition: u_t(x) = mean_k s_lambda_k(mu_t(x)) + beta_t w_t(x), with one of two confidence
-widths w_t, each an upper bound on |E_lambda s_lambda(f(x)) - E_lambda s_lambda(mu_t(x))| / beta_t
+widths w_t (or the "scalarized" bound below), each an upper bound on |E_lambda s_lambda(f(x)) - E_lambda s_lambda(mu_t(x))| / beta_t
 under the corresponding concentration inequality:
     "norm" (paper eq. 3)   w_t(x) = L ||Gamma_t(x, x)||^1/2, L = mean_k L_k the Lipschitz constant
         of the sampled scalarizations w.r.t. ||.||_2: L_k = max_i lambda_ki (Chebyshev),
@@ -72,6 +72,17 @@ max_i lambda_i sigma_i <= max_i lambda_i ||Gamma||^1/2), and much narrower when 
 correlated: ||Gamma|| then gathers the variance of all of them (about n sigma^2 for n strongly
 correlated tasks), so the "norm" width grows like sqrt(n) with the very correlation a multi-task
 model exploits, while the independent model's ||Gamma|| = max_i sigma_i^2 does not.
+    "scalarized" (the default) u_t(x) = mean_k min_i lambda_ki (mu_i(x) + beta_t sigma_i(x) - z_i)
+        (Chebyshev): the scalarization of the objectives' upper confidence bounds, as in Paria
+        et al. 2020's random-scalarization UCB; linear: as "objectives" (lambda^T f is one
+        linear functional, whose own bound is the tighter one). The Chebyshev scalarization is
+        non-decreasing in every objective, so on the event where every objective lies below
+        its upper bound (the event "objectives" rests on), s_lambda(f(x)) <= s_lambda(mu +
+        beta sigma): a valid upper bound, never above the "objectives" one, since
+        min_i (a_i + b_i) <= min_i a_i + max_i b_i. The difference matters: the weight that
+        multiplies the largest sd is rarely the one of the objective that attains the minimum
+        (the prior's Chebyshev weights are heavy-tailed), so the "objectives" width credits a
+        point with uncertainty in objectives that cannot change its utility.
 """
 
 from __future__ import annotations
@@ -637,8 +648,8 @@ def expected_utility(
     return scalarize(y, weights, scalarization, reference_point).mean(-1)
 
 
-WIDTHS: tuple[str, ...] = ("objectives", "norm")
-Width = Literal["objectives", "norm"]
+WIDTHS: tuple[str, ...] = ("scalarized", "objectives", "norm")
+Width = Literal["scalarized", "objectives", "norm"]
 
 
 def lipschitz_constant(weights: torch.Tensor, scalarization: Scalarization) -> float:
@@ -658,6 +669,13 @@ def _width_of_variances(
     if width not in WIDTHS:
         raise ValueError(f"`width` must be one of {list(WIDTHS)}, but got width={width!r}.")
     _check_scalarization(scalarization)
+    if width == "scalarized":
+        if scalarization == "chebyshev":
+            raise ValueError(
+                'The "scalarized" Chebyshev bound is not of the form mean + beta * width; '
+                "use mtkb_ucb."
+            )
+        width = "objectives"  # linear: the same bound
     weights = weights.to(model.U.dtype)
     if width == "norm":
         lipschitz = lipschitz_constant(weights, scalarization)
@@ -693,9 +711,23 @@ def mtkb_ucb(
     scalarization: Scalarization,
     beta: float,
     reference_point: torch.Tensor | None = None,
-    width: Width = "objectives",
+    width: Width = "scalarized",
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """u_t(x) = E_lambda[s_lambda(mu_t(x))] + beta w_t(x), x (..., d) -> (...)."""
+    """u_t(x) = E_lambda[s_lambda(mu_t(x))] + beta w_t(x), x (..., d) -> (...); with
+    ``width="scalarized"`` and the Chebyshev scalarization, u_t(x) = E_lambda[s_lambda(mu_t(x) +
+    beta sigma_t(x))] (module docstring)."""
+    if width == "scalarized" and scalarization == "chebyshev":
+        if reference_point is None:
+            raise ValueError("The Chebyshev scalarization needs a `reference_point`.")
+        squared_u = (model.U**2).T  # sigma_i^2 = sum_j U_ij^2 v_j
+        weights = weights.to(model.U.dtype)
+
+        def bound(x: torch.Tensor) -> torch.Tensor:
+            mean_eig, var = model.posterior_eig(x)
+            upper = mean_eig @ model.U.T + beta * (var @ squared_u).clamp_min(0.0).sqrt()
+            return expected_utility(upper, weights, scalarization, reference_point)
+
+        return bound
     of_variances = _width_of_variances(model, weights, scalarization, width)
 
     def acqf(x: torch.Tensor) -> torch.Tensor:

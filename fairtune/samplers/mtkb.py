@@ -65,16 +65,22 @@ class MTKBSampler(GPSamplerBase):
     3. A fixed set of weight vectors lambda_1..lambda_k is drawn from the prior (or given), and
        the next point maximizes ``u_t(x) = mean_k s_lambda_k(mu_t(x)) + beta_t w_t(x)`` with
        the Chebyshev ``s_lambda(y) = min_i lambda_i (y_i - z_i)`` or linear
-       ``s_lambda(y) = sum_i lambda_i y_i`` scalarization. The confidence width w_t is, with
+       ``s_lambda(y) = sum_i lambda_i y_i`` scalarization. With ``width="scalarized"`` (the
+       default) the Chebyshev acquisition is the scalarization of the objectives' upper
+       confidence bounds, ``u_t(x) = mean_k min_i lambda_ki (mu_i(x) + beta_t sigma_i(x) -
+       z_i)`` (Paria et al. 2020's random-scalarization UCB): a valid upper bound wherever every
+       objective lies below its own bound, as the Chebyshev scalarization is monotone, and the
+       tightest such bound; the linear one adds the width of the functional ``lambda^T f``,
+       ``beta_t (lambda^T Gamma_t(x, x) lambda)^(1/2)``. The confidence width w_t is, with
        ``width="norm"``, the paper's eq. 3: ``L ||Gamma_t(x, x)||^(1/2)``, the largest
        eigenvalue of the n x n posterior covariance at x times the scalarizations' Lipschitz
        constant L (mean_k max_i lambda_ki for Chebyshev, mean_k ||lambda_k||_2 for linear;
-       the paper sets L = 1). With ``width="objectives"`` (the default) it is
+       the paper sets L = 1). With ``width="objectives"`` it is
        ``mean_k max_i lambda_ki sigma_i(x)`` (Chebyshev) or ``mean_k
        (lambda_k^T Gamma_t(x, x) lambda_k)^(1/2)`` (linear), from each objective's own
-       confidence bound (the paper's remark 2): never wider, and about sqrt(n) times narrower
-       when n objectives are strongly correlated, where ``||Gamma_t||`` adds up their
-       variances; see :mod:`fairtune._gp.multitask`.
+       confidence bound (the paper's remark 2): never wider than "norm", and about sqrt(n)
+       times narrower when n objectives are strongly correlated, where ``||Gamma_t||`` adds up
+       their variances, but wider than "scalarized"; see :mod:`fairtune._gp.multitask`.
     4. With ``budgeted=True`` (MT-BKB) the posterior is the Nystrom approximation on a
        dictionary resampled every step: training point x_i joins with probability
        ``min(q ||Gamma~(x_i, x_i)|| / eta, 1)`` (q times its ridge leverage score, eta the
@@ -154,11 +160,13 @@ class MTKBSampler(GPSamplerBase):
             fall below 1 / q, so that MT-BKB then costs what MT-KB does.
         beta: Confidence width beta_t. Defaults to None: ``sqrt(0.2 d log(2t))`` (Kandasamy et
             al. 2015), with d the number of parameters and t the number of trials.
-        width: The confidence width: ``"objectives"`` (each objective's posterior standard
-            deviation, weighted as the scalarization weighs it) or ``"norm"`` (the paper's
-            ``L ||Gamma_t(x, x)||^(1/2)``). Defaults to "objectives": on the benchmarks'
-            problems it had lower cumulative regret, and only with it did the learned task
-            covariance beat independent tasks (benchmarks/mtkb_paper.py).
+        width: How the upper confidence bound of the expected utility is formed:
+            ``"scalarized"`` (the scalarization of the objectives' upper bounds, for Chebyshev;
+            for linear the same as "objectives"), ``"objectives"`` (the scalarized mean plus
+            beta times each objective's posterior standard deviation, weighted as the
+            scalarization weighs it) or ``"norm"`` (the paper's ``L ||Gamma_t(x,
+            x)||^(1/2)``). Defaults to "scalarized": on the benchmarks' problems it had the
+            lowest cumulative regret (benchmarks/mtkb_compare.py, benchmarks/mtkb_paper.py).
         n_startup_trials: Number of random trials before the model is used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
             shared search space. Defaults to random draws seeded per (seed, trial number,
@@ -186,7 +194,7 @@ class MTKBSampler(GPSamplerBase):
         budgeted: bool = False,
         q: float | None = DEFAULT_Q,
         beta: float | None = None,
-        width: Literal["objectives", "norm"] = "objectives",
+        width: Literal["scalarized", "objectives", "norm"] = "scalarized",
         n_startup_trials: int = 5,
         independent_sampler: BaseSampler | None = None,
         seed: int | None = None,
@@ -282,7 +290,7 @@ class MTKBSampler(GPSamplerBase):
         self._budgeted = budgeted
         self._q = None if q is None else float(q)
         self._beta = beta
-        self._width: Literal["objectives", "norm"] = width
+        self._width: Literal["scalarized", "objectives", "norm"] = width
         self._utility_units = utility_units
         # Warm starts, keyed by (study name, model name); MT-BKB's last dictionary per study
         # (trial numbers), which sets the next step's inclusion probabilities.

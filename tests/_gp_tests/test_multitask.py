@@ -233,7 +233,9 @@ def test_objectives_width_on_the_dense_posterior_covariance() -> None:
     # Chebyshev: mean_k max_i lambda_ki sigma_i(x).
     cheb = torch.stack([(wk * sd).max(-1).values for wk in w], -1).mean(-1)
     expected = (w * (mean.unsqueeze(-2) - z)).min(-1).values.mean(-1) + 1.5 * cheb
-    torch.testing.assert_close(mt.mtkb_ucb(model, w, "chebyshev", 1.5, z)(x), expected)
+    torch.testing.assert_close(
+        mt.mtkb_ucb(model, w, "chebyshev", 1.5, z, width="objectives")(x), expected
+    )
     # Never wider than the paper's width; much narrower for strongly correlated tasks.
     for scal in ("linear", "chebyshev"):
         narrow = mt.confidence_width(model, x, w, scal, "objectives")[1]
@@ -248,6 +250,40 @@ def test_objectives_width_on_the_dense_posterior_covariance() -> None:
     assert bool((wide > 1.4 * narrow).all())  # sqrt(3) under the prior
     with pytest.raises(ValueError, match="width"):
         mt.mtkb_ucb(model, w, "linear", 2.0, width="trace")  # type: ignore[arg-type]
+
+
+def test_scalarized_bound_is_the_scalarization_of_the_objectives_upper_bounds() -> None:
+    X, Y, params = _problem()
+    model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
+    w = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8], [0.05, 0.9, 0.05]], dtype=torch.float64)
+    z = torch.tensor([-3.0, -2.0, -4.0], dtype=torch.float64)
+    x = torch.rand(6, 2, dtype=torch.float64)
+    mean = model.posterior(x)[0]
+    sd = model.covariance(x).diagonal(dim1=-2, dim2=-1).sqrt()  # from the dense covariance
+    beta = 1.7
+    upper = mean + beta * sd
+    expected = torch.stack(
+        [torch.stack([wk[i] * (upper[:, i] - z[i]) for i in range(3)], -1).min(-1).values
+         for wk in w], -1,
+    ).mean(-1)
+    scalarized = mt.mtkb_ucb(model, w, "chebyshev", beta, z)(x)  # the default
+    torch.testing.assert_close(scalarized, expected)
+    # A valid bound that is never above the "objectives" one (min(a + b) <= min a + max b), and
+    # here strictly below at some point: the weights differ between objectives.
+    objectives = mt.mtkb_ucb(model, w, "chebyshev", beta, z, width="objectives")(x)
+    assert bool((scalarized <= objectives + 1e-12).all())
+    assert bool((scalarized < objectives - 1e-6).any())
+    mean_utility = mt.expected_utility(mean, w, "chebyshev", z)
+    assert bool((scalarized >= mean_utility).all())
+    # Linear: the same as "objectives" (the width of the functional lambda^T f).
+    torch.testing.assert_close(
+        mt.mtkb_ucb(model, w, "linear", beta)(x),
+        mt.mtkb_ucb(model, w, "linear", beta, width="objectives")(x),
+    )
+    with pytest.raises(ValueError, match="reference_point"):
+        mt.mtkb_ucb(model, w, "chebyshev", beta)
+    with pytest.raises(ValueError, match="mtkb_ucb"):
+        mt.confidence_width(model, x, w, "chebyshev", "scalarized")
 
 
 def test_dictionary_probabilities_are_leverage_scores_and_keep_a_repeated_point() -> None:

@@ -258,7 +258,8 @@ def test_budgeted_q_reaches_the_dictionary(
         ({"task_covariance": [[1.0, 2.0], [2.0, 1.0]]}, "positive semi-definite"),
         ({"q": 0.5}, "`q` must be None or a finite number >= 1"),
         ({"beta": -1.0}, "`beta` must be None"),
-        ({"width": "trace"}, r"`width` must be one of \['objectives', 'norm'\], but got width='trace'"),
+        ({"width": "trace"}, r"`width` must be one of \['scalarized', 'objectives', "
+                             r"'norm'\], but got width='trace'"),
         ({"budgeted": 1}, "`budgeted` must be a bool"),
         ({"utility_units": "raw"}, r"`utility_units` must be one of \['standardized', "
                                    r"'objectives'\], but got utility_units='raw'"),
@@ -269,9 +270,9 @@ def test_bad_arguments(kwargs: dict, match: str) -> None:
         MTKBSampler(**kwargs)
 
 
-@pytest.mark.parametrize("width", ["objectives", "norm"])
+@pytest.mark.parametrize("width", [None, "objectives", "norm"])
 def test_fits_restart_on_a_geometric_schedule_and_width_reaches_the_acquisition(
-    monkeypatch: pytest.MonkeyPatch, width: str
+    monkeypatch: pytest.MonkeyPatch, width: str | None
 ) -> None:
     import fairtune._gp.multitask as mt
 
@@ -289,7 +290,8 @@ def test_fits_restart_on_a_geometric_schedule_and_width_reaches_the_acquisition(
 
     monkeypatch.setattr(mt, "fit_icm", recording_fit)
     monkeypatch.setattr(mt, "mtkb_ucb", recording_ucb)
-    sampler = MTKBSampler(seed=0, n_startup_trials=5, width=width)  # type: ignore[arg-type]
+    kwargs = {} if width is None else {"width": width}
+    sampler = MTKBSampler(seed=0, n_startup_trials=5, **kwargs)  # type: ignore[arg-type]
     sampler._n_preliminary_samples = 64
     study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", 0, 1), (t.suggest_float("x", 0, 1) - 0.3) ** 2),
@@ -298,7 +300,7 @@ def test_fits_restart_on_a_geometric_schedule_and_width_reaches_the_acquisition(
     # trials has grown by a quarter: at 5, 7 (>= 6.25), 9, 12, 15 and 19 trials.
     assert [t for t, r in restarts if r] == [5, 7, 9, 12, 15, 19]
     assert len(restarts) == 15
-    assert widths == [width] * 15
+    assert widths == [width or "scalarized"] * 15
 
 
 def test_arguments_must_match_the_number_of_objectives() -> None:
