@@ -39,6 +39,8 @@ from fairtune.samplers import MTKBSampler  # noqa: E402
 CHECKPOINTS = (20, 50, 100)
 METHODS = {
     "MTKBSampler": lambda seed: MTKBSampler(seed=seed),
+    # The default until width="scalarized": the Chebyshev UCB's mean plus a weighted sd.
+    "MTKBSampler-objectives": lambda seed: MTKBSampler(seed=seed, width="objectives"),
     "GPSampler": lambda seed: optuna.samplers.GPSampler(seed=seed),
     "TPESampler": lambda seed: optuna.samplers.TPESampler(seed=seed),
     "NSGAIISampler": lambda seed: optuna.samplers.NSGAIISampler(seed=seed),

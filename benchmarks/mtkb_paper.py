@@ -10,8 +10,9 @@ startup trials per seed):
     MOBO    independent tasks and one random weight vector per step (Paria et al. 2020's random
             scalarization UCB), in place of the expectation over the prior
 Confidence width (--widths): "norm" is the paper's eq. 3, L ||Gamma_t(x, x)||^1/2 (L the
-scalarizations' Lipschitz constant); "objectives" (MTKBSampler's default) weighs each objective's
-own posterior sd (fairtune._gp.multitask). Every method runs with each width given.
+scalarizations' Lipschitz constant); "objectives" weighs each objective's own posterior sd;
+"scalarized" (MTKBSampler's default) scalarizes the objectives' upper confidence bounds
+(fairtune._gp.multitask). Every method runs with each width given.
 The paper's known kernel is the true task correlation for the RKHS functions and the omega kernel
 (omega = 0.4 for the perturbed sine, 0.5 for Branin) for the others; lengthscales are always
 fitted (fairtune's Matern-5/2, not the paper's squared exponential with a known lengthscale).
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--problems", nargs="+", default=["rkhs2", "rkhs20", "sine4", "branin9"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS)
-    parser.add_argument("--widths", nargs="+", default=["objectives"], choices=WIDTHS)
+    parser.add_argument("--widths", nargs="+", default=["scalarized"], choices=WIDTHS)
     parser.add_argument("--q", type=_parse_q,
                         default="default",
                         help="MT-BKB / IT-BKB's q: a number or 'theorem' (the paper's theorem "
