@@ -56,8 +56,9 @@ Scalarizations (paper section 2) of y (..., n) with weights lambda (k, n):
 Weight prior (paper section 5, after Paria et al. 2020): u ~ U[0, 1]^n, lambda = u / ||u||_1
 (linear) or lambda = a / ||a||_1 with a_i = ||u||_1 / u_i (Chebyshev).
 Acquisition: u_t(x) = mean_k s_lambda_k(mu_t(x)) + beta_t w_t(x), with one of two confidence
-widths w_t (or the "scalarized" bound below), each an upper bound on |E_lambda s_lambda(f(x)) - E_lambda s_lambda(mu_t(x))| / beta_t
-under the corresponding concentration inequality:
+widths w_t (or the "scalarized" bound below), each an upper bound on
+|E_lambda s_lambda(f(x)) - E_lambda s_lambda(mu_t(x))| / beta_t under the corresponding
+concentration inequality:
     "norm" (paper eq. 3)   w_t(x) = L ||Gamma_t(x, x)||^1/2, L = mean_k L_k the Lipschitz constant
         of the sampled scalarizations w.r.t. ||.||_2: L_k = max_i lambda_ki (Chebyshev),
         ||lambda_k||_2 (linear). (The paper sets L = 1, a bound for weights on the simplex.)
@@ -661,6 +662,13 @@ def lipschitz_constant(weights: torch.Tensor, scalarization: Scalarization) -> f
     return float(weights.max(-1).values.mean())
 
 
+def _objective_sd(model: ICMGP) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Each objective's posterior sd from the eigenbasis variances v(x) (..., n) -> (..., n):
+    sigma_i^2 = sum_j U_ij^2 v_j."""
+    squared_u = (model.U**2).T
+    return lambda var: (var @ squared_u).clamp_min(0.0).sqrt()
+
+
 def _width_of_variances(
     model: ICMGP, weights: torch.Tensor, scalarization: Scalarization, width: Width
 ) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -683,11 +691,10 @@ def _width_of_variances(
     if scalarization == "linear":
         projected = ((weights @ model.U) ** 2).T  # (n, k): (U^T lambda_k)_j^2
         return lambda var: (var @ projected).clamp_min(0.0).sqrt().mean(-1)
-    squared_u = (model.U**2).T  # sigma_i^2 = sum_j U_ij^2 v_j
+    objective_sd = _objective_sd(model)
 
     def chebyshev(var: torch.Tensor) -> torch.Tensor:
-        sd = (var @ squared_u).clamp_min(0.0).sqrt()  # (..., n)
-        return (weights * sd.unsqueeze(-2)).max(-1).values.mean(-1)
+        return (weights * objective_sd(var).unsqueeze(-2)).max(-1).values.mean(-1)
 
     return chebyshev
 
@@ -719,12 +726,12 @@ def mtkb_ucb(
     if width == "scalarized" and scalarization == "chebyshev":
         if reference_point is None:
             raise ValueError("The Chebyshev scalarization needs a `reference_point`.")
-        squared_u = (model.U**2).T  # sigma_i^2 = sum_j U_ij^2 v_j
+        objective_sd = _objective_sd(model)
         weights = weights.to(model.U.dtype)
 
         def bound(x: torch.Tensor) -> torch.Tensor:
             mean_eig, var = model.posterior_eig(x)
-            upper = mean_eig @ model.U.T + beta * (var @ squared_u).clamp_min(0.0).sqrt()
+            upper = mean_eig @ model.U.T + beta * objective_sd(var)
             return expected_utility(upper, weights, scalarization, reference_point)
 
         return bound
