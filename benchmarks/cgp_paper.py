@@ -8,9 +8,13 @@ designs per agent (25 for Levy-20) from one collaborative (sliced) Latin hypercu
 method but FTS-DE, which starts from random designs in its agent's sub-region. Methods: CGP-UCB,
 CGP-EI, CGP-TS (CGPSampler with a board), UCB, EI, TS (the same acquisitions alone,
 ``board=None``), FTS and FTS-DE (below). Per round and agent it records the instantaneous regret
-f_n* - f_n(x_t) and the optimality gap f_n* - f_n(x_rec), with x_rec the evaluated design with
-the best observed value (the paper recommends argmax of the posterior mean; the best observed
-design avoids one more GP fit per agent and round).
+f_n* - f_n(x_t) and two optimality gaps: ``gap`` = f_n* - f_n(x_best), x_best the evaluated
+design with the best observed (noisy) value, every round; and ``rec_gap`` = f_n* -
+f_n(argmax_x mu_n(x)), the paper's definition (section 6: "the solution quality if the system
+stops after t rounds"), with mu_n the posterior mean of a GP (the engine's, fitted afresh) on the
+agent's own trials, the same recommender for every method, every ``--rec-every`` rounds (and at
+the last) since it costs one GP fit and one maximization per agent. The recommender has its own
+random state, so the runs' trajectories do not depend on it.
 
 ``fig4``: CGP-UCB on Levy-20 with N in {1, 4, 16, 64} agents (``--methods CGP-UCB UCB``: also
 the same agents tuning alone, so that each N's gain from collaboration is paired by agent).
@@ -71,6 +75,10 @@ from optuna.trial import FrozenTrial
 
 from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
 
+import torch
+
+from fairtune._gp.gp import fit_gp, standardize
+from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune.collaboration import Board, simulate, sliced_lhs_value
 from fairtune.samplers import CGPSampler
@@ -226,6 +234,22 @@ class FTSSampler(CGPSampler):
 # -- one run ----------------------------------------------------------------------------------------
 
 
+def posterior_mean_maximizer(study: optuna.Study, names: list[str], seed: int) -> np.ndarray:
+    """argmax_x mu(x) of a GP on the study's complete trials (the paper's recommended design)."""
+    trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    ss = SearchSpace(trials[0].distributions)
+    X = ss.encode([t.params for t in trials])
+    y, _, _ = standardize(np.array([t.value for t in trials], dtype=float))
+    gp = fit_gp(torch.from_numpy(X), torch.from_numpy(y), ss.is_categorical)
+    with torch.no_grad():
+        warm = X[int(np.argmax(gp.posterior(torch.from_numpy(X))[0].numpy()))][None, None, :]
+    x, _ = maximize_acqf(lambda z: gp.posterior(z[..., 0, :])[0], ss,
+                         rng=np.random.RandomState(seed), n_preliminary_samples=1024,
+                         n_local_search=5, warm_starts=warm)
+    params = ss.decode(x[0])
+    return np.array([params[name] for name in names], dtype=float)
+
+
 def _small(sampler: CGPSampler) -> CGPSampler:
     # Lighter acquisition optimization than the defaults (the same for every GP method), to fit
     # the 2-core machine.
@@ -238,7 +262,8 @@ def _small(sampler: CGPSampler) -> CGPSampler:
 
 def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
         radius_factor: float = 1.0, adversarial: bool = False, n_raw_samples: int = 10000,
-        n_init: int | None = None, beta: float = 2.0) -> list[dict[str, Any]]:
+        n_init: int | None = None, beta: float = 2.0, rec_every: int = 10
+        ) -> list[dict[str, Any]]:
     f, dim, lb, ub, f_max, default_init = FUNCTIONS[function]
     n_init = n_init or default_init
     rng = np.random.RandomState(1000 * rep + 17)
@@ -291,11 +316,16 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
                 continue
             trials = study.trials
             best = max(trials, key=lambda t: t.value)
+            t = round_ + 1 - n_init
+            rec_gap: float | str = ""
+            if rec_every and (t % rec_every == 0 or t == rounds):
+                x_rec = posterior_mean_maximizer(study, names, 7919 * rep + 31 * n + t)
+                rec_gap = f_max - f(x_rec + psi[n])
             rows.append({
                 "function": function, "method": method, "rep": rep, "n_agents": n_agents,
                 "radius_factor": radius_factor, "adversarial": int(adversarial), "agent": n,
                 "round": round_ + 1 - n_init, "regret": f_max - trials[-1].user_attrs["true"],
-                "gap": f_max - best.user_attrs["true"],
+                "gap": f_max - best.user_attrs["true"], "rec_gap": rec_gap,
                 "seconds": time.perf_counter() - started,
             })
 
@@ -305,7 +335,7 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
 
 
 FIELDS = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial", "agent",
-          "round", "regret", "gap", "seconds"]
+          "round", "regret", "gap", "rec_gap", "seconds"]
 
 
 def _append(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -325,9 +355,14 @@ def _append(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def summarize(
-    path: Path, plot: Path | None, at_round: int | None = None, override: Path | None = None
+    path: Path, plot: Path | None, at_round: int | None = None, override: Path | None = None,
+    metric: str = "gap",
 ) -> str:
     """Tables at the last round (or at ``at_round``, for rows that reach it) and plots.
+
+    ``metric``: which optimality gap the "gap" columns show: ``"gap"`` (the best observed
+    design's, every round) or ``"rec_gap"`` (the paper's, at the posterior mean's maximizer, on
+    the rounds where it was computed).
 
     ``override``: a CSV whose runs (function, method, N, shifts, adversary) replace the same runs
     of ``path`` (e.g. the CGP methods re-run with another S_raw; the others do not use it).
@@ -341,9 +376,19 @@ def summarize(
         keys = ["function", "method", "n_agents", "radius_factor", "adversarial"]
         replaced = df.set_index(keys).index.isin(other.set_index(keys).index)
         df = pd.concat([df[~replaced], other], ignore_index=True)
+    if metric not in ("gap", "rec_gap"):
+        raise ValueError(f"metric must be 'gap' or 'rec_gap', got {metric!r}")
+    if metric == "rec_gap":
+        if "rec_gap" not in df.columns:
+            raise ValueError(f"{path} has no rec_gap column (written before the paper's gap was "
+                             "recorded); summarize it with metric='gap'")
+        df = df[df["rec_gap"].notna()].assign(gap=lambda d: d["rec_gap"])
     if at_round is not None:
         df = df[df["round"] <= at_round]
-    lines: list[str] = []
+    lines: list[str] = [
+        "gap: " + ("f* - f(argmax of the posterior mean), the paper's" if metric == "rec_gap"
+                   else "f* - f(the best observed design)")
+    ]
     last = df[df["round"] == df.groupby(["function", "n_agents", "radius_factor", "adversarial"])[
         "round"].transform("max")]
     for (function, n_agents, radius, adv), part in last.groupby(
@@ -452,6 +497,8 @@ def main() -> None:
         p.add_argument("--rounds", type=int, default=15)
         p.add_argument("--out", type=Path, default=Path(f"cgp_{name}.csv"))
         p.add_argument("--n-raw-samples", type=int, default=10000)
+        p.add_argument("--rec-every", type=int, default=10,
+                       help="rounds between the paper's optimality gaps (rec_gap; 0: never)")
         if name == "fig3":
             p.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
             p.add_argument("--methods", nargs="+", default=list(METHODS))
@@ -474,9 +521,12 @@ def main() -> None:
                    help="tables (and plots) up to this round instead of the last")
     s.add_argument("--override", type=Path, default=None,
                    help="a CSV whose runs replace the same runs (function, method, ...) of csv")
+    s.add_argument("--metric", choices=["gap", "rec_gap"], default="gap",
+                   help="gap: the best observed design's; rec_gap: the paper's, at argmax of "
+                        "the posterior mean")
     args = parser.parse_args()
     if args.command == "summarize":
-        print(summarize(args.csv, args.plot, args.at_round, args.override))
+        print(summarize(args.csv, args.plot, args.at_round, args.override, args.metric))
         return
     jobs: list[tuple[str, str, int, int, dict[str, Any]]] = []
     for rep in args.reps:
@@ -490,7 +540,8 @@ def main() -> None:
     for function, method, rep, n_agents, extra in jobs:
         t0 = time.perf_counter()
         rows = run(function, method, rep, n_agents, args.rounds, n_raw_samples=args.n_raw_samples,
-                   n_init=getattr(args, "n_init", None), beta=getattr(args, "beta", 2.0), **extra)
+                   n_init=getattr(args, "n_init", None), beta=getattr(args, "beta", 2.0),
+                   rec_every=args.rec_every, **extra)
         _append(args.out, rows)
         last = [r for r in rows if r["round"] == args.rounds]
         print(f"{function} {method} rep {rep} N={n_agents} {extra}: "

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -33,6 +36,10 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     # Every method but FTS-DE starts from the same collaborative Latin hypercube.
     assert all(first[("CGP-UCB", a)] == first[("UCB", a)] == first[("FTS", a)]
                for a in "0123")
+    # The paper's gap (at argmax of the posterior mean) at round 0 and at the last round only
+    # (--rec-every defaults to 10), never below 0.
+    assert {r["round"] for r in rows if r["rec_gap"] != ""} == {"0", "2"}
+    assert all(float(r["rec_gap"]) >= -1e-9 for r in rows if r["rec_gap"] != "")
     for agent in "0123":  # the gap never grows: it is the best design so far
         gaps = [float(r["gap"]) for r in rows if r["method"] == "CGP-UCB" and r["agent"] == agent]
         assert gaps == sorted(gaps, reverse=True)
@@ -43,6 +50,10 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
            for m in ("CGP-UCB", "UCB", "FTS-DE")}
     assert (f"CGP-UCB below UCB in {int(gap['CGP-UCB'] < gap['UCB'])} of 1; "
             f"CGP-UCB below FTS-DE in {int(gap['CGP-UCB'] < gap['FTS-DE'])} of 1") in out
+    # --metric rec_gap: the same tables on the paper's gap.
+    paper = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--metric", "rec_gap")
+    rec = sum(float(r["rec_gap"]) for r in rows if r["method"] == "UCB" and r["round"] == "2") / 4
+    assert "argmax of the posterior mean" in paper and f"| UCB | {rec:.3f} |" in paper
     # --round: the tables at an earlier round, from the same rows.
     early = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--round", "1")
     assert "round 1, 1 reps" in early and "round 2" not in early
@@ -60,6 +71,28 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     assert f"| CGP-UCB | {new_gap:.3f} |" in mixed
     assert f"| UCB | {gap['UCB']:.3f} |" in mixed and f"| FTS-DE | {gap['FTS-DE']:.3f} |" in mixed
     assert "round 2, 1 reps" in mixed and mixed.count("| CGP-UCB |") == 1
+
+
+def test_posterior_mean_maximizer_finds_the_peak_of_a_smooth_function() -> None:
+    import optuna
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import cgp_paper
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    study = optuna.create_study(direction="maximize",
+                                sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(lambda t: -(t.suggest_float("a", 0, 1) - 0.3) ** 2
+                   - (t.suggest_float("b", 0, 1) - 0.7) ** 2, n_trials=25)
+    best = max(study.trials, key=lambda t: t.value).params
+    x = cgp_paper.posterior_mean_maximizer(study, ["a", "b"], seed=0)
+    # Closer to the peak (0.3, 0.7) than the best of the 25 random trials.
+    assert np.abs(x - [0.3, 0.7]).max() < 0.03
+    assert np.linalg.norm(x - [0.3, 0.7]) < np.linalg.norm([best["a"] - 0.3, best["b"] - 0.7])
+    with pytest.raises(ValueError, match="no rec_gap column"):
+        path = BENCHMARKS / "results" / "cgp_fig3.csv"
+        cgp_paper.summarize(path, None, metric="rec_gap")
 
 
 def test_cgp_speed_runs(tmp_path: Path) -> None:
