@@ -2,7 +2,9 @@
 
 Methods, each with its defaults and the seed: MTKBSampler (MT-KB, learned task covariance,
 Chebyshev scalarization, the paper's random weight prior), GPSampler (independent GPs, LogEHVI),
-TPESampler, NSGAIISampler and RandomSampler. Problems (benchmarks/_mtkb_problems.py): the RKHS
+TPESampler, NSGAIISampler and RandomSampler; MTKBSampler-objectives (the width that was the
+default until session 18) and MTKBSampler-lhs (a Latin-hypercube startup, tried in session 19
+and not adopted) are MTKBSampler variants. Problems (benchmarks/_mtkb_problems.py): the RKHS
 functions with 2 and 20 tasks, the perturbed sine (4), the shifted Branin-Hoo (9), and accuracy /
 demographic parity of a random forest on German credit (tabular: 5,000 evaluated configurations).
 
@@ -34,13 +36,34 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _compare import wins_ties_losses  # noqa: E402
 from _mtkb_problems import PROBLEMS, run  # noqa: E402
 
+from fairtune._gp.search_space import SearchSpace  # noqa: E402
+from fairtune.collaboration import sliced_lhs_value  # noqa: E402
 from fairtune.samplers import MTKBSampler  # noqa: E402
+from fairtune.samplers._base import name_code  # noqa: E402
+
+
+class _LatinHypercubeStartup(MTKBSampler):
+    """MTKBSampler whose startup trials form a Latin hypercube (a candidate default)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed=seed)
+        self._lhs_seed = seed
+
+    def sample_independent(self, study, trial, param_name, param_distribution):  # type: ignore[no-untyped-def]
+        if trial.number < self._n_startup_trials:
+            u = sliced_lhs_value(self._lhs_seed, name_code(param_name), 1,
+                                 self._n_startup_trials, 0, trial.number)
+            single = SearchSpace({param_name: param_distribution})
+            return single.decode(single.round(np.array([u])))[param_name]
+        return super().sample_independent(study, trial, param_name, param_distribution)
 
 CHECKPOINTS = (20, 50, 100)
 METHODS = {
     "MTKBSampler": lambda seed: MTKBSampler(seed=seed),
     # The default until width="scalarized": the Chebyshev UCB's mean plus a weighted sd.
     "MTKBSampler-objectives": lambda seed: MTKBSampler(seed=seed, width="objectives"),
+    # Startup trials from a Latin hypercube instead of at random.
+    "MTKBSampler-lhs": lambda seed: _LatinHypercubeStartup(seed),
     "GPSampler": lambda seed: optuna.samplers.GPSampler(seed=seed),
     "TPESampler": lambda seed: optuna.samplers.TPESampler(seed=seed),
     "NSGAIISampler": lambda seed: optuna.samplers.NSGAIISampler(seed=seed),

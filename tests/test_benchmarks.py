@@ -511,6 +511,22 @@ def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
     assert "| rkhs2 | 8 | RandomSampler | 2 |" in out and "(p = " in out
 
 
+def test_mtkb_compare_lhs_variant_starts_from_a_latin_hypercube() -> None:
+    import optuna
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import mtkb_compare
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    study = optuna.create_study(directions=["maximize", "maximize"],
+                                sampler=mtkb_compare.METHODS["MTKBSampler-lhs"](3))
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), -t.suggest_float("y", 0, 1)),
+                   n_trials=5)
+    for name in "xy":  # the 5 startup trials: one in each fifth of each range
+        assert sorted(int(t.params[name] * 5) for t in study.trials) == [0, 1, 2, 3, 4]
+
+
 def test_mtkb_speed_runs(tmp_path: Path) -> None:
     out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
                "--repeats", "1", "--gp-max-objectives", "0", "--q", "theorem", "1")
