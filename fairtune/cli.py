@@ -478,7 +478,7 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
     from optuna.trial import TrialState
 
-    from fairtune.tuning.objective import OBJECTIVES_KEY
+    from fairtune.tuning.objective import OBJECTIVES_KEY, predicts_one_class
 
     names = study.user_attrs.get(OBJECTIVES_KEY) or [
         f"objective {i}" for i in range(len(study.directions))
@@ -493,7 +493,18 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     directions = [d.name.lower() for d in study.directions]
     header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
     rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
-    out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
+    # A constant model (the base rate's accuracy, every fairness gap 0) is Pareto-optimal by
+    # construction: mark it, as the single-objective report warns about it.
+    labels = [predicts_one_class(t) for t in best]
+    if any(label is not None for label in labels):
+        header.append("")
+        for row, label in zip(rows, labels):
+            row.append("" if label is None else f"predicts {label} for everyone")
+    out.write(_format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
+    one_class = sum(predicts_one_class(t) is not None for t in trials)
+    if one_class:
+        out.write(f"{one_class} of {len(trials)} complete trials predict one class for everyone: "
+                  "their fairness gaps are trivially 0; check a model before trusting it.\n")
     if plot:
         import matplotlib.pyplot as plt
         import optuna

@@ -285,6 +285,38 @@ def test_one_class_models_are_flagged_and_rates_recorded(
     assert "predicts one class (1) for everyone" in capsys.readouterr().out
 
 
+def test_pareto_report_marks_the_trials_that_predict_one_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sklearn.dummy import DummyClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import spaces
+
+    def constant_or_linear(trial: optuna.Trial) -> DummyClassifier | LogisticRegression:
+        if trial.suggest_categorical("kind", ["constant", "linear"]) == "constant":
+            return DummyClassifier(strategy="most_frequent")
+        return LogisticRegression(C=trial.suggest_float("C", 1e-3, 1e3, log=True), max_iter=500)
+
+    monkeypatch.setitem(spaces.SPACES, "mixed", spaces.Space("mixed", constant_or_linear))
+    storage = f"sqlite:///{tmp_path / 'mo.db'}"
+    args = ["tune", "--dataset", "german", "--model", "mixed", "--objectives",
+            "accuracy,demographic_parity", "--sampler", "random", "--n-trials", "8", "--seed", "0",
+            "--no-progress", "--storage", storage, "--study-name", "mo"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="mo", storage=storage)
+    constant = [t for t in study.trials if t.params["kind"] == "constant"]
+    front = study.best_trials
+    assert constant and any(t.params["kind"] == "constant" for t in front)
+    for t in front:
+        line = next(line for line in out.splitlines() if line.startswith(f"#{t.number} "))
+        assert ("predicts 1 for everyone" in line) == (t.params["kind"] == "constant"), line
+    assert f"{len(constant)} of 8 complete trials predict one class for everyone" in out
+    assert main(["report", "--storage", storage]) == 0
+    assert "predicts 1 for everyone" in capsys.readouterr().out
+
+
 def test_a_limit_that_cannot_bind_is_a_one_line_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
