@@ -45,7 +45,7 @@ from optuna.distributions import BaseDistribution, distribution_to_json, json_to
 from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
-from fairtune._storage import create_or_load_study, read_text, write_study_text
+from fairtune._storage import create_or_load_study, open_storage, read_text, write_study_text
 
 __all__ = ["Board", "Post", "simulate", "sliced_lhs_value"]
 
@@ -86,13 +86,33 @@ def _space_json(space: Mapping[str, BaseDistribution]) -> str:
     return json.dumps({k: distribution_to_json(v) for k, v in sorted(space.items())})
 
 
+def _open_url(url: str) -> str | BaseStorage:
+    """The storage a URL names (``journal:<file>`` is a Journal file, as on the command line);
+    a malformed URL or an unknown scheme is a ValueError naming ``storage``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        storage = open_storage(url)
+        if isinstance(storage, str):
+            make_url(storage).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError) as e:
+        raise ValueError(
+            "`storage` must be an Optuna storage URL (e.g. sqlite:///board.db, "
+            f"postgresql://user:password@host/database or journal:<file>) or storage object, "
+            f"but got storage={url!r} ({e})."
+        ) from e
+    return storage
+
+
 class Board:
     """Where CGP agents post designs, LCB values and kappas (never observations).
 
     Args:
         storage: Any Optuna storage: a URL (``"sqlite:///board.db"``,
-            ``"postgresql://..."``), or a storage object such as ``JournalStorage`` or
-            ``InMemoryStorage`` (one process only).
+            ``"postgresql://..."``; ``"journal:<file>"`` for a Journal file, as on the command
+            line), or a storage object such as ``JournalStorage`` or ``InMemoryStorage`` (one
+            process only).
         name: The board's name; the board is the study ``"fairtune-board:<name>"`` of that
             storage, created on first use. Defaults to ``"default"``.
         seed: The shared seed of the groups and of the collaborative Latin hypercube. The first
@@ -125,6 +145,8 @@ class Board:
                 f"storage={storage!r}."
             )
         self.name = name
+        if isinstance(storage, str):
+            storage = _open_url(storage)
         study = create_or_load_study(
             lambda: optuna.create_study(
                 storage=storage, study_name=BOARD_STUDY_PREFIX + name, load_if_exists=True

@@ -68,6 +68,16 @@ def test_board_rejects_bad_input_with_clear_messages(tmp_path: Path) -> None:
         Board(storage, name="")
     with pytest.raises(ValueError, match=r"`storage` must be an Optuna storage URL"):
         Board(3, name="x")  # type: ignore[arg-type]
+    for url in ("notaurl://", "sqlite//board.db", "journal:"):
+        with pytest.raises(ValueError, match=rf"`storage` must be .* but got storage={url!r}"):
+            Board(url, name="x")
+    # A journal:<file> URL is a Journal file, as on the command line.
+    board = Board(f"journal:{tmp_path / 'board.log'}", name="j", seed=3)
+    board.post("a", 0, {"x": 1.0}, lcb=0.0, kappa=0.0)
+    journal = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "board.log"))
+    )
+    assert Board(journal, name="j").latest(["a"])["a"].design == {"x": 1.0}
     with pytest.raises(ValueError, match=r"`seed` must be None or an integer"):
         Board(storage, name="y", seed=-1)
     board = Board(storage, name="x")
