@@ -50,6 +50,7 @@ Usage (each piece under 15 minutes; rows are appended to the CSV):
         --out benchmarks/results/cgp_hetero.csv
     python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
     python benchmarks/cgp_paper.py summarize results.csv --round 30   # tables at round 30
+    python benchmarks/cgp_paper.py summarize a.csv.gz b.csv.gz        # rows of both, pooled
 The 30-round second pass (README) ran fig3 per function and replication with ``--rounds 30``
 into ``cgp_fig3_r30.csv.gz``, since replaced by ``results/cgp_fig3_r60.csv.gz`` (60 rounds, the
 same first 30; ``summarize --round 30``) (gzip: give --out a .gz path; fig4 and hetero into
@@ -355,25 +356,29 @@ def _append(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def summarize(
-    path: Path, plot: Path | None, at_round: int | None = None, override: Path | None = None,
-    metric: str = "gap",
+    path: Path | Sequence[Path], plot: Path | None, at_round: int | None = None,
+    override: Path | None = None, metric: str = "gap",
 ) -> str:
     """Tables at the last round (or at ``at_round``, for rows that reach it) and plots.
+
+    ``path``: one CSV or several, whose rows are pooled (e.g. more replications run later).
 
     ``metric``: which optimality gap the "gap" columns show: ``"gap"`` (the best observed
     design's, every round) or ``"rec_gap"`` (the paper's, at the posterior mean's maximizer, on
     the rounds where it was computed).
 
-    ``override``: a CSV whose runs (function, method, N, shifts, adversary) replace the same runs
-    of ``path`` (e.g. the CGP methods re-run with another S_raw; the others do not use it).
+    ``override``: a CSV whose runs (function, method, replication, N, shifts, adversary) replace
+    the same runs of ``path`` (e.g. the CGP methods re-run with another S_raw; the others do not
+    use it).
     """
     import pandas as pd
     from scipy.stats import binomtest
 
-    df = pd.read_csv(path)
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     if override is not None:
         other = pd.read_csv(override)
-        keys = ["function", "method", "n_agents", "radius_factor", "adversarial"]
+        keys = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial"]
         replaced = df.set_index(keys).index.isin(other.set_index(keys).index)
         df = pd.concat([df[~replaced], other], ignore_index=True)
     if metric not in ("gap", "rec_gap"):
@@ -424,7 +429,9 @@ def summarize(
             if a in by_rep.index.get_level_values(0) and b in by_rep.index.get_level_values(0):
                 both = by_rep[a].index.intersection(by_rep[b].index)
                 below = int((by_rep[a][both] < by_rep[b][both]).sum())
-                counts.append(f"{a} below {b} in {below} of {len(both)}")
+                above = int((by_rep[a][both] > by_rep[b][both]).sum())
+                p = binomtest(below, below + above).pvalue if below + above else 1.0
+                counts.append(f"{a} below {b} in {below} of {len(both)} (sign test p = {p:.3f})")
         if counts:
             lines.append("replications (mean gap over agents): " + "; ".join(counts))
         if adv or radius != 1.0:
@@ -515,7 +522,7 @@ def main() -> None:
         if name == "hetero":
             p.add_argument("--function", default="hartmann6")
     s = sub.add_parser("summarize")
-    s.add_argument("csv", type=Path)
+    s.add_argument("csv", type=Path, nargs="+", help="one or more CSVs, pooled")
     s.add_argument("--plot", type=Path, default=None)
     s.add_argument("--round", type=int, default=None, dest="at_round",
                    help="tables (and plots) up to this round instead of the last")

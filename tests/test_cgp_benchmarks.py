@@ -48,8 +48,9 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     assert (tmp_path / "f.png").stat().st_size > 0
     gap = {m: sum(float(r["gap"]) for r in rows if r["method"] == m and r["round"] == "2") / 4
            for m in ("CGP-UCB", "UCB", "FTS-DE")}
-    assert (f"CGP-UCB below UCB in {int(gap['CGP-UCB'] < gap['UCB'])} of 1; "
-            f"CGP-UCB below FTS-DE in {int(gap['CGP-UCB'] < gap['FTS-DE'])} of 1") in out
+    assert (f"CGP-UCB below UCB in {int(gap['CGP-UCB'] < gap['UCB'])} of 1 (sign test "
+            f"p = 1.000); CGP-UCB below FTS-DE in {int(gap['CGP-UCB'] < gap['FTS-DE'])} of 1 "
+            "(sign test p = 1.000)") in out
     # --metric rec_gap: the same tables on the paper's gap.
     paper = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--metric", "rec_gap")
     rec = sum(float(r["rec_gap"]) for r in rows if r["method"] == "UCB" and r["round"] == "2") / 4
@@ -71,6 +72,18 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     assert f"| CGP-UCB | {new_gap:.3f} |" in mixed
     assert f"| UCB | {gap['UCB']:.3f} |" in mixed and f"| FTS-DE | {gap['FTS-DE']:.3f} |" in mixed
     assert "round 2, 1 reps" in mixed and mixed.count("| CGP-UCB |") == 1
+    # Several CSVs are pooled (more replications run later); --override replaces the same
+    # replications only.
+    _run(tmp_path, "cgp_paper.py", "fig3", "--functions", "hartmann6", "--methods", "CGP-UCB",
+         "UCB", "--n-agents", "4", "--rounds", "2", "--reps", "1", "--n-init", "3",
+         "--n-raw-samples", "200", "--out", "g.csv")
+    with open(tmp_path / "g.csv", newline="") as f:
+        rep1 = [r for r in csv.DictReader(f) if r["round"] == "2"]
+    pooled = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "g.csv", "--override", "o.csv")
+    cgp_ucb = (sum(float(r["gap"]) for r in other)
+               + sum(float(r["gap"]) for r in rep1 if r["method"] == "CGP-UCB")) / 8
+    assert "round 2, 2 reps" in pooled and f"| CGP-UCB | {cgp_ucb:.3f} |" in pooled
+    assert "CGP-UCB below UCB in" in pooled and " of 2 (sign test p = " in pooled
 
 
 def test_posterior_mean_maximizer_finds_the_peak_of_a_smooth_function() -> None:
