@@ -98,6 +98,20 @@ def read_trial_text(attrs: Mapping[str, Any], key: str) -> str | None:
     return "".join(v for _, v in chunks)
 
 
+# Study system attribute where MTKBSampler keeps its last fitted task correlation (JSON, n x n);
+# here, not in the sampler's module, so that `fairtune report` reads it without importing torch.
+TASK_CORRELATION_KEY = KEY_PREFIX + "mtkb:task_correlation"
+
+
+def stored_task_correlation(study: optuna.Study) -> Any:
+    """The task correlation (an n x n numpy array) an MTKBSampler last stored in ``study``, or
+    None if none did."""
+    import numpy as np
+
+    raw = read_text(study._storage.get_study_system_attrs(study._study_id), TASK_CORRELATION_KEY)
+    return None if raw is None else np.array(json.loads(raw))
+
+
 JOURNAL_PREFIX = "journal:"
 
 

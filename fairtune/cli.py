@@ -478,6 +478,7 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
     from optuna.trial import TrialState
 
+    from fairtune._storage import stored_task_correlation
     from fairtune.tuning.objective import OBJECTIVES_KEY, predicts_one_class
 
     names = study.user_attrs.get(OBJECTIVES_KEY) or [
@@ -505,6 +506,17 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     if one_class:
         out.write(f"{one_class} of {len(trials)} complete trials predict one class for everyone: "
                   "their fairness gaps are trivially 0; check a model before trusting it.\n")
+    correlation = stored_task_correlation(study)
+    if correlation is not None and correlation.shape == (len(names), len(names)):
+        # MTKBSampler models every objective maximized; give the objectives' own signs back.
+        signs = [1.0 if d == "maximize" else -1.0 for d in directions]
+        out.write("Task correlation learned by MTKBSampler (of the objectives as defined):\n")
+        out.write(_format_table(
+            ["", *names],
+            [[a, *(f"{signs[i] * signs[j] * correlation[i, j]:+.2f}" for j in range(len(names)))]
+             for i, a in enumerate(names)],
+            right_aligned=set(range(1, len(names) + 1)),
+        ))
     if plot:
         import matplotlib.pyplot as plt
         import optuna

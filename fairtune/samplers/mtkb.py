@@ -22,7 +22,7 @@ from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._gp.threads import limit_threads
-from fairtune._storage import read_text, write_study_text
+from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune.samplers._base import GPSamplerBase, collect_trials
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MTKBSampler"]
 
-# Study system attribute holding the last fitted task correlation (JSON, n x n).
-TASK_CORRELATION_KEY = "fairtune:mtkb:task_correlation"
 _TASK_COVARIANCES = ("learned", "independent")
 _UTILITY_UNITS = ("standardized", "objectives")
 # MT-BKB's default oversampling factor q (see the docstring of ``q``).
@@ -559,8 +557,3 @@ def _store_correlation(study: Study, params: mt.ICMParams) -> None:
         study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
     )
 
-
-def stored_task_correlation(study: Study) -> np.ndarray | None:
-    """The task correlation last stored by an MTKBSampler in ``study`` (None if none)."""
-    raw = read_text(study._storage.get_study_system_attrs(study._study_id), TASK_CORRELATION_KEY)
-    return None if raw is None else np.array(json.loads(raw))

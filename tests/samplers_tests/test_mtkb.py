@@ -20,8 +20,8 @@ from optuna.trial import TrialState
 import fairtune
 from fairtune._gp import multitask as mt
 from fairtune._gp.gp import standardize
+from fairtune._storage import TASK_CORRELATION_KEY, stored_task_correlation
 from fairtune.samplers import MTKBSampler
-from fairtune.samplers.mtkb import TASK_CORRELATION_KEY, stored_task_correlation
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
