@@ -56,6 +56,10 @@ into ``cgp_fig3_r30.csv.gz``, since replaced by ``results/cgp_fig3_r60.csv.gz`` 
 same first 30; ``summarize --round 30``) (gzip: give --out a .gz path; fig4 and hetero into
 ``*_r30.csv``), and a side
 experiment with ``--methods CGP-UCB UCB --beta 1`` (and ``--beta 2``) on replications 10-14.
+Replications 5-19 at 60 rounds (CGP-UCB, UCB and FTS-DE on every function, all methods on
+Hartmann-6, S_raw = 10^5) are in ``results/cgp_fig3_r60_reps5_19.csv.gz``; summarize them with
+the first five: ``summarize cgp_fig3_r60.csv.gz cgp_fig3_r60_reps5_19.csv.gz --override
+cgp_fig3_r60_sraw1e5.csv.gz``.
 """
 
 from __future__ import annotations
@@ -421,9 +425,11 @@ def summarize(
                 f"{mine['regret'].mean():.3f} | {mine['regret'].median():.3f} | {versus} |"
             )
         # By replication (mean gap over its agents): each CGP variant against its acquisition
-        # alone, and CGP-UCB against FTS-DE (whose agents start from other designs).
+        # alone, and CGP-UCB and CGP-TS (the same base acquisition as FTS-DE's) against FTS-DE
+        # (whose agents start from other designs).
         by_rep = part.groupby(["method", "rep"])["gap"].mean()
-        pairs = [(m, m[4:]) for m in ("CGP-UCB", "CGP-EI", "CGP-TS")] + [("CGP-UCB", "FTS-DE")]
+        pairs = [(m, m[4:]) for m in ("CGP-UCB", "CGP-EI", "CGP-TS")] + [
+            ("CGP-UCB", "FTS-DE"), ("CGP-TS", "FTS-DE")]
         counts = []
         for a, b in pairs:
             if a in by_rep.index.get_level_values(0) and b in by_rep.index.get_level_values(0):
