@@ -556,4 +556,3 @@ def _store_correlation(study: Study, params: mt.ICMParams) -> None:
     write_study_text(
         study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
     )
-
