@@ -1,7 +1,15 @@
-"""Tuning real models: search spaces and the FairObjective for fairness limits, and the CNN of
+"""Tuning real models: search spaces, fairlearn's mitigations and the FairObjective for fairness
+limits, and the CNN of
 the collaborative FEMNIST experiment (torch is imported only when a CNN is trained)."""
 
 from fairtune.tuning.cnn import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
+from fairtune.tuning.mitigation import (
+    MITIGATION_PARAMS,
+    MITIGATIONS,
+    MitigationSpec,
+    ReductionClassifier,
+    ThresholdClassifier,
+)
 from fairtune.tuning.objective import (
     METRIC_NAMES,
     POSITIVE_RATE_KEY,
@@ -17,11 +25,16 @@ __all__ = [
     "CNNClassifier",
     "CNNTenantObjective",
     "METRIC_NAMES",
+    "MITIGATIONS",
+    "MITIGATION_PARAMS",
     "POSITIVE_RATES_KEY",
     "POSITIVE_RATE_KEY",
     "SPACES",
+    "ThresholdClassifier",
     "VALIDATION_ERROR_KEY",
     "FairObjective",
+    "MitigationSpec",
+    "ReductionClassifier",
     "Space",
     "cnn_space",
     "get_space",

@@ -18,6 +18,14 @@ from fairtune.fairness.constraints import (
     best_fair_trial,
     cannot_bind,
 )
+from fairtune.tuning.mitigation import (
+    MITIGATIONS,
+    ReductionClassifier,
+    ThresholdClassifier,
+    needs_sensitive_features,
+    parse_mitigation,
+    suggest_mitigation_params,
+)
 from fairtune.tuning.spaces import Space, get_space
 
 if TYPE_CHECKING:
@@ -31,6 +39,7 @@ __all__ = [
     "FairObjective",
     "METRIC_KEY",
     "METRIC_NAMES",
+    "MITIGATION_USED_KEY",
     "MODEL_KEY",
     "POSITIVE_RATE_KEY",
     "POSITIVE_RATES_KEY",
@@ -53,6 +62,9 @@ MODEL_KEY = "fairtune:model"
 METRIC_KEY = "fairtune:metric"
 VALIDATION_KEY = "fairtune:validation"
 OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
+MITIGATION_SETUP_KEY = "fairtune:mitigation"  # with a mitigation only
+MITIGATION_USED_KEY = "fairtune:mitigation_used"
+"""Trial user attribute: the mitigation the trial's pipeline used (``"none"`` without one)."""
 _BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
 
@@ -224,6 +236,19 @@ class FairObjective:
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
             Defaults to True.
+        mitigation: One of fairlearn's mitigations in every trial's pipeline, its settings
+            tuned with the model's hyperparameters (:data:`fairtune.tuning.MITIGATION_PARAMS`),
+            aimed at the first limit; every limit is still measured on the *mitigated*
+            model's validation predictions. ``"threshold"``: fairlearn's ``ThresholdOptimizer``
+            on the trained model (:class:`~fairtune.tuning.ThresholdClassifier`; the deployed
+            pipeline needs ``predict(X, sensitive_features=...)``). ``"reduction"``:
+            ``ExponentiatedGradient`` around the estimator
+            (:class:`~fairtune.tuning.ReductionClassifier`). ``"correlation_remover"``:
+            ``CorrelationRemover`` between the preprocessing and the model (it reads the
+            sensitive columns of X, so they must be in X). A list makes the mitigation a
+            categorical hyperparameter (``"mitigation"``) that the study chooses. Defaults to
+            None (hyperparameters only). Not with ``metric="roc_auc"`` for the randomized
+            ``"threshold"`` and ``"reduction"``, which predict labels, not scores.
         objectives: The multi-objective form: a list of two or more objective names, at most
             one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
             (:data:`fairtune.fairness.METRICS` names or aliases; gaps minimized, the disparate
@@ -268,6 +293,7 @@ class FairObjective:
         random_state: int = 0,
         use_sensitive_feature: bool = True,
         objectives: Sequence[str] | None = None,
+        mitigation: str | Sequence[str] | None = None,
     ) -> None:
         from sklearn.model_selection import StratifiedKFold, train_test_split
 
@@ -305,6 +331,19 @@ class FairObjective:
                 )
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
+        self.mitigation = parse_mitigation(mitigation)
+        if self.mitigation and not self.limits:
+            raise ValueError(
+                "`mitigation` aims at a fairness limit, so `limits` must be given with it, but "
+                f"got limits=None and mitigation={mitigation!r}."
+            )
+        randomized = [m for m in self.mitigation if m in ("threshold", "reduction")]
+        if randomized and self.metric == "roc_auc":
+            raise ValueError(
+                f"`mitigation` {randomized[0]!r} predicts randomized labels, not scores, so it "
+                f"cannot be scored by metric='roc_auc'; use another `metric`, but got "
+                f"mitigation={mitigation!r}."
+            )
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -325,6 +364,22 @@ class FairObjective:
             names = list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
             X = X.drop(columns=[c for c in names if c in X.columns])
         self.X, self.y, self.sensitive = X, y, sensitive
+        sensitive_names = (
+            list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
+        )
+        self._sensitive_columns = [c for c in sensitive_names if c in X.columns]
+        if "correlation_remover" in self.mitigation and (
+            len(self._sensitive_columns) != len(sensitive_names)
+        ):
+            raise ValueError(
+                "`mitigation` 'correlation_remover' decorrelates the columns of X from the "
+                "sensitive ones, so the sensitive features must be columns of X (named alike, "
+                "and use_sensitive_feature=True), but X has no column "
+                f"{[c for c in sensitive_names if c not in X.columns]}."
+            )
+        # ThresholdOptimizer's thresholds are fitted on this fraction of the training rows,
+        # held out from the model (see ThresholdClassifier.holdout).
+        self._threshold_holdout = 0.0
         self.X_test = self.y_test = self.s_test = None
         if test_size is None:
             self.X_dev, self.y_dev, self.s_dev = X, y, sensitive
@@ -334,12 +389,13 @@ class FairObjective:
                     X, y, sensitive, test_size=test_size, stratify=y, random_state=random_state
                 )
             )
-        self.X_train = self.X_valid = self.y_train = self.y_valid = self.s_valid = None
+        self.X_train = self.X_valid = self.y_train = self.y_valid = None
+        self.s_train = self.s_valid = None
         self._folds: list[tuple[np.ndarray, np.ndarray]] = []
         # Studies whose setup this objective has checked and stored.
         self._recorded: set[tuple[int, int]] = set()
         if self.cv is None:
-            (self.X_train, self.X_valid, self.y_train, self.y_valid, _, self.s_valid) = (
+            (self.X_train, self.X_valid, self.y_train, self.y_valid, self.s_train, self.s_valid) = (
                 train_test_split(
                     self.X_dev, self.y_dev, self.s_dev, test_size=self.validation_size,
                     stratify=self.y_dev, random_state=random_state,
@@ -388,7 +444,33 @@ class FairObjective:
             LIMITS_KEY: sorted(str(limit) for limit in self.limits),
             VALIDATION_KEY: validation,
             **({OBJECTIVES_KEY: list(self.objectives)} if self.objectives else {}),
+            **({MITIGATION_SETUP_KEY: list(self.mitigation)} if self.mitigation else {}),
         }
+
+    def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
+        """How a pipeline of this objective reads the sensitive feature at prediction time.
+
+        Args:
+            params: A trial's parameters (they say which mitigation it used when
+                ``mitigation`` is a list). Defaults to None: this objective's only mitigation.
+
+        Returns:
+            None if the deployed pipeline does not need the sensitive feature, otherwise how it
+            reads it, e.g. ``"predict(X, sensitive_features=...)"``.
+        """
+        return needs_sensitive_features(
+            self._mitigation_of(params or {}), model_uses_them=self._model_sees_sensitive()
+        )
+
+    def _model_sees_sensitive(self) -> bool:
+        return self.use_sensitive_feature and bool(self._sensitive_columns)
+
+    def _mitigation_of(self, params: dict[str, Any]) -> str | None:
+        from fairtune.tuning.mitigation import MITIGATION_KEY
+
+        if not self.mitigation:
+            return None
+        return params.get(MITIGATION_KEY, self.mitigation[0])
 
     def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
         """``(key, stored value, this objective's value)`` for every setup entry that differs.
@@ -440,28 +522,94 @@ class FairObjective:
             if key not in study.user_attrs:
                 study.set_user_attr(key, value)
 
-    def make_pipeline(self, trial: optuna.Trial | optuna.trial.FixedTrial) -> Pipeline:
-        """Preprocessing + the estimator the space builds for ``trial``."""
+    def make_pipeline(self, trial: optuna.Trial | optuna.trial.FixedTrial) -> Any:
+        """Preprocessing + the estimator the space builds for ``trial`` (+ its mitigation).
+
+        Returns:
+            A scikit-learn ``Pipeline`` (``"preprocess"``, with ``"decorrelate"`` for the
+            correlation remover, and ``"model"``), or for ``"threshold"`` and ``"reduction"`` a
+            :class:`~fairtune.tuning.ThresholdClassifier` or
+            :class:`~fairtune.tuning.ReductionClassifier` around that pipeline, which is fitted
+            with ``fit(X, y, sensitive_features=...)``.
+        """
         from sklearn.compose import ColumnTransformer
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-        categorical = [
-            c for c in self.X.columns
-            if isinstance(self.X[c].dtype, pd.CategoricalDtype) or self.X[c].dtype == object
-            or pd.api.types.is_bool_dtype(self.X[c]) or pd.api.types.is_string_dtype(self.X[c])
-        ]
-        numeric = [c for c in self.X.columns if c not in categorical]
-        transformers = [
-            ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
-            ("numeric", StandardScaler() if self.space.needs_scaling else "passthrough", numeric),
-        ]
+        def is_categorical(c: Any) -> bool:
+            return bool(
+                isinstance(self.X[c].dtype, pd.CategoricalDtype) or self.X[c].dtype == object
+                or pd.api.types.is_bool_dtype(self.X[c]) or pd.api.types.is_string_dtype(self.X[c])
+            )
+
         build = self.space.build
         if _takes_random_state(build):
             estimator = build(trial, random_state=self.random_state)
         else:
             estimator = build(trial)
-        return Pipeline([("preprocess", ColumnTransformer(transformers)), ("model", estimator)])
+        if not self.mitigation:
+            mitigation, settings = None, {}
+        else:
+            mitigation, settings = suggest_mitigation_params(trial, self.mitigation, self.limits[0])
+        decorrelate = mitigation == "correlation_remover"
+        # The correlation remover finds the sensitive columns by position: they come first,
+        # one-hot encoded with the categories of all the rows, so their number is known.
+        first = self._sensitive_columns if decorrelate else []
+        categorical = [c for c in self.X.columns if c not in first and is_categorical(c)]
+        numeric = [c for c in self.X.columns if c not in first and c not in categorical]
+        transformers: list[tuple[str, Any, list[Any]]] = []
+        n_sensitive = 0
+        for c in first:
+            if is_categorical(c):
+                categories = sorted(pd.unique(self.X[c].dropna().astype(str)))
+                transformers.append((f"sensitive_{len(transformers)}", OneHotEncoder(
+                    categories=[categories], handle_unknown="ignore", sparse_output=False,
+                ), [c]))
+                n_sensitive += len(categories)
+            else:
+                transformers.append((f"sensitive_{len(transformers)}", "passthrough", [c]))
+                n_sensitive += 1
+        transformers += [
+            ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
+            ("numeric", StandardScaler() if self.space.needs_scaling else "passthrough", numeric),
+        ]
+        steps: list[tuple[str, Any]] = [("preprocess", ColumnTransformer(transformers))]
+        if decorrelate:
+            from fairlearn.preprocessing import CorrelationRemover
+
+            steps.append(("decorrelate", CorrelationRemover(
+                sensitive_feature_ids=list(range(n_sensitive)),
+                alpha=settings["correlation_alpha"],
+            )))
+        pipeline = Pipeline([*steps, ("model", estimator)])
+        limit = self.limits[0] if self.limits else None
+        if mitigation == "threshold":
+            from fairtune.tuning.mitigation import _THRESHOLD_CONSTRAINTS
+
+            assert limit is not None
+            fraction = settings.get("threshold_tolerance")
+            return ThresholdClassifier(
+                pipeline,
+                constraint=_THRESHOLD_CONSTRAINTS[limit.metric],
+                tolerance=None if fraction is None else fraction * limit.bound,
+                holdout=self._threshold_holdout,
+                random_state=self.random_state,
+            )
+        if mitigation == "reduction":
+            from fairtune.tuning.mitigation import _REDUCTION_MOMENTS
+
+            assert limit is not None
+            return ReductionClassifier(
+                pipeline,
+                constraint=_REDUCTION_MOMENTS[limit.metric],
+                # A ratio limit (disparate impact >= b) is tightened towards 1.
+                bound=(settings["reduction_bound"] * limit.bound if limit.sense == "upper"
+                       else 1.0 - settings["reduction_bound"] * (1.0 - limit.bound)),
+                ratio=limit.sense == "lower",
+                max_iter=settings["reduction_max_iter"],
+                random_state=self.random_state,
+            )
+        return pipeline
 
     def _score(self, y_true: pd.Series, y_pred: np.ndarray, y_score: np.ndarray | None) -> float:
         from sklearn import metrics
@@ -475,27 +623,32 @@ class FairObjective:
         return float(metrics.roc_auc_score(y_true, y_score))
 
     @staticmethod
-    def _fit(pipeline: Pipeline, X: pd.DataFrame, y: pd.Series) -> Pipeline:
+    def _fit(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:
         from sklearn.exceptions import ConvergenceWarning
 
         with warnings.catch_warnings():
             # Short training budgets (max_iter, tol) are part of the search space: not reaching
             # convergence is an expected outcome of a trial, not an error.
             warnings.simplefilter("ignore", ConvergenceWarning)
+            if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+                return pipeline.fit(X, y, sensitive_features=sensitive)
             return pipeline.fit(X, y)
 
     def _predict(
-        self, pipeline: Pipeline, X: pd.DataFrame
+        self, pipeline: Any, X: pd.DataFrame, sensitive: Any
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores."""
+        if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+            return np.asarray(pipeline.predict(X, sensitive_features=sensitive)).astype(int), None
         y_pred = np.asarray(pipeline.predict(X)).astype(int)
         y_score = pipeline.predict_proba(X)[:, 1] if self.metric == "roc_auc" else None
         return y_pred, y_score
 
     def _fit_predict(
-        self, pipeline: Pipeline, X_fit: pd.DataFrame, y_fit: pd.Series, X_pred: pd.DataFrame
+        self, pipeline: Any, fit: tuple[pd.DataFrame, pd.Series, Any],
+        X_pred: pd.DataFrame, s_pred: Any,
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        return self._predict(self._fit(pipeline, X_fit, y_fit), X_pred)
+        return self._predict(self._fit(pipeline, *fit), X_pred, s_pred)
 
     def __call__(self, trial: optuna.Trial) -> float:
         study = getattr(trial, "study", None)
@@ -507,7 +660,8 @@ class FairObjective:
         if self.cv is None:
             y_true, sensitive = self.y_valid, self.s_valid
             y_pred, y_score = self._fit_predict(
-                self.make_pipeline(trial), self.X_train, self.y_train, self.X_valid
+                self.make_pipeline(trial), (self.X_train, self.y_train, self.s_train),
+                self.X_valid, self.s_valid,
             )
         else:
             # Out-of-fold predictions: every tuning row is predicted by the model of the one
@@ -518,9 +672,9 @@ class FairObjective:
             for fit_rows, valid_rows in self._folds:
                 fold_pred, fold_score = self._fit_predict(
                     self.make_pipeline(trial),
-                    self.X_dev.iloc[fit_rows],
-                    self.y_dev.iloc[fit_rows],
-                    self.X_dev.iloc[valid_rows],
+                    (self.X_dev.iloc[fit_rows], self.y_dev.iloc[fit_rows],
+                     self.s_dev.iloc[fit_rows]),
+                    self.X_dev.iloc[valid_rows], self.s_dev.iloc[valid_rows],
                 )
                 y_pred[valid_rows] = fold_pred
                 if y_score is not None:
@@ -529,6 +683,8 @@ class FairObjective:
             set_fairness_constraints(
                 trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
             )
+        if self.mitigation:
+            trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params) or "none")
         trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != y_true.to_numpy())))
         trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
         groups = _check_groups(sensitive)
@@ -609,8 +765,9 @@ class FairObjective:
                 )
             best = found
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
-        X, y = (self.X_dev, self.y_dev) if on == "tuning" else (self.X_train, self.y_train)
-        return self._fit(pipeline, X, y)
+        if on == "tuning":
+            return self._fit(pipeline, self.X_dev, self.y_dev, self.s_dev)
+        return self._fit(pipeline, self.X_train, self.y_train, self.s_train)
 
     def evaluate(self, pipeline: Pipeline) -> dict[str, Any]:
         """Score a fitted pipeline on the test split.
@@ -631,7 +788,7 @@ class FairObjective:
                 "`evaluate` needs a test split: create the FairObjective with test_size, e.g. "
                 "test_size=0.2, but got test_size=None."
             )
-        y_pred, y_score = self._predict(pipeline, self.X_test)
+        y_pred, y_score = self._predict(pipeline, self.X_test, self.s_test)
         report: dict[str, Any] = {self.metric: self._score(self.y_test, y_pred, y_score)}
         names = [n for n in self.objectives if n not in METRIC_NAMES]
         names += [limit.metric for limit in self.limits if limit.metric not in names]

@@ -1,0 +1,359 @@
+"""fairtune against what practitioners use instead: fairlearn's mitigations on a default model.
+
+Every method runs on the same stratified splits: 25 % of the rows are a test split that no
+method sees; the other 75 % are the tuning rows (the tuned methods validate on 30 % of them,
+``FairObjective``'s default). Each method ends with one model fitted on the tuning rows, scored
+on the test split: accuracy, the limit's fairness gap, whether the limit holds, whether the
+model predicts one class for everyone, and whether it needs the sensitive feature at
+prediction time.
+
+Methods (``--methods``):
+
+* ``default``: the default model (``XGBClassifier()``, ``RandomForestClassifier()``), no
+  mitigation; ``tpe_accuracy``: the paper's search space tuned for validation accuracy alone
+  (Optuna's ``TPESampler``, ``--n-trials`` trials), refitted on the tuning rows;
+* ``threshold_default`` / ``threshold_tuned``: fairlearn's ``ThresholdOptimizer`` on the
+  default / the accuracy-tuned model (constraint of the limit, ``tol`` = the bound where
+  fairlearn supports it), fitted on the tuning rows as fairlearn's ``prefit=False`` does;
+* ``reduction_default`` / ``reduction_tuned``: fairlearn's ``ExponentiatedGradient`` (the
+  limit's moment with ``difference_bound`` = the bound, its defaults otherwise);
+* ``fairbo`` and ``gp``: ``FairObjective`` without mitigation tuned by ``FairBOSampler`` and by
+  Optuna's ``GPSampler`` (which reads Optuna 5's constraints), the best fair trial refitted with
+  ``refit_best``;
+* ``fairbo_threshold``, ``fairbo_reduction``, ``fairbo_correlation_remover``, ``fairbo_auto``:
+  ``FairObjective(mitigation=...)`` (``auto`` = the list of all three) tuned by FairBOSampler.
+
+The fairtune methods also record the model the study validated (``refit_best(on="training")``,
+columns ``validated_*``) next to the refit on all tuning rows.
+
+Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended):
+    OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
+        --models xgboost --limits demographic_parity --splits 20 \\
+        --out benchmarks/results/vs_mitigation.csv
+    python benchmarks/vs_mitigation.py summarize benchmarks/results/vs_mitigation.csv \\
+        --plot docs/_static/vs_mitigation.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import pandas as pd
+
+from _compare import wins_ties_losses
+
+from fairtune import datasets
+from fairtune.fairness import METRICS, best_fair_trial
+from fairtune.samplers import FairBOSampler
+from fairtune.tuning import FairObjective, ReductionClassifier, ThresholdClassifier
+
+BOUND = 0.05
+TEST_SIZE = 0.25
+METHODS = (
+    "default", "tpe_accuracy", "threshold_default", "reduction_default", "threshold_tuned",
+    "reduction_tuned", "fairbo", "gp", "fairbo_threshold", "fairbo_reduction",
+    "fairbo_correlation_remover", "fairbo_auto",
+)
+FAIRLEARN = ("threshold_default", "reduction_default", "threshold_tuned", "reduction_tuned")
+MITIGATION = {
+    "fairbo_threshold": "threshold", "fairbo_reduction": "reduction",
+    "fairbo_correlation_remover": "correlation_remover",
+    "fairbo_auto": ["threshold", "reduction", "correlation_remover"],
+}
+FIELDS = [
+    "dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap", "test_fair",
+    "one_class", "sensitive_at_prediction", "valid_accuracy", "valid_gap", "best_trial",
+    "mitigation_used", "validated_test_accuracy", "validated_test_gap", "seconds",
+    "tuning_seconds", "n_trials",
+]
+_DATA: dict[str, Any] = {}
+
+
+def _dataset(name: str) -> Any:
+    if name not in _DATA:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # German / COMPAS known-issue notes
+            _DATA[name] = getattr(datasets, f"load_{name}")()
+    return _DATA[name]
+
+
+def _default_model(model: str, seed: int) -> Any:
+    if model == "xgboost":
+        from xgboost import XGBClassifier
+
+        return XGBClassifier(random_state=seed)
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(random_state=seed)
+
+
+def _objective(dataset: str, model: Any, limit: str, split: int, **kwargs: Any) -> FairObjective:
+    return FairObjective(
+        _dataset(dataset), model, limits=f"{limit}<={BOUND}", test_size=TEST_SIZE,
+        random_state=split, **kwargs,
+    )
+
+
+def _score(objective: FairObjective, pipeline: Any, limit: str) -> dict[str, Any]:
+    """Test accuracy, gap and verdict of a fitted pipeline, and whether it is one-class."""
+    needs = getattr(pipeline, "needs_sensitive_features_at_prediction", False)
+    X, y, s = objective.X_test, objective.y_test, objective.s_test
+    y_pred = np.asarray(
+        pipeline.predict(X, sensitive_features=s) if needs else pipeline.predict(X)
+    ).astype(int)
+    gap = float(METRICS[limit].function(y, y_pred, sensitive_features=s))
+    return {
+        "test_accuracy": round(float(np.mean(y_pred == y.to_numpy())), 5),
+        "test_gap": round(gap, 5), "test_fair": int(gap <= BOUND),
+        "one_class": int(len(np.unique(y_pred)) == 1),
+    }
+
+
+def _mitigate(kind: str, pipeline: Any, limit: str, seed: int) -> Any:
+    """fairlearn's ThresholdOptimizer / ExponentiatedGradient as a practitioner sets them up."""
+    if kind == "threshold":
+        constraint = {"demographic_parity": "demographic_parity",
+                      "equalized_odds": "equalized_odds"}[limit]
+        return ThresholdClassifier(
+            pipeline, constraint=constraint,
+            tolerance=None if limit == "equalized_odds" else BOUND, random_state=seed,
+        )
+    moment = {"demographic_parity": "DemographicParity", "equalized_odds": "EqualizedOdds"}[limit]
+    return ReductionClassifier(pipeline, constraint=moment, bound=BOUND, random_state=seed)
+
+
+def _fit(pipeline: Any, objective: FairObjective) -> Any:
+    if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+        return pipeline.fit(objective.X_dev, objective.y_dev, sensitive_features=objective.s_dev)
+    return pipeline.fit(objective.X_dev, objective.y_dev)
+
+
+def _tpe_accuracy(dataset: str, model: str, limit: str, split: int, n_trials: int) -> tuple[Any, Any, Any]:
+    """The space tuned for validation accuracy alone: (objective, unfitted best pipeline, study)."""
+    objective = _objective(dataset, model, limit, split)
+
+    def accuracy(trial: optuna.Trial) -> float:
+        pipeline = objective.make_pipeline(trial).fit(objective.X_train, objective.y_train)
+        return float(np.mean(pipeline.predict(objective.X_valid) == objective.y_valid.to_numpy()))
+
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=split))
+    study.optimize(accuracy, n_trials=n_trials)
+    best = max((t for t in study.trials if t.value is not None), key=lambda t: t.value)
+    return objective, objective.make_pipeline(optuna.trial.FixedTrial(best.params)), study
+
+
+_TUNED_CACHE: dict[tuple, Any] = {}
+
+
+def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_trials: int) -> dict:
+    row: dict[str, Any] = {"dataset": dataset, "model": model, "limit": limit, "split": split,
+                           "method": method, "n_trials": ""}
+    start = time.perf_counter()
+    tuning_seconds: float | None = None
+    if method in ("default", "threshold_default", "reduction_default"):
+        objective = _objective(dataset, lambda trial: _default_model(model, split), limit, split)
+        pipeline = objective.make_pipeline(optuna.trial.FixedTrial({}))
+        if method != "default":
+            pipeline = _mitigate(method.split("_")[0], pipeline, limit, split)
+        fitted = _fit(pipeline, objective)
+    elif method in ("tpe_accuracy", "threshold_tuned", "reduction_tuned"):
+        key = (dataset, model, limit, split, n_trials)
+        if key not in _TUNED_CACHE:
+            t0 = time.perf_counter()
+            _TUNED_CACHE[key] = (*_tpe_accuracy(dataset, model, limit, split, n_trials),
+                                 time.perf_counter() - t0)
+        objective, pipeline, study, tuning_seconds = _TUNED_CACHE[key]
+        if method != "tpe_accuracy":
+            pipeline = _mitigate(method.split("_")[0], pipeline, limit, split)
+        row["n_trials"] = n_trials
+        fitted = _fit(pipeline, objective)
+    else:
+        objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method))
+        sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
+                   else FairBOSampler(seed=split))
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study.optimize(objective, n_trials=n_trials)
+        tuning_seconds = time.perf_counter() - start
+        row["n_trials"] = n_trials
+        best = best_fair_trial(study)
+        if best is None:  # no fair trial: the method delivers nothing under the limit
+            row["seconds"] = round(time.perf_counter() - start, 1)
+            row["tuning_seconds"] = round(tuning_seconds, 1)
+            return {**{k: "" for k in FIELDS}, **row}
+        row.update({
+            "best_trial": best.number, "valid_accuracy": round(best.value, 5),
+            "valid_gap": round(best.user_attrs[f"fairtune:{limit}"], 5),
+            "mitigation_used": best.user_attrs.get("fairtune:mitigation_used", "none"),
+        })
+        fitted = objective.refit_best(study)
+        validated = _score(objective, objective.refit_best(study, on="training"), limit)
+        row["validated_test_accuracy"] = validated["test_accuracy"]
+        row["validated_test_gap"] = validated["test_gap"]
+        row["sensitive_at_prediction"] = objective.needs_sensitive_features(best.params) or "no"
+    row.update(_score(objective, fitted, limit))
+    row.setdefault("sensitive_at_prediction", _needs(method, objective))
+    row["seconds"] = round(time.perf_counter() - start + (tuning_seconds or 0.0)
+                           * (method in ("threshold_tuned", "reduction_tuned")), 1)
+    row["tuning_seconds"] = "" if tuning_seconds is None else round(tuning_seconds, 1)
+    return {**{k: "" for k in FIELDS}, **row}
+
+
+def _needs(method: str, objective: FairObjective) -> str:
+    if method.startswith("threshold"):
+        return "predict(X, sensitive_features=...)"
+    return objective.needs_sensitive_features() or "no"
+
+
+def run(args: argparse.Namespace) -> None:
+    path = Path(args.out)
+    done = set()
+    if path.exists():
+        done = {(r["dataset"], r["model"], r["limit"], int(r["split"]), r["method"])
+                for r in csv.DictReader(open(path, newline=""))}
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            writer.writeheader()
+        for dataset in args.datasets:
+            for model in args.models:
+                for limit in args.limits:
+                    for split in range(args.first_split, args.first_split + args.splits):
+                        for method in args.methods:
+                            if (dataset, model, limit, split, method) in done:
+                                continue
+                            with warnings.catch_warnings():
+                                warnings.simplefilter("ignore")  # xgboost / sklearn chatter
+                                row = run_one(dataset, model, limit, split, method, args.n_trials)
+                            writer.writerow(row)
+                            f.flush()
+                            print(f"{dataset} {model} {limit} split {split:2d} {method:27s} "
+                                  f"acc {row['test_accuracy']} gap {row['test_gap']} "
+                                  f"({row['seconds']} s)", flush=True)
+                        _TUNED_CACHE.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Summary
+
+
+def _load(paths: list[str]) -> pd.DataFrame:
+    frame = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    return frame.drop_duplicates(["dataset", "model", "limit", "split", "method"], keep="last")
+
+
+def _utility(frame: pd.DataFrame, margin: float = 0.0) -> pd.Series:
+    """Test accuracy; a model over the limit (+ margin) on test, or none at all, is -inf."""
+    fair = frame["test_gap"] <= BOUND + margin
+    return frame["test_accuracy"].where(fair & frame["test_accuracy"].notna(), -np.inf)
+
+
+def summarize(args: argparse.Namespace) -> None:
+    frame = _load(args.paths)
+    for (dataset, model, limit), group in frame.groupby(["dataset", "model", "limit"], sort=False):
+        splits = sorted(group["split"].unique())
+        print(f"\n### {dataset}, {model}, {limit} <= {BOUND} ({len(splits)} splits)\n")
+        best = args.fairtune
+        by = {m: g.set_index("split") for m, g in group.groupby("method")}
+        print("| method | splits | test accuracy mean (median) | test gap mean [max] | fair on "
+              "test | fair on test +0.01 | one-class | seconds (median) | sensitive feature "
+              f"at prediction | test accuracy vs {best}: wins / ties / losses (p) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+        for method in [m for m in METHODS if m in by]:
+            g = by[method]
+            acc, gap = g["test_accuracy"], g["test_gap"]
+            versus = "-"
+            if method != best and best in by:
+                _, versus = wins_ties_losses(by[best]["test_accuracy"], acc)
+                versus = versus.replace("/", "/", 2)
+            sens = g["sensitive_at_prediction"].dropna()
+            print(
+                f"| {method} | {len(g)} | {acc.mean():.4f} ({acc.median():.4f}) | "
+                f"{gap.mean():.4f} [{gap.max():.4f}] | {int((gap <= BOUND).sum())} / {len(g)} | "
+                f"{int((gap <= BOUND + 0.01).sum())} / {len(g)} | {int(g['one_class'].sum())} | "
+                f"{g['seconds'].median():.1f} | {sens.mode().iloc[0] if len(sens) else '-'} | "
+                f"{versus} |"
+            )
+        if best in by:
+            print(f"\nFair accuracy (test accuracy, -inf when over the limit on test), {best} "
+                  "against each method:\n")
+            for method in [m for m in METHODS if m in by and m != best]:
+                for margin in (0.0, 0.01):
+                    _, text = wins_ties_losses(_utility(by[best], margin), _utility(by[method], margin))
+                    print(f"- vs {method} (limit +{margin:g}): {text}")
+        validated = [m for m in METHODS if m in by and by[m]["validated_test_accuracy"].notna().any()]
+        if validated:
+            print("\nThe validated model (refit_best(on='training')) instead of the refit on all "
+                  "tuning rows:\n")
+            print("| method | test accuracy mean | test gap mean | fair on test |")
+            print("|---|---:|---:|---:|")
+            for method in validated:
+                g = by[method]
+                gap = g["validated_test_gap"]
+                print(f"| {method} | {g['validated_test_accuracy'].mean():.4f} | {gap.mean():.4f} "
+                      f"| {int((gap <= BOUND).sum())} / {len(g)} |")
+    if args.plot:
+        _plot(frame, args.plot)
+
+
+def _plot(frame: pd.DataFrame, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(frame.groupby(["dataset", "model", "limit"], sort=False))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
+    shown = [m for m in METHODS if m != "tpe_accuracy"]
+    colors = plt.get_cmap("tab20")(np.linspace(0, 1, len(shown)))
+    for ax, ((dataset, model, limit), group) in zip(axes[0], panels):
+        for color, method in zip(colors, shown):
+            g = group[group["method"] == method]
+            if len(g):
+                marker = "*" if method.startswith("fairbo_") else "o"
+                ax.scatter(g["test_gap"], g["test_accuracy"], s=40 if marker == "*" else 14,
+                           color=color, marker=marker, label=method, alpha=0.8)
+        ax.axvline(BOUND, color="k", lw=0.8, ls="--")
+        ax.set_xlabel(f"test {limit} gap")
+        ax.set_ylabel("test accuracy")
+        ax.set_title(f"{dataset}, {model}")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"\nplot written to {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["run", "summarize"])
+    parser.add_argument("paths", nargs="*", help="CSV files to summarize")
+    parser.add_argument("--datasets", nargs="+", default=["compas", "adult", "german"])
+    parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
+    parser.add_argument("--limits", nargs="+", default=["demographic_parity", "equalized_odds"],
+                        choices=["demographic_parity", "equalized_odds"])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--splits", type=int, default=20)
+    parser.add_argument("--first-split", type=int, default=0)
+    parser.add_argument("--n-trials", type=int, default=50)
+    parser.add_argument("--fairtune", default="fairbo_threshold",
+                        help="with summarize: the fairtune method compared with every other")
+    parser.add_argument("--plot", metavar="PNG", help="with summarize: the accuracy / gap plot")
+    parser.add_argument("--out", default="vs_mitigation.csv")
+    args = parser.parse_intermixed_args()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if args.command == "run":
+        run(args)
+    else:
+        args.paths = args.paths or [args.out]
+        summarize(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,443 @@
+"""fairlearn's mitigations as parts of the pipeline a trial builds, with their settings tuned.
+
+Three families of mitigation, each fairlearn's own implementation:
+
+==========================  =====  ===========================================  ==============
+name                        stage  fairlearn implementation                     sensitive
+                                                                                feature at
+                                                                                prediction
+==========================  =====  ===========================================  ==============
+``"threshold"``             post   ``postprocessing.ThresholdOptimizer``: one   yes, passed as
+                                   (randomized) threshold per group on the      ``sensitive_
+                                   model's probabilities                        features=``
+``"reduction"``             in     ``reductions.ExponentiatedGradient``: a      no
+                                   randomized mixture of models trained on
+                                   reweighted data under the constraint
+``"correlation_remover"``   pre    ``preprocessing.CorrelationRemover``: the    yes, as
+                                   other columns are decorrelated from the      columns of X
+                                   sensitive ones, which are then dropped
+==========================  =====  ===========================================  ==============
+
+(A model that is given the sensitive columns as inputs needs them at prediction whatever the
+mitigation: :func:`needs_sensitive_features` says what a deployed pipeline needs.)
+
+:class:`ThresholdClassifier` and :class:`ReductionClassifier` are scikit-learn estimators around
+a pipeline: ``fit(X, y, *, sensitive_features)``, ``predict(X, *, sensitive_features=None)``.
+Both predictors are randomized; their ``random_state`` fixes the draws, so that the same rows
+get the same predictions every time (a trial is reproducible, a deployed model is consistent).
+:class:`fairtune.tuning.FairObjective` builds them (``mitigation=...``) with the settings of
+:data:`MITIGATION_PARAMS` suggested as hyperparameters of the trial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fairtune.fairness.constraints import FairnessLimit
+
+__all__ = [
+    "MITIGATIONS",
+    "MITIGATION_PARAMS",
+    "MitigationSpec",
+    "ReductionClassifier",
+    "ThresholdClassifier",
+    "needs_sensitive_features",
+    "parse_mitigation",
+]
+
+MitigationName = Literal["threshold", "reduction", "correlation_remover"]
+
+
+@dataclass(frozen=True)
+class MitigationSpec:
+    """One of fairlearn's mitigations as fairtune uses it.
+
+    Attributes:
+        name: The name used by ``FairObjective(mitigation=...)`` and ``fairtune tune
+            --mitigation``.
+        stage: ``"pre"``, ``"in"`` or ``"post"``-processing.
+        implementation: The fairlearn class that does the work.
+        sensitive_at_prediction: How the deployed model reads the sensitive feature, or None
+            when it does not need it (unless the model itself uses the sensitive columns).
+    """
+
+    name: str
+    stage: Literal["pre", "in", "post"]
+    implementation: str
+    sensitive_at_prediction: str | None
+
+
+MITIGATIONS: dict[str, MitigationSpec] = {
+    spec.name: spec
+    for spec in (
+        MitigationSpec(
+            "threshold", "post", "fairlearn.postprocessing.ThresholdOptimizer",
+            "predict(X, sensitive_features=...)",
+        ),
+        MitigationSpec(
+            "reduction", "in", "fairlearn.reductions.ExponentiatedGradient", None,
+        ),
+        MitigationSpec(
+            "correlation_remover", "pre", "fairlearn.preprocessing.CorrelationRemover",
+            "the sensitive columns of X",
+        ),
+    )
+}
+"""The mitigations by name."""
+
+MITIGATION_KEY = "mitigation"
+"""Trial parameter: the mitigation a trial chose, when ``mitigation`` is a list."""
+
+MITIGATION_PARAMS: dict[str, str] = {
+    "threshold_tolerance": (
+        "threshold: the gap ThresholdOptimizer may leave on the rows it is fitted on, as a "
+        "fraction of the limit's bound, in [0, 1] (difference limits other than "
+        "equalized_odds only; those are fitted exactly)"
+    ),
+    "reduction_bound": (
+        "reduction: the constraint's bound that ExponentiatedGradient enforces on the "
+        "training rows, as a fraction of the limit's bound, in [0.1, 1]"
+    ),
+    "reduction_max_iter": "reduction: ExponentiatedGradient's max_iter, 5-50 (log)",
+    "correlation_alpha": "correlation_remover: CorrelationRemover's alpha, in [0, 1]",
+}
+"""The hyperparameters the mitigations add to a trial, with their ranges."""
+
+# The limit's metric -> ThresholdOptimizer's constraint; disparate impact (a ratio) is met
+# by equal selection rates.
+_THRESHOLD_CONSTRAINTS = {
+    "demographic_parity": "demographic_parity",
+    "disparate_impact": "demographic_parity",
+    "equal_opportunity": "true_positive_rate_parity",
+    "false_positive_rate": "false_positive_rate_parity",
+    "equalized_odds": "equalized_odds",
+}
+# ThresholdOptimizer relaxes every constraint but equalized odds, and only as a difference.
+_RELAXABLE = ("demographic_parity", "equal_opportunity", "false_positive_rate")
+_REDUCTION_MOMENTS = {
+    "demographic_parity": "DemographicParity",
+    "disparate_impact": "DemographicParity",
+    "equal_opportunity": "TruePositiveRateParity",
+    "false_positive_rate": "FalsePositiveRateParity",
+    "equalized_odds": "EqualizedOdds",
+}
+
+_MSG_MISSING_SENSITIVE = (
+    "`sensitive_features` must be given to {cls}.predict: its group thresholds "
+    "(fairlearn's ThresholdOptimizer) need each row's group, but got sensitive_features=None."
+)
+
+
+def parse_mitigation(mitigation: Any) -> list[str]:
+    """The mitigation names of ``mitigation`` (None, a name or a list of names), validated.
+
+    Returns:
+        ``[]`` for None, ``[name]`` for one name, the distinct names in order for a list.
+
+    Raises:
+        ValueError: For an unknown name, an empty list or another type; the message lists the
+            valid names.
+    """
+    valid = list(MITIGATIONS)
+    if mitigation is None:
+        return []
+    names = [mitigation] if isinstance(mitigation, str) else mitigation
+    if not isinstance(names, Sequence) or isinstance(names, str) or not names or not all(
+        isinstance(n, str) and n in MITIGATIONS for n in names
+    ):
+        raise ValueError(
+            f"`mitigation` must be None, one of {valid} or a non-empty list of them, but got "
+            f"mitigation={mitigation!r}."
+        )
+    return list(dict.fromkeys(names))
+
+
+def needs_sensitive_features(mitigation: str | None, *, model_uses_them: bool) -> str | None:
+    """How a deployed pipeline reads the sensitive feature, or None if it does not need it.
+
+    Args:
+        mitigation: A name of :data:`MITIGATIONS`, or None.
+        model_uses_them: Whether the model is given the sensitive columns as inputs.
+    """
+    how = MITIGATIONS[mitigation].sensitive_at_prediction if mitigation else None
+    if how is None and model_uses_them:
+        return "the sensitive columns of X (model inputs)"
+    return how
+
+
+def suggest_mitigation_params(
+    trial: optuna.Trial | optuna.trial.FixedTrial, names: Sequence[str], limit: FairnessLimit
+) -> tuple[str, dict[str, Any]]:
+    """Suggest the mitigation (categorical when ``names`` has several) and every setting.
+
+    All the settings of ``names`` are suggested in every trial, whichever mitigation it uses,
+    so that the search space has a fixed dimension (which suits GP samplers).
+    """
+    name = names[0] if len(names) == 1 else trial.suggest_categorical(MITIGATION_KEY, list(names))
+    params: dict[str, Any] = {}
+    if "threshold" in names and limit.metric in _RELAXABLE:
+        params["threshold_tolerance"] = trial.suggest_float("threshold_tolerance", 0.0, 1.0)
+    if "reduction" in names:
+        params["reduction_bound"] = trial.suggest_float("reduction_bound", 0.1, 1.0)
+        params["reduction_max_iter"] = trial.suggest_int("reduction_max_iter", 5, 50, log=True)
+    if "correlation_remover" in names:
+        params["correlation_alpha"] = trial.suggest_float("correlation_alpha", 0.0, 1.0)
+    return name, params
+
+
+def _as_sensitive(sensitive_features: Any, X: Any) -> Any:
+    if isinstance(sensitive_features, (pd.Series, pd.DataFrame)):
+        return sensitive_features.to_numpy() if isinstance(
+            sensitive_features, pd.Series) else sensitive_features.reset_index(drop=True)
+    return np.asarray(sensitive_features)
+
+
+class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """A classifier followed by fairlearn's ThresholdOptimizer (post-processing).
+
+    1. ``estimator`` is fitted on the rows (all of them, or all but a ``holdout`` fraction).
+    2. fairlearn's ``ThresholdOptimizer`` chooses one randomized threshold per group on the
+       estimator's probabilities, maximizing accuracy subject to ``constraint`` (within
+       ``tolerance``) on the holdout rows (or the same rows when ``holdout`` is 0).
+    3. ``predict(X, sensitive_features=...)`` applies each row's group threshold; the
+       randomization is drawn from ``random_state``, so the same rows get the same predictions.
+
+    The deployed model needs every row's sensitive feature at prediction time.
+
+    Example:
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> X = np.arange(40.0).reshape(-1, 1)
+        >>> y = np.array([0, 1] * 20)
+        >>> group = np.array(["a"] * 20 + ["b"] * 20)
+        >>> model = ThresholdClassifier(LogisticRegression(), tolerance=0.0)
+        >>> model.fit(X, y, sensitive_features=group).predict(
+        ...     X[:3], sensitive_features=group[:3]).shape
+        (3,)
+
+    Args:
+        estimator: An unfitted scikit-learn classifier (or pipeline) with ``predict_proba``.
+        constraint: ThresholdOptimizer's ``constraints``: ``"demographic_parity"``,
+            ``"equalized_odds"``, ``"true_positive_rate_parity"``, ``"false_positive_rate_parity"``
+            and the other rate parities fairlearn supports. Defaults to
+            ``"demographic_parity"``.
+        tolerance: ThresholdOptimizer's ``tol``: the largest gap between the groups' rates
+            on the rows it is fitted on, or None for exact parity (equalized odds is always
+            exact). Defaults to None.
+        holdout: Fraction of the rows (stratified by label and group) kept away from the
+            estimator to fit the thresholds on, in [0, 0.9]; 0 fits the thresholds on the
+            estimator's own training rows. Defaults to 0.
+        random_state: Seed of the holdout split and of the randomized predictions. Defaults
+            to 0.
+
+    Attributes:
+        threshold_optimizer_: The fitted ``fairlearn.postprocessing.ThresholdOptimizer``.
+        classes_: ``[0, 1]``.
+    """
+
+    needs_sensitive_features_at_prediction = True
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        constraint: str = "demographic_parity",
+        tolerance: float | None = None,
+        holdout: float = 0.0,
+        random_state: int = 0,
+    ) -> None:
+        self.estimator = estimator
+        self.constraint = constraint
+        self.tolerance = tolerance
+        self.holdout = holdout
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any, *, sensitive_features: Any) -> ThresholdClassifier:
+        """Fit the estimator, then the group thresholds.
+
+        Raises:
+            ValueError: If ``holdout`` is not in [0, 0.9] or ``tolerance`` is negative.
+        """
+        from fairlearn.postprocessing import ThresholdOptimizer
+
+        if not (isinstance(self.holdout, (int, float)) and 0.0 <= self.holdout <= 0.9):
+            raise ValueError(f"`holdout` must be in [0, 0.9], but got holdout={self.holdout!r}.")
+        if self.tolerance is not None and not self.tolerance >= 0:
+            raise ValueError(
+                f"`tolerance` must be None or >= 0, but got tolerance={self.tolerance!r}."
+            )
+        if sensitive_features is None:
+            raise ValueError("`sensitive_features` must be given to fit, but got None.")
+        y = np.asarray(y).astype(int)
+        sensitive = _as_sensitive(sensitive_features, X)
+        estimator = clone(self.estimator)
+        if self.holdout > 0:
+            from sklearn.model_selection import train_test_split
+
+            rows = np.arange(len(y))
+            fit_rows, threshold_rows = train_test_split(
+                rows, test_size=self.holdout, stratify=y, random_state=self.random_state
+            )
+            estimator.fit(_rows(X, fit_rows), y[fit_rows])
+            X_t, y_t, s_t = _rows(X, threshold_rows), y[threshold_rows], _rows(sensitive, threshold_rows)
+        else:
+            estimator.fit(X, y)
+            X_t, y_t, s_t = X, y, sensitive
+        optimizer = ThresholdOptimizer(
+            estimator=_Float64Probabilities(estimator),
+            constraints=self.constraint,
+            objective="accuracy_score",
+            prefit=True,
+            predict_method="predict_proba",
+            tol=None if self.constraint == "equalized_odds" else self.tolerance,
+        )
+        self.threshold_optimizer_ = optimizer.fit(X_t, y_t, sensitive_features=s_t)
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
+        """0/1 predictions; ``sensitive_features`` (each row's group) is required.
+
+        Raises:
+            ValueError: If ``sensitive_features`` is missing.
+        """
+        if sensitive_features is None:
+            raise ValueError(_MSG_MISSING_SENSITIVE.format(cls=type(self).__name__))
+        return np.asarray(self.threshold_optimizer_.predict(
+            X, sensitive_features=_as_sensitive(sensitive_features, X),
+            random_state=self.random_state,
+        )).astype(int)
+
+
+class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """A classifier trained by fairlearn's ExponentiatedGradient reduction (in-processing).
+
+    1. A pipeline's preprocessing steps are fitted once; its last step is the base estimator.
+    2. fairlearn's ``ExponentiatedGradient`` trains copies of the base estimator on reweighted
+       rows (up to ``max_iter`` rounds) and returns a randomized mixture of them that
+       minimizes the error subject to ``constraint`` with bound ``bound`` on the training rows.
+    3. ``predict(X)`` draws from the mixture with ``random_state``: the same rows get the same
+       predictions. The sensitive feature is not needed at prediction (unless the base
+       estimator uses it as an input column).
+
+    Example:
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> X = np.arange(40.0).reshape(-1, 1)
+        >>> y = np.array([0, 1] * 20)
+        >>> group = np.array(["a"] * 20 + ["b"] * 20)
+        >>> model = ReductionClassifier(LogisticRegression(), bound=0.05, max_iter=10)
+        >>> model.fit(X, y, sensitive_features=group).predict(X[:3]).shape
+        (3,)
+
+    Args:
+        estimator: An unfitted classifier whose ``fit`` takes ``sample_weight``, or a
+            scikit-learn ``Pipeline`` ending in one.
+        constraint: The fairlearn moment: ``"DemographicParity"``, ``"EqualizedOdds"``,
+            ``"TruePositiveRateParity"``, ``"FalsePositiveRateParity"`` or
+            ``"ErrorRateParity"``. Defaults to ``"DemographicParity"``.
+        bound: The moment's ``difference_bound`` (or, with ``ratio=True``, ``ratio_bound``).
+            Defaults to 0.05.
+        ratio: Bound the ratio between the groups' rates instead of the difference. Defaults
+            to False.
+        max_iter: ExponentiatedGradient's ``max_iter``. Defaults to 50.
+        random_state: Seed of the randomized predictions. Defaults to 0.
+
+    Attributes:
+        preprocess_: The fitted preprocessing steps (None if ``estimator`` is not a pipeline).
+        exponentiated_gradient_: The fitted ``fairlearn.reductions.ExponentiatedGradient``.
+        classes_: ``[0, 1]``.
+    """
+
+    needs_sensitive_features_at_prediction = False
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        constraint: str = "DemographicParity",
+        bound: float = 0.05,
+        ratio: bool = False,
+        max_iter: int = 50,
+        random_state: int = 0,
+    ) -> None:
+        self.estimator = estimator
+        self.constraint = constraint
+        self.bound = bound
+        self.ratio = ratio
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any, *, sensitive_features: Any) -> ReductionClassifier:
+        """Fit the preprocessing, then the reduction around the base estimator.
+
+        Raises:
+            ValueError: If ``constraint`` is not one of the supported moments.
+        """
+        from fairlearn import reductions
+        from sklearn.pipeline import Pipeline
+
+        moments = ("DemographicParity", "EqualizedOdds", "TruePositiveRateParity",
+                   "FalsePositiveRateParity", "ErrorRateParity")
+        if self.constraint not in moments:
+            raise ValueError(
+                f"`constraint` must be one of {list(moments)}, but got "
+                f"constraint={self.constraint!r}."
+            )
+        if sensitive_features is None:
+            raise ValueError("`sensitive_features` must be given to fit, but got None.")
+        y = np.asarray(y).astype(int)
+        if isinstance(self.estimator, Pipeline) and len(self.estimator.steps) > 1:
+            self.preprocess_ = clone(self.estimator[:-1])
+            X = self.preprocess_.fit_transform(X, y)
+            base = clone(self.estimator.steps[-1][1])
+        else:
+            self.preprocess_ = None
+            base = clone(self.estimator)
+        bound = {"ratio_bound": self.bound} if self.ratio else {"difference_bound": self.bound}
+        moment = getattr(reductions, self.constraint)(**bound)
+        self.exponentiated_gradient_ = reductions.ExponentiatedGradient(
+            base, moment, max_iter=int(self.max_iter)
+        ).fit(X, y, sensitive_features=_as_sensitive(sensitive_features, X))
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
+        """0/1 predictions (``sensitive_features`` is accepted and not used)."""
+        if self.preprocess_ is not None:
+            X = self.preprocess_.transform(X)
+        return np.asarray(
+            self.exponentiated_gradient_.predict(X, random_state=self.random_state)
+        ).astype(int)
+
+
+class _Float64Probabilities(BaseEstimator):
+    """A fitted classifier whose ``predict_proba`` returns float64.
+
+    fairlearn's ThresholdOptimizer writes its float64 group probabilities into a pandas Series
+    of the estimator's probability dtype, which pandas >= 3 refuses for float32 (XGBoost's).
+    """
+
+    def __init__(self, estimator: Any) -> None:
+        self.estimator = estimator
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True
+
+    def fit(self, X: Any, y: Any) -> _Float64Probabilities:
+        self.estimator.fit(X, y)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
+
+
+def _rows(data: Any, rows: np.ndarray) -> Any:
+    return data.iloc[rows] if isinstance(data, (pd.DataFrame, pd.Series)) else np.asarray(data)[rows]

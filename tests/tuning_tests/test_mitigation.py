@@ -1,0 +1,286 @@
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from fairtune.fairness import demographic_parity_difference, equalized_odds_difference
+from fairtune.samplers import FairBOSampler
+from fairtune.tuning import (
+    MITIGATIONS,
+    FairObjective,
+    ReductionClassifier,
+    ThresholdClassifier,
+)
+from fairtune.tuning.mitigation import parse_mitigation
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+ALL = ["threshold", "reduction", "correlation_remover"]
+
+
+def biased_data(n: int = 600, seed: int = 0) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """Labels that depend on a feature shifted by group: an unmitigated model has a large DP gap."""
+    rng = np.random.default_rng(seed)
+    group = pd.Series(rng.choice(["a", "b"], size=n), name="group")
+    shift = np.where(group == "a", 1.0, -1.0)
+    X = pd.DataFrame({
+        "x1": rng.normal(size=n) + shift,
+        "x2": rng.normal(size=n),
+        "group": group,
+    })
+    y = pd.Series((X["x1"] + 0.5 * X["x2"] + rng.normal(scale=0.5, size=n) > 0).astype(int))
+    return X, y, group
+
+
+def linear_model(trial: optuna.Trial) -> LogisticRegression:
+    return LogisticRegression(C=trial.suggest_float("C", 0.01, 10.0, log=True))
+
+
+def objective(mitigation, **kwargs) -> FairObjective:
+    kwargs.setdefault("limits", "demographic_parity<=0.05")
+    return FairObjective(biased_data(), linear_model, mitigation=mitigation, test_size=0.25,
+                         **kwargs)
+
+
+def fit_trial(obj: FairObjective, params: dict, X, y, s):
+    pipeline = obj.make_pipeline(optuna.trial.FixedTrial(params))
+    if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+        return pipeline.fit(X, y, sensitive_features=s)
+    return pipeline.fit(X, y)
+
+
+def predict(pipeline, X, s) -> np.ndarray:
+    if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+        return pipeline.predict(X, sensitive_features=s)
+    return pipeline.predict(X)
+
+
+PARAMS = {
+    "threshold": {"C": 1.0, "threshold_tolerance": 0.0},
+    "reduction": {"C": 1.0, "reduction_bound": 0.5, "reduction_max_iter": 20},
+    "correlation_remover": {"C": 1.0, "correlation_alpha": 1.0},
+}
+
+
+@pytest.mark.parametrize("mitigation", ALL)
+def test_the_constraint_is_measured_on_the_mitigated_validation_predictions(mitigation: str) -> None:
+    obj = objective(mitigation)
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial(PARAMS[mitigation])
+    study.optimize(obj, n_trials=1)
+    trial = study.trials[0]
+    assert trial.params == PARAMS[mitigation]
+    assert trial.user_attrs["fairtune:mitigation_used"] == mitigation
+
+    fitted = fit_trial(obj, PARAMS[mitigation], obj.X_train, obj.y_train, obj.s_train)
+    y_pred = predict(fitted, obj.X_valid, obj.s_valid)
+    dsp = demographic_parity_difference(obj.y_valid, y_pred, sensitive_features=obj.s_valid)
+    assert trial.user_attrs["fairtune:demographic_parity"] == pytest.approx(dsp)
+    assert trial.constraints["demographic_parity"] == pytest.approx(dsp - 0.05)
+    assert trial.value == pytest.approx(float(np.mean(y_pred == obj.y_valid.to_numpy())))
+
+    # The raw model (no mitigation) is far from fair on these rows: a constraint computed on
+    # its predictions would be a different number.
+    raw = FairObjective(biased_data(), linear_model, limits="dsp<=0.05", test_size=0.25)
+    raw_pipeline = raw.make_pipeline(optuna.trial.FixedTrial({"C": 1.0})).fit(raw.X_train, raw.y_train)
+    raw_dsp = demographic_parity_difference(
+        raw.y_valid, raw_pipeline.predict(raw.X_valid), sensitive_features=raw.s_valid
+    )
+    assert raw_dsp > 0.4
+    assert dsp < raw_dsp - 0.2
+
+
+@pytest.mark.parametrize("mitigation", ALL)
+def test_each_mitigation_tunes_refits_evaluates_and_pickles(mitigation: str) -> None:
+    obj = objective(mitigation, limits="demographic_parity<=0.1")
+    study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=0, n_startup_trials=2))
+    study.enqueue_trial(PARAMS[mitigation])
+    study.optimize(obj, n_trials=3)
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    for t in study.trials:
+        assert set(t.params) == set(PARAMS[mitigation])
+    pipeline = obj.refit_best(study)
+    report = obj.evaluate(pipeline)
+    assert set(report) == {"accuracy", "demographic_parity", "fair"}
+    y_pred = predict(pipeline, obj.X_test, obj.s_test)
+    assert report["accuracy"] == pytest.approx(float(np.mean(y_pred == obj.y_test.to_numpy())))
+    assert report["demographic_parity"] == pytest.approx(
+        demographic_parity_difference(obj.y_test, y_pred, sensitive_features=obj.s_test)
+    )
+    restored = pickle.loads(pickle.dumps(pipeline))
+    np.testing.assert_array_equal(predict(restored, obj.X_test, obj.s_test), y_pred)
+    # Randomized predictors draw from a fixed random_state: the same rows, the same labels.
+    np.testing.assert_array_equal(predict(pipeline, obj.X_test, obj.s_test), y_pred)
+    validated = obj.refit_best(study, on="training")
+    assert obj.evaluate(validated)["accuracy"] >= 0.0
+
+
+def test_a_trial_is_reproducible() -> None:
+    values = []
+    for _ in range(2):
+        obj = objective(["threshold", "reduction"])
+        study = optuna.create_study(direction="maximize")
+        study.enqueue_trial({**PARAMS["threshold"], **PARAMS["reduction"], "mitigation": "reduction"})
+        study.enqueue_trial({**PARAMS["threshold"], **PARAMS["reduction"], "mitigation": "threshold"})
+        study.optimize(obj, n_trials=2)
+        values.append([(t.value, t.user_attrs["fairtune:demographic_parity"]) for t in study.trials])
+    assert values[0] == values[1]
+
+
+def test_threshold_predict_without_sensitive_features_is_a_clear_error() -> None:
+    obj = objective("threshold")
+    pipeline = fit_trial(obj, PARAMS["threshold"], obj.X_dev, obj.y_dev, obj.s_dev)
+    with pytest.raises(ValueError, match=r"`sensitive_features` must be given to "
+                                         r"ThresholdClassifier\.predict.*got sensitive_features=None"):
+        pipeline.predict(obj.X_test)
+    restored = pickle.loads(pickle.dumps(pipeline))
+    with pytest.raises(ValueError, match="sensitive_features"):
+        restored.predict(obj.X_test)
+    assert obj.needs_sensitive_features() == "predict(X, sensitive_features=...)"
+
+
+def test_what_a_deployed_pipeline_needs_at_prediction() -> None:
+    X, y, s = biased_data()
+    hidden = FairObjective((X.drop(columns="group"), y, s), linear_model, limits="dsp<=0.05",
+                           mitigation=["threshold", "reduction"])
+    assert hidden.needs_sensitive_features({"mitigation": "reduction"}) is None
+    assert hidden.needs_sensitive_features({"mitigation": "threshold"}) == (
+        "predict(X, sensitive_features=...)"
+    )
+    seen = objective("reduction")  # the model takes the group column as an input
+    assert "columns of X" in seen.needs_sensitive_features()
+    assert "columns of X" in objective("correlation_remover").needs_sensitive_features()
+    # The reduction's pipeline predicts from X alone.
+    params = {**PARAMS["threshold"], **PARAMS["reduction"], "mitigation": "reduction"}
+    reduction = fit_trial(hidden, params, hidden.X_dev, hidden.y_dev, hidden.s_dev)
+    assert isinstance(reduction, ReductionClassifier)
+    assert reduction.predict(hidden.X_dev.head(5)).shape == (5,)
+
+
+def test_a_list_makes_the_mitigation_a_categorical_hyperparameter() -> None:
+    obj = objective(ALL)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(obj, n_trials=6)
+    distribution = study.trials[0].distributions["mitigation"]
+    assert isinstance(distribution, optuna.distributions.CategoricalDistribution)
+    assert list(distribution.choices) == ALL
+    every_setting = {"C", "mitigation", "threshold_tolerance", "reduction_bound",
+                     "reduction_max_iter", "correlation_alpha"}
+    for t in study.trials:
+        assert set(t.params) == every_setting  # a fixed dimension, whichever is used
+        assert t.user_attrs["fairtune:mitigation_used"] == t.params["mitigation"]
+    assert study.user_attrs["fairtune:mitigation"] == ALL
+
+
+def test_correlation_remover_decorrelates_and_drops_the_sensitive_columns() -> None:
+    obj = objective("correlation_remover")
+    pipeline = fit_trial(obj, PARAMS["correlation_remover"], obj.X_dev, obj.y_dev, obj.s_dev)
+    assert list(pipeline.named_steps) == ["preprocess", "decorrelate", "model"]
+    encoded = pipeline.named_steps["preprocess"].transform(obj.X_dev)
+    decorrelated = pipeline.named_steps["decorrelate"].transform(encoded)
+    assert encoded.shape[1] == 4  # group_a, group_b, x1, x2
+    assert decorrelated.shape[1] == 2  # the group's two columns removed
+    is_a = (obj.s_dev == "a").to_numpy().astype(float)
+    assert abs(np.corrcoef(encoded[:, 2], is_a)[0, 1]) > 0.5  # x1 follows the group ...
+    assert abs(np.corrcoef(decorrelated[:, 0], is_a)[0, 1]) < 1e-8  # ... and no longer does
+
+
+def test_threshold_follows_the_limit_and_its_tolerance() -> None:
+    obj = objective("threshold", limits="equalized_odds<=0.1")
+    study = optuna.create_study(direction="maximize")
+    study.optimize(obj, n_trials=1)
+    # Equalized odds is fitted exactly (fairlearn cannot relax it): no tolerance to tune.
+    assert set(study.trials[0].params) == {"C"}
+    pipeline = obj.make_pipeline(optuna.trial.FixedTrial({"C": 1.0}))
+    assert pipeline.constraint == "equalized_odds" and pipeline.tolerance is None
+    fitted = pipeline.fit(obj.X_dev, obj.y_dev, sensitive_features=obj.s_dev)
+    gap = equalized_odds_difference(
+        obj.y_dev, fitted.predict(obj.X_dev, sensitive_features=obj.s_dev),
+        sensitive_features=obj.s_dev,
+    )
+    assert gap < 0.1
+    relaxed = objective("threshold").make_pipeline(
+        optuna.trial.FixedTrial({"C": 1.0, "threshold_tolerance": 0.4})
+    )
+    assert relaxed.constraint == "demographic_parity"
+    assert relaxed.tolerance == pytest.approx(0.4 * 0.05)
+
+
+def test_threshold_holdout_fits_thresholds_on_rows_the_model_did_not_train_on() -> None:
+    X, y, s = biased_data(400)
+    model = ThresholdClassifier(LogisticRegression(), tolerance=0.0, holdout=0.5).fit(
+        X[["x1", "x2"]], y, sensitive_features=s
+    )
+    inner = model.threshold_optimizer_.estimator.estimator
+    assert inner.n_features_in_ == 2
+    # The estimator saw half of the rows (refitting on them gives the same coefficients).
+    from sklearn.model_selection import train_test_split
+
+    fit_rows, _ = train_test_split(np.arange(400), test_size=0.5, stratify=y, random_state=0)
+    again = LogisticRegression().fit(X[["x1", "x2"]].iloc[fit_rows], y.iloc[fit_rows])
+    np.testing.assert_allclose(inner.coef_, again.coef_)
+    with pytest.raises(ValueError, match=r"`holdout` must be in \[0, 0.9\], but got holdout=1.5"):
+        ThresholdClassifier(LogisticRegression(), holdout=1.5).fit(X[["x1"]], y, sensitive_features=s)
+
+
+def test_cross_validation_passes_each_folds_sensitive_features() -> None:
+    obj = FairObjective(biased_data(), linear_model, limits="dsp<=0.05", cv=3,
+                        mitigation="threshold")
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial(PARAMS["threshold"])
+    study.optimize(obj, n_trials=1)
+    y_pred = np.empty(len(obj.y_dev), dtype=int)
+    for fit_rows, valid_rows in obj._folds:
+        fitted = fit_trial(obj, PARAMS["threshold"], obj.X_dev.iloc[fit_rows],
+                           obj.y_dev.iloc[fit_rows], obj.s_dev.iloc[fit_rows])
+        y_pred[valid_rows] = fitted.predict(obj.X_dev.iloc[valid_rows],
+                                            sensitive_features=obj.s_dev.iloc[valid_rows])
+    assert study.trials[0].user_attrs["fairtune:demographic_parity"] == pytest.approx(
+        demographic_parity_difference(obj.y_dev, y_pred, sensitive_features=obj.s_dev)
+    )
+
+
+def test_a_study_refuses_another_mitigation() -> None:
+    study = optuna.create_study(direction="maximize")
+    study.optimize(objective("threshold"), n_trials=1)
+    with pytest.raises(ValueError, match="mitigation \\['threshold'\\] there, \\['reduction'\\] here"):
+        study.optimize(objective("reduction"), n_trials=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"mitigation": "bogus"}, r"`mitigation` must be None, one of \['threshold', 'reduction', "
+                                  r"'correlation_remover'\].*got mitigation='bogus'"),
+        ({"mitigation": []}, r"`mitigation` must be None.*got mitigation=\[\]"),
+        ({"mitigation": 3}, r"`mitigation` must be None.*got mitigation=3"),
+        ({"mitigation": "threshold", "metric": "roc_auc"},
+         r"`mitigation` 'threshold' predicts randomized labels.*metric='roc_auc'"),
+        ({"mitigation": "threshold", "limits": None, "objectives": ["accuracy", "dsp"]},
+         r"`limits` must be given with it"),
+    ],
+)
+def test_bad_mitigation_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        objective(**kwargs)
+
+
+def test_correlation_remover_needs_the_sensitive_columns_in_X() -> None:
+    X, y, s = biased_data()
+    with pytest.raises(ValueError, match=r"'correlation_remover'.*must be columns of X.*\['group'\]"):
+        FairObjective((X, y, s), linear_model, limits="dsp<=0.05", use_sensitive_feature=False,
+                      mitigation="correlation_remover")
+
+
+def test_parse_mitigation_and_the_spec_table() -> None:
+    assert parse_mitigation(None) == []
+    assert parse_mitigation("reduction") == ["reduction"]
+    assert parse_mitigation(["threshold", "threshold", "reduction"]) == ["threshold", "reduction"]
+    assert list(MITIGATIONS) == ALL
+    assert MITIGATIONS["reduction"].sensitive_at_prediction is None
+    assert MITIGATIONS["threshold"].stage == "post"
