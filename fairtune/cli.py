@@ -125,6 +125,7 @@ _TEST_SCORES_KEY = "fairtune:test_scores"  # study user attribute: tune's test-s
 _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
     "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
+    "mitigation": "--mitigation",
 }
 # The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
 _SETUP_FLAGS = {
@@ -133,6 +134,7 @@ _SETUP_FLAGS = {
     "fairtune:metric": "--metric",
     "fairtune:limits": "--limit",
     "fairtune:validation": "--cv, --test-size and --seed",
+    "fairtune:mitigation": "--mitigation",
 }
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _METRIC_HELP = (
@@ -239,6 +241,14 @@ def _add_tune_parser(subparsers: Any) -> None:
         help="tune several objectives at once, e.g. accuracy,demographic_parity (a metric and "
              "fairness gaps; best with --sampler mtkb); prints the Pareto-optimal trials",
     )
+    parser.add_argument(
+        "--mitigation", choices=(*_mitigation_names(), "auto"),
+        help="one of fairlearn's mitigations in every trial's pipeline, its settings tuned "
+             "with the model's: threshold (ThresholdOptimizer; the deployed model needs the "
+             "sensitive feature at prediction), reduction (ExponentiatedGradient), "
+             "correlation_remover (CorrelationRemover), or auto (the study chooses among the "
+             "three); default none",
+    )
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
     parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
@@ -272,6 +282,19 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=_cmd_tune)
+
+
+def _mitigation_names() -> tuple[str, ...]:
+    from fairtune.tuning.mitigation import MITIGATIONS
+
+    return tuple(MITIGATIONS)
+
+
+def _mitigation(args: argparse.Namespace) -> Any:
+    """``--mitigation`` as FairObjective's ``mitigation``: ``auto`` is the list of all."""
+    if getattr(args, "mitigation", None) == "auto":
+        return list(_mitigation_names())
+    return getattr(args, "mitigation", None)
 
 
 def _metric_names() -> tuple[str, ...]:
@@ -354,7 +377,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         try:
             objective = FairObjective(
                 args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
-                test_size=args.test_size, random_state=args.seed,
+                test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None
@@ -373,7 +396,9 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         # on another dataset, model, metric, limits or validation.
         for key, stored, wanted in objective.setup_differences(study):
             flag = _SETUP_FLAGS[key]
-            show = ", ".join if key == "fairtune:limits" else str
+            def show(value: Any) -> str:
+                return ", ".join(value) or "none" if isinstance(value, list) else str(value)
+
             raise _UsageError(
                 f"study {name!r} in the storage was tuned with {flag} {show(stored)!r}, but this "
                 f"run asks for {show(wanted)!r}; use the same {flag} as before or another "
@@ -434,7 +459,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
         objective = FairObjective(
             args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
             limits=args.limit or None, metric=args.metric, cv=args.cv,
-            test_size=args.test_size, random_state=args.seed,
+            test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
         )
     except ValueError as e:
         raise _UsageError(_in_flags(str(e)).replace("`objectives`", "--objectives")) from None
@@ -814,6 +839,7 @@ def _setup_lines(study: Any) -> list[str]:
         ("metric", attrs.get("fairtune:metric")),
         ("limits", ", ".join(attrs[LIMITS_KEY]) if attrs.get(LIMITS_KEY) else None),
         ("validation", attrs.get("fairtune:validation")),
+        ("mitigation", ", ".join(attrs.get("fairtune:mitigation") or []) or None),
     ]
     lines = [f"{what.capitalize():<11} {value}" for what, value in rows if value]
     if attrs.get("fairtune:metric") == "roc_auc":
@@ -898,6 +924,7 @@ def _report(
     for name, value in best.params.items():
         rows.append([name, f"{value:.6g}" if isinstance(value, float) else str(value), "param"])
     out.write(_format_table(["", "value", ""], rows, right_aligned={1}))
+    out.write("".join(line + "\n" for line in _deployment_lines(best)))
     label = predicts_one_class(best)
     if label is not None:
         out.write(
@@ -917,6 +944,23 @@ def _report(
             _save_plot(study, path, draw, fairness_metric)
             what = "Trade-off plot" if draw == "tradeoff" else "Best-fair curve"
             out.write(f"{what} written to {path}\n")
+
+
+def _deployment_lines(trial: Any) -> list[str]:
+    """Which mitigation a trial used and what its deployed model needs at prediction time."""
+    from fairtune.tuning.mitigation import MITIGATIONS
+    from fairtune.tuning.objective import MITIGATION_USED_KEY, SENSITIVE_AT_PREDICTION_KEY
+
+    lines = []
+    used = trial.user_attrs.get(MITIGATION_USED_KEY)
+    if used in MITIGATIONS:
+        lines.append(f"Mitigation: {used} ({MITIGATIONS[used].implementation}).")
+    how = trial.user_attrs.get(SENSITIVE_AT_PREDICTION_KEY)
+    if how == "no":
+        lines.append("Sensitive feature at prediction: not needed.")
+    elif how:
+        lines.append(f"Sensitive feature at prediction: needed, as {how}.")
+    return lines
 
 
 def _save_plot(study: Any, path: str, draw: str, fairness_metric: str | None) -> None:

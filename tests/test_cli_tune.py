@@ -383,3 +383,59 @@ def test_tune_objectives_with_a_test_split_scores_each_pareto_trial(
         scores = objective.evaluate(objective.refit_best(study, trial=t))
         assert re.search(rf"#{t.number}\s+{scores['accuracy']:.4f}\s+"
                          rf"{scores['demographic_parity']:.4f}", out), out
+
+
+@pytest.mark.parametrize(
+    ("mitigation", "used", "needs"),
+    [
+        ("threshold", ["threshold"], "needed, as predict(X, sensitive_features=...)"),
+        ("correlation_remover", ["correlation_remover"], "needed, as the sensitive columns of X"),
+        ("auto", ["threshold", "reduction", "correlation_remover"], None),
+    ],
+)
+def test_tune_with_a_mitigation_says_which_and_what_prediction_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mitigation: str, used: list[str],
+    needs: str | None,
+) -> None:
+    argv = _tune(tmp_path, "--mitigation", mitigation, "--test-size", "0.2", n_trials=3)
+    argv[argv.index("deo<=0.2") - 1: argv.index("deo<=0.2") + 1] = []  # one limit
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"Mitigation  {', '.join(used)}" in out  # the study's setup
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    shown = study.best_trial if "Best fair trial" in out else None
+    if shown is not None:
+        chosen = shown.user_attrs["fairtune:mitigation_used"]
+        assert chosen in used
+        assert f"Mitigation: {chosen} (fairlearn." in out
+        expected = needs or ("needed, as predict(X, sensitive_features=...)" if chosen == "threshold"
+                             else "needed, as the sensitive columns of X")
+        assert f"Sensitive feature at prediction: {expected}." in out
+        assert "Test split (" in out
+    # report says the same from the storage alone.
+    assert main(["report", "--storage", f"sqlite:///{tmp_path / 'ft.db'}"]) == 0
+    report = capsys.readouterr().out
+    assert f"Mitigation  {', '.join(used)}" in report
+    if shown is not None:
+        assert "Sensitive feature at prediction: needed" in report
+    # Resuming with another mitigation (or none) is refused, naming the flag.
+    other = "reduction" if mitigation != "reduction" else "threshold"
+    for extra in (["--mitigation", other], []):
+        argv = _tune(tmp_path, *extra, "--test-size", "0.2", n_trials=1)
+        argv[argv.index("deo<=0.2") - 1: argv.index("deo<=0.2") + 1] = []
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"was tuned with --mitigation '{', '.join(used)}'" in err
+
+
+def test_a_mitigation_without_a_limit_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["tune", "--dataset", "german", "--model", "linear", "--objectives",
+            "accuracy,demographic_parity", "--mitigation", "threshold", "--n-trials", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--mitigation aims at a fairness limit, so --limit must be given with it" in err
+    argv = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.05",
+            "--metric", "roc_auc", "--mitigation", "reduction", "--n-trials", "1"]
+    assert main(argv) == 2
+    assert "--metric must not be 'roc_auc' with it, but got --metric 'roc_auc' and --mitigation " \
+           "'reduction'" in capsys.readouterr().err

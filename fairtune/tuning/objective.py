@@ -41,6 +41,7 @@ __all__ = [
     "METRIC_NAMES",
     "MITIGATION_USED_KEY",
     "MODEL_KEY",
+    "SENSITIVE_AT_PREDICTION_KEY",
     "POSITIVE_RATE_KEY",
     "POSITIVE_RATES_KEY",
     "VALIDATION_ERROR_KEY",
@@ -64,7 +65,10 @@ VALIDATION_KEY = "fairtune:validation"
 OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
 MITIGATION_SETUP_KEY = "fairtune:mitigation"  # with a mitigation only
 MITIGATION_USED_KEY = "fairtune:mitigation_used"
-"""Trial user attribute: the mitigation the trial's pipeline used (``"none"`` without one)."""
+"""Trial user attribute: the mitigation the trial's pipeline used (set with a mitigation only)."""
+SENSITIVE_AT_PREDICTION_KEY = "fairtune:sensitive_at_prediction"
+"""Trial user attribute: how the trial's deployed pipeline reads the sensitive feature at
+prediction time (see :meth:`FairObjective.needs_sensitive_features`), or ``"no"``."""
 _BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
 
@@ -340,8 +344,8 @@ class FairObjective:
         randomized = [m for m in self.mitigation if m in ("threshold", "reduction")]
         if randomized and self.metric == "roc_auc":
             raise ValueError(
-                f"`mitigation` {randomized[0]!r} predicts randomized labels, not scores, so it "
-                f"cannot be scored by metric='roc_auc'; use another `metric`, but got "
+                f"`mitigation` {randomized[0]!r} predicts randomized labels, not scores: "
+                "`metric` must not be 'roc_auc' with it, but got metric='roc_auc' and "
                 f"mitigation={mitigation!r}."
             )
         self.cv = None if cv is None else int(cv)
@@ -428,7 +432,8 @@ class FairObjective:
 
         ``{"fairtune:dataset": "german (sensitive: sex)", "fairtune:model": "random_forest",
         "fairtune:metric": "accuracy", "fairtune:limits": ["demographic_parity<=0.05"],
-        "fairtune:validation": "a 30% validation split, split seed 0"}`` (limits sorted).
+        "fairtune:validation": "a 30% validation split, split seed 0",
+        "fairtune:mitigation": []}`` (limits sorted; the mitigation names, none here).
         """
         validation = (
             f"{self.cv}-fold cross-validation" if self.cv
@@ -444,7 +449,7 @@ class FairObjective:
             LIMITS_KEY: sorted(str(limit) for limit in self.limits),
             VALIDATION_KEY: validation,
             **({OBJECTIVES_KEY: list(self.objectives)} if self.objectives else {}),
-            **({MITIGATION_SETUP_KEY: list(self.mitigation)} if self.mitigation else {}),
+            MITIGATION_SETUP_KEY: list(self.mitigation),
         }
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
@@ -477,7 +482,10 @@ class FairObjective:
 
         Entries the study does not store yet are not differences.
         """
-        stored = study.user_attrs
+        stored = dict(study.user_attrs)
+        if DATASET_KEY in stored:
+            # A FairObjective study that stored no mitigation was tuned without one.
+            stored.setdefault(MITIGATION_SETUP_KEY, [])
         return [
             (key, stored[key], value) for key, value in self.setup.items()
             if key in stored and stored[key] != value
@@ -684,7 +692,10 @@ class FairObjective:
                 trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
             )
         if self.mitigation:
-            trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params) or "none")
+            trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))
+        trial.set_user_attr(
+            SENSITIVE_AT_PREDICTION_KEY, self.needs_sensitive_features(trial.params) or "no"
+        )
         trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != y_true.to_numpy())))
         trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
         groups = _check_groups(sensitive)

@@ -260,7 +260,7 @@ def test_a_study_refuses_another_mitigation() -> None:
         ({"mitigation": []}, r"`mitigation` must be None.*got mitigation=\[\]"),
         ({"mitigation": 3}, r"`mitigation` must be None.*got mitigation=3"),
         ({"mitigation": "threshold", "metric": "roc_auc"},
-         r"`mitigation` 'threshold' predicts randomized labels.*metric='roc_auc'"),
+         r"`mitigation` 'threshold' predicts randomized labels.*`metric` must not be 'roc_auc'"),
         ({"mitigation": "threshold", "limits": None, "objectives": ["accuracy", "dsp"]},
          r"`limits` must be given with it"),
     ],
