@@ -120,3 +120,16 @@ def test_cgp_agents_share_only_designs_on_their_board(
             assert not observed & {*record["design"].values(), record["lcb"], record["kappa"]}
             posts += 1
     assert posts == 2 * 2  # rounds 2 and 3 of every agent
+
+
+def test_fair_mitigation(capsys: pytest.CaptureFixture[str]) -> None:
+    results = _load("fair_mitigation").main(n_trials=4)
+    out = capsys.readouterr().out
+    assert set(results) == {"hyperparameters only", "threshold"}
+    threshold = results["threshold"]
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in threshold["study"].trials)
+    assert all("threshold_tolerance" in t.params for t in threshold["study"].trials)
+    assert f"test accuracy {threshold['accuracy']:.4f}" in out
+    assert "sensitive feature at prediction: predict(X, sensitive_features=...)" in out
+    with pytest.raises(ValueError, match="sensitive_features"):
+        threshold["pipeline"].predict(threshold["objective"].X_test)
