@@ -26,12 +26,15 @@ Methods (``--methods``):
 The fairtune methods also record the model the study validated (``refit_best(on="training")``,
 columns ``validated_*``) next to the refit on all tuning rows.
 
-Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended):
+Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended; ``timing``
+shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
+and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
         --models xgboost --limits demographic_parity --splits 20 \\
         --out benchmarks/results/vs_mitigation.csv
     python benchmarks/vs_mitigation.py summarize benchmarks/results/vs_mitigation.csv \\
-        --plot docs/_static/vs_mitigation.png
+        --plot docs/images/vs_mitigation.png
+    python benchmarks/vs_mitigation.py timing --datasets compas german --n-trials 50
 """
 
 from __future__ import annotations
@@ -330,9 +333,84 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
     print(f"\nplot written to {path}")
 
 
+def timing(args: argparse.Namespace) -> None:
+    """Where the time of ``fairtune tune --mitigation ...`` goes, at default threads and pinned.
+
+    Each setting runs in a fresh process (thread pools are sized when the libraries load):
+    the command end to end, then the same study from Python with timers around the sampler,
+    the pipelines' fits and their predictions.
+    """
+    if args.threads is None:
+        from _compare import run_in_both_thread_settings
+
+        print("| threads | mitigation | dataset | trials | `fairtune tune` end to end (s) | "
+              "sampler (s) | fitting model + mitigation (s) | predicting (s) | the rest (s) |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+        run_in_both_thread_settings(__file__, [
+            "timing", "--datasets", *args.datasets, "--n-trials", str(args.n_trials),
+            "--timing-mitigations", *args.timing_mitigations,
+        ])
+        return
+    import subprocess
+    import sys
+
+    from _compare import THREAD_LABELS
+
+    for dataset in args.datasets:
+        for mitigation in args.timing_mitigations:
+            command = [
+                sys.executable, "-m", "fairtune.cli", "tune", "--dataset", dataset, "--model",
+                "xgboost", "--limit", f"demographic_parity<={BOUND}", "--n-trials",
+                str(args.n_trials), "--test-size", str(TEST_SIZE), "--no-progress",
+            ] + ([] if mitigation == "none" else ["--mitigation", mitigation])
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True)
+            end_to_end = time.perf_counter() - start
+            spent = {"sampler": 0.0, "fit": 0.0, "predict": 0.0}
+
+            def timed(owner: Any, name: str, bucket: str) -> Any:
+                import inspect
+
+                raw = inspect.getattr_static(owner, name)  # restored as it was afterwards
+                static = isinstance(raw, staticmethod)
+                original = getattr(owner, name)
+
+                def wrapper(*a: Any, **k: Any) -> Any:
+                    t0 = time.perf_counter()
+                    try:
+                        return original(*a, **k)
+                    finally:
+                        spent[bucket] += time.perf_counter() - t0
+
+                setattr(owner, name, staticmethod(wrapper) if static else wrapper)
+                return raw
+
+            originals = [
+                (FairBOSampler, "sample_relative", timed(FairBOSampler, "sample_relative", "sampler")),
+                (FairObjective, "_fit", timed(FairObjective, "_fit", "fit")),
+                (FairObjective, "_predict", timed(FairObjective, "_predict", "predict")),
+            ]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                objective = FairObjective(
+                    dataset, "xgboost", limits=f"demographic_parity<={BOUND}",
+                    test_size=TEST_SIZE, mitigation=None if mitigation == "none" else mitigation,
+                )
+            study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=0))
+            start = time.perf_counter()
+            study.optimize(objective, n_trials=args.n_trials)
+            total = time.perf_counter() - start
+            for owner, name, original in originals:
+                setattr(owner, name, original)
+            rest = total - sum(spent.values())
+            print(f"| {THREAD_LABELS[args.threads]} | {mitigation} | {dataset} | "
+                  f"{args.n_trials} | {end_to_end:.1f} | {spent['sampler']:.1f} | "
+                  f"{spent['fit']:.1f} | {spent['predict']:.1f} | {rest:.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "summarize"])
+    parser.add_argument("command", choices=["run", "summarize", "timing"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["compas", "adult", "german"])
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
@@ -346,10 +424,17 @@ def main() -> None:
                         help="with summarize: the fairtune method compared with every other")
     parser.add_argument("--plot", metavar="PNG", help="with summarize: the accuracy / gap plot")
     parser.add_argument("--out", default="vs_mitigation.csv")
+    parser.add_argument("--timing-mitigations", nargs="+", default=["none", "threshold"],
+                        help="with timing: the --mitigation values to time ('none' for none)")
+    parser.add_argument("--threads", choices=["default", "pinned"],
+                        help=argparse.SUPPRESS)  # set by `timing` for its child processes
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_intermixed_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.command == "run":
         run(args)
+    elif args.command == "timing":
+        timing(args)
     else:
         args.paths = args.paths or [args.out]
         summarize(args)
