@@ -579,3 +579,32 @@ def test_mtkb_hypervolume_and_regret_by_hand() -> None:
     assert abs(hypervolume(problem, middle[None]) - 0.5**problem.n) < 0.02
     w = np.array([[0.5, 0.5], [0.25, 0.75]])
     assert np.allclose(utility(np.array([[1.0, 3.0]]), w, np.array([0.0, 1.0])), [0.5 * (0.5 + 0.25)])
+
+
+def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
+    methods = ["default", "threshold_default", "reduction_default", "fairbo", "fairbo_threshold"]
+    args = ["run", "--datasets", "german", "--models", "xgboost", "--limits",
+            "demographic_parity", "--splits", "2", "--n-trials", "3", "--out", "v.csv",
+            "--methods", *methods]
+    out = _run(tmp_path, "vs_mitigation.py", *args)
+    rows = _rows(tmp_path / "v.csv")
+    assert [(r["split"], r["method"]) for r in rows] == [
+        (str(s), m) for s in range(2) for m in methods
+    ]
+    assert _run(tmp_path, "vs_mitigation.py", *args) == ""  # every row is there: nothing to do
+    for r in rows:
+        if r["test_accuracy"]:
+            assert 0.0 < float(r["test_accuracy"]) <= 1.0
+            assert r["test_fair"] == str(int(float(r["test_gap"]) <= 0.05))
+    by = {(r["split"], r["method"]): r for r in rows}
+    assert by[("0", "threshold_default")]["sensitive_at_prediction"] == (
+        "predict(X, sensitive_features=...)"
+    )
+    # The same split for every method: the default model's and fairlearn's rows share it, and
+    # the threshold on the default model changes its predictions.
+    assert by[("0", "default")]["test_gap"] != by[("0", "threshold_default")]["test_gap"]
+    assert "split  1 fairbo_threshold" in out
+    summary = _run(tmp_path, "vs_mitigation.py", "summarize", "v.csv", "--plot", "p.png")
+    assert "### german, xgboost, demographic_parity <= 0.05 (2 splits)" in summary
+    assert "| fairbo_threshold | 2 |" in summary and "vs threshold_default (limit +0.01)" in summary
+    assert (tmp_path / "p.png").stat().st_size > 10_000
