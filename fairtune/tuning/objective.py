@@ -245,7 +245,8 @@ class FairObjective:
             aimed at the first limit; every limit is still measured on the *mitigated*
             model's validation predictions. ``"threshold"``: fairlearn's ``ThresholdOptimizer``
             on the trained model (:class:`~fairtune.tuning.ThresholdClassifier`; the deployed
-            pipeline needs ``predict(X, sensitive_features=...)``). ``"reduction"``:
+            pipeline needs ``predict(X, sensitive_features=...)``), its thresholds fitted on
+            the model's training rows, as fairlearn does by default. ``"reduction"``:
             ``ExponentiatedGradient`` around the estimator
             (:class:`~fairtune.tuning.ReductionClassifier`). ``"correlation_remover"``:
             ``CorrelationRemover`` between the preprocessing and the model (it reads the
