@@ -119,13 +119,14 @@ def _format_table(
 # --------------------------------------------------------------------------------------------
 
 _SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
+_MULTI_OBJECTIVE_SAMPLERS = ("mtkb", "gp", "tpe", "random")
 _DATASETS = ("adult", "german", "compas")
 _TEST_SCORES_KEY = "fairtune:test_scores"  # study user attribute: tune's test-split lines
 # FairObjective's argument names -> the flags a user types (for its error messages).
 _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
     "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
-    "mitigation": "--mitigation",
+    "mitigation": "--mitigation", "objectives": "--objectives",
 }
 # The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
 _SETUP_FLAGS = {
@@ -138,7 +139,8 @@ _SETUP_FLAGS = {
 }
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _METRIC_HELP = (
-    "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy). The fairness limits are "
+    "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy; not with --objectives, "
+    "which name their own metric). The fairness limits are "
     "always measured on the model's 0/1 predictions (threshold 0.5); roc_auc scores its "
     "probabilities, so a model that ranks well but predicts one class for almost everyone "
     "can score high"
@@ -234,7 +236,8 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--limit", action="append", metavar="LIMIT", type=_limit,
         help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
-             "--objectives is given)",
+             "--objectives is given, with which each limit is a constraint of the "
+             "multi-objective study)",
     )
     parser.add_argument(
         "--objectives", metavar="NAMES",
@@ -251,9 +254,11 @@ def _add_tune_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
-    parser.add_argument("--sampler", choices=_SAMPLERS, default="fairbo", help="default fairbo")
-    parser.add_argument("--metric", default="accuracy", choices=_metric_names(),
-                        help=_METRIC_HELP)
+    parser.add_argument(
+        "--sampler", choices=_SAMPLERS,
+        help="default fairbo (mtkb with --objectives; fairbo is single-objective)",
+    )
+    parser.add_argument("--metric", choices=_metric_names(), help=_METRIC_HELP)
     parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
     parser.add_argument("--test-size", type=_fraction, metavar="F",
@@ -314,16 +319,21 @@ class _Interrupts:
     remembered: the next trial fails at once with it, and a callback stops the study.
     """
 
-    def __init__(self, objective: Callable[[Any], float]) -> None:
+    def __init__(self, objective: Callable[[Any], Any]) -> None:
         self.objective = objective
         self.interrupted = False
         self.first_error: str | None = None
+        # The trials this process ran: the only ones an interrupt may touch (other workers on
+        # the same storage have RUNNING trials of their own).
+        self.numbers: set[int] = set()
         self._inside = False
         self._lock = threading.Lock()
 
-    def __call__(self, trial: Any) -> float:
+    def __call__(self, trial: Any) -> Any:
         from optuna import TrialPruned
 
+        with self._lock:
+            self.numbers.add(trial.number)
         main = threading.current_thread() is threading.main_thread()
         if self.interrupted:
             raise KeyboardInterrupt
@@ -365,7 +375,9 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     _check_output("--plot", args.plot)
     _check_storage(args.storage, create=True)
     if args.objectives:
+        args.sampler = args.sampler or "mtkb"
         return _cmd_tune_multi(args, out=out)
+    args.sampler = args.sampler or "fairbo"
     if not args.limit:
         raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
     try:
@@ -376,7 +388,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         warnings.simplefilter("always")
         try:
             objective = FairObjective(
-                args.dataset, args.model, limits=limits, metric=args.metric, cv=args.cv,
+                args.dataset, args.model, limits=limits, metric=args.metric or "accuracy",
+                cv=args.cv,
                 test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
             )
         except ValueError as e:
@@ -407,33 +420,11 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         objective.record_setup(study)
         # A resumed study continues the sampler's random stream instead of replaying it.
         study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
-        before = len(study.trials)
-        guard = _Interrupts(objective)
-        installed = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
-        try:
-            study.optimize(
-                guard, n_trials=args.n_trials, n_jobs=args.n_jobs, catch=(Exception,),
-                callbacks=[guard.callback], show_progress_bar=not args.no_progress,
-            )
-        except KeyboardInterrupt:
-            guard.interrupted = True
-        finally:
-            if installed:
-                signal.signal(signal.SIGINT, previous)
-        if guard.interrupted:
-            _fail_running(study, before)
-        run = study.get_trials(deepcopy=False)[before:]
+        guard, run = _optimize_guarded(study, objective, args)
         completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
         _report(study, out=out, plot=args.plot)
         if guard.interrupted:
-            where = (
-                f"run the same command again (the study is stored in {args.storage})"
-                if args.storage else "this study was in memory; use --storage to be able to resume"
-            )
-            print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
-                  file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return _interrupted(args, run)
         failed = sum(t.state == optuna.trial.TrialState.FAIL for t in run)
         if completed == 0:
             raise RuntimeError(
@@ -449,20 +440,71 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _optimize_guarded(study: Any, objective: Any, args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """``study.optimize`` under :class:`_Interrupts`: (the guard, the trials this process ran).
+
+    On Ctrl-C, the trials this process left RUNNING are stored as FAIL; the other workers'
+    trials on the same storage are left alone.
+    """
+    guard = _Interrupts(objective)
+    installed = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
+    try:
+        study.optimize(
+            guard, n_trials=args.n_trials, n_jobs=args.n_jobs, catch=(Exception,),
+            callbacks=[guard.callback], show_progress_bar=not args.no_progress,
+        )
+    except KeyboardInterrupt:
+        guard.interrupted = True
+    finally:
+        if installed:
+            signal.signal(signal.SIGINT, previous)
+    if guard.interrupted:
+        _fail_running(study, guard.numbers)
+    run = [t for t in study.get_trials(deepcopy=False) if t.number in guard.numbers]
+    return guard, run
+
+
+def _interrupted(args: argparse.Namespace, run: list[Any]) -> int:
+    where = (
+        f"run the same command again (the study is stored in {args.storage})"
+        if args.storage else "this study was in memory; use --storage to be able to resume"
+    )
+    print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
+          file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
     """``tune --objectives``: a multi-objective study of FairObjective's multi-objective form."""
     import optuna
 
     from fairtune.tuning import FairObjective
 
-    try:
-        objective = FairObjective(
-            args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
-            limits=args.limit or None, metric=args.metric, cv=args.cv,
-            test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
+    if args.sampler not in _MULTI_OBJECTIVE_SAMPLERS:
+        raise _UsageError(
+            f"--sampler {args.sampler} cannot tune several --objectives (FairBOSampler is "
+            "single-objective with constraints); use one of "
+            f"{', '.join(_MULTI_OBJECTIVE_SAMPLERS)} (mtkb is fairtune's multi-objective sampler)."
         )
-    except ValueError as e:
-        raise _UsageError(_in_flags(str(e)).replace("`objectives`", "--objectives")) from None
+    if args.metric is not None:
+        raise _UsageError(
+            f"--metric does not apply with --objectives: name the performance metric among "
+            f"the objectives instead (e.g. --objectives {args.metric},demographic_parity), but "
+            f"got --metric {args.metric}."
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            objective = FairObjective(
+                args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
+                limits=args.limit or None, cv=args.cv, test_size=args.test_size,
+                random_state=args.seed, mitigation=_mitigation(args),
+            )
+        except ValueError as e:
+            raise _UsageError(_in_flags(str(e))) from None
+    for warning in caught:
+        print(f"{PROG}: warning: {_in_flags(_one_line(warning.message))}", file=sys.stderr)  # type: ignore[arg-type]
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
     with _storage_errors(args.storage):
@@ -472,11 +514,20 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
         except ValueError as e:
             raise _UsageError(f"--study-name {name!r}: {e}") from None
         study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
-        study.optimize(
-            objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
-            show_progress_bar=not args.no_progress, catch=(ValueError, ArithmeticError),
-        )
+        guard, run = _optimize_guarded(study, objective, args)
         _report_pareto(study, out=out, plot=args.plot)
+        if guard.interrupted:
+            return _interrupted(args, run)
+        completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
+        if run and completed == 0:
+            raise RuntimeError(
+                f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
+                f"{guard.first_error or 'no value returned'}"
+            )
+        failed = sum(t.state == optuna.trial.TrialState.FAIL for t in run)
+        if failed:
+            print(f"{PROG}: warning: {failed} of {len(run)} trials of this run failed; the "
+                  f"first: {guard.first_error}", file=sys.stderr)
         if args.test_size:
             _report_pareto_test_scores(study, objective, out=out)
     return EXIT_OK
@@ -556,12 +607,12 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
         out.write(f"Pareto front plot written to {plot}\n")
 
 
-def _fail_running(study: Any, first: int) -> None:
-    """Store as FAIL the trials of this run that an interrupt left RUNNING."""
+def _fail_running(study: Any, numbers: set[int]) -> None:
+    """Store as FAIL the trials of this process (``numbers``) that an interrupt left RUNNING."""
     from optuna.trial import TrialState
 
-    for trial in study.get_trials(deepcopy=False)[first:]:
-        if trial.state == TrialState.RUNNING:
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in numbers and trial.state == TrialState.RUNNING:
             try:
                 study.tell(trial.number, state=TrialState.FAIL)
             except (RuntimeError, ValueError):  # finished meanwhile (another thread)
@@ -818,6 +869,13 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         except KeyError:
             raise RuntimeError(f"no study named {name!r} in {args.storage}.") from None
         if len(study.directions) > 1:
+            for flag, value in (("--curve", args.curve), ("--metric", args.metric)):
+                if value is not None:
+                    raise _UsageError(
+                        f"{flag} does not apply to study {name!r}: it has "
+                        f"{len(study.directions)} objectives, whose trade-off --plot draws as "
+                        "a Pareto front (the best-fair curve and its axis need one objective)."
+                    )
             _report_pareto(study, out=out, plot=args.plot)
             return EXIT_OK
         if args.metric is not None and not any(

@@ -439,3 +439,68 @@ def test_a_mitigation_without_a_limit_is_a_usage_error(capsys: pytest.CaptureFix
     assert main(argv) == 2
     assert "--metric must not be 'roc_auc' with it, but got --metric 'roc_auc' and --mitigation " \
            "'reduction'" in capsys.readouterr().err
+
+
+_MO = ["tune", "--dataset", "german", "--model", "linear", "--n-trials", "2", "--no-progress"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--objectives", "accuracy,demographic_parity", "--sampler", "fairbo"],
+         "--sampler fairbo cannot tune several --objectives (FairBOSampler is single-objective "
+         "with constraints); use one of mtkb, gp, tpe, random"),
+        (["--objectives", "accuracy,bogus"],
+         "--objectives must name performance metrics ['accuracy', 'balanced_accuracy', 'f1', "
+         "'roc_auc'] or fairness metrics ['demographic_parity', 'disparate_impact', "
+         "'equal_opportunity', 'equalized_odds', 'false_positive_rate'] (or their aliases), "
+         "but got 'bogus' in --objectives ['accuracy', 'bogus']"),
+        (["--objectives", "accuracy,dsp", "--metric", "f1"],
+         "--metric does not apply with --objectives: name the performance metric among the "
+         "objectives instead (e.g. --objectives f1,demographic_parity), but got --metric f1."),
+    ],
+)
+def test_multi_objective_usage_errors_name_the_flag(
+    extra: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_MO, *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_multi_objective_defaults_to_mtkb_warns_in_one_line_and_report_refuses_what_does_not_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import warnings
+
+    from fairtune.datasets._base import _WARNED  # the once-per-process registry
+
+    url = f"sqlite:///{tmp_path / 'mo.db'}"
+    _WARNED.discard("german")  # so that this run warns whichever test loaded German first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a raw Python warning would fail the run
+        assert main([*_MO, "--objectives", "accuracy,dsp", "--storage", url]) == 0
+    captured = capsys.readouterr()
+    assert "Study german-linear-mtkb: 2 trials, 2 complete." in captured.out
+    warning_lines = [line for line in captured.err.splitlines() if "German credit" in line]
+    assert len(warning_lines) == 1 and warning_lines[0].startswith("fairtune: warning: ")
+    for flag in (["--curve", str(tmp_path / "c.png")], ["--plot", str(tmp_path / "p.png"),
+                                                        "--metric", "dsp"]):
+        assert main(["report", "--storage", url, *flag]) == 2
+        err = capsys.readouterr().err
+        assert f"{flag[0] if flag[0] == '--curve' else '--metric'} does not apply to study " in err
+        assert "2 objectives" in err
+
+
+def test_a_multi_objective_run_whose_every_trial_failed_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.tuning import FairObjective
+
+    def broken(self: FairObjective, trial: optuna.trial.BaseTrial) -> None:
+        raise RuntimeError("no model today")
+
+    monkeypatch.setattr(FairObjective, "make_pipeline", broken)
+    assert main([*_MO, "--objectives", "accuracy,dsp"]) == 1
+    err = capsys.readouterr().err
+    assert "every trial of this run failed (2 of 2); the first: trial 0 failed: no model today" in err

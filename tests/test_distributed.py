@@ -7,6 +7,7 @@ machines would; the PostgreSQL server is a throwaway one (see ``conftest.py``).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -212,3 +213,51 @@ def test_three_cli_workers_on_postgres(tmp_path: Path, postgres_url: str) -> Non
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert sorted(t.number for t in trials) == list(range(12))
     assert len(set(_points(trials))) == 12
+
+
+@pytest.mark.parametrize("objectives", [None, "accuracy,demographic_parity"])
+def test_ctrl_c_on_one_cli_worker_leaves_the_others_trials_alone(
+    tmp_path: Path, postgres_url: str, objectives: str | None
+) -> None:
+    n_trials = 14
+    command = [sys.executable, "-m", "fairtune.cli", "tune", "--dataset", "german", "--model",
+               "random_forest", "--cv", "4", "--n-trials", str(n_trials), "--sampler", "random",
+               "--storage", postgres_url, "--study-name", "cli", "--no-progress"]
+    command += ["--objectives", objectives] if objectives else ["--limit", "dsp<=0.1"]
+    procs = [subprocess.Popen(command, env=_ENV, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        # Interrupt the first worker once the three are under way: the others have RUNNING
+        # trials numbered after its first one, which an interrupt must not touch.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                trials = optuna.load_study(study_name="cli", storage=postgres_url).get_trials()
+            except KeyError:
+                trials = []
+            if sum(t.state == TrialState.COMPLETE for t in trials) >= 6 and any(
+                t.state == TrialState.RUNNING for t in trials
+            ):
+                break
+            time.sleep(0.05)
+        procs[0].send_signal(signal.SIGINT)
+        out0, err0 = procs[0].communicate(timeout=120)
+        outs = [p.communicate(timeout=300) for p in procs[1:]]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert procs[0].returncode == 130, err0
+    ran = int(re.search(r"interrupted after (\d+) trials of this run", err0).group(1))
+    assert "to resume, run the same command again" in err0
+    assert out0.startswith("Study cli: ")  # the best fair trial or the front so far
+    assert ("Pareto-optimal trials" if objectives else "Best fair trial") in out0
+    for p, (out, err) in zip(procs[1:], outs):
+        assert p.returncode == 0, err
+        assert "Cannot tell" not in err and "error" not in err
+    trials = optuna.load_study(study_name="cli", storage=postgres_url).get_trials()
+    # The two others ran all their trials, every one COMPLETE; at most the interrupted worker's
+    # own trial in flight ended as FAIL.
+    assert len(trials) == ran + 2 * n_trials
+    assert sum(t.state == TrialState.COMPLETE for t in trials) >= len(trials) - 1
+    assert not any(t.state == TrialState.RUNNING for t in trials)

@@ -859,7 +859,17 @@ def _parse_objectives(
     names: list[str] = []
     for name in objectives:
         key = name.strip().lower()
-        names.append(key if key in METRIC_NAMES else get_metric(name).name)
+        if key in METRIC_NAMES:
+            names.append(key)
+            continue
+        try:
+            names.append(get_metric(name).name)
+        except ValueError:
+            raise ValueError(
+                f"`objectives` must name performance metrics {list(METRIC_NAMES)} or fairness "
+                f"metrics {sorted(METRICS)} (or their aliases), but got {name!r} in "
+                f"objectives={list(objectives)!r}."
+            ) from None
     if len(set(names)) != len(names) or sum(n in METRIC_NAMES for n in names) > 1:
         raise ValueError(
             "`objectives` must name each metric once and at most one of "
