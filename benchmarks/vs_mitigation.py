@@ -247,9 +247,26 @@ def run(args: argparse.Namespace) -> None:
 # Summary
 
 
+VALIDATED = "@validated"
+
+
 def _load(paths: list[str]) -> pd.DataFrame:
+    """The rows, and for each tuned fairtune method a method ``<name>@validated``: the model
+    the study validated (``refit_best(on="training")``) instead of the refit."""
     frame = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    return frame.drop_duplicates(["dataset", "model", "limit", "split", "method"], keep="last")
+    frame = frame.drop_duplicates(["dataset", "model", "limit", "split", "method"], keep="last")
+    validated = frame[frame["validated_test_accuracy"].notna()].copy()
+    validated["method"] = validated["method"] + VALIDATED
+    validated["test_accuracy"] = validated["validated_test_accuracy"]
+    validated["test_gap"] = validated["validated_test_gap"]
+    validated["test_fair"] = (validated["test_gap"] <= BOUND).astype(int)
+    validated["one_class"] = np.nan  # not recorded for the validated model
+    return pd.concat([frame, validated], ignore_index=True)
+
+
+def _methods(present: Any) -> list[str]:
+    order = [m for base in METHODS for m in (base, base + VALIDATED)]
+    return [m for m in order if m in present]
 
 
 def _utility(frame: pd.DataFrame, margin: float = 0.0) -> pd.Series:
@@ -269,39 +286,28 @@ def summarize(args: argparse.Namespace) -> None:
               "test | fair on test +0.01 | one-class | seconds (median) | sensitive feature "
               f"at prediction | test accuracy vs {best}: wins / ties / losses (p) |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
-        for method in [m for m in METHODS if m in by]:
+        for method in _methods(by):
             g = by[method]
             acc, gap = g["test_accuracy"], g["test_gap"]
             versus = "-"
             if method != best and best in by:
                 _, versus = wins_ties_losses(by[best]["test_accuracy"], acc)
-                versus = versus.replace("/", "/", 2)
             sens = g["sensitive_at_prediction"].dropna()
             print(
                 f"| {method} | {len(g)} | {acc.mean():.4f} ({acc.median():.4f}) | "
                 f"{gap.mean():.4f} [{gap.max():.4f}] | {int((gap <= BOUND).sum())} / {len(g)} | "
-                f"{int((gap <= BOUND + 0.01).sum())} / {len(g)} | {int(g['one_class'].sum())} | "
+                f"{int((gap <= BOUND + 0.01).sum())} / {len(g)} | "
+                f"{'-' if g['one_class'].isna().all() else int(g['one_class'].sum())} | "
                 f"{g['seconds'].median():.1f} | {sens.mode().iloc[0] if len(sens) else '-'} | "
                 f"{versus} |"
             )
         if best in by:
             print(f"\nFair accuracy (test accuracy, -inf when over the limit on test), {best} "
                   "against each method:\n")
-            for method in [m for m in METHODS if m in by and m != best]:
+            for method in [m for m in _methods(by) if m != best]:
                 for margin in (0.0, 0.01):
                     _, text = wins_ties_losses(_utility(by[best], margin), _utility(by[method], margin))
                     print(f"- vs {method} (limit +{margin:g}): {text}")
-        validated = [m for m in METHODS if m in by and by[m]["validated_test_accuracy"].notna().any()]
-        if validated:
-            print("\nThe validated model (refit_best(on='training')) instead of the refit on all "
-                  "tuning rows:\n")
-            print("| method | test accuracy mean | test gap mean | fair on test |")
-            print("|---|---:|---:|---:|")
-            for method in validated:
-                g = by[method]
-                gap = g["validated_test_gap"]
-                print(f"| {method} | {g['validated_test_accuracy'].mean():.4f} | {gap.mean():.4f} "
-                      f"| {int((gap <= BOUND).sum())} / {len(g)} |")
     if args.plot:
         _plot(frame, args.plot)
 
@@ -314,7 +320,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
 
     panels = list(frame.groupby(["dataset", "model", "limit"], sort=False))
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
-    shown = [m for m in METHODS if m != "tpe_accuracy"]
+    shown = [m for m in _methods(set(frame["method"])) if m != "tpe_accuracy"]
     colors = plt.get_cmap("tab20")(np.linspace(0, 1, len(shown)))
     for ax, ((dataset, model, limit), group) in zip(axes[0], panels):
         for color, method in zip(colors, shown):
