@@ -584,12 +584,10 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
                   "their fairness gaps are trivially 0; check a model before trusting it.\n")
     correlation = stored_task_correlation(study)
     if correlation is not None and correlation.shape == (len(names), len(names)):
-        # MTKBSampler models every objective maximized; give the objectives' own signs back.
-        signs = [1.0 if d == "maximize" else -1.0 for d in directions]
         out.write("Task correlation learned by MTKBSampler (of the objectives as defined):\n")
         out.write(_format_table(
             ["", *names],
-            [[a, *(f"{signs[i] * signs[j] * correlation[i, j]:+.2f}" for j in range(len(names)))]
+            [[a, *(f"{correlation[i, j]:+.2f}" for j in range(len(names)))]
              for i, a in enumerate(names)],
             right_aligned=set(range(1, len(names) + 1)),
         ))

@@ -102,7 +102,11 @@ class MTKBSampler(GPSamplerBase):
     A single-objective study is GP-UCB. Failed, pruned and NaN trials are ignored; parameters
     outside the search space shared by all trials are sampled by ``independent_sampler`` with a
     logged warning. ``task_correlation(study)`` gives the fitted B as a correlation matrix, so
-    that one can see how related the objectives are.
+    that one can see how related the objectives are, and
+    :meth:`stored_task_correlation` reads the last one stored with a study (from any process).
+    Both are in the objectives' own signs, as the study defines them: for f1 = x maximized and
+    f2 = x minimized, the correlation is +1 (the same function), although the model, which
+    maximizes every objective, sees -x for f2.
 
     Example:
         >>> import optuna
@@ -524,12 +528,26 @@ class MTKBSampler(GPSamplerBase):
 
     # -- public helpers ---------------------------------------------------------------------------
 
-    def task_correlation(self, study: Study) -> np.ndarray:
-        """The fitted task covariance B as an n x n correlation matrix.
+    @staticmethod
+    def stored_task_correlation(study: Study) -> np.ndarray | None:
+        """The task correlation an MTKBSampler last stored with ``study``, or None.
 
-        Fits the model to the study's complete trials (warm-started from the last fit) and
-        stores the result, as JSON, in the study's system attribute
-        ``"fairtune:mtkb:task_correlation"`` (which every model-based suggestion updates too).
+        Every model-based suggestion (and :meth:`task_correlation`) stores it, so a study
+        loaded from its storage in another process has it. The sign convention is that of
+        :meth:`task_correlation`: the objectives as the study defines them.
+        """
+        from fairtune._storage import stored_task_correlation
+
+        return stored_task_correlation(study)
+
+    def task_correlation(self, study: Study) -> np.ndarray:
+        """The fitted task covariance B as an n x n correlation matrix of the objectives.
+
+        Entry (i, j) is the correlation of objectives i and j as the study defines them
+        (a minimized objective is not negated): for f1 = x maximized and f2 = x minimized it
+        is +1. Fits the model to the study's complete trials (warm-started from the last fit)
+        and stores the result with the study (see :meth:`stored_task_correlation`), as every
+        model-based suggestion does too.
 
         Raises:
             ValueError: If the study has fewer than two complete trials with finite values.
@@ -548,11 +566,19 @@ class MTKBSampler(GPSamplerBase):
         Y, _, _, _ = self._targets(study, complete)
         with limit_threads(len(complete)):
             params = self._fit_model(study, X, Y, ss)
-        return mt.covariance_to_correlation(params.task_covariance).numpy()
+        return _objective_correlation(study, params)
+
+
+def _objective_correlation(study: Study, params: mt.ICMParams) -> np.ndarray:
+    """B as a correlation matrix of the objectives in the study's own signs (the model
+    maximizes every objective, so a minimized one enters negated)."""
+    R = mt.covariance_to_correlation(params.task_covariance).numpy()
+    signs = np.array([1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions])
+    return R * np.outer(signs, signs)
 
 
 def _store_correlation(study: Study, params: mt.ICMParams) -> None:
-    R = mt.covariance_to_correlation(params.task_covariance).numpy()
+    R = _objective_correlation(study, params)
     write_study_text(
         study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
     )

@@ -215,6 +215,23 @@ def test_task_correlation_sign_and_storage() -> None:
         sampler.task_correlation(optuna.create_study(directions=["maximize", "maximize"]))
 
 
+def test_task_correlation_is_of_the_objectives_as_the_study_defines_them() -> None:
+    # f1 = f2 = the same function, one maximized and one minimized: correlation +1, in Python,
+    # in the storage and in the public reader alike (the model itself sees f2 negated).
+    sampler = _small(MTKBSampler(seed=0, n_startup_trials=10))
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        return math.sin(4 * x), math.sin(4 * x)
+
+    study.optimize(objective, n_trials=10)
+    R = sampler.task_correlation(study)
+    assert R[0, 1] > 0.9
+    np.testing.assert_allclose(MTKBSampler.stored_task_correlation(study), R, atol=1e-6)
+    assert MTKBSampler.stored_task_correlation(optuna.create_study()) is None
+
+
 def test_budgeted_dictionary_is_a_subset() -> None:
     sampler = _small(MTKBSampler(seed=0, n_startup_trials=4, budgeted=True, q=1.0))
     study = optuna.create_study(directions=["maximize", "maximize"], sampler=sampler)
