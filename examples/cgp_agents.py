@@ -74,7 +74,7 @@ def objective_factory(agent: str, n_rows: int):
 def worker(agent: str, folder: str, board_url: str, n_trials: int, n_startup: int,
            n_rows: int, seed: int) -> None:
     """One agent's process: tune with the board, then alone; write both best values."""
-    from fairtune.collaboration import Board
+    from fairtune.collaboration import Board, open_study
     from fairtune.samplers import CGPSampler
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -85,10 +85,12 @@ def worker(agent: str, folder: str, board_url: str, n_trials: int, n_startup: in
         sampler = CGPSampler(board=sampler_board, agent=agent, acquisition="ucb",
                              share_without_comparison=True, n_startup_trials=n_startup,
                              seed=seed)
-        # The agent's own study, in its own file: no other agent reads it.
-        study = optuna.create_study(
-            storage=f"sqlite:///{Path(folder) / f'{agent}-{mode}.db'}", study_name=agent,
-            direction="maximize", sampler=sampler, load_if_exists=True,
+        # The agent's own study, in its own file: no other agent reads it. open_study turns
+        # on the heartbeat (a killed agent's trial ends as FAIL, not RUNNING forever) and
+        # tolerates agents that start together on a new database.
+        study = open_study(
+            f"sqlite:///{Path(folder) / f'{agent}-{mode}.db'}", agent, direction="maximize",
+            sampler=sampler,
         )
         study.optimize(objective, n_trials=n_trials)
         best[mode] = study.best_value

@@ -190,3 +190,68 @@ def create_or_load_study(
                 raise
             time.sleep(0.2 * (attempt + 1))
     return create()
+
+
+def fail_stale_trials(study: optuna.Study) -> list[int]:
+    """Fail the RUNNING trials whose worker is gone, as Optuna does, and those it misses.
+
+    With an RDB storage that records heartbeats (``heartbeat_interval``), Optuna fails a
+    RUNNING trial whose last heartbeat is older than the grace period. A trial whose worker
+    died before its first heartbeat has no heartbeat at all and would stay RUNNING forever (a
+    pending point for every sampler); this fails it too once it started more than the grace
+    period ago. Without a heartbeat configured nothing is touched: a long trial cannot be told
+    from a dead one. The storage's stale-trial callback (e.g. Optuna's
+    ``RetryFailedTrialCallback``) runs for each trial failed here.
+
+    Returns:
+        The numbers of the trials failed here (those without any heartbeat).
+    """
+    import copy
+    import datetime
+    import warnings
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from fairtune._optuna_compat import rdb_storage, trials_without_heartbeat
+
+    storage = study._storage
+    rdb = rdb_storage(storage)
+    interval = storage.get_heartbeat_interval() if rdb is not None else None  # type: ignore[attr-defined]
+    if not interval:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    grace = datetime.timedelta(seconds=getattr(rdb, "grace_period", None) or 2 * interval)
+    now = datetime.datetime.now()
+    old = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+           if t.datetime_start is not None and now - t.datetime_start > grace]
+    silent = trials_without_heartbeat(storage, [t._trial_id for t in old])
+    failed = []
+    for trial in old:
+        if trial._trial_id not in silent:
+            continue
+        try:
+            if storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                failed.append(trial)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # another worker finished or failed it meanwhile
+    callback = storage.get_heartbeat_stale_trial_callback()  # type: ignore[attr-defined]
+    if callback is not None:
+        for trial in failed:
+            callback(study, copy.deepcopy(storage.get_trial(trial._trial_id)))
+    return [t.number for t in failed]
+
+
+def running_trials(study: optuna.Study) -> list[tuple[int, float]]:
+    """``(number, seconds since it started)`` of every RUNNING trial of ``study``."""
+    import datetime
+
+    from optuna.trial import TrialState
+
+    now = datetime.datetime.now()
+    return [
+        (t.number, (now - t.datetime_start).total_seconds() if t.datetime_start else 0.0)
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    ]

@@ -28,7 +28,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from fairtune._storage import JOURNAL_PREFIX, create_or_load_study, open_storage
+from fairtune._storage import (
+    JOURNAL_PREFIX,
+    create_or_load_study,
+    fail_stale_trials,
+    open_storage,
+    running_trials,
+)
 
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
@@ -419,6 +425,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             )
         objective.record_setup(study)
         # A resumed study continues the sampler's random stream instead of replaying it.
+        fail_stale_trials(study)  # whatever the sampler: a dead worker's trial is no pending point
         study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
         guard, run = _optimize_guarded(study, objective, args)
         completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
@@ -513,6 +520,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
             objective.record_setup(study)
         except ValueError as e:
             raise _UsageError(f"--study-name {name!r}: {e}") from None
+        fail_stale_trials(study)
         study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
         guard, run = _optimize_guarded(study, objective, args)
         _report_pareto(study, out=out, plot=args.plot)
@@ -562,6 +570,7 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     ]
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     out.write(f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n")
+    out.write(_running_line(study))
     if not trials:
         out.write("No completed trial yet.\n")
         return
@@ -933,6 +942,7 @@ def _report(
         + f", {len(fair)} fair.\n"
     )
     out.write("".join(line + "\n" for line in _setup_lines(study)))
+    out.write(_running_line(study))
     stored = study.user_attrs.get(_TEST_SCORES_KEY)
     if not complete:
         out.write("No completed trial yet.\n")
@@ -1000,6 +1010,23 @@ def _report(
             _save_plot(study, path, draw, fairness_metric)
             what = "Trade-off plot" if draw == "tradeoff" else "Best-fair curve"
             out.write(f"{what} written to {path}\n")
+
+
+def _running_line(study: Any) -> str:
+    """The RUNNING trials and how long ago they started ('' if none)."""
+    running = running_trials(study)
+    if not running:
+        return ""
+
+    def age(seconds: float) -> str:
+        if seconds < 120:
+            return f"{seconds:.0f} s"
+        return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+    shown = ", ".join(f"#{n} (started {age(s)} ago)" for n, s in running[:10])
+    more = f" and {len(running) - 10} more" if len(running) > 10 else ""
+    return (f"Running     {shown}{more}: still in progress, or their worker died (a storage "
+            "with a heartbeat fails those; see --heartbeat).\n")
 
 
 def _deployment_lines(trial: Any) -> list[str]:

@@ -45,9 +45,15 @@ from optuna.distributions import BaseDistribution, distribution_to_json, json_to
 from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
-from fairtune._storage import create_or_load_study, open_storage, read_text, write_study_text
+from fairtune._storage import (
+    JOURNAL_PREFIX,
+    create_or_load_study,
+    open_storage,
+    read_text,
+    write_study_text,
+)
 
-__all__ = ["Board", "Post", "simulate", "sliced_lhs_value"]
+__all__ = ["Board", "Post", "open_study", "simulate", "sliced_lhs_value"]
 
 BOARD_STUDY_PREFIX = "fairtune-board:"
 SEED_KEY = "fairtune:board:seed"
@@ -82,20 +88,79 @@ def _check_agent(agent: Any) -> str:
     return agent
 
 
+def open_study(
+    storage: str,
+    study_name: str,
+    *,
+    sampler: BaseSampler | None = None,
+    direction: str | None = None,
+    directions: Sequence[str] | None = None,
+    heartbeat_interval: int | None = 30,
+    grace_period: int | None = None,
+    max_retry: int | None = 0,
+) -> optuna.Study:
+    """Create or load an agent's (or any worker's) study, safely when many start at once.
+
+    ``optuna.create_study(load_if_exists=True)`` on a new database can fail in all but one of
+    several processes started together (they race to create the tables and the study); this
+    retries those failures, which then load what the winner created. With an RDB storage it
+    also turns on the heartbeat: a trial whose process died (killed, or its machine lost) ends
+    as FAIL instead of holding its point as pending forever, once any worker of the study
+    starts a trial.
+
+    Example:
+        .. code-block:: python
+
+            board = Board("postgresql+psycopg://lab@db/alloys", name="alloys")
+            study = open_study("postgresql+psycopg://lab@db/lab_a", "lab-a",
+                               sampler=CGPSampler(board=board, agent="lab-a"))
+            study.optimize(objective, n_trials=30)
+
+    Args:
+        storage: A storage URL: an RDB URL (``postgresql+psycopg://...``, ``sqlite:///...``)
+            or ``journal:<file>``.
+        study_name: The study's name.
+        sampler: The study's sampler. Defaults to None (Optuna's default).
+        direction: ``"maximize"`` or ``"minimize"`` (or ``directions`` for several
+            objectives). Defaults to None (minimize).
+        directions: The directions of a multi-objective study. Defaults to None.
+        heartbeat_interval: Seconds between a running trial's heartbeats (RDB storages; None
+            or 0 for none). Defaults to 30.
+        grace_period: Seconds without a heartbeat after which a trial is failed. Defaults to
+            None (twice the interval).
+        max_retry: How many times a failed stale trial is re-run with the same parameters
+            (None: no limit). Defaults to 0.
+
+    Raises:
+        ValueError: On a malformed storage URL (naming ``storage``).
+    """
+    heartbeat = None if storage.startswith(JOURNAL_PREFIX) else heartbeat_interval
+
+    def create() -> optuna.Study:
+        return optuna.create_study(
+            storage=_open_url(storage, heartbeat_interval=heartbeat, grace_period=grace_period,
+                              max_retry=max_retry),
+            study_name=study_name, sampler=sampler, direction=direction, directions=directions,
+            load_if_exists=True,
+        )
+
+    return create_or_load_study(create)
+
+
 def _space_json(space: Mapping[str, BaseDistribution]) -> str:
     return json.dumps({k: distribution_to_json(v) for k, v in sorted(space.items())})
 
 
-def _open_url(url: str) -> str | BaseStorage:
+def _open_url(url: str, **heartbeat: Any) -> str | BaseStorage:
     """The storage a URL names (``journal:<file>`` is a Journal file, as on the command line);
     a malformed URL or an unknown scheme is a ValueError naming ``storage``."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     try:
-        storage = open_storage(url)
-        if isinstance(storage, str):
-            make_url(storage).get_dialect()
+        if not url.startswith(JOURNAL_PREFIX):
+            make_url(url).get_dialect()
+        storage = open_storage(url, **heartbeat)
     except (ArgumentError, NoSuchModuleError, ValueError) as e:
         raise ValueError(
             "`storage` must be an Optuna storage URL (e.g. sqlite:///board.db, "

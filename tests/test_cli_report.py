@@ -332,3 +332,22 @@ def test_a_limit_that_cannot_bind_is_a_one_line_warning(
         "(demographic_parity lies in [0, 1]), so it does not constrain the study; did you mean "
         "a smaller bound?"
     ]
+
+
+def test_report_names_the_running_trials_and_their_age(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import datetime
+
+    assert main(_tune(tmp_path, n_trials=2)) == 0
+    url = f"sqlite:///{tmp_path / 'ft.db'}"
+    study = optuna.load_study(study_name="s", storage=url)
+    template = optuna.trial.create_trial(state=TrialState.RUNNING)
+    template.datetime_start = datetime.datetime.now() - datetime.timedelta(minutes=5)
+    study._storage.create_new_trial(study._study_id, template_trial=template)
+    capsys.readouterr()
+    assert main(["report", "--storage", url]) == 0
+    out = capsys.readouterr().out
+    assert "Study s: 3 trials, 2 complete" in out
+    assert re.search(r"Running     #2 \(started [45] min ago\): still in progress, or their "
+                     r"worker died", out), out

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +186,43 @@ def test_a_board_without_a_seed_gets_one_from_its_name() -> None:
     storage = optuna.storages.InMemoryStorage()
     assert Board(storage, name="race", seed=3).seed == 3
     assert Board(storage, name="race").seed == 3
+
+
+def test_open_study_survives_agents_starting_together_on_a_new_postgres_database(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import sys\n"
+        "from fairtune.collaboration import open_study\n"
+        "study = open_study(sys.argv[1], 'shared', direction='maximize', heartbeat_interval=5)\n"
+        "study.optimize(lambda t: t.suggest_float('x', 0, 1), n_trials=2)\n"
+        "print(study._storage.get_heartbeat_interval())\n"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, str(script), postgres_url], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out.strip() == "5"  # each agent's trials record heartbeats
+    study = optuna.load_study(study_name="shared", storage=postgres_url)
+    assert len(study.trials) == 8
+
+
+def test_open_study_names_a_bad_storage_and_loads_an_existing_study(tmp_path: Path) -> None:
+    from fairtune.collaboration import open_study
+
+    with pytest.raises(ValueError, match=r"`storage` must be an Optuna storage URL.*sqlte"):
+        open_study("sqlte:///x.db", "s")
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    first = open_study(url, "s", direction="maximize")
+    first.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    again = open_study(url, "s", direction="maximize", heartbeat_interval=None)
+    assert len(again.trials) == 1 and again._storage.get_heartbeat_interval() is None
+    journal = open_study(f"journal:{tmp_path / 'j.log'}", "j")  # no heartbeat there
+    assert journal.study_name == "j"

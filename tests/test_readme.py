@@ -14,7 +14,9 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 # The README's Python examples, in order (the checks below pick theirs by name).
-_EXPECTED_BLOCKS = ["quickstart", "objective", "refit", "tenants", "femnist", "cgp", "mtkb"]
+_EXPECTED_BLOCKS = [
+    "quickstart", "objective", "refit", "mitigation", "tenants", "femnist", "cgp", "mtkb",
+]
 
 
 def _python_blocks() -> list[str]:
@@ -42,7 +44,12 @@ def test_readme_python_example_runs(tmp_path: Path, index: int) -> None:
             r"\{'accuracy': 0\.\d+, 'demographic_parity': [0-9.e-]+, 'fair': (True|False)\}\n",
             result.stdout,
         )
-    if index == 3:  # every tenant's cumulative utility; only beta has evaluated a point
+    if _EXPECTED_BLOCKS[index] == "mitigation":  # test scores of the threshold pipeline
+        assert re.fullmatch(
+            r"\{'accuracy': 0\.\d+, 'demographic_parity': [0-9.e-]+, 'fair': (True|False)\}\n",
+            result.stdout,
+        )
+    if _EXPECTED_BLOCKS[index] == "tenants":  # every tenant's cumulative utility; only beta ran
         assert re.search(r"'alpha': 0(\.0)?, 'beta': -[0-9.e-]+, 'gamma': 0(\.0)?", result.stdout)
     if _EXPECTED_BLOCKS[index] == "mtkb":  # Pareto-optimal trials and a 2 x 2 task correlation
         n_best, correlation = result.stdout.split(" ", 1)

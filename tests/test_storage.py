@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
@@ -55,3 +56,58 @@ def test_trial_texts_are_chunked_and_a_shorter_rewrite_wins(
     write_trial_text(storage, trial_id, "fairtune:p", "{}")  # old chunks 1 and 2 stay behind
     assert read_trial_text(storage.get_trial(trial_id).system_attrs, "fairtune:p") == "{}"
     assert read_trial_text(attrs, "fairtune:other") is None
+
+
+def _heartbeat_storage(url: str, callback: Any = None) -> optuna.storages.RDBStorage:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=2,
+                                          heartbeat_stale_trial_callback=callback)
+
+
+def _running_trial(study: optuna.Study, seconds_ago: float) -> int:
+    """A RUNNING trial that started ``seconds_ago`` and never recorded a heartbeat (its worker
+    died at once)."""
+    import datetime
+
+    template = optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING)
+    template.datetime_start = datetime.datetime.now() - datetime.timedelta(seconds=seconds_ago)
+    trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
+    return study._storage.get_trial(trial_id).number
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_trial_that_died_before_its_first_heartbeat_is_failed_by_the_next_worker(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    from fairtune._storage import fail_stale_trials
+    from fairtune.samplers import FairBOSampler
+
+    url = (f"sqlite:///{tmp_path / 'hb.db'}" if backend == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    retried: list[int] = []
+    storage = _heartbeat_storage(url, callback=lambda study, trial: retried.append(trial.number))
+    study = optuna.create_study(storage=storage, sampler=FairBOSampler(seed=0))
+    dead = _running_trial(study, seconds_ago=60)
+    young = _running_trial(study, seconds_ago=0)  # another worker's, just asked: not stale
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    states = {t.number: t.state for t in study.trials}
+    assert states[dead] == optuna.trial.TrialState.FAIL
+    assert states[young] == optuna.trial.TrialState.RUNNING
+    assert retried == [dead]  # the storage's failed-trial callback ran, as Optuna's sweep does
+    # A long trial that keeps its heartbeat is left alone, however old.
+    alive = _running_trial(study, seconds_ago=60)
+    study._storage.record_heartbeat(study.trials[alive]._trial_id)
+    assert fail_stale_trials(study) == []
+    assert study.trials[alive].state == optuna.trial.TrialState.RUNNING
+
+
+def test_without_a_heartbeat_no_running_trial_is_touched(tmp_path: Path) -> None:
+    from fairtune._storage import fail_stale_trials
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'plain.db'}")
+    old = _running_trial(study, seconds_ago=3600)
+    assert fail_stale_trials(study) == []
+    assert study.trials[old].state == optuna.trial.TrialState.RUNNING

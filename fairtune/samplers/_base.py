@@ -25,7 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from fairtune._gp.search_space import SearchSpace
 from fairtune._gp.threads import limit_threads
-from fairtune._storage import read_trial_text, write_trial_text
+from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -422,6 +422,9 @@ class GPSamplerBase(BaseSampler):
         )
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        # A RUNNING trial counts as a pending point: one whose worker died before its first
+        # heartbeat would be one forever (Optuna's own sweep misses it).
+        fail_stale_trials(study)
         self._independent_sampler.before_trial(study, trial)
 
     def after_trial(
