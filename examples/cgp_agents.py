@@ -52,6 +52,8 @@ def objective_factory(agent: str, n_rows: int):
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.model_selection import train_test_split
 
+    from fairtune.tuning import limit_training_threads
+
     X, y = load_agent_data(agent, n_rows)
     X_train, X_valid, y_train, y_valid = train_test_split(X, y, test_size=0.3, random_state=0,
                                                           stratify=y)
@@ -65,8 +67,12 @@ def objective_factory(agent: str, n_rows: int):
             max_iter=50,
             random_state=0,
         )
-        model.fit(X_train, y_train)
-        return float(model.score(X_valid, y_valid))
+        # Four agents share the machine: each trains on fairtune's training thread budget (one
+        # thread unless FAIRTUNE_TRAINING_THREADS says otherwise) instead of one OpenMP thread
+        # per core in every process, which made the agents wait for each other's threads.
+        with limit_training_threads():
+            model.fit(X_train, y_train)
+            return float(model.score(X_valid, y_valid))
 
     return objective
 

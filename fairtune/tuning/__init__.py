@@ -19,6 +19,7 @@ from fairtune.tuning.objective import (
     predicts_one_class,
 )
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
+from fairtune.tuning.threads import limit_training_threads, set_training_threads, training_threads
 
 __all__ = [
     "CNN_PARAMS",
@@ -38,6 +39,9 @@ __all__ = [
     "Space",
     "cnn_space",
     "get_space",
+    "limit_training_threads",
     "predicts_one_class",
     "register_space",
+    "set_training_threads",
+    "training_threads",
 ]

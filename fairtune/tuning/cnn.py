@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fairtune.tuning.threads import limit_training_threads
+
 if TYPE_CHECKING:
     import optuna
 
@@ -185,9 +187,19 @@ class CNNClassifier:
         generator = torch.Generator().manual_seed(self.random_state)
         self.diverged_ = False
         network.train()
+        with limit_training_threads():
+            self._train(network, inputs, targets, optimizer, scheduler, loss_fn, generator)
+        network.eval()
+        self.network_ = network
+        return self
+
+    def _train(self, network: Any, inputs: Any, targets: Any, optimizer: Any, scheduler: Any,
+               loss_fn: Any, generator: Any) -> None:
+        import torch
+
         for _ in range(self.epochs):
-            order = torch.randperm(len(y), generator=generator)
-            for start in range(0, len(y), self.batch_size):
+            order = torch.randperm(len(targets), generator=generator)
+            for start in range(0, len(targets), self.batch_size):
                 batch = order[start:start + self.batch_size]
                 optimizer.zero_grad()
                 loss = loss_fn(network(inputs[batch]), targets[batch])
@@ -199,9 +211,6 @@ class CNNClassifier:
                 scheduler.step()
             if self.diverged_:
                 break
-        network.eval()
-        self.network_ = network
-        return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predicted class of each image (class 0 everywhere if training diverged)."""
@@ -217,7 +226,7 @@ class CNNClassifier:
             )
         if self.diverged_:
             return np.zeros(len(X), dtype=np.int64)
-        with torch.no_grad():
+        with torch.no_grad(), limit_training_threads():
             logits = self.network_(torch.from_numpy(X).unsqueeze(1))
             logits = torch.nan_to_num(logits, nan=0.0, posinf=0.0, neginf=0.0)
         return logits.argmax(dim=1).numpy().astype(np.int64)

@@ -27,6 +27,7 @@ from fairtune.tuning.mitigation import (
     suggest_mitigation_params,
 )
 from fairtune.tuning.spaces import Space, get_space
+from fairtune.tuning.threads import limit_training_threads
 
 if TYPE_CHECKING:
     import optuna
@@ -635,7 +636,7 @@ class FairObjective:
     def _fit(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:
         from sklearn.exceptions import ConvergenceWarning
 
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), limit_training_threads():
             # Short training budgets (max_iter, tol) are part of the search space: not reaching
             # convergence is an expected outcome of a trial, not an error.
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -647,10 +648,12 @@ class FairObjective:
         self, pipeline: Any, X: pd.DataFrame, sensitive: Any
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores."""
-        if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
-            return np.asarray(pipeline.predict(X, sensitive_features=sensitive)).astype(int), None
-        y_pred = np.asarray(pipeline.predict(X)).astype(int)
-        y_score = pipeline.predict_proba(X)[:, 1] if self.metric == "roc_auc" else None
+        with limit_training_threads():
+            if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+                y_pred = np.asarray(pipeline.predict(X, sensitive_features=sensitive))
+                return y_pred.astype(int), None
+            y_pred = np.asarray(pipeline.predict(X)).astype(int)
+            y_score = pipeline.predict_proba(X)[:, 1] if self.metric == "roc_auc" else None
         return y_pred, y_score
 
     def _fit_predict(
