@@ -284,7 +284,7 @@ def summarize(args: argparse.Namespace) -> None:
         by = {m: g.set_index("split") for m, g in group.groupby("method")}
         print("| method | splits | test accuracy mean (median) | test gap mean [max] | fair on "
               "test | fair on test +0.01 | one-class | seconds (median) | sensitive feature "
-              f"at prediction | test accuracy vs {best}: wins / ties / losses (p) |")
+              f"at prediction | {best}'s test accuracy against it: wins / ties / losses (p) |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
         for method in _methods(by):
             g = by[method]
@@ -302,8 +302,9 @@ def summarize(args: argparse.Namespace) -> None:
                 f"{versus} |"
             )
         if best in by:
-            print(f"\nFair accuracy (test accuracy, -inf when over the limit on test), {best} "
-                  "against each method:\n")
+            print(f"\n{best}'s fair accuracy (test accuracy, or the worst outcome when the "
+                  "model is over the limit, or the limit + 0.01, on the test split) against each "
+                  "method's, split by split: wins / ties / losses (p):\n")
             for method in [m for m in _methods(by) if m != best]:
                 for margin in (0.0, 0.01):
                     _, text = wins_ties_losses(_utility(by[best], margin), _utility(by[method], margin))
