@@ -320,21 +320,28 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
     import matplotlib.pyplot as plt
 
     panels = list(frame.groupby(["dataset", "model", "limit"], sort=False))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
-    shown = [m for m in _methods(set(frame["method"])) if m != "tpe_accuracy"]
-    colors = plt.get_cmap("tab20")(np.linspace(0, 1, len(shown)))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5.2), squeeze=False)
+    # The fairlearn baselines (circles), the searches without mitigation (triangles) and
+    # fairtune's threshold search (stars); one point per split.
+    styles = {
+        "default": ("tab:gray", "o"), "threshold_default": ("tab:blue", "o"),
+        "reduction_default": ("tab:cyan", "o"), "threshold_tuned": ("tab:green", "o"),
+        "reduction_tuned": ("tab:olive", "o"), "fairbo": ("tab:red", "^"),
+        "gp": ("tab:brown", "^"), "fairbo_threshold": ("tab:purple", "*"),
+    }
     for ax, ((dataset, model, limit), group) in zip(axes[0], panels):
-        for color, method in zip(colors, shown):
+        for method, (color, marker) in styles.items():
             g = group[group["method"] == method]
             if len(g):
-                marker = "*" if method.startswith("fairbo_") else "o"
-                ax.scatter(g["test_gap"], g["test_accuracy"], s=40 if marker == "*" else 14,
-                           color=color, marker=marker, label=method, alpha=0.8)
+                ax.scatter(g["test_gap"], g["test_accuracy"], s=60 if marker == "*" else 16,
+                           color=color, marker=marker, label=method, alpha=0.75)
         ax.axvline(BOUND, color="k", lw=0.8, ls="--")
-        ax.set_xlabel(f"test {limit} gap")
+        ax.set_xlabel(f"test {limit} gap (limit {BOUND})")
         ax.set_ylabel("test accuracy")
-        ax.set_title(f"{dataset}, {model}")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+        ax.set_title(f"{dataset}, {model}: {group['split'].nunique()} splits")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"\nplot written to {path}")
