@@ -13,6 +13,9 @@ budget) and prints both best accuracies.
 Run:
     python examples/cgp_agents.py                    # 4 processes x 20 trials (+ 20 alone)
     python examples/cgp_agents.py --n-trials 30
+
+Times at default settings (no thread variable set) on 2 cores: about 18 s on an idle
+machine, 31 s on a busy one (two other single-threaded jobs running).
 """
 
 from __future__ import annotations

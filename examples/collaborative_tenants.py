@@ -11,6 +11,9 @@ between them are printed.
 Run:
     python examples/collaborative_tenants.py                 # 3 processes x 8 rounds
     python examples/collaborative_tenants.py --rounds 15 --rho 0.2
+
+Times at default settings (no thread variable set) on 2 cores: about 9 s on an idle
+machine, 16 s on a busy one (two other single-threaded jobs running).
 """
 
 from __future__ import annotations

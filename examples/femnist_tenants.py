@@ -17,6 +17,9 @@ Run:
     python examples/femnist_tenants.py                       # embedded digits, 8 rounds
     python examples/femnist_tenants.py --rounds 15 --rho 0.2
     python examples/femnist_tenants.py --data-home ~/fairtune_data --only-digits
+
+Times at default settings (no thread variable set) on 2 cores: about 21 s on an idle
+machine, 36 s on a busy one (two other single-threaded jobs running).
 """
 
 from __future__ import annotations
