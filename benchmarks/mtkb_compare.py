@@ -2,9 +2,9 @@
 
 Methods, each with its defaults and the seed: MTKBSampler (MT-KB, learned task covariance,
 Chebyshev scalarization, the paper's random weight prior), GPSampler (independent GPs, LogEHVI),
-TPESampler, NSGAIISampler and RandomSampler; MTKBSampler-objectives (the width that was the
-default until session 18) and MTKBSampler-lhs (a Latin-hypercube startup, tried in session 19
-and not adopted) are MTKBSampler variants. Problems (benchmarks/_mtkb_problems.py): the RKHS
+TPESampler, NSGAIISampler and RandomSampler; MTKBSampler-objectives (the per-objective
+width, ``width="objectives"``) and MTKBSampler-lhs (a Latin-hypercube startup, measured and not
+adopted) are MTKBSampler variants. Problems (benchmarks/_mtkb_problems.py): the RKHS
 functions with 2 and 20 tasks, the perturbed sine (4), the shifted Branin-Hoo (9), and accuracy /
 demographic parity of a random forest on German credit (tabular: 5,000 evaluated configurations).
 
