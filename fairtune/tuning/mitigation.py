@@ -194,6 +194,55 @@ def suggest_mitigation_params(
     return name, params
 
 
+def mitigated_estimator(
+    estimator: Any,
+    name: str,
+    settings: dict[str, Any],
+    limit: FairnessLimit,
+    *,
+    random_state: int = 0,
+    holdout: float = 0.0,
+) -> ThresholdClassifier | ReductionClassifier:
+    """``estimator`` inside the ``"threshold"`` or ``"reduction"`` mitigation aimed at ``limit``.
+
+    Args:
+        estimator: An unfitted classifier or pipeline.
+        name: ``"threshold"`` or ``"reduction"`` (``"correlation_remover"`` is a step inside a
+            pipeline, not a wrapper).
+        settings: The trial's settings, as :func:`suggest_mitigation_params` returns them.
+        limit: The limit the mitigation aims at.
+        random_state: Seed of the randomized predictions (and of the threshold holdout).
+            Defaults to 0.
+        holdout: :class:`ThresholdClassifier`'s ``holdout``. Defaults to 0.
+
+    Raises:
+        ValueError: If ``name`` is not a wrapping mitigation.
+    """
+    if name == "threshold":
+        fraction = settings.get("threshold_tolerance")
+        return ThresholdClassifier(
+            estimator,
+            constraint=_THRESHOLD_CONSTRAINTS[limit.metric],
+            tolerance=None if fraction is None else fraction * limit.bound,
+            holdout=holdout,
+            random_state=random_state,
+        )
+    if name == "reduction":
+        return ReductionClassifier(
+            estimator,
+            constraint=_REDUCTION_MOMENTS[limit.metric],
+            # A ratio limit (disparate impact >= b) is tightened towards 1.
+            bound=(settings["reduction_bound"] * limit.bound if limit.sense == "upper"
+                   else 1.0 - settings["reduction_bound"] * (1.0 - limit.bound)),
+            ratio=limit.sense == "lower",
+            max_iter=settings["reduction_max_iter"],
+            random_state=random_state,
+        )
+    raise ValueError(
+        f"`name` must be one of ['threshold', 'reduction'], but got name={name!r}."
+    )
+
+
 def _as_sensitive(sensitive_features: Any, X: Any) -> Any:
     if isinstance(sensitive_features, (pd.Series, pd.DataFrame)):
         return sensitive_features.to_numpy() if isinstance(

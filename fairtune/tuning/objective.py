@@ -22,6 +22,7 @@ from fairtune.tuning.mitigation import (
     MITIGATIONS,
     ReductionClassifier,
     ThresholdClassifier,
+    mitigated_estimator,
     needs_sensitive_features,
     parse_mitigation,
     suggest_mitigation_params,
@@ -162,6 +163,68 @@ def _binary_labels(y: Any) -> np.ndarray:
             f"the values [{', '.join(shown)}{', ...' if len(values) > 10 else ''}]."
         )
     return np.asarray(y).astype(float).astype(int)
+
+
+def _metric_score(
+    metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray | None
+) -> float:
+    """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc."""
+    from sklearn import metrics
+
+    if metric == "accuracy":
+        return float(metrics.accuracy_score(y_true, y_pred))
+    if metric == "balanced_accuracy":
+        return float(metrics.balanced_accuracy_score(y_true, y_pred))
+    if metric == "f1":
+        return float(metrics.f1_score(y_true, y_pred, zero_division=0.0))
+    return float(metrics.roc_auc_score(y_true, y_score))
+
+
+def _out_of_fold_predictions(
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    n_rows: int,
+    fit_predict: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+    *,
+    with_scores: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Pooled out-of-fold 0/1 predictions (and scores): every row of a fold's validation part
+    is predicted by the model that ``fit_predict(fit_rows, valid_rows)`` trained without it.
+
+    The metric and the fairness gaps are then computed once on all the pooled rows, not
+    averaged over folds: a gap measured on a few hundred rows of one fold is much noisier.
+    Shared by :class:`FairObjective` (``cv=k``) and :class:`fairtune.tuning.FairSearchCV`;
+    rows in no validation part keep arbitrary values (callers drop them).
+    """
+    y_pred = np.empty(n_rows, dtype=int)
+    y_score = np.empty(n_rows) if with_scores else None
+    for fit_rows, valid_rows in folds:
+        fold_pred, fold_score = fit_predict(fit_rows, valid_rows)
+        y_pred[valid_rows] = fold_pred
+        if y_score is not None:
+            y_score[valid_rows] = fold_score
+    return y_pred, y_score
+
+
+def _record_validation(
+    trial: optuna.trial.BaseTrial,
+    y_true: Any,
+    y_pred: np.ndarray,
+    sensitive: Any,
+    limits: Sequence[Any],
+) -> None:
+    """Record a trial's validation predictions: the fairness limits as constraints (with the
+    raw metric values), the validation error and the positive rate, overall and per group."""
+    if limits:
+        set_fairness_constraints(
+            trial, y_true, y_pred, sensitive_features=sensitive, limits=limits
+        )
+    trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != np.asarray(y_true))))
+    trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
+    groups = _check_groups(sensitive)
+    trial.set_user_attr(POSITIVE_RATES_KEY, {
+        _group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
+        for group in pd.unique(groups)
+    })
 
 
 class FairObjective:
@@ -592,45 +655,15 @@ class FairObjective:
                 alpha=settings["correlation_alpha"],
             )))
         pipeline = Pipeline([*steps, ("model", estimator)])
-        limit = self.limits[0] if self.limits else None
-        if mitigation == "threshold":
-            from fairtune.tuning.mitigation import _THRESHOLD_CONSTRAINTS
-
-            assert limit is not None
-            fraction = settings.get("threshold_tolerance")
-            return ThresholdClassifier(
-                pipeline,
-                constraint=_THRESHOLD_CONSTRAINTS[limit.metric],
-                tolerance=None if fraction is None else fraction * limit.bound,
-                holdout=self._threshold_holdout,
-                random_state=self.random_state,
-            )
-        if mitigation == "reduction":
-            from fairtune.tuning.mitigation import _REDUCTION_MOMENTS
-
-            assert limit is not None
-            return ReductionClassifier(
-                pipeline,
-                constraint=_REDUCTION_MOMENTS[limit.metric],
-                # A ratio limit (disparate impact >= b) is tightened towards 1.
-                bound=(settings["reduction_bound"] * limit.bound if limit.sense == "upper"
-                       else 1.0 - settings["reduction_bound"] * (1.0 - limit.bound)),
-                ratio=limit.sense == "lower",
-                max_iter=settings["reduction_max_iter"],
-                random_state=self.random_state,
+        if mitigation in ("threshold", "reduction"):
+            return mitigated_estimator(
+                pipeline, mitigation, settings, self.limits[0],
+                random_state=self.random_state, holdout=self._threshold_holdout,
             )
         return pipeline
 
     def _score(self, y_true: pd.Series, y_pred: np.ndarray, y_score: np.ndarray | None) -> float:
-        from sklearn import metrics
-
-        if self.metric == "accuracy":
-            return float(metrics.accuracy_score(y_true, y_pred))
-        if self.metric == "balanced_accuracy":
-            return float(metrics.balanced_accuracy_score(y_true, y_pred))
-        if self.metric == "f1":
-            return float(metrics.f1_score(y_true, y_pred, zero_division=0.0))
-        return float(metrics.roc_auc_score(y_true, y_score))
+        return _metric_score(self.metric, y_true, y_pred, y_score)
 
     @staticmethod
     def _fit(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:
@@ -676,25 +709,18 @@ class FairObjective:
                 self.X_valid, self.s_valid,
             )
         else:
-            # Out-of-fold predictions: every tuning row is predicted by the model of the one
-            # fold that did not train on it.
             y_true, sensitive = self.y_dev, self.s_dev
-            y_pred = np.empty(len(self.y_dev), dtype=int)
-            y_score = np.empty(len(self.y_dev)) if self.metric == "roc_auc" else None
-            for fit_rows, valid_rows in self._folds:
-                fold_pred, fold_score = self._fit_predict(
+            y_pred, y_score = _out_of_fold_predictions(
+                self._folds, len(self.y_dev),
+                lambda fit_rows, valid_rows: self._fit_predict(
                     self.make_pipeline(trial),
                     (self.X_dev.iloc[fit_rows], self.y_dev.iloc[fit_rows],
                      self.s_dev.iloc[fit_rows]),
                     self.X_dev.iloc[valid_rows], self.s_dev.iloc[valid_rows],
-                )
-                y_pred[valid_rows] = fold_pred
-                if y_score is not None:
-                    y_score[valid_rows] = fold_score
-        if self.limits:
-            set_fairness_constraints(
-                trial, y_true, y_pred, sensitive_features=sensitive, limits=self.limits
+                ),
+                with_scores=self.metric == "roc_auc",
             )
+        _record_validation(trial, y_true, y_pred, sensitive, self.limits)
         if self.mitigation:
             trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))
         trial.set_user_attr(
