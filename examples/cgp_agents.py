@@ -1,4 +1,5 @@
 """Four agents tune their own models together, sharing designs on a board and never their data.
+============================================================================================
 
 Four organizations each tune a gradient-boosting classifier on their *own* data: two hold
 different slices of Adult, one holds German credit, one holds COMPAS. Each runs in its own
@@ -8,11 +9,13 @@ the LCB value and its best posterior mean (Chen et al. 2025). Accuracies on diff
 have different scales, so every agent borrows its group's designs without comparing LCBs
 (``share_without_comparison=True``, the paper's remedy) and lets its rejection step drop the ones
 its own model contradicts. Each process then tunes again alone (``board=None``, same seed and
-budget) and prints both best accuracies.
+budget) and prints both best accuracies, which the figure shows side by side.
 
-Run:
+Run::
+
     python examples/cgp_agents.py                    # 4 processes x 20 trials (+ 20 alone)
     python examples/cgp_agents.py --n-trials 30
+    python examples/cgp_agents.py --plot agents.png  # save the figure
 
 Times at default settings (no thread variable set) on 2 cores: about 18 s on an idle
 machine, 31 s on a busy one (two other single-threaded jobs running).
@@ -31,6 +34,9 @@ from pathlib import Path
 import optuna
 
 AGENTS = ["adult-east", "adult-west", "german", "compas"]
+# The agents' processes run this file. (sphinx-gallery, which runs it for the documentation,
+# defines no __file__ but puts the file's path in sys.argv[0].)
+SCRIPT = globals().get("__file__") or sys.argv[0]
 
 
 def load_agent_data(agent: str, n_rows: int):
@@ -122,7 +128,7 @@ def main(n_trials: int = 20, n_startup: int = 6, n_rows: int = 3000, seed: int =
     for agent in agents:  # known to the board before any trial: one Latin hypercube for all
         board.register(agent)
     processes = [
-        subprocess.Popen([sys.executable, __file__, "--worker", agent, "--folder", folder,
+        subprocess.Popen([sys.executable, SCRIPT, "--worker", agent, "--folder", folder,
                           "--board", board_url, "--n-trials", str(n_trials),
                           "--n-startup", str(n_startup), "--n-rows", str(n_rows),
                           "--seed", str(seed)])
@@ -142,12 +148,32 @@ def main(n_trials: int = 20, n_startup: int = 6, n_rows: int = 3000, seed: int =
     return results
 
 
+def plot(results: dict[str, dict[str, float]]):
+    """Each agent's best validation accuracy, together on the board and alone."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    agents = list(results)
+    x = np.arange(len(agents))
+    figure, ax = plt.subplots(figsize=(7, 4))
+    for offset, mode in ((-0.2, "together"), (0.2, "alone")):
+        ax.bar(x + offset, [results[a][mode] for a in agents], width=0.4, label=mode)
+    ax.set_xticks(x, agents)
+    low = min(v for best in results.values() for v in best.values())
+    ax.set_ylim(max(0.0, low - 0.05), 1.0)
+    ax.set_ylabel("best validation accuracy")
+    ax.set_title("CGPSampler: agents sharing designs on a board, and alone")
+    ax.legend()
+    return figure
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-trials", type=int, default=20)
     parser.add_argument("--n-startup", type=int, default=6)
     parser.add_argument("--n-rows", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", metavar="PNG", help="save the figure there (else: show it)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--board", help=argparse.SUPPRESS)
@@ -156,4 +182,15 @@ if __name__ == "__main__":
         worker(args.worker, args.folder, args.board, args.n_trials, args.n_startup, args.n_rows,
                args.seed)
     else:
-        main(n_trials=args.n_trials, n_startup=args.n_startup, n_rows=args.n_rows, seed=args.seed)
+        results = main(n_trials=args.n_trials, n_startup=args.n_startup, n_rows=args.n_rows,
+                       seed=args.seed)
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError:  # the figure needs matplotlib: pip install "fairtune[plot]"
+            print("(install matplotlib to see the agents' accuracies)")
+        else:
+            figure = plot(results)
+            if args.plot:
+                figure.savefig(args.plot, bbox_inches="tight")
+            elif plt.get_backend().lower() != "agg":  # a window, where there is a display
+                plt.show()

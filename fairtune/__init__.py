@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
+"""The installed version of fairtune."""
 
 # public name -> module that defines it (imported on first access)
 _LAZY_ATTRS = {

@@ -4,7 +4,7 @@ A :class:`Board` is a dedicated Optuna study (named ``"fairtune-board:<name>"``)
 storage: an RDB URL (PostgreSQL, MySQL, SQLite), a Journal file, or a storage object (an
 ``InMemoryStorage`` for one-process simulations). It holds no trial. Everything lives in the
 study's system attributes under namespaced keys (long values in chunks, see
-:mod:`fairtune._storage`):
+:mod:`fairtune._storage`)::
 
     fairtune:board:seed                    the shared seed (groups, collaborative Latin hypercube)
     fairtune:board:agent:<agent>           the agent's search space (parameter names and

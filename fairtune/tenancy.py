@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 TENANT_KEY = "fairtune:tenant"
+"""Trial user attribute holding the name of the tenant that evaluates the trial."""
 # (storage object id, study id) -> the tenant that this process's study.optimize serves.
 _optimizing_for: dict[tuple[int, int], str] = {}
 _optimizing_lock = threading.Lock()

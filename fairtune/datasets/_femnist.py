@@ -53,7 +53,7 @@ __all__ = [
     "fetch_femnist",
 ]
 
-# Class index -> character: digits, then upper case, then lower case (LEAF's and TFF's order).
+#: Class index -> character: digits, then upper case, then lower case (LEAF's and TFF's order).
 FEMNIST_LABEL_NAMES: tuple[str, ...] = tuple(
     [str(i) for i in range(10)]
     + [chr(c) for c in range(ord("A"), ord("Z") + 1)]

@@ -441,7 +441,8 @@ def disparate_impact_ratio(
     return _compute("disparate_impact", y_true, y_pred, sensitive_features, sample_weight)
 
 
-# The spec table: the single source of truth for names, aliases, rates and bound senses.
+#: The spec table of the metrics, canonical name -> :class:`MetricSpec`: the single source of
+#: truth for names, aliases, rates and bound senses.
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (

@@ -42,7 +42,7 @@ __all__ = [
     "cnn_space",
 ]
 
-# name -> (low, high) of the log-uniform search space of Sim et al. 2021, section 5.
+#: name -> (low, high) of the log-uniform search space of Sim et al. 2021, section 5.
 CNN_PARAMS: dict[str, tuple[float, float]] = {
     "learning_rate": (1e-5, 1.0),
     "lr_decay": (1e-5, 1.0),

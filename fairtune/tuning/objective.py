@@ -53,7 +53,9 @@ __all__ = [
 
 Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
 METRIC_NAMES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "f1", "roc_auc")
+"""The metrics :class:`FairObjective` can maximize (``metric=``)."""
 VALIDATION_ERROR_KEY = "fairtune:validation_error"
+"""Trial user attribute: the share of validation rows the model misclassifies."""
 POSITIVE_RATE_KEY = "fairtune:positive_rate"
 """Trial user attribute: the share of validation rows predicted 1 (the favourable outcome)."""
 POSITIVE_RATES_KEY = "fairtune:positive_rate_by_group"

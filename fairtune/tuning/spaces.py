@@ -129,6 +129,8 @@ def linear(trial: optuna.Trial, *, random_state: int = 0) -> Any:
     )
 
 
+#: The registered search spaces by name: the four above and those added by
+#: :func:`register_space`.
 SPACES: dict[str, Space] = {
     "xgboost": Space("xgboost", xgboost),
     "random_forest": Space("random_forest", random_forest),

@@ -1,0 +1,72 @@
+"""Sphinx helpers of fairtune's documentation (loaded by docs/conf.py as an extension).
+
+- ``gallery_args``: the command-line arguments with which sphinx-gallery runs each example (a
+  smaller budget than the script's defaults, so that the gallery builds in a few minutes).
+- Public constants are documented by a ``#:`` comment where they are defined, often in a
+  submodule, while autodoc looks only in the module it is given (the package that re-exports
+  them); ``autodoc-process-docstring`` fills their docstring from the defining module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+# Each example's budget in the gallery (its defaults are in its docstring).
+GALLERY_ARGS = {
+    "fairbo_quickstart.py": ["--n-trials", "12", "--n-rows", "3000"],
+    "fair_mitigation.py": ["--n-trials", "10"],
+    "mtkb_tradeoff.py": ["--n-trials", "12", "--n-rows", "3000"],
+    "collaborative_tenants.py": ["--rounds", "4"],
+    "femnist_tenants.py": ["--rounds", "3", "--epochs", "5"],
+    "cgp_agents.py": ["--n-trials", "8", "--n-startup", "4", "--n-rows", "1000"],
+}
+
+
+def gallery_args(gallery_conf: dict, script_vars: dict) -> list[str]:
+    """sphinx-gallery's ``reset_argv``: the arguments of the example being run."""
+    return list(GALLERY_ARGS.get(Path(script_vars["src_file"]).name, []))
+
+
+def attribute_docs(package: str, name: str) -> list[str] | None:
+    """The ``#:`` comment (or attribute docstring) of ``name`` in ``package`` or a submodule."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    module = importlib.import_module(package)
+    names = [package]
+    if hasattr(module, "__path__"):
+        names += [m.name for m in pkgutil.walk_packages(module.__path__, package + ".")]
+    for modname in names:
+        try:
+            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
+        except Exception:  # a module without source (compiled) has nothing to say
+            continue
+        if ("", name) in docs:
+            return list(docs[("", name)])
+    return None
+
+
+def _document_reexported_constants(app, what, name, obj, options, lines) -> None:
+    # Without a comment of its own, autodoc shows the docstring of the value's type (``dict``).
+    if what not in ("data", "attribute"):
+        return
+    package, _, attr = name.rpartition(".")
+    if package == "fairtune" or package.startswith("fairtune."):
+        docs = attribute_docs(package, attr)
+        if docs:
+            lines[:] = docs
+
+
+def _skip_generated_members(app, what, name, obj, skip, options):
+    # scikit-learn adds set_<method>_request to every estimator (metadata routing); they are
+    # scikit-learn's API, documented there.
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _document_reexported_constants)
+    app.connect("autodoc-skip-member", _skip_generated_members)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
