@@ -18,6 +18,7 @@ _LAZY_ATTRS = {
     "CollaborativeUCBSampler": "fairtune.samplers",
     "CGPSampler": "fairtune.samplers",
     "MTKBSampler": "fairtune.samplers",
+    "FairSearchCV": "fairtune.tuning",
     "set_num_threads": "fairtune._gp.threads",
     "get_num_threads": "fairtune._gp.threads",
 }

@@ -1,5 +1,5 @@
-"""Tuning real models: search spaces, fairlearn's mitigations and the FairObjective for fairness
-limits, and the CNN of
+"""Tuning real models: search spaces, fairlearn's mitigations, the FairObjective for fairness
+limits, FairSearchCV (the same search as a scikit-learn estimator), and the CNN of
 the collaborative FEMNIST experiment (torch is imported only when a CNN is trained)."""
 
 from fairtune.tuning.cnn import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
@@ -18,6 +18,7 @@ from fairtune.tuning.objective import (
     FairObjective,
     predicts_one_class,
 )
+from fairtune.tuning.search import FairSearchCV
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
 from fairtune.tuning.threads import limit_training_threads, set_training_threads, training_threads
 
@@ -34,6 +35,7 @@ __all__ = [
     "ThresholdClassifier",
     "VALIDATION_ERROR_KEY",
     "FairObjective",
+    "FairSearchCV",
     "MitigationSpec",
     "ReductionClassifier",
     "Space",
