@@ -47,5 +47,13 @@ def run_in_both_thread_settings(script: str, argv: list[str]) -> None:
 
     base = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     for mode, extra in (("default", {}), ("pinned", {"OMP_NUM_THREADS": "1"})):
-        subprocess.run([sys.executable, script, *argv, "--threads", mode, "--no-header"],
-                       env={**base, **extra}, check=True)
+        command = [sys.executable, script, *argv, "--threads", mode, "--no-header"]
+        # Relay the child's lines through this process's sys.stdout as they come, so that a
+        # caller that redirects sys.stdout sees them too.
+        with subprocess.Popen(command, env={**base, **extra}, stdout=subprocess.PIPE,
+                              text=True) as child:
+            assert child.stdout is not None
+            for line in child.stdout:
+                print(line, end="", flush=True)
+        if child.returncode:
+            raise subprocess.CalledProcessError(child.returncode, command)

@@ -182,7 +182,10 @@ def _table_row(model: str, label: str, sel: list[dict], prefix: str) -> None:
 
 
 def summarize(paths: list[str], samplers: bool = False) -> None:
-    rows = [r for p in paths for r in csv.DictReader(open(p, newline=""))]
+    rows = []
+    for p in paths:
+        with open(p, newline="") as f:
+            rows.extend(csv.DictReader(f))
     for r in rows:
         r.setdefault("sampler", "FairBO")
         r["tuning_limit"] = float(r.get("tuning_limit") or BOUND)

@@ -218,8 +218,9 @@ def run(args: argparse.Namespace) -> None:
     path = Path(args.out)
     done = set()
     if path.exists():
-        done = {(r["dataset"], r["model"], r["limit"], int(r["split"]), r["method"])
-                for r in csv.DictReader(open(path, newline=""))}
+        with open(path, newline="") as f:
+            done = {(r["dataset"], r["model"], r["limit"], int(r["split"]), r["method"])
+                    for r in csv.DictReader(f)}
     new = not path.exists()
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)

@@ -15,17 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests._scripts import run_script
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _run(tmp_path: Path, script: str, *args: str) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *args],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_script(BENCHMARKS / script, *args, cwd=tmp_path)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests._scripts import run_script
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _run(tmp_path: Path, script: str, *args: str) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    result = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_script(BENCHMARKS / script, *args, cwd=tmp_path)
 
 
 def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> None:
