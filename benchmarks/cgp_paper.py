@@ -39,7 +39,8 @@ e^2 for the agents assigned to that sub-region and 1 for the others (its distrib
 exploration). Both maximize over 2048 quasi-random points plus 512 around the agent's best.
 
 Rounds: the paper runs 50-100 rounds per function; this benchmark defaults to fewer (``--rounds``
-after the initial designs) to fit a 2-core machine, and says so in the README.
+after the initial designs) to fit a 2-core machine; docs/benchmarks/cgp.md gives each table's
+rounds.
 
 Usage (each piece under 15 minutes; rows are appended to the CSV):
     OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py fig3 --functions hartmann6 --reps 0 1 2 \\
@@ -51,10 +52,9 @@ Usage (each piece under 15 minutes; rows are appended to the CSV):
     python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
     python benchmarks/cgp_paper.py summarize results.csv --round 30   # tables at round 30
     python benchmarks/cgp_paper.py summarize a.csv.gz b.csv.gz        # rows of both, pooled
-The 30-round second pass (README) ran fig3 per function and replication with ``--rounds 30``
-into ``cgp_fig3_r30.csv.gz``, since replaced by ``results/cgp_fig3_r60.csv.gz`` (60 rounds, the
-same first 30; ``summarize --round 30``) (gzip: give --out a .gz path; fig4 and hetero into
-``*_r30.csv``), and a side
+The results in ``benchmarks/results/``: fig3 at 60 rounds, run per function and replication, in
+``cgp_fig3_r60.csv.gz`` (its first 30 rounds are the 30-round tables: ``summarize --round 30``;
+gzip: give --out a .gz path), fig4 and hetero at 30 rounds in ``*_r30.csv``, and a side
 experiment with ``--methods CGP-UCB UCB --beta 1`` (and ``--beta 2``) on replications 10-14.
 Replications 5-19 at 60 rounds (CGP-UCB, UCB and FTS-DE on every function, all methods on
 Hartmann-6, S_raw = 10^5) are in ``results/cgp_fig3_r60_reps5_19.csv.gz``; summarize them with

@@ -367,7 +367,7 @@ def median_subsets(
 ) -> None:
     """How often a method's median over ``size`` seeds beats ``reference``'s median.
 
-    The issue's benchmark compares medians over 10 seeds. Where best values are discrete (German
+    The benchmark's tables compare medians over 10 seeds. Where best values are discrete (German
     accuracy moves in steps of 1/300), whether one 10-seed median is strictly above another
     depends on which 10 seeds were drawn. This draws ``n_subsets`` random sets of ``size`` seeds
     (without replacement, from the seeds both methods ran) and prints, per method, the share of

@@ -63,7 +63,8 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 # API reference.
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# Base classes are not shown: a sampler's is a private helper, an estimator's scikit-learn's.
+autodoc_default_options = {"members": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented"

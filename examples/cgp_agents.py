@@ -1,5 +1,5 @@
-"""Four agents tune their own models together, sharing designs on a board and never their data.
-============================================================================================
+"""Four agents tune their own models together, sharing designs on a board and never their data
+===========================================================================================
 
 Four organizations each tune a gradient-boosting classifier on their *own* data: two hold
 different slices of Adult, one holds German credit, one holds COMPAS. Each runs in its own

@@ -1,5 +1,5 @@
-"""Three tenants tune one model together, from three processes sharing one SQLite storage.
-=========================================================================================
+"""Three tenants tune one model together, from three processes sharing one SQLite storage
+======================================================================================
 
 Each tenant (say, three teams of a bank) runs its own process. All of them evaluate the same
 objective, validation accuracy of a random forest on German credit, and ask the shared study for

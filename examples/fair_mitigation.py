@@ -1,5 +1,5 @@
-"""The most accurate fair model on COMPAS: fairlearn's ThresholdOptimizer inside the search.
-==========================================================================================
+"""The most accurate fair model on COMPAS: fairlearn's ThresholdOptimizer inside the search
+========================================================================================
 
 Tuning hyperparameters alone reaches a demographic-parity limit on COMPAS mostly with models
 that are close to constant. Here every trial's pipeline ends in fairlearn's ThresholdOptimizer,

@@ -1,5 +1,5 @@
-"""Tune XGBoost on Adult for accuracy under a demographic parity limit with FairBOSampler.
-=========================================================================================
+"""Tune XGBoost on Adult for accuracy under a demographic parity limit with FairBOSampler
+======================================================================================
 
 Each trial trains an XGBoost classifier with hyperparameters proposed by FairBOSampler, measures
 validation accuracy, and records the demographic parity difference between women and men as

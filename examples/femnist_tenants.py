@@ -1,5 +1,5 @@
-"""Ten tenants tune one CNN together with CollaborativeUCBSampler (Sim et al. 2021, section 5).
-==============================================================================================
+"""Ten tenants tune one CNN together with CollaborativeUCBSampler (Sim et al. 2021, section 5)
+===========================================================================================
 
 Each tenant holds the handwriting of 10 writers and trains the CNN on it; together they tune
 its learning rate, learning-rate decay and L2 regularization (each in [1e-5, 1], log scale),

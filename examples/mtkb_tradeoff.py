@@ -1,5 +1,5 @@
-"""Trade accuracy against demographic parity of XGBoost on Adult with MTKBSampler.
-=================================================================================
+"""Trade accuracy against demographic parity of XGBoost on Adult with MTKBSampler
+==============================================================================
 
 A two-objective study: validation accuracy (maximized) and the demographic parity difference
 between women and men (minimized). MTKBSampler models both with one multi-task GP whose task

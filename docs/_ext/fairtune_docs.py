@@ -66,7 +66,20 @@ def _skip_generated_members(app, what, name, obj, skip, options):
     return None
 
 
+def _keep_short_cells_on_one_line(app, doctree, docname) -> None:
+    # Benchmark tables of short numbers read best one row per line (the table then scrolls
+    # sideways, and only the header wraps); a table with sentences in its cells wraps them.
+    from docutils import nodes
+
+    for table in doctree.findall(nodes.table):
+        body = [e for tbody in table.findall(nodes.tbody) for e in tbody.findall(nodes.entry)]
+        longest = max((len(entry.astext()) for entry in body), default=0)
+        if longest <= 60:
+            table["classes"].append("nowrap")
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _document_reexported_constants)
     app.connect("autodoc-skip-member", _skip_generated_members)
+    app.connect("doctree-resolved", _keep_short_cells_on_one_line)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -27,16 +27,16 @@ The prior mean is m = Phi^-1((n_1 + 1) / (n + 2)), with (n_1 + 1) / (n + 2) the 
 positive rate. Far from the data the predicted probability reverts to Phi(m / sqrt(1 + s)) for
 outputscale s: the base rate itself only at s -> 0, closer to 1/2 as s grows, always on the base
 rate's side of 1/2. (A prior mean scaled by sqrt(1 + s), which would revert to the base rate
-exactly, was measured on the binary synthetic benchmarks and not adopted: binary Gramacy changed
-little at 40 trials, and one binary Gardner seed stayed in the worse feasible region.) Kernel
+exactly, does not help on the binary synthetic benchmarks: binary Gramacy changes little at 40
+trials, and one binary Gardner seed stays in the worse feasible region.) Kernel
 parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid by the EP
 approximation of the marginal likelihood (R&W eq. 3.65). The outputscale grid reaches 1024
 because a deterministic constraint (the same configuration always passes or always fails) is
 best explained by a latent far from zero, i.e. a nearly noise-free link: on the binary Gramacy
-benchmark the evidence chose 64 whenever that was the top of the grid, and now picks 256 or
-1024 at times. (Adding the regression GP's priors held the outputscale near 1, which caps how
-sure the classifier can get that a region is infeasible: with the objective pulling into that
-region, cEI then kept sampling it.)
+benchmark the evidence picks 256 or 1024 at times (and the top of any grid that ends at 64).
+(The regression GP's priors would hold the outputscale near 1, which caps how sure the
+classifier can get that a region is infeasible: with the objective pulling into that region,
+cEI would keep sampling it.)
 """
 
 from __future__ import annotations

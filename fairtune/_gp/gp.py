@@ -22,11 +22,11 @@ constrained optima lie. The noise variance is floored at ``MIN_NOISE_VAR`` (and 
 deterministic objectives); a jitter of 1e-8 on the diagonal, escalated if a Cholesky
 factorization fails, handles duplicate inputs.
 
-Earlier versions of this module gave the lengthscales a log-normal prior, centred on long ones
-(the dimension scaling of Hvarfner et al. 2024), with a long tail towards short ones. On a 20-d
-quadratic a warm-started fit kept one lengthscale near 0.01 for many trials, and the acquisition
-chased the corners of the cube. The bounded prior did much better on Levy's function in 6 and 10
-dimensions and on constrained quadratics in 8 and 16 (docs/benchmarks.md, "Many parameters").
+Why not a log-normal prior on the lengthscales, centred on long ones (the dimension scaling of
+Hvarfner et al. 2024), with a long tail towards short ones: on a 20-d quadratic a warm-started fit
+under it keeps one lengthscale near 0.01 for many trials, and the acquisition chases the corners
+of the cube. The bounded prior does much better on Levy's function in 6 and 10 dimensions and on
+constrained quadratics in 8 and 16 (docs/benchmarks/fairbo.md, "Many parameters").
 """
 
 from __future__ import annotations
