@@ -134,3 +134,16 @@ def test_fair_mitigation(capsys: pytest.CaptureFixture[str]) -> None:
     assert "sensitive feature at prediction: predict(X, sensitive_features=...)" in out
     with pytest.raises(ValueError, match="sensitive_features"):
         threshold["pipeline"].predict(threshold["objective"].X_test)
+
+
+def test_searchcv(capsys: pytest.CaptureFixture[str]) -> None:
+    result = _load("searchcv").main(n_trials=4, n_rows=1500)
+    out = capsys.readouterr().out
+    search, frame = result["search"], result["frame"]
+    assert search.n_trials_ == 4 and len(frame) == 4
+    assert list(frame["mean_test_score"]) == sorted(frame["mean_test_score"], reverse=True)
+    assert (frame["fair"] == (frame["demographic_parity"] <= 0.05)).all()
+    assert search.cv_results_["fair"][search.best_index_]
+    assert f"trial #{search.best_trial_.number}, CV accuracy {search.best_score_:.4f}" in out
+    assert (f"accuracy {result['test_accuracy']:.4f}, demographic parity "
+            f"{result['test_gap']:.4f}") in out
