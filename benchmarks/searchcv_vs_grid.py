@@ -70,6 +70,16 @@ FIELDS = [
 ]
 
 
+def grid(values: int = 3) -> dict[str, list[Any]]:
+    """:data:`GRID`, or with ``values=2`` its smallest and largest value of each parameter (a
+    smaller grid for quick runs)."""
+    if values == 3:
+        return dict(GRID)
+    if values == 2:
+        return {name: [min(v), max(v)] for name, v in GRID.items()}
+    raise ValueError(f"`values` must be 2 or 3, but got values={values!r}.")
+
+
 def box() -> dict[str, Any]:
     """The box the grid spans, as Optuna distributions (log scale, integers where the grid's are)."""
     from optuna.distributions import FloatDistribution, IntDistribution
@@ -125,13 +135,14 @@ def _test(model: Any, X: Any, y: Any, sex: Any) -> dict[str, Any]:
             "test_gap": round(gap, 5), "test_fair": int(gap <= BOUND)}
 
 
-def run_grid(seed: int, data: tuple[Any, ...], folds: Any) -> dict[str, Any]:
+def run_grid(seed: int, data: tuple[Any, ...], folds: Any, points: dict[str, list[Any]]
+             ) -> dict[str, Any]:
     """GridSearchCV, then the post-hoc filter on every point's pooled out-of-fold predictions."""
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV
 
     X, y, sex, X_test, y_test, sex_test = data
-    names = list(GRID)
+    names = list(points)
     predictions: dict[tuple, np.ndarray] = {}
 
     def recorder(estimator: Any, X_valid: pd.DataFrame, y_valid: pd.Series) -> float:
@@ -143,7 +154,7 @@ def run_grid(seed: int, data: tuple[Any, ...], folds: Any) -> dict[str, Any]:
         return float(np.mean(y_pred == y_valid.to_numpy()))
 
     start = time.perf_counter()
-    search = GridSearchCV(pipeline(seed), GRID, scoring=recorder, cv=folds, refit=False,
+    search = GridSearchCV(pipeline(seed), points, scoring=recorder, cv=folds, refit=False,
                           n_jobs=1, error_score="raise")
     # One training thread, as FairSearchCV trains (fairtune.tuning.training_threads): the same
     # cost per fit for both methods, and no oversubscription on a shared machine.
@@ -173,9 +184,11 @@ def run_grid(seed: int, data: tuple[Any, ...], folds: Any) -> dict[str, Any]:
     return row
 
 
-def run_fairsearchcv(seed: int, data: tuple[Any, ...], folds: Any) -> dict[str, Any]:
+def run_fairsearchcv(seed: int, data: tuple[Any, ...], folds: Any,
+                     points: dict[str, list[Any]]) -> dict[str, Any]:
+    """FairSearchCV over the box the grid spans, one trial per grid point."""
     X, y, sex, X_test, y_test, sex_test = data
-    n_trials = int(np.prod([len(v) for v in GRID.values()]))
+    n_trials = int(np.prod([len(v) for v in points.values()]))
     start = time.perf_counter()
     search = FairSearchCV(pipeline(seed), box(), limits=LIMIT, cv=folds, n_trials=n_trials,
                           random_state=seed, error_score="raise")
@@ -228,7 +241,8 @@ def run(args: argparse.Namespace) -> None:
                 warnings.simplefilter("ignore", UserWarning)  # dataset notes
                 runner = run_grid if method == "grid" else run_fairsearchcv
                 row = {"seed": seed, "method": method, "n_rows": args.n_rows,
-                       "test_rows": args.test_rows, "cv": args.cv, **runner(seed, data, folds)}
+                       "test_rows": args.test_rows, "cv": args.cv,
+                       **runner(seed, data, folds, grid(args.values))}
             writer.writerow({k: row.get(k, "") for k in FIELDS})
             f.flush()
             print(f"seed {seed:2d} {method:13s} cv {row.get('cv_score', '-')} gap "
@@ -279,7 +293,8 @@ def summarize(args: argparse.Namespace) -> str:
         f"{int(grid['test_fair'].sum())} / {n} for the grid's.",
         "",
         f"Adult ({_describe(frame)}), `ColumnTransformer` + `HistGradientBoostingClassifier`, "
-        f"{LIMIT}, {len(GRID)} hyperparameters, {int(np.prod([len(v) for v in GRID.values()]))} "
+        f"{LIMIT}, grid {_grid_text(frame)} and FairSearchCV over the box it spans, "
+        f"{'/'.join(map(str, sorted(set(frame['n_candidates']))))} "
         f"configurations (grid points or trials) per seed, "
         f"{', '.join(map(str, fits))} fits per seed and method. Medians (means) over seeds; "
         "a seed without a fair configuration counts as the worst outcome in the paired "
@@ -320,6 +335,13 @@ def summarize(args: argparse.Namespace) -> str:
     return text
 
 
+def _grid_text(frame: pd.DataFrame) -> str:
+    values = sorted(set(frame["n_candidates"]))
+    full = int(np.prod([len(v) for v in GRID.values()]))
+    shown = {name.split("__")[-1]: v for name, v in GRID.items()}
+    return f"{shown}" + ("" if values == [full] else " (or its corners)")
+
+
 def _describe(frame: pd.DataFrame) -> str:
     settings = frame[["n_rows", "test_rows", "cv"]].drop_duplicates()
     return "; ".join(
@@ -337,6 +359,8 @@ def main() -> None:
     parser.add_argument("--n-rows", type=int, default=4000, help="tuning rows per seed")
     parser.add_argument("--test-rows", type=int, default=10_000)
     parser.add_argument("--cv", type=int, default=3)
+    parser.add_argument("--values", type=int, default=3, choices=[2, 3],
+                        help="grid values per parameter (2: the smallest and the largest)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--out", default="searchcv_vs_grid.csv")
     parser.add_argument("--md", help="with summarize: also write the summary there")
