@@ -1,5 +1,5 @@
-"""Tune your own scikit-learn pipeline under a fairness limit with FairSearchCV.
-===========================================================================
+"""Tune your own scikit-learn pipeline under a fairness limit with FairSearchCV
+============================================================================
 
 A scikit-learn pipeline of one's own: a ``ColumnTransformer`` that one-hot encodes Adult's
 categorical columns, then ``HistGradientBoostingClassifier``. ``FairSearchCV`` tunes it as

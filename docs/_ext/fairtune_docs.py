@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+import inspect
 import pkgutil
 from pathlib import Path
 
@@ -21,6 +24,7 @@ GALLERY_ARGS = {
     "collaborative_tenants.py": ["--rounds", "4"],
     "femnist_tenants.py": ["--rounds", "3", "--epochs", "5"],
     "cgp_agents.py": ["--n-trials", "8", "--n-startup", "4", "--n-rows", "1000"],
+    "searchcv.py": ["--n-trials", "8", "--n-rows", "3000"],
 }
 
 
@@ -29,21 +33,51 @@ def gallery_args(gallery_conf: dict, script_vars: dict) -> list[str]:
     return list(GALLERY_ARGS.get(Path(script_vars["src_file"]).name, []))
 
 
+def _module_attribute_docs(source: str) -> dict[str, list[str]]:
+    """Module-level ``name = ...`` documented by ``#:`` lines above it or a string below it.
+
+    The same two forms Sphinx reads; written here with ``ast`` so that the test suite, which
+    does not install Sphinx, checks them the same way.
+    """
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    docs: dict[str, list[str]] = {}
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        comment = []
+        row = node.lineno - 2
+        while row >= 0 and lines[row].lstrip().startswith("#:"):
+            comment.insert(0, lines[row].lstrip()[2:].strip())
+            row -= 1
+        after = tree.body[i + 1] if i + 1 < len(tree.body) else None
+        if (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            comment = inspect.cleandoc(after.value.value).splitlines()
+        if comment:
+            docs[target.id] = comment
+    return docs
+
+
 def attribute_docs(package: str, name: str) -> list[str] | None:
     """The ``#:`` comment (or attribute docstring) of ``name`` in ``package`` or a submodule."""
-    from sphinx.pycode import ModuleAnalyzer
-
     module = importlib.import_module(package)
     names = [package]
     if hasattr(module, "__path__"):
         names += [m.name for m in pkgutil.walk_packages(module.__path__, package + ".")]
     for modname in names:
-        try:
-            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
-        except Exception:  # a module without source (compiled) has nothing to say
+        spec = importlib.util.find_spec(modname)
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             continue
-        if ("", name) in docs:
-            return list(docs[("", name)])
+        docs = _module_attribute_docs(Path(spec.origin).read_text())
+        if name in docs:
+            return docs[name] + [""]
     return None
 
 
