@@ -89,6 +89,23 @@ def test_every_page_is_in_a_table_of_contents() -> None:
     assert pages <= listed, pages - listed
 
 
+def test_every_example_has_a_gallery_title_and_a_small_budget() -> None:
+    # sphinx-gallery takes an example's title from the first lines of its docstring (underlined
+    # with "=") and runs it with the arguments docs/_ext/fairtune_docs.py gives it.
+    import ast
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from fairtune_docs import GALLERY_ARGS
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
+        title, underline = (doc.splitlines() + ["", ""])[:2]
+        assert title.strip() and set(underline) == {"="} and len(underline) >= len(title), path
+        assert path.name in GALLERY_ARGS, f"{path.name}: add its small budget to GALLERY_ARGS"
+
+
 # -- the API reference ------------------------------------------------------------------------
 
 PACKAGES = {
