@@ -65,7 +65,8 @@ GRID = {
 MAX_ITER = 50
 METHODS = ("grid", "fairsearchcv")
 FIELDS = [
-    "seed", "method", "n_rows", "test_rows", "cv", "n_fits", "n_candidates", "n_fair_candidates", "cv_score", "cv_gap",
+    "seed", "method", "n_rows", "test_rows", "cv", "n_fits", "n_candidates", "n_fair_candidates",
+    "cv_score", "cv_gap",
     "test_accuracy", "test_gap", "test_fair", "params", "seconds",
 ]
 
@@ -81,7 +82,8 @@ def grid(values: int = 3) -> dict[str, list[Any]]:
 
 
 def box() -> dict[str, Any]:
-    """The box the grid spans, as Optuna distributions (log scale, integers where the grid's are)."""
+    """The box the grid spans, as Optuna distributions (log scale; integers where the grid has
+    integers)."""
     from optuna.distributions import FloatDistribution, IntDistribution
 
     space: dict[str, Any] = {}

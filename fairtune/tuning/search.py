@@ -96,9 +96,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ERROR_KEY",
     "FIT_TIMES_KEY",
-    "FairSearchCV",
     "SCORE_TIMES_KEY",
     "SPLIT_SCORES_KEY",
+    "FairSearchCV",
 ]
 
 SPLIT_SCORES_KEY = "fairtune:split_scores"
@@ -170,9 +170,11 @@ def _sensitive_keys(estimator: Any, method: str) -> list[str]:
     from sklearn.pipeline import Pipeline
 
     if isinstance(estimator, Pipeline):
-        steps = [(name, step) for name, step in estimator.steps if step not in (None, "passthrough")]
+        steps = [(name, step) for name, step in estimator.steps
+                 if step not in (None, "passthrough")]
         if method == "fit":
-            return [f"{name}__{_SENSITIVE}" for name, step in steps if _takes_sensitive(step, "fit")]
+            return [f"{name}__{_SENSITIVE}" for name, step in steps
+                    if _takes_sensitive(step, "fit")]
         final = steps[-1][1] if steps else None
         return [_SENSITIVE] if final is not None and _takes_sensitive(final, method) else []
     return [_SENSITIVE] if _takes_sensitive(estimator, method) else []
@@ -193,7 +195,11 @@ def _routing_knows_sensitive(estimator: Any, method: str) -> bool:
 
 
 def _suggest(trial: Any, name: str, distribution: Any) -> Any:
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
 
     if isinstance(distribution, FloatDistribution):
         return trial.suggest_float(
@@ -423,19 +429,24 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if n_trials is not None and (
             isinstance(n_trials, bool) or not isinstance(n_trials, Integral) or n_trials < 1
         ):
-            raise ValueError(f"`n_trials` must be None or an integer >= 1, but got n_trials={n_trials!r}.")
+            raise ValueError(
+                f"`n_trials` must be None or an integer >= 1, but got n_trials={n_trials!r}."
+            )
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, Real) or not timeout > 0
         ):
-            raise ValueError(f"`timeout` must be None or a positive number, but got timeout={timeout!r}.")
+            raise ValueError(
+                f"`timeout` must be None or a positive number, but got timeout={timeout!r}."
+            )
         if n_trials is None and timeout is None:
             raise ValueError(
                 "`n_trials` or `timeout` must be given, or the search never ends, but got "
                 "n_trials=None and timeout=None."
             )
-        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, Integral) or self.n_jobs == 0:
+        n_jobs = self.n_jobs
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
             raise ValueError(
-                f"`n_jobs` must be a non-zero integer (-1: one per CPU), but got n_jobs={self.n_jobs!r}."
+                f"`n_jobs` must be a non-zero integer (-1: one per CPU), but got n_jobs={n_jobs!r}."
             )
         if not isinstance(self.refit, bool):
             raise ValueError(f"`refit` must be True or False, but got refit={self.refit!r}.")
@@ -443,7 +454,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             isinstance(self.error_score, Real) and not isinstance(self.error_score, bool)
         )):
             raise ValueError(
-                f"`error_score` must be a number or 'raise', but got error_score={self.error_score!r}."
+                "`error_score` must be a number or 'raise', but got "
+                f"error_score={self.error_score!r}."
             )
         if self.callbacks is not None and (
             isinstance(self.callbacks, str) or not isinstance(self.callbacks, Sequence)
@@ -470,7 +482,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if names and self.scoring == "roc_auc":
             raise ValueError(
                 f"`mitigation` {names[0]!r} predicts randomized labels, not scores: `scoring` must "
-                f"not be 'roc_auc' with it, but got scoring='roc_auc' and mitigation={self.mitigation!r}."
+                "not be 'roc_auc' with it, but got scoring='roc_auc' and "
+                f"mitigation={self.mitigation!r}."
             )
         if names and not set(np.unique(y).tolist()) <= {0, 1}:
             raise ValueError(
@@ -617,7 +630,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         # A throwaway trial: the class is known only once the space has built an estimator.
         model = space.build(optuna.create_study(sampler=optuna.samplers.RandomSampler(0)).ask())
-        final = self.estimator.steps[-1][1] if isinstance(self.estimator, Pipeline) else self.estimator
+        final = (self.estimator.steps[-1][1] if isinstance(self.estimator, Pipeline)
+                 else self.estimator)
         if type(final) is not type(model):
             raise ValueError(
                 f"`param_distributions` {space.name!r} builds a {type(model).__name__} that "
@@ -713,7 +727,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         import optuna
         from sklearn.model_selection import check_cv
         from sklearn.utils import assert_all_finite, indexable
-        from sklearn.utils.multiclass import check_classification_targets, type_of_target
+        from sklearn.utils.multiclass import (
+            check_classification_targets,
+            type_of_target,
+        )
 
         self._check_options()
         limits = self._check_limits()
@@ -926,7 +943,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
     ) -> None:
         from optuna.trial import TrialState
-
         from sklearn.exceptions import FitFailedWarning
 
         failed = [t for t in trials if t.state == TrialState.FAIL]
@@ -1071,7 +1087,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         try:
             best = self._fitted_best("feature_names_in_")
         except (NotFittedError, AttributeError) as error:
-            raise AttributeError(f"{type(self).__name__} has no feature_names_in_: {error}") from None
+            raise AttributeError(
+                f"{type(self).__name__} has no feature_names_in_: {error}"
+            ) from None
         return best.feature_names_in_
 
     def __sklearn_tags__(self) -> Any:
@@ -1169,11 +1187,14 @@ class _SearchObjective:
                 y_pred = (np.asarray(model.predict(X_valid, **params("predict"))).ravel()
                           == self.positive).astype(int)
                 if with_scores:
-                    method = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
+                    method = ("predict_proba" if hasattr(model, "predict_proba")
+                              else "decision_function")
                     y_score = _positive_scores(model, X_valid, self.positive, params(method))
                 else:
                     y_score = None
-            split_scores.append(_metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score))
+            split_scores.append(
+                _metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
+            )
             score_times.append(time.perf_counter() - start)
             return y_pred, y_score
 
@@ -1198,5 +1219,7 @@ class _SearchObjective:
         trial.set_user_attr(SCORE_TIMES_KEY, score_times)
         trial.set_user_attr(SPLIT_SCORES_KEY, split_scores)
         if self.mitigation:
-            trial.set_user_attr(MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0]))
+            trial.set_user_attr(
+                MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
+            )
         return value

@@ -121,7 +121,7 @@ def test_scikit_learn_estimator_checks(estimator, check) -> None:
 
 
 def test_cv_results_has_scikit_learns_layout_and_the_fairness_columns(fitted) -> None:
-    model, X, y, group = fitted
+    model, X, y, _ = fitted
     results = model.cv_results_
     splits = [f"split{k}_test_score" for k in range(3)]
     assert set(results) == {
@@ -169,7 +169,7 @@ def test_the_best_configuration_is_fair_on_its_own_out_of_fold_predictions(fitte
 
 
 def test_constraints_are_recorded_for_fairbo_and_best_fair_trial(fitted) -> None:
-    model, X, y, group = fitted
+    model = fitted[0]
     assert isinstance(model.study_.sampler, FairBOSampler)  # the default sampler
     for trial in model.study_.trials:
         gap = trial.user_attrs["fairtune:demographic_parity"]
@@ -188,7 +188,7 @@ def test_fairbo_models_the_constraints_after_its_startup_trials() -> None:
 
 
 def test_delegates_predictions_and_score_to_the_best_estimator(fitted) -> None:
-    model, X, y, group = fitted
+    model, X, y, _ = fitted
     best = model.best_estimator_
     np.testing.assert_array_equal(model.predict_proba(X), best.predict_proba(X))
     np.testing.assert_array_equal(model.decision_function(X), best.decision_function(X))
@@ -220,7 +220,8 @@ def test_roc_auc_scores_the_pooled_probabilities() -> None:
     pooled = np.empty(len(y))
     for train, test in StratifiedKFold(2).split(X, y):
         fold_model = clone(model.estimator).set_params(**model.best_params_)
-        pooled[test] = fold_model.fit(X.iloc[train], y.iloc[train]).predict_proba(X.iloc[test])[:, 1]
+        fold_model.fit(X.iloc[train], y.iloc[train])
+        pooled[test] = fold_model.predict_proba(X.iloc[test])[:, 1]
     assert model.best_score_ == pytest.approx(roc_auc_score(y, pooled))
 
 
@@ -264,17 +265,28 @@ def _exponentiated_gradient():
                                  max_iter=10)
 
 
-@pytest.mark.parametrize("routing", [False, True])
-def test_exponentiated_gradient_receives_the_sensitive_features(routing: bool) -> None:
+@pytest.mark.parametrize(
+    ("routing", "in_pipeline"),
+    # With routing, a Pipeline routes only what its steps request, and ExponentiatedGradient
+    # (fit(X, y, **kwargs)) cannot request: as a step it needs routing disabled.
+    [(False, False), (True, False), (False, True)],
+)
+def test_exponentiated_gradient_receives_the_sensitive_features(
+    routing: bool, in_pipeline: bool
+) -> None:
     X, y, group = biased_data(300)
+    estimator, params = _exponentiated_gradient(), {"eps": FloatDistribution(0.005, 0.05)}
+    if in_pipeline:  # the step gets them as fair__sensitive_features
+        estimator = Pipeline([("scale", StandardScaler()), ("fair", estimator)])
+        params = {"fair__eps": params["eps"]}
     with sklearn.config_context(enable_metadata_routing=routing):
-        model = search(_exponentiated_gradient(), {"eps": FloatDistribution(0.005, 0.05)},
-                       limits="demographic_parity<=0.1", cv=2, n_trials=2)
+        model = search(estimator, params, limits="demographic_parity<=0.1", cv=2, n_trials=2)
         model.fit(X, y, sensitive_features=group)
     # The refitted reduction balanced exactly these groups (fairlearn keeps them in its
     # constraint's tags), and every fold's reduction got its rows' groups: fit fails without
     # them, and the pooled gaps are those of a demographic-parity reduction.
-    tags = model.best_estimator_.constraints_.tags
+    reduction = model.best_estimator_[-1] if in_pipeline else model.best_estimator_
+    tags = reduction.constraints_.tags
     np.testing.assert_array_equal(tags["group_id"].to_numpy(), group.to_numpy())
     assert all(t.state.name == "COMPLETE" for t in model.study_.trials)
     unconstrained = search(cv=2, n_trials=2, params={"C": FloatDistribution(1.0, 10.0)},
@@ -292,7 +304,8 @@ def test_routing_passes_the_groups_where_the_estimator_requests_them() -> None:
     X, y, group = biased_data(300)
     params = {"estimator__C": FloatDistribution(0.1, 10.0, log=True)}
     with sklearn.config_context(enable_metadata_routing=True):
-        optimizer = ThresholdOptimizer(estimator=LogisticRegression(), predict_method="predict_proba")
+        optimizer = ThresholdOptimizer(estimator=LogisticRegression(),
+                                       predict_method="predict_proba")
         # Not requested: scikit-learn refuses to guess.
         with pytest.raises(UnsetMetadataPassedError, match="sensitive_features"):
             search(optimizer, params, cv=2, n_trials=2).fit(X, y, sensitive_features=group)
@@ -402,8 +415,8 @@ def test_no_fair_trial_names_the_limit_and_the_closest_trial() -> None:
     X, y, group = biased_data(300)
     model = search(params={"C": FloatDistribution(0.5, 10.0)}, n_trials=3, cv=2,
                    limits="demographic_parity<=0.001")
-    with pytest.raises(ValueError, match=r"No trial meets the fairness limit "
-                                         r"demographic_parity<=0.001.*the closest is trial") as info:
+    expected = r"No trial meets the fairness limit demographic_parity<=0.001.*the closest is trial"
+    with pytest.raises(ValueError, match=expected) as info:
         model.fit(X, y, sensitive_features=group)
     closest = int(re.search(r"the closest is trial (\d+)", str(info.value)).group(1))
     gaps = model.cv_results_["demographic_parity"]
@@ -472,7 +485,7 @@ def test_error_score_raise_and_all_trials_failing() -> None:
 
 
 def test_clone_get_params_set_params_and_pickle(fitted) -> None:
-    model, X, y, group = fitted
+    model, X = fitted[:2]
     copy = clone(model)
     assert not hasattr(copy, "cv_results_")
     assert copy.get_params()["limits"] == LIMIT and copy.get_params()["estimator__C"] == 1.0
