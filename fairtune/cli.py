@@ -229,6 +229,8 @@ def _add_tune_parser(subparsers: Any) -> None:
         description=(
             "Tune a model of the Fair BO paper's search spaces on a bundled dataset, maximizing "
             "a validation metric subject to fairness limits, and print the best fair trial. "
+            "The first trial of a study is the untuned model (the library's defaults, with the "
+            "mitigation aimed at the limit), so the search keeps it unless it finds better. "
             "With --storage the study is saved and a second call resumes it, adding --n-trials "
             "more trials; the study remembers its dataset, model, metric, limits and "
             "validation, and a resume with other ones is refused. Ctrl-C stops the run (exit "
@@ -426,6 +428,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         objective.record_setup(study)
         # A resumed study continues the sampler's random stream instead of replaying it.
         fail_stale_trials(study)  # whatever the sampler: a dead worker's trial is no pending point
+        objective.enqueue_defaults(study)  # the untuned model first, once per study
         study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
         guard, run = _optimize_guarded(study, objective, args)
         completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
@@ -521,6 +524,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
         except ValueError as e:
             raise _UsageError(f"--study-name {name!r}: {e}") from None
         fail_stale_trials(study)
+        objective.enqueue_defaults(study)
         study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
         guard, run = _optimize_guarded(study, objective, args)
         _report_pareto(study, out=out, plot=args.plot)

@@ -10,6 +10,7 @@ import pytest
 
 from fairtune._storage import stored_task_correlation
 from fairtune.cli import main
+from fairtune.tuning import get_space
 
 
 def _tune(tmp_path: Path, *extra: str, n_trials: int = 4) -> list[str]:
@@ -33,6 +34,8 @@ def test_tune_end_to_end_writes_plot_and_resumes(tmp_path: Path, capsys: pytest.
     assert len(study.trials) == 6
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
     assert len({tuple(sorted(t.params.items())) for t in study.trials}) == 6
+    # The first trial is the untuned forest, the space's defaults; the resume did not repeat it.
+    assert study.trials[0].params == get_space("random_forest").defaults
     # report prints the same best trial and can plot.
     capsys.readouterr()
     plot2 = tmp_path / "report.png"
@@ -352,7 +355,7 @@ def test_tune_objectives_with_mtkb_reports_the_pareto_front(
     stored = stored_task_correlation(study)
     assert stored is not None and abs(stored[0, 1]) > 0.005
     assert "Task correlation learned by MTKBSampler" in out
-    assert re.search(rf"\naccuracy\s+\+1\.00\s+{stored[0, 1]:+.2f}\n", out), out
+    assert re.search(rf"\naccuracy\s+\+1\.00\s+{re.escape(f'{stored[0, 1]:+.2f}')}\n", out), out
     assert main(["report", "--storage", storage]) == 0
     reported = capsys.readouterr().out
     assert "Pareto-optimal trials" in reported and "Task correlation learned" in reported
@@ -402,6 +405,11 @@ def test_tune_with_a_mitigation_says_which_and_what_prediction_needs(
     out = capsys.readouterr().out
     assert f"Mitigation  {', '.join(used)}" in out  # the study's setup
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    # The first trial is the untuned forest with the (first) mitigation aimed at the bound.
+    assert study.trials[0].params["n_estimators"] == get_space("random_forest").defaults[
+        "n_estimators"]
+    assert study.trials[0].params.get("mitigation", used[0]) == used[0]
+    assert study.trials[0].params.get("threshold_tolerance", 1.0) == 1.0
     shown = study.best_trial if "Best fair trial" in out else None
     if shown is not None:
         chosen = shown.user_attrs["fairtune:mitigation_used"]

@@ -22,6 +22,7 @@ from optuna.trial import TrialState
 
 from fairtune.samplers.collaborative import ROUND_KEY
 from fairtune.tenancy import tenant_of
+from fairtune.tuning import get_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -212,7 +213,13 @@ def test_three_cli_workers_on_postgres(tmp_path: Path, postgres_url: str) -> Non
     assert len(trials) == 12
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert sorted(t.number for t in trials) == list(range(12))
-    assert len(set(_points(trials))) == 12
+    # Each worker that finds the new study empty enqueues the untuned model (so workers started
+    # at the same moment may each run it); every other point is proposed once.
+    defaults = tuple(sorted(get_space("linear").defaults.items()))
+    points = _points(trials)
+    assert 1 <= points.count(defaults) <= 3
+    others = [p for p in points if p != defaults]
+    assert len(set(others)) == len(others)
 
 
 @pytest.mark.parametrize("objectives", [None, "accuracy,demographic_parity"])

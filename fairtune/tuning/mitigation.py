@@ -112,6 +112,14 @@ MITIGATION_PARAMS: dict[str, str] = {
 }
 """The hyperparameters the mitigations add to a trial, with their ranges."""
 
+# Each mitigation as a practitioner sets it up without tuning: ThresholdOptimizer aimed at the
+# bound itself, ExponentiatedGradient with the bound and fairlearn's default 50 iterations,
+# CorrelationRemover removing all the correlation (fairlearn's default alpha).
+_DEFAULT_SETTINGS: dict[str, float | int] = {
+    "threshold_tolerance": 1.0, "reduction_bound": 1.0, "reduction_max_iter": 50,
+    "correlation_alpha": 1.0,
+}
+
 # The limit's metric -> ThresholdOptimizer's constraint; disparate impact (a ratio) is met
 # by equal selection rates.
 _THRESHOLD_CONSTRAINTS = {

@@ -19,7 +19,6 @@ from fairtune.fairness.constraints import (
     cannot_bind,
 )
 from fairtune.tuning.mitigation import (
-    MITIGATIONS,
     ReductionClassifier,
     ThresholdClassifier,
     mitigated_estimator,
@@ -533,6 +532,54 @@ class FairObjective:
         return needs_sensitive_features(
             self._mitigation_of(params or {}), model_uses_them=self._model_sees_sensitive()
         )
+
+    def default_params(self) -> dict[str, Any] | None:
+        """The parameters of the untuned model, as a trial of this objective suggests them.
+
+        The space's :attr:`~fairtune.tuning.Space.defaults` (the estimator library's defaults,
+        clipped into the space) and the mitigation as a practitioner sets it up without tuning:
+        ThresholdOptimizer aimed at the bound (``threshold_tolerance=1``), ExponentiatedGradient
+        with the bound and 50 iterations, CorrelationRemover with ``alpha=1``; with a list of
+        mitigations, the first.
+
+        Returns:
+            The parameters, or None when the space names no defaults (a callable ``model``, or
+            a registered space without ``defaults``).
+        """
+        import optuna
+
+        from fairtune.tuning.mitigation import _DEFAULT_SETTINGS, MITIGATION_KEY
+
+        if self.space.defaults is None:
+            return None
+        params = dict(self.space.defaults)
+        if self.mitigation:
+            trial = optuna.trial.FixedTrial({**_DEFAULT_SETTINGS, MITIGATION_KEY: self.mitigation[0]})
+            suggest_mitigation_params(trial, self.mitigation, self.limits[0])
+            params.update(trial.params)
+        return params
+
+    def enqueue_defaults(self, study: optuna.Study) -> bool:
+        """Make the untuned model (:meth:`default_params`) the study's next trial.
+
+        A search that starts there keeps the model a practitioner would get without tuning
+        whenever nothing it finds is more accurate on validation under the limits. Nothing is
+        enqueued when the study already has (or is waiting for) a trial with these parameters,
+        so that a resumed study does not run it again; workers that open a new study at the
+        same moment may each run it once.
+
+        Returns:
+            Whether a trial was enqueued.
+        """
+        params = self.default_params()
+        if params is None or any(
+            # A waiting (enqueued) trial keeps its parameters in its "fixed_params" attribute.
+            (t.system_attrs.get("fixed_params") if t.state.name == "WAITING" else t.params)
+            == params for t in study.get_trials(deepcopy=False)
+        ):
+            return False
+        study.enqueue_trial(params, skip_if_exists=True)
+        return True
 
     def _model_sees_sensitive(self) -> bool:
         return self.use_sensitive_feature and bool(self._sensitive_columns)

@@ -21,13 +21,19 @@ name                    dims  parameters
                               constant/optimal/invscaling/adaptive; SGD on the logistic loss
 ======================  ====  ==================================================================
 
+Each built-in space also names its *defaults*: the point of the space nearest the estimator
+library's own defaults (``XGBClassifier()``, ``RandomForestClassifier()``, ...), which is the model
+a practitioner gets without tuning. :meth:`FairObjective.enqueue_defaults
+<fairtune.tuning.FairObjective.enqueue_defaults>` makes it a study's first trial, so that a search
+starts from that model and keeps it when nothing it finds validates better.
+
 Register your own with :func:`register_space`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,11 +53,14 @@ class Space:
         build: ``trial -> unfitted estimator``.
         needs_scaling: Whether numeric features should be standardized for this model
             (gradient-based models: ``mlp``, ``linear``).
+        defaults: The space's point nearest the estimator library's defaults (every parameter
+            ``build`` suggests), or ``None`` when the space names none.
     """
 
     name: str
     build: SpaceFunction
     needs_scaling: bool = False
+    defaults: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 def xgboost(trial: optuna.Trial, *, random_state: int = 0) -> Any:
@@ -129,13 +138,29 @@ def linear(trial: optuna.Trial, *, random_state: int = 0) -> Any:
     )
 
 
+# The library defaults, clipped into each space where they lie outside it: XGBoost's reg_alpha 0
+# (log scale: its lower end), the forest's 100 trees, unlimited depth and min_samples_split=2 (the
+# most, deepest and finest the space allows), the MLP's 100 hidden units and beta_2 0.999, the SGD
+# model's 1000 epochs and alpha 1e-4.
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "xgboost": {"n_estimators": 100, "learning_rate": 0.3, "gamma": 0.0, "reg_alpha": 1e-3,
+                "reg_lambda": 1.0, "subsample": 1.0, "max_depth": 6},
+    "random_forest": {"n_estimators": 64, "min_samples_split": 0.01, "max_depth": 5,
+                      "criterion": "gini"},
+    "mlp": {"n_layers": 1, "layer_1": 32, "layer_2": 32, "layer_3": 32, "layer_4": 32,
+            "activation": "relu", "tol": 1e-4, "alpha": 1e-4, "learning_rate_init": 1e-3,
+            "beta_1": 0.9, "beta_2": 0.99},
+    "linear": {"max_iter": 128, "penalty": "l2", "l1_ratio": 0.15, "alpha": 1e-3, "eta0": 0.01,
+               "learning_rate": "optimal"},
+}
+
 #: The registered search spaces by name: the four above and those added by
 #: :func:`register_space`.
 SPACES: dict[str, Space] = {
-    "xgboost": Space("xgboost", xgboost),
-    "random_forest": Space("random_forest", random_forest),
-    "mlp": Space("mlp", mlp, needs_scaling=True),
-    "linear": Space("linear", linear, needs_scaling=True),
+    "xgboost": Space("xgboost", xgboost, defaults=_DEFAULTS["xgboost"]),
+    "random_forest": Space("random_forest", random_forest, defaults=_DEFAULTS["random_forest"]),
+    "mlp": Space("mlp", mlp, needs_scaling=True, defaults=_DEFAULTS["mlp"]),
+    "linear": Space("linear", linear, needs_scaling=True, defaults=_DEFAULTS["linear"]),
 }
 
 
@@ -147,12 +172,22 @@ def get_space(name: str) -> Space:
 
 
 def register_space(
-    name: str, build: SpaceFunction, *, needs_scaling: bool = False, overwrite: bool = False
+    name: str,
+    build: SpaceFunction,
+    *,
+    needs_scaling: bool = False,
+    defaults: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Space:
     """Register ``build`` (``trial -> unfitted estimator``) under ``name``.
 
+    ``defaults`` (optional) maps every parameter ``build`` suggests to the value a study starts
+    from (see :meth:`FairObjective.enqueue_defaults
+    <fairtune.tuning.FairObjective.enqueue_defaults>`).
+
     Raises:
-        ValueError: If ``name`` is taken and ``overwrite`` is false, or ``build`` is not callable.
+        ValueError: If ``name`` is taken and ``overwrite`` is false, ``build`` is not callable,
+            or ``defaults`` is not a mapping.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"`name` must be a non-empty string, but got name={name!r}.")
@@ -160,5 +195,10 @@ def register_space(
         raise ValueError(f"`build` must be callable (trial -> estimator), but got {build!r}.")
     if name in SPACES and not overwrite:
         raise ValueError(f"`name` {name!r} is already registered; pass overwrite=True to replace it.")
-    SPACES[name] = Space(name, build, needs_scaling=needs_scaling)
+    if defaults is not None and not isinstance(defaults, Mapping):
+        raise ValueError(
+            f"`defaults` must be a mapping of parameter names to values, but got {defaults!r}."
+        )
+    SPACES[name] = Space(name, build, needs_scaling=needs_scaling,
+                         defaults=None if defaults is None else dict(defaults))
     return SPACES[name]

@@ -284,3 +284,42 @@ def test_parse_mitigation_and_the_spec_table() -> None:
     assert list(MITIGATIONS) == ALL
     assert MITIGATIONS["reduction"].sensitive_at_prediction is None
     assert MITIGATIONS["threshold"].stage == "post"
+
+
+@pytest.mark.parametrize("mitigation", [None, "threshold", "reduction", ALL])
+def test_a_study_starts_from_the_untuned_model_once(mitigation) -> None:
+    from fairtune.tuning import SPACES, register_space
+
+    register_space("logistic_with_defaults", linear_model, defaults={"C": 1.0})
+    try:
+        obj = FairObjective(biased_data(), "logistic_with_defaults", mitigation=mitigation,
+                            limits="demographic_parity<=0.05", test_size=0.25)
+        # The mitigation as a practitioner sets it up: aimed at the bound, fairlearn's defaults.
+        expected = {"C": 1.0, **{
+            None: {},
+            "threshold": {"threshold_tolerance": 1.0},
+            "reduction": {"reduction_bound": 1.0, "reduction_max_iter": 50},
+        }.get(mitigation if isinstance(mitigation, (str, type(None))) else "list", {
+            "mitigation": "threshold", "threshold_tolerance": 1.0, "reduction_bound": 1.0,
+            "reduction_max_iter": 50, "correlation_alpha": 1.0,
+        })}
+        assert obj.default_params() == expected
+        study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=0))
+        assert obj.enqueue_defaults(study)
+        assert not obj.enqueue_defaults(study)  # already waiting
+        study.optimize(obj, n_trials=2)
+        assert study.trials[0].params == expected and study.trials[1].params != expected
+        assert not obj.enqueue_defaults(study)  # already run: a resumed study does not repeat it
+        assert len(study.trials) == 2
+        if mitigation == "threshold":
+            # threshold_tolerance 1: fairlearn's tol is the limit's bound itself.
+            assert obj.make_pipeline(optuna.trial.FixedTrial(expected)).tolerance == 0.05
+    finally:
+        SPACES.pop("logistic_with_defaults", None)
+
+
+def test_a_space_without_defaults_enqueues_nothing() -> None:
+    obj = objective("threshold")  # a callable model: no defaults
+    study = optuna.create_study(direction="maximize")
+    assert obj.default_params() is None and not obj.enqueue_defaults(study)
+    assert study.trials == []

@@ -66,3 +66,43 @@ def test_registry() -> None:
             register_space("other", 3)  # type: ignore[arg-type]
     finally:
         SPACES.pop("tree", None)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_DIMS))
+def test_space_defaults_are_a_point_of_the_space(name: str) -> None:
+    defaults = get_space(name).defaults
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    study.enqueue_trial(dict(defaults))
+    trial = study.ask()
+    with warnings.catch_warnings():
+        # Optuna warns, and samples instead, when an enqueued value lies outside its range.
+        warnings.simplefilter("error")
+        get_space(name).build(trial)
+    assert trial.params == defaults  # every parameter, each one inside its distribution
+
+
+def test_xgboost_defaults_are_xgboosts_own_where_the_space_has_them() -> None:
+    from xgboost import XGBClassifier
+
+    built = get_space("xgboost").build(optuna.trial.FixedTrial(dict(get_space("xgboost").defaults)))
+    # XGBoost documents these defaults (its get_params() reports None for "library default").
+    documented = {"n_estimators": 100, "learning_rate": 0.3, "gamma": 0.0, "reg_lambda": 1.0,
+                  "subsample": 1.0, "max_depth": 6}
+    assert {k: built.get_params()[k] for k in documented} == documented
+    assert XGBClassifier().get_params()["reg_alpha"] is None  # 0: the space's lowest, 1e-3
+    assert built.get_params()["reg_alpha"] == 1e-3
+
+
+def test_register_space_keeps_defaults_and_refuses_a_non_mapping() -> None:
+    def tiny(trial: optuna.Trial):
+        from sklearn.tree import DecisionTreeClassifier
+
+        return DecisionTreeClassifier(max_depth=trial.suggest_int("max_depth", 1, 3))
+
+    try:
+        assert register_space("tree", tiny, defaults={"max_depth": 2}).defaults == {"max_depth": 2}
+        assert register_space("tree", tiny, overwrite=True).defaults is None
+        with pytest.raises(ValueError, match=r"`defaults` must be a mapping .* got \[2\]"):
+            register_space("tree", tiny, defaults=[2], overwrite=True)  # type: ignore[arg-type]
+    finally:
+        SPACES.pop("tree", None)
