@@ -23,6 +23,10 @@ Methods (``--methods``):
 * ``fairbo_threshold``, ``fairbo_reduction``, ``fairbo_correlation_remover``, ``fairbo_auto``:
   ``FairObjective(mitigation=...)`` (``auto`` = the list of all three) tuned by FairBOSampler.
 
+The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
+(``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
+the bound); ``gp`` is Optuna's sampler as a user runs it, without that first trial.
+
 The fairtune methods also record the model the study validated (``refit_best(on="training")``,
 columns ``validated_*``) next to the refit on all tuning rows.
 
@@ -182,6 +186,8 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)
+        if method != "gp":
+            objective.enqueue_defaults(study)
         study.optimize(objective, n_trials=n_trials)
         tuning_seconds = time.perf_counter() - start
         row["n_trials"] = n_trials
