@@ -578,7 +578,7 @@ def test_mtkb_hypervolume_and_regret_by_hand() -> None:
 
 
 def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
-    methods = ["default", "threshold_default", "reduction_default", "fairbo_threshold"]
+    methods = ["default", "threshold_default", "fairbo_threshold"]
     args = ["run", "--datasets", "german", "--models", "xgboost", "--limits",
             "demographic_parity", "--splits", "2", "--n-trials", "2", "--out", "v.csv",
             "--methods", *methods]

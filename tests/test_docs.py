@@ -26,7 +26,7 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 _EXPECTED_BLOCKS = {
     "index.md": ["home"],
     "getting_started.md": ["own_objective", "ready_made", "two_objectives"],
-    "user_guide/fair_model.md": ["objective", "refit", "mitigation"],
+    "user_guide/fair_model.md": ["objective", "refit", "mitigation", "defaults"],
     "user_guide/multi_objective.md": ["mtkb"],
     "user_guide/tenants.md": ["tenants", "femnist"],
     "user_guide/agents.md": ["cgp"],

@@ -26,8 +26,9 @@ def python_blocks(path: Path) -> list[str]:
 
 
 def run_block(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run a documented example as written, with 7 trials wherever it asks for more."""
+    """Run a documented example as written, with 7 trials and 2 folds wherever it asks for more."""
     code = re.sub(r"n_trials=\d+", "n_trials=7", code)
+    code = re.sub(r"\bcv=\d+", "cv=2", code)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,

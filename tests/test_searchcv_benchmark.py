@@ -6,26 +6,19 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests._scripts import run_script
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 TINY = ["--seeds", "2", "--n-rows", "500", "--test-rows", "500", "--cv", "2", "--values", "2"]
 
 
 def _run(tmp_path: Path, *args: str) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "searchcv_vs_grid.py"), *args],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_script(BENCHMARKS / "searchcv_vs_grid.py", *args, cwd=tmp_path)
 
 
 def test_runs_resumes_and_summarizes(tmp_path: Path) -> None:
