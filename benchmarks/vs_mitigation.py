@@ -25,7 +25,8 @@ Methods (``--methods``):
 
 The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
 (``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
-the bound); ``gp`` is Optuna's sampler as a user runs it, without that first trial.
+the bound); ``fairbo_threshold_cold`` is ``fairbo_threshold`` without that first trial, and
+``gp`` is Optuna's sampler as a user runs it, without it too.
 
 The fairtune methods also record the model the study validated (``refit_best(on="training")``,
 columns ``validated_*``) next to the refit on all tuning rows.
@@ -66,11 +67,12 @@ TEST_SIZE = 0.25
 METHODS = (
     "default", "tpe_accuracy", "threshold_default", "reduction_default", "threshold_tuned",
     "reduction_tuned", "fairbo", "gp", "fairbo_threshold", "fairbo_reduction",
-    "fairbo_correlation_remover", "fairbo_auto",
+    "fairbo_correlation_remover", "fairbo_auto", "fairbo_threshold_cold",
 )
 FAIRLEARN = ("threshold_default", "reduction_default", "threshold_tuned", "reduction_tuned")
 MITIGATION = {
-    "fairbo_threshold": "threshold", "fairbo_reduction": "reduction",
+    "fairbo_threshold": "threshold", "fairbo_threshold_cold": "threshold",
+    "fairbo_reduction": "reduction",
     "fairbo_correlation_remover": "correlation_remover",
     "fairbo_auto": ["threshold", "reduction", "correlation_remover"],
 }
@@ -186,7 +188,7 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        if method != "gp":
+        if method not in ("gp", "fairbo_threshold_cold"):
             objective.enqueue_defaults(study)
         study.optimize(objective, n_trials=n_trials)
         tuning_seconds = time.perf_counter() - start
