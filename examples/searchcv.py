@@ -22,8 +22,8 @@ Run::
     python examples/searchcv.py --plot searchcv.png      # save the figure
 
 Times at default settings (no thread variable set) on 2 cores: about 20 s on an idle
-machine (19 s of CPU time: the models train on one thread), about 30 s on a busy one (two
-other single-threaded jobs running; estimated from that CPU time).
+machine (19 s of CPU time: the models train on one thread), 33 s on a busy one (two other
+single-threaded jobs running).
 """
 
 from __future__ import annotations
