@@ -348,8 +348,41 @@ def summarize(args: argparse.Namespace) -> str:
     text = "\n".join(lines) + "\n"
     if args.md:
         Path(args.md).write_text(text)
+    if args.plot:
+        _plot(mine, grid, args.plot)
     print(text, end="")
     return text
+
+
+def _plot(mine: pd.DataFrame, grid: pd.DataFrame, path: str) -> None:
+    """Seed by seed: the best fair CV accuracy of both methods, and the chosen models' test
+    accuracy against their test gap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    seeds = mine.index.intersection(grid.index)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
+    x, y = grid.loc[seeds, "cv_score"], mine.loc[seeds, "cv_score"]
+    left.scatter(x, y, s=22, color="tab:purple")
+    low, high = min(x.min(), y.min()), max(x.max(), y.max())
+    left.plot([low, high], [low, high], color="gray", lw=1, ls="--")
+    left.set_xlabel("GridSearchCV + fairness filter")
+    left.set_ylabel("FairSearchCV")
+    left.set_title("best fair CV accuracy, one point per seed")
+    for frame, label, color in ((grid, "GridSearchCV + filter", "tab:blue"),
+                                (mine, "FairSearchCV", "tab:purple")):
+        right.scatter(frame.loc[seeds, "test_gap"], frame.loc[seeds, "test_accuracy"], s=22,
+                      color=color, label=label)
+    right.axvline(BOUND, color="gray", lw=1, ls="--", label=f"limit {BOUND}")
+    right.set_xlabel("test demographic parity difference")
+    right.set_ylabel("test accuracy")
+    right.set_title("the refitted best fair model on the test rows")
+    right.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _grid_text(frame: pd.DataFrame) -> str:
@@ -381,6 +414,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--out", default="searchcv_vs_grid.csv")
     parser.add_argument("--md", help="with summarize: also write the summary there")
+    parser.add_argument("--plot", metavar="PNG", help="with summarize: the per-seed plot")
     parser.add_argument("--command-line", help=argparse.SUPPRESS)  # the run's command, for --md
     args = parser.parse_intermixed_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)

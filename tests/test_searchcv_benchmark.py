@@ -40,7 +40,8 @@ def test_runs_resumes_and_summarizes(tmp_path: Path) -> None:
             assert r["test_fair"] == str(int(float(r["test_gap"]) <= 0.05))
     assert _run(tmp_path, "run", *TINY, "--out", "s.csv") == ""  # every row is there
 
-    summary = _run(tmp_path, "summarize", "s.csv", "--md", "s.md")
+    summary = _run(tmp_path, "summarize", "s.csv", "--md", "s.md", "--plot", "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 10_000
     assert (tmp_path / "s.md").read_text() == summary
     first, _, table = summary.partition("\n\n")
     assert first.startswith("FairSearchCV found a more accurate fair configuration than "
