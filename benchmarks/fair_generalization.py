@@ -181,6 +181,39 @@ def _table_row(model: str, label: str, sel: list[dict], prefix: str) -> None:
     )
 
 
+def plot(paths: list[str], path: str) -> None:
+    """Per model, every seed's refitted and validated model (hold-out protocol, FairBO, tuned
+    for the bound itself): test accuracy against the test gap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for p in paths:
+        with open(p, newline="") as f:
+            rows.extend(csv.DictReader(f))
+    rows = [r for r in rows if r["protocol"] == "holdout" and r.get("sampler", "FairBO") == "FairBO"
+            and float(r.get("tuning_limit") or BOUND) == BOUND and r["test_dsp"]]
+    models = sorted({r["model"] for r in rows})
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.6), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        mine = [r for r in rows if r["model"] == model]
+        for prefix, label, color in (("", "refitted on all tuning rows", "tab:red"),
+                                     ("validated_model_", "the validated model", "tab:green")):
+            gap = [float(r[f"{prefix}test_dsp"]) for r in mine if r[f"{prefix}test_dsp"]]
+            acc = [float(r[f"{prefix}test_accuracy"]) for r in mine if r[f"{prefix}test_dsp"]]
+            ax.scatter(gap, acc, s=22, color=color, label=f"{label} ({len(gap)} seeds)")
+        ax.axvline(BOUND, color="gray", lw=1, ls="--", label=f"limit {BOUND}")
+        ax.set_title(f"Adult, {model}: the best fair trial on new data")
+        ax.set_xlabel("test demographic parity difference")
+        ax.set_ylabel("test accuracy")
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def summarize(paths: list[str], samplers: bool = False) -> None:
     rows = []
     for p in paths:
@@ -249,6 +282,8 @@ def main() -> None:
     parser.add_argument("--n-trials", type=int, default=30)
     parser.add_argument("--tuning-rows", type=int, default=5000)
     parser.add_argument("--out", default="fair_generalization.csv")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="with summarize: test accuracy against the test gap, per seed")
     args = parser.parse_intermixed_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.command == "run":
@@ -256,6 +291,8 @@ def main() -> None:
             args.tuning_rows, args.out, args.protocols, args.sampler, args.tuning_limit)
     else:
         summarize(args.paths or [args.out], args.compare_samplers)
+        if args.plot:
+            plot(args.paths or [args.out], args.plot)
 
 
 if __name__ == "__main__":

@@ -382,7 +382,8 @@ def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) 
         if r["test_fair"] != "":  # the verdict is the test DSP against the limit
             assert int(r["test_fair"]) == (float(r["test_dsp"]) <= 0.05)
             assert float(r["valid_dsp"]) <= 0.05  # the best trial is fair on validation
-    out = _run(tmp_path, "fair_generalization.py", "summarize", "g.csv")
+    out = _run(tmp_path, "fair_generalization.py", "summarize", "g.csv", "--plot", "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 10_000
     for label in ("holdout, refitted on all tuning rows", 'holdout, the validated model (`on="training"`)',
                   "cv5, refitted on all tuning rows"):
         assert f"| random_forest | {label} | 2 |" in out
