@@ -25,8 +25,8 @@ Methods (``--methods``):
 
 The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
 (``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
-the bound); ``fairbo_threshold_cold`` is ``fairbo_threshold`` without that first trial, and
-``gp`` is Optuna's sampler as a user runs it, without it too.
+the bound); ``fairbo_threshold_cold`` and ``fairbo_reduction_cold`` are the same searches
+without that first trial, and ``gp`` is Optuna's sampler as a user runs it, without it too.
 
 The fairtune methods also record the model the study validated (``refit_best(on="training")``,
 columns ``validated_*``) next to the refit on all tuning rows.
@@ -67,12 +67,12 @@ TEST_SIZE = 0.25
 METHODS = (
     "default", "tpe_accuracy", "threshold_default", "reduction_default", "threshold_tuned",
     "reduction_tuned", "fairbo", "gp", "fairbo_threshold", "fairbo_reduction",
-    "fairbo_correlation_remover", "fairbo_auto", "fairbo_threshold_cold",
+    "fairbo_correlation_remover", "fairbo_auto", "fairbo_threshold_cold", "fairbo_reduction_cold",
 )
 FAIRLEARN = ("threshold_default", "reduction_default", "threshold_tuned", "reduction_tuned")
 MITIGATION = {
     "fairbo_threshold": "threshold", "fairbo_threshold_cold": "threshold",
-    "fairbo_reduction": "reduction",
+    "fairbo_reduction": "reduction", "fairbo_reduction_cold": "reduction",
     "fairbo_correlation_remover": "correlation_remover",
     "fairbo_auto": ["threshold", "reduction", "correlation_remover"],
 }
@@ -188,7 +188,7 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        if method not in ("gp", "fairbo_threshold_cold"):
+        if method != "gp" and not method.endswith("_cold"):
             objective.enqueue_defaults(study)
         study.optimize(objective, n_trials=n_trials)
         tuning_seconds = time.perf_counter() - start
@@ -347,11 +347,10 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         ax.axvline(BOUND, color="k", lw=0.8, ls="--")
         ax.set_xlabel(f"test {limit} gap (limit {BOUND})")
         ax.set_ylabel("test accuracy")
-        ax.set_title(f"{dataset}, {model}: {group['split'].nunique()} splits")
+        ax.set_title(f"{dataset}, {model}, {limit}: {group['split'].nunique()} splits", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     print(f"\nplot written to {path}")
 
