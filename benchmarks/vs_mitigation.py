@@ -329,7 +329,12 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
     import matplotlib.pyplot as plt
 
     panels = list(frame.groupby(["dataset", "model", "limit"], sort=False))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5.2), squeeze=False)
+    ncols = min(3, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4.8 * nrows + 0.6),
+                             squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
     # The fairlearn baselines (circles), the searches without mitigation (triangles) and
     # fairtune's threshold search (stars); one point per split.
     styles = {
@@ -338,7 +343,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         "reduction_tuned": ("tab:olive", "o"), "fairbo": ("tab:red", "^"),
         "gp": ("tab:brown", "^"), "fairbo_threshold": ("tab:purple", "*"),
     }
-    for ax, ((dataset, model, limit), group) in zip(axes[0], panels):
+    for ax, ((dataset, model, limit), group) in zip(axes.flat, panels):
         for method, (color, marker) in styles.items():
             g = group[group["method"] == method]
             if len(g):
@@ -350,7 +355,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         ax.set_title(f"{dataset}, {model}, {limit}: {group['split'].nunique()} splits", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout(rect=(0, 0.6 / (4.8 * nrows + 0.6), 1, 1))
     fig.savefig(path, dpi=110)
     print(f"\nplot written to {path}")
 
