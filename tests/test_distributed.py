@@ -226,9 +226,9 @@ def test_three_cli_workers_on_postgres(tmp_path: Path, postgres_url: str) -> Non
 def test_ctrl_c_on_one_cli_worker_leaves_the_others_trials_alone(
     tmp_path: Path, postgres_url: str, objectives: str | None
 ) -> None:
-    n_trials = 14
+    n_trials = 10
     command = [sys.executable, "-m", "fairtune.cli", "tune", "--dataset", "german", "--model",
-               "random_forest", "--cv", "4", "--n-trials", str(n_trials), "--sampler", "random",
+               "random_forest", "--cv", "3", "--n-trials", str(n_trials), "--sampler", "random",
                "--storage", postgres_url, "--study-name", "cli", "--no-progress"]
     command += ["--objectives", objectives] if objectives else ["--limit", "dsp<=0.1"]
     procs = [subprocess.Popen(command, env=_ENV, cwd=tmp_path, stdout=subprocess.PIPE,
@@ -242,7 +242,7 @@ def test_ctrl_c_on_one_cli_worker_leaves_the_others_trials_alone(
                 trials = optuna.load_study(study_name="cli", storage=postgres_url).get_trials()
             except KeyError:
                 trials = []
-            if sum(t.state == TrialState.COMPLETE for t in trials) >= 6 and any(
+            if sum(t.state == TrialState.COMPLETE for t in trials) >= 4 and any(
                 t.state == TrialState.RUNNING for t in trials
             ):
                 break
