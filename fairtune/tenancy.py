@@ -77,7 +77,7 @@ def optimize(
 
     This is how a tenant's worker process gets what ``study.optimize`` gives and ``ask`` does
     not: the heartbeat of an RDB storage created with ``heartbeat_interval`` (a killed worker's
-    trial then ends as FAIL instead of RUNNING forever, and no longer holds its point as
+    trial then ends as FAIL instead of RUNNING forever, and stops holding its point as
     pending in the rounds of the others), ``n_jobs``, ``catch`` and callbacks. The tag is set by
     a tenant-aware sampler (:class:`~fairtune.samplers.CollaborativeUCBSampler`) when the trial
     is created, before any ``suggest_*`` call. Enqueued trials popped by ``study.optimize`` keep

@@ -1,4 +1,4 @@
-"""Sampler arguments that used to be accepted and fail later (issue 24, point 6)."""
+"""Sampler arguments are checked when the sampler is built, not when a trial fails later."""
 
 from __future__ import annotations
 

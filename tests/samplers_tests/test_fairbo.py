@@ -533,7 +533,8 @@ def test_a_claim_seen_before_its_time_is_waited_for_not_yielded_to(tmp_path: Pat
 
 def test_workers_sharing_a_seed_draw_different_startup_points(tmp_path: Path) -> None:
     # FairBOSampler(seed=0) in each of three processes on one Journal file: their startup trials
-    # used to repeat each other's points (each worker drew the same RandomSampler sequence).
+    # must not repeat each other's points (as they would if each worker drew the same
+    # RandomSampler sequence).
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 

@@ -187,7 +187,7 @@ def test_correlation_remover_decorrelates_and_drops_the_sensitive_columns() -> N
     assert decorrelated.shape[1] == 2  # the group's two columns removed
     is_a = (obj.s_dev == "a").to_numpy().astype(float)
     assert abs(np.corrcoef(encoded[:, 2], is_a)[0, 1]) > 0.5  # x1 follows the group ...
-    assert abs(np.corrcoef(decorrelated[:, 0], is_a)[0, 1]) < 1e-8  # ... and no longer does
+    assert abs(np.corrcoef(decorrelated[:, 0], is_a)[0, 1]) < 1e-8  # ... and the decorrelated column does not
 
 
 def test_threshold_follows_the_limit_and_its_tolerance() -> None:

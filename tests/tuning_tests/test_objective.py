@@ -391,7 +391,7 @@ def test_a_study_remembers_its_setup_and_refuses_another() -> None:
 def test_bundled_datasets_with_known_issues_warn_through_fair_objective(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The README says German and COMPAS warn when loaded; FairObjective used to silence it.
+    # The docs say German and COMPAS warn when loaded; FairObjective must not silence it.
     from fairtune.datasets import FairtuneDatasetWarning, _base
 
     monkeypatch.setattr(_base, "_WARNED", set())
