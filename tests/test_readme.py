@@ -6,13 +6,10 @@ helpers.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from tests._scripts import run_code
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -25,17 +22,15 @@ def python_blocks(path: Path) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", path.read_text(), flags=re.S | re.M)
 
 
-def run_block(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run a documented example as written, with 7 trials and 2 folds wherever it asks for more."""
+def run_block(code: str, cwd: Path) -> str:
+    """Run a documented example as written, with 7 trials and 2 folds wherever it asks for more.
+
+    Returns:
+        Its standard output.
+    """
     code = re.sub(r"n_trials=\d+", "n_trials=7", code)
     code = re.sub(r"\bcv=\d+", "cv=2", code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return result
+    return run_code(code, cwd)
 
 
 def test_the_readme_fits_on_a_screen_or_a_few() -> None:
@@ -60,9 +55,9 @@ def test_the_readme_says_how_to_build_the_documentation() -> None:
 
 
 def test_readme_quickstart_runs(tmp_path: Path) -> None:
-    result = run_block(python_blocks(README)[_EXPECTED_BLOCKS.index("quickstart")], tmp_path)
+    out = run_block(python_blocks(README)[_EXPECTED_BLOCKS.index("quickstart")], tmp_path)
     # The best fair trial's accuracy and its recorded fairness metric.
-    value, attrs = result.stdout.split(" ", 1)
+    value, attrs = out.split(" ", 1)
     assert 0.5 < float(value) <= 1.0 and "fairtune:demographic_parity" in attrs
 
 
