@@ -318,6 +318,7 @@ def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.processes
 def test_postgres_load_counts_lost_and_repeated_trials(
     tmp_path: Path, postgres_server: object
 ) -> None:
@@ -414,6 +415,7 @@ def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) 
     assert "| random_forest | holdout | TPESampler | 2 |" in table and "cv5" not in table
 
 
+@pytest.mark.processes
 def test_fairbo_parallel_runs_workers_on_one_journal_file_and_counts_repeats(tmp_path: Path) -> None:
     out = _run(tmp_path, "fairbo_parallel.py", "--studies", "1", "--workers", "2",
                "--trials-per-worker", "4")
@@ -434,6 +436,7 @@ def _suite_module() -> object:
     return module
 
 
+@pytest.mark.processes
 def test_optuna_sampler_suite_runs_optunas_own_tests_on_fairtune_samplers(tmp_path: Path) -> None:
     # Optuna's test file comes from the installed version's source distribution, cached under
     # benchmarks/results/tmp/ and fetched with pip the first time (CI has PyPI access).

@@ -223,6 +223,7 @@ def test_ctrl_c_outside_the_objective_never_breaks_optuna_nor_leaves_a_running_t
     assert states[0] == TrialState.COMPLETE and states[-1] in (TrialState.FAIL, TrialState.COMPLETE)
 
 
+@pytest.mark.processes
 def test_ctrl_c_of_a_real_process(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "fairtune.cli", *_tune(tmp_path, n_trials=500)],

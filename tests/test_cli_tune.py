@@ -159,6 +159,7 @@ def test_bad_cv_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "argument --cv: must be an integer >= 2, but got '1'" in capsys.readouterr().err
 
 
+@pytest.mark.processes
 def test_tune_via_subprocess(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "fairtune.cli", *_tune(tmp_path, n_trials=2)[:-4], "--sampler", "random"],

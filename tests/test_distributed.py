@@ -25,6 +25,7 @@ from fairtune.tenancy import tenant_of
 from fairtune.tuning import get_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+pytestmark = pytest.mark.processes
 
 _ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
 

@@ -87,6 +87,7 @@ def test_femnist_tenants_reads_femnist_files(
     assert "FEMNIST (LEAF" in out and "100 writers" in out and "NOT split" not in out
 
 
+@pytest.mark.processes
 def test_cgp_agents_share_only_designs_on_their_board(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

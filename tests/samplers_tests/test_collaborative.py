@@ -445,6 +445,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("backend", ["sqlite", "journal", "postgres"])
 def test_three_processes_share_one_storage(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
