@@ -175,8 +175,7 @@ class FTSSampler(CGPSampler):
 
     def __init__(self, *, server: _FTSServer, index: int, n_agents: int, region: int | None,
                  n_startup_trials: int, seed: int) -> None:
-        super().__init__(board=None, acquisition="ts", n_startup_trials=n_startup_trials,
-                         seed=seed)
+        super().__init__(board=None, **paper_settings("ts", n_startup_trials), seed=seed)
         self._server = server
         self._index = index
         self._n_agents = n_agents
@@ -255,13 +254,25 @@ def posterior_mean_maximizer(study: optuna.Study, names: list[str], seed: int) -
     return np.array([params[name] for name in names], dtype=float)
 
 
+def paper_settings(acquisition: str, n_init: int, *, beta: float = 2.0,
+                   n_raw_samples: int = 10000) -> dict[str, Any]:
+    """Every tuning argument of CGPSampler as section 6 of the paper sets it (N_max = 4,
+    S_quorum = 5, eta = beta = 2), S_raw and beta as given: passed explicitly, so that the
+    figures do not change with CGPSampler's defaults."""
+    return {"acquisition": acquisition, "group_size": 4, "eta": 2.0, "beta": beta,
+            "n_raw_samples": n_raw_samples, "quorum": 5, "share_without_comparison": False,
+            "design_noise": None, "n_startup_trials": n_init}
+
+
 def _small(sampler: CGPSampler) -> CGPSampler:
     # Lighter acquisition optimization than the defaults (the same for every GP method), to fit
-    # the 2-core machine.
+    # the 2-core machine; every private knob is set, so that the runs do not change with them.
     sampler._n_preliminary_samples = 256
     sampler._n_local_search = 2
     sampler._optim_max_iter = 15
     sampler._n_ts_candidates = 512
+    sampler._max_ei_models = 64
+    sampler._fit_max_iter = 100
     return sampler
 
 
@@ -281,15 +292,15 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
         seed = 100 * rep + n
         if method.startswith("CGP-"):
             s: CGPSampler = CGPSampler(
-                board=board, agent=f"a{n:03d}", acquisition=method[4:].lower(),  # type: ignore[arg-type]
-                group_size=4, quorum=5, n_raw_samples=n_raw_samples, n_startup_trials=n_init,
-                beta=beta, seed=seed)
+                board=board, agent=f"a{n:03d}", seed=seed,
+                **paper_settings(method[4:].lower(), n_init, beta=beta,
+                                 n_raw_samples=n_raw_samples))
         elif method in ("UCB", "EI", "TS"):
-            s = CGPSampler(board=None, acquisition=method.lower(),  # type: ignore[arg-type]
-                           n_startup_trials=n_init, beta=beta, seed=seed)
+            s = CGPSampler(board=None, seed=seed, **paper_settings(
+                method.lower(), n_init, beta=beta, n_raw_samples=n_raw_samples))
         elif method == CONTROL:
-            s = CGPSampler(board=None, acquisition="ucb", n_startup_trials=n_init, beta=beta,
-                           seed=seed + 50_000)
+            s = CGPSampler(board=None, seed=seed + 50_000, **paper_settings(
+                "ucb", n_init, beta=beta, n_raw_samples=n_raw_samples))
         else:
             s = FTSSampler(server=server, index=n, n_agents=n_agents,
                            region=(n % 4) if method == "FTS-DE" else None,
@@ -343,14 +354,14 @@ FIELDS = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial
           "round", "regret", "gap", "rec_gap", "seconds"]
 
 
-def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+def _append(path: Path, rows: list[dict[str, Any]], fields: Sequence[str] = FIELDS) -> None:
     """Append rows to a CSV; a path ending in .gz is gzip-compressed (each call adds a member,
     which gzip and pandas read as one stream)."""
     new = not path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "at", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w = csv.DictWriter(f, fieldnames=list(fields))
         if new:
             w.writeheader()
         w.writerows(rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -153,3 +154,87 @@ def test_cgp_diagnose_counts_leaders_and_kept_designs(tmp_path: Path) -> None:
     assert "agent-rounds with a kept design:" in out
     total = int(out.split("agent-rounds with a kept design:")[1].split("of")[1].split()[0])
     assert total == 4 * 2  # every agent in each of the 2 rounds after its initial designs
+
+
+def _import_benchmark(name: str) -> Any:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_cgp_paper_passes_every_tuning_argument_of_the_paper(monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """The figures do not depend on CGPSampler's defaults: every sampler the script builds
+    (FTS's included) gets every tuning argument, at the paper's values."""
+    import inspect
+
+    from fairtune.samplers import CGPSampler
+
+    cgp_paper = _import_benchmark("cgp_paper")
+    tuning = set(inspect.signature(CGPSampler.__init__).parameters) - {
+        "self", "board", "agent", "seed", "independent_sampler", "warn_independent_sampling"}
+    calls: list[dict[str, Any]] = []
+    original = CGPSampler.__init__
+
+    def recording_init(self: CGPSampler, **kwargs: Any) -> None:
+        calls.append(kwargs)
+        original(self, **kwargs)
+
+    monkeypatch.setattr(CGPSampler, "__init__", recording_init)
+    for method in (*cgp_paper.METHODS, cgp_paper.CONTROL):
+        calls.clear()
+        cgp_paper.run("hartmann6", method, 0, 2, 1, n_init=2, n_raw_samples=50, rec_every=0)
+        assert len(calls) == 2
+        for kwargs in calls:
+            assert tuning <= set(kwargs), (method, tuning - set(kwargs))
+            for name in ("group_size", "eta", "beta", "quorum", "share_without_comparison",
+                         "design_noise"):
+                assert kwargs[name] == CGPSampler.PAPER_SETTINGS[name], (method, name)
+            assert kwargs["n_startup_trials"] == 2
+            # FTS agents borrow nothing, so S_raw is unused there.
+            assert kwargs["n_raw_samples"] == (10000 if method.startswith("FTS") else 50)
+            expected = "ts" if method.startswith("FTS") else method.split("-")[-1].split()[0]
+            assert kwargs["acquisition"] == expected.lower()
+
+
+def test_cgp_defaults_runs_resumes_and_summarizes(tmp_path: Path) -> None:
+    import gzip
+
+    args = ("run", "--families", "camel2-low", "--seeds", "0", "--settings", "ei,startup=2",
+            "--rounds", "3", "--light", "--out", "d.csv.gz")
+    out = _run(tmp_path, "cgp_defaults.py", *args)
+    assert out.count("camel2-low seed 0") == 4  # board, alone, alone (other seed), GPSampler
+    with gzip.open(tmp_path / "d.csv.gz", "rt", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 * 4 * 3  # 4 methods x 4 agents x 3 trials
+    for method in ("board", "alone", "alone (other seed)", "GPSampler"):
+        for agent in "0123":
+            regret = [float(r["regret"]) for r in rows
+                      if r["method"] == method and r["agent"] == agent]
+            assert len(regret) == 3 and regret == sorted(regret, reverse=True)
+            assert all(r >= 0 for r in regret)
+    # The same command again finds every run in the CSV and adds nothing.
+    assert _run(tmp_path, "cgp_defaults.py", *args) == ""
+    with gzip.open(tmp_path / "d.csv.gz", "rt", newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(rows)
+    summary = _run(tmp_path, "cgp_defaults.py", "summarize", "d.csv.gz", "--setting",
+                   "ei,startup=2", "--plot", "d.png")
+    board = [float(r["regret"]) for r in rows if r["method"] == "board" and r["round"] == "3"]
+    assert "development families, setting 'ei,startup=2', 1 seeds" in summary
+    assert f"| 3 | {np.mean(board):.3f} ({np.median(board):.3f}) |" in summary
+    assert (tmp_path / "d.png").stat().st_size > 0
+    assert "| ei,startup=2 | 3 | 1 |" in _run(tmp_path, "cgp_defaults.py", "screen", "d.csv.gz")
+
+
+def test_cgp_defaults_agents_share_optimal_values_at_different_designs() -> None:
+    cgp_defaults = _import_benchmark("cgp_defaults")
+    agents = cgp_defaults.make_agents("hartmann3-high", 0)
+    for n in range(2):
+        assert agents.true(n, agents.x_opt[n]) < 1e-9
+        assert agents.true(n, agents.x_opt[1 - n]) > 0.0
+    with pytest.raises(ValueError, match="setting='sgd'"):
+        cgp_defaults.parse_setting("sgd")
+    assert cgp_defaults.parse_setting("ucb,beta=1,startup=5,group=8") == {
+        "acquisition": "ucb", "beta": 1.0, "n_startup_trials": 5, "group_size": 8}
