@@ -21,15 +21,18 @@ Methods (``--methods``):
   Optuna's ``GPSampler`` (which reads Optuna 5's constraints), the best fair trial refitted with
   ``refit_best``;
 * ``fairbo_threshold``, ``fairbo_reduction``, ``fairbo_correlation_remover``, ``fairbo_auto``:
-  ``FairObjective(mitigation=...)`` (``auto`` = the list of all three) tuned by FairBOSampler.
+  ``FairObjective(mitigation=...)`` (``auto`` = the list of all three) tuned by FairBOSampler;
+  ``fairbo_threshold_cv3``: the threshold search scored by 3-fold cross-validation of the tuning
+  rows (``cv=3``: the pooled out-of-fold predictions of every tuning row) instead of one 30 %
+  validation split.
 
 The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
 (``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
 the bound); ``fairbo_threshold_cold`` and ``fairbo_reduction_cold`` are the same searches
 without that first trial, and ``gp`` is Optuna's sampler as a user runs it, without it too.
 
-The fairtune methods also record the model the study validated (``refit_best(on="training")``,
-columns ``validated_*``) next to the refit on all tuning rows.
+The fairtune methods with a validation split also record the model the study validated
+(``refit_best(on="training")``, columns ``validated_*``) next to the refit on all tuning rows.
 
 Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended; ``timing``
 shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
@@ -68,10 +71,12 @@ METHODS = (
     "default", "tpe_accuracy", "threshold_default", "reduction_default", "threshold_tuned",
     "reduction_tuned", "fairbo", "gp", "fairbo_threshold", "fairbo_reduction",
     "fairbo_correlation_remover", "fairbo_auto", "fairbo_threshold_cold", "fairbo_reduction_cold",
+    "fairbo_threshold_cv3",
 )
 FAIRLEARN = ("threshold_default", "reduction_default", "threshold_tuned", "reduction_tuned")
 MITIGATION = {
     "fairbo_threshold": "threshold", "fairbo_threshold_cold": "threshold",
+    "fairbo_threshold_cv3": "threshold",
     "fairbo_reduction": "reduction", "fairbo_reduction_cold": "reduction",
     "fairbo_correlation_remover": "correlation_remover",
     "fairbo_auto": ["threshold", "reduction", "correlation_remover"],
@@ -184,7 +189,9 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         row["n_trials"] = n_trials
         fitted = _fit(pipeline, objective)
     else:
-        objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method))
+        cv = {"cv": 3} if method.endswith("_cv3") else {}
+        objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method),
+                               **cv)
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)
@@ -204,9 +211,10 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
             "mitigation_used": best.user_attrs.get("fairtune:mitigation_used", "none"),
         })
         fitted = objective.refit_best(study)
-        validated = _score(objective, objective.refit_best(study, on="training"), limit)
-        row["validated_test_accuracy"] = validated["test_accuracy"]
-        row["validated_test_gap"] = validated["test_gap"]
+        if not cv:  # with cv, every tuning row trained some fold's model: no validated model
+            validated = _score(objective, objective.refit_best(study, on="training"), limit)
+            row["validated_test_accuracy"] = validated["test_accuracy"]
+            row["validated_test_gap"] = validated["test_gap"]
         row["sensitive_at_prediction"] = objective.needs_sensitive_features(best.params) or "no"
     row.update(_score(objective, fitted, limit))
     row.setdefault("sensitive_at_prediction", _needs(method, objective))
@@ -342,6 +350,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         "reduction_default": ("tab:cyan", "o"), "threshold_tuned": ("tab:green", "o"),
         "reduction_tuned": ("tab:olive", "o"), "fairbo": ("tab:red", "^"),
         "gp": ("tab:brown", "^"), "fairbo_threshold": ("tab:purple", "*"),
+        "fairbo_threshold_cv3": ("tab:pink", "*"),
     }
     for ax, ((dataset, model, limit), group) in zip(axes.flat, panels):
         for method, (color, marker) in styles.items():

@@ -582,7 +582,7 @@ def test_mtkb_hypervolume_and_regret_by_hand() -> None:
 
 
 def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
-    methods = ["default", "threshold_default", "fairbo_threshold"]
+    methods = ["default", "threshold_default", "fairbo_threshold", "fairbo_threshold_cv3"]
     args = ["run", "--datasets", "german", "--models", "xgboost", "--limits",
             "demographic_parity", "--splits", "2", "--n-trials", "2", "--out", "v.csv",
             "--methods", *methods]
@@ -604,6 +604,12 @@ def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
     # the threshold on the default model changes its predictions.
     assert by[("0", "default")]["test_gap"] != by[("0", "threshold_default")]["test_gap"]
     assert "split  1 fairbo_threshold" in out
+    # A search with a validation split also scores the model it validated; with cv=3 there is
+    # none (every tuning row trained some fold's model), only the refit.
+    searched = [r for r in rows if r["method"].startswith("fairbo") and r["test_accuracy"]]
+    assert {r["method"] for r in searched} == {"fairbo_threshold", "fairbo_threshold_cv3"}
+    for r in searched:
+        assert (r["validated_test_accuracy"] == "") == (r["method"] == "fairbo_threshold_cv3")
     summary = _run(tmp_path, "vs_mitigation.py", "summarize", "v.csv", "--plot", "p.png")
     assert "### german, xgboost, demographic_parity <= 0.05 (2 splits)" in summary
     assert "| fairbo_threshold | 2 |" in summary and "vs threshold_default (limit +0.01)" in summary
