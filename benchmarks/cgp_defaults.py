@@ -392,6 +392,11 @@ def summarize(paths: Sequence[Path], setting: str, plot: Path | None = None,
         out.append(f"\n{title}, setting {mine!r}, {n_seeds} seeds: all families pooled "
                    "(paired by family, seed and agent; lower is better)")
         out.append(comparison_table(df, mine, present))
+        for level in LEVELS:
+            of_level = [f for f in present if FAMILIES[f][3] == level]
+            if of_level and len(of_level) < len(present):
+                out.append(f"\n{level} heterogeneity: {', '.join(of_level)}")
+                out.append(comparison_table(df, mine, of_level))
         for family in present:
             out.append(f"\n{family} ({FAMILIES[family][2]} agents)")
             out.append(comparison_table(df, mine, [family]))
@@ -401,25 +406,27 @@ def summarize(paths: Sequence[Path], setting: str, plot: Path | None = None,
 
 
 def screen(paths: Sequence[Path]) -> str:
-    """Every setting on the development families: board and alone at each budget."""
+    """Every setting on the development families: board and alone at each budget, over the
+    agents that have both."""
     df = _read(paths)
     df = df[df["family"].isin(DEV)]
-    lines = ["| setting | trials | runs | board mean | board median | alone mean | "
-             "board vs alone W/T/L (p) | board vs GPSampler W/T/L (p) |", "|---|---|---|---|---|---|---|---|"]
-    settings = sorted(set(df["setting"]) - {"-"})
-    for setting in settings:
+    lines = ["| setting | trials | (family, seed) runs | board mean | board median | alone mean | "
+             "board vs alone W/T/L (p) | board vs GPSampler W/T/L (p) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for setting in sorted(set(df["setting"]) - {"-"}):
         mine = df[df["setting"] == setting]
-        keys = mine[mine["method"] == "board"][["family", "seed"]].drop_duplicates()
         for budget in checkpoints(int(mine["round"].max()), BUDGETS):
-            r = _paired(df.merge(keys, on=["family", "seed"]), setting, budget)
-            if r["board"].empty:
+            r = _paired(df, setting, budget)
+            common = r["board"].index.intersection(r["alone"].index)
+            if not len(common):
                 continue
-            vs_alone = wins_ties_losses(r["board"], r["alone"], sign=-1.0)[1]
-            vs_gp = (wins_ties_losses(r["board"], r["GPSampler"], sign=-1.0)[1]
+            board, alone = r["board"][common], r["alone"][common]
+            runs = len(common.droplevel("agent").unique())
+            vs_alone = wins_ties_losses(board, alone, sign=-1.0)[1]
+            vs_gp = (wins_ties_losses(board, r["GPSampler"], sign=-1.0)[1]
                      if len(r["GPSampler"]) else "-")
-            lines.append(f"| {setting} | {budget} | {len(keys)} | {r['board'].mean():.4f} | "
-                         f"{r['board'].median():.4f} | {r['alone'].mean():.4f} | {vs_alone} | "
-                         f"{vs_gp} |")
+            lines.append(f"| {setting} | {budget} | {runs} | {board.mean():.4f} | "
+                         f"{board.median():.4f} | {alone.mean():.4f} | {vs_alone} | {vs_gp} |")
     return "\n".join(lines)
 
 
@@ -448,7 +455,7 @@ def _plot(df: Any, settings: dict[str, str], path: Path) -> None:
         ax.set_yscale("log")
         ax.set_title(f"{family}{' (held out)' if family in HELDOUT else ''}", fontsize=8)
         ax.set_xlabel("trials per agent", fontsize=7)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(which="both", labelsize=7)
     for ax in axes.flat[len(families):]:
         ax.axis("off")
     axes.flat[0].set_ylabel("mean normalized simple regret", fontsize=7)

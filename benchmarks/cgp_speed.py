@@ -6,8 +6,9 @@ maximizer (which its rejection step keeps, so the fantasy models are built and u
 best observed trial (mostly rejected), and a group size of 4, so that it borrows 3 designs. Each row is the
 median wall time of ``--repeats`` suggestions (``study.ask`` and the parameters' suggest calls:
 fit, kappa, LCB maximizer, post, reading the board, rejection sampling, fantasy models,
-acquisition), at the sampler's default settings, for every acquisition, every S_raw in
-``--raw-samples`` and every number of agents in ``--agents``.
+acquisition), at the sampler's default settings, for every acquisition and every S_raw in
+``--raw-samples`` with 4 agents, and for every number of agents in ``--agents`` with the first
+acquisition of ``--acquisitions`` and S_raw = 10^4.
 
 Measured at default thread settings (no thread variable set, as users run) and pinned
 (``OMP_NUM_THREADS=1``), each in a fresh process (``--threads`` picks one); the CSV of each goes
@@ -15,6 +16,8 @@ to ``--out`` with ``_default`` or ``_pinned`` added to its name.
 
 Usage:
     python benchmarks/cgp_speed.py --out benchmarks/results/cgp_speed.csv
+    python benchmarks/cgp_speed.py --acquisitions ei --raw-samples 10000 --agents 16 \
+        --out benchmarks/results/cgp_defaults_speed.csv     # the default acquisition, 16 agents
 """
 
 from __future__ import annotations
@@ -110,7 +113,7 @@ def main() -> None:
     args.out = args.out.with_name(f"{args.out.stem}_{args.threads}{args.out.suffix}")
     settings = [(a, r, 4, near) for near in (True, False) for a in args.acquisitions
                 for r in args.raw_samples]
-    settings += [("ucb", 10000, n, True) for n in args.agents if n != 4]
+    settings += [(args.acquisitions[0], 10000, n, True) for n in args.agents if n != 4]
     rows = []
     for acquisition, n_raw, n_agents, near in settings:
         result = measure(acquisition, n_raw, n_agents, args.repeats, near)
