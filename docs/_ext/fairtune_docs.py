@@ -87,6 +87,11 @@ def _document_reexported_constants(app, what, name, obj, options, lines) -> None
         return
     package, _, attr = name.rpartition(".")
     if package == "fairtune" or package.startswith("fairtune."):
+        try:
+            if importlib.util.find_spec(package) is None:
+                return
+        except ImportError:  # a class attribute: autodoc reads its own ``#:`` comment
+            return
         docs = attribute_docs(package, attr)
         if docs:
             lines[:] = docs
