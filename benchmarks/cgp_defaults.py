@@ -52,6 +52,9 @@ docs/benchmarks/cgp_defaults.md):
         styblinski4-high rosenbrock6-low rastrigin3-high --seeds 0 1 \
         --settings "ucb,beta=2" "ucb,beta=1" ei ts --methods board alone GPSampler --light \
         --out benchmarks/results/cgp_defaults_dev.csv.gz
+    python benchmarks/cgp_defaults.py run --families camel2-low camel2-high styblinski4-low \
+        styblinski4-high rosenbrock6-low rastrigin3-high --seeds 0 1 --settings ei \
+        --methods "alone (other seed)" --light --out benchmarks/results/cgp_defaults_dev.csv.gz
     python benchmarks/cgp_defaults.py run --families heldout --seeds $(seq 100 119) \
         --settings defaults --light --out benchmarks/results/cgp_defaults_heldout.csv.gz
     python benchmarks/cgp_defaults.py screen benchmarks/results/cgp_defaults_dev.csv.gz
