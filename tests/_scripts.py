@@ -46,11 +46,13 @@ def _as_a_command(
         optuna.logging.set_verbosity(saved_verbosity)
 
 
-def _run(run: Callable[[], object], argv: list[str], cwd: Path, what: str) -> str:
+def _run(run: Callable[[], object], argv: list[str], cwd: Path, what: str,
+         script: Path | None = None) -> str:
+    """Run ``run`` as a command line; ``script`` None is a documented example (``python -c``)."""
     out, err = io.StringIO(), io.StringIO()
-    with _as_a_command(argv, cwd, out, err, show_warnings=argv[0] == "-c"):
-        if argv[0] != "-c":
-            sys.path.insert(0, str(Path(argv[0]).parent))
+    with _as_a_command(argv, cwd, out, err, show_warnings=script is None):
+        if script is not None:
+            sys.path.insert(0, str(script.parent))
         try:
             run()
         except SystemExit as exit_:
@@ -69,7 +71,7 @@ def run_script(script: Path, *args: str, cwd: Path) -> str:
             output and standard error.
     """
     return _run(lambda: runpy.run_path(str(script), run_name="__main__"),
-                [str(script), *args], cwd, f"{script.name} {' '.join(args)}")
+                [str(script), *args], cwd, f"{script.name} {' '.join(args)}", script)
 
 
 def run_code(code: str, cwd: Path) -> str:

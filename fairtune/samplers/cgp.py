@@ -146,8 +146,8 @@ class CGPSampler(GPSamplerBase):
     Against Optuna's ``GPSampler()`` alone the board was level at 15 trials and below it at 30
     and 60 on the held-out families pooled (150 and 152 of 240 agents, p < 0.001). In no
     family, development or held out, did joining harm more agents by more than noise than a
-    second run alone did. The paper's settings (CGP-UCB, beta = eta = 2, S_raw = 10^5) are one argument away:
-    ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
+    second run alone did. The paper's settings (CGP-UCB, beta = eta = 2, S_raw = 10^5) are one
+    argument away: ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
 
     Example:
         .. code-block:: python
