@@ -24,7 +24,10 @@ Methods (``--methods``):
   ``FairObjective(mitigation=...)`` (``auto`` = the list of all three) tuned by FairBOSampler;
   ``fairbo_threshold_cv3``: the threshold search scored by 3-fold cross-validation of the tuning
   rows (``cv=3``: the pooled out-of-fold predictions of every tuning row) instead of one 30 %
-  validation split.
+  validation split;
+* ``<search>_draw`` (the searches with ``threshold`` or ``reduction``): the same search with
+  every trial scored by one draw of the mitigation's randomized predictions instead of their
+  expectation (``FairObjective``'s default: the probability of predicting 1 per row).
 
 The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
 (``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
@@ -67,13 +70,6 @@ from fairtune.tuning import FairObjective, ReductionClassifier, ThresholdClassif
 
 BOUND = 0.05
 TEST_SIZE = 0.25
-METHODS = (
-    "default", "tpe_accuracy", "threshold_default", "reduction_default", "threshold_tuned",
-    "reduction_tuned", "fairbo", "gp", "fairbo_threshold", "fairbo_reduction",
-    "fairbo_correlation_remover", "fairbo_auto", "fairbo_threshold_cold", "fairbo_reduction_cold",
-    "fairbo_threshold_cv3",
-)
-FAIRLEARN = ("threshold_default", "reduction_default", "threshold_tuned", "reduction_tuned")
 MITIGATION = {
     "fairbo_threshold": "threshold", "fairbo_threshold_cold": "threshold",
     "fairbo_threshold_cv3": "threshold",
@@ -81,6 +77,19 @@ MITIGATION = {
     "fairbo_correlation_remover": "correlation_remover",
     "fairbo_auto": ["threshold", "reduction", "correlation_remover"],
 }
+# The searches whose mitigation predicts at random, each also scored by one draw ("_draw").
+DRAWN = tuple(
+    f"{m}_draw" for m, names in MITIGATION.items() if {"threshold", "reduction"} & set(
+        [names] if isinstance(names, str) else names)
+)
+MITIGATION.update({m: MITIGATION[m.removesuffix("_draw")] for m in DRAWN})
+METHODS = (
+    "default", "tpe_accuracy", "threshold_default", "reduction_default", "threshold_tuned",
+    "reduction_tuned", "fairbo", "gp", "fairbo_threshold", "fairbo_reduction",
+    "fairbo_correlation_remover", "fairbo_auto", "fairbo_threshold_cold", "fairbo_reduction_cold",
+    "fairbo_threshold_cv3", *DRAWN,
+)
+FAIRLEARN = ("threshold_default", "reduction_default", "threshold_tuned", "reduction_tuned")
 FIELDS = [
     "dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap", "test_fair",
     "one_class", "sensitive_at_prediction", "valid_accuracy", "valid_gap", "best_trial",
@@ -189,13 +198,16 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         row["n_trials"] = n_trials
         fitted = _fit(pipeline, objective)
     else:
-        cv = {"cv": 3} if method.endswith("_cv3") else {}
+        cv = {"cv": 3} if "_cv3" in method else {}
         objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method),
                                **cv)
+        # The trials' scores of one draw of the randomized predictions instead of their
+        # expectation (FairObjective's default).
+        objective._score_expected = not method.endswith("_draw")
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        if method != "gp" and not method.endswith("_cold"):
+        if method != "gp" and "_cold" not in method:
             objective.enqueue_defaults(study)
         study.optimize(objective, n_trials=n_trials)
         tuning_seconds = time.perf_counter() - start
@@ -350,7 +362,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         "reduction_default": ("tab:cyan", "o"), "threshold_tuned": ("tab:green", "o"),
         "reduction_tuned": ("tab:olive", "o"), "fairbo": ("tab:red", "^"),
         "gp": ("tab:brown", "^"), "fairbo_threshold": ("tab:purple", "*"),
-        "fairbo_threshold_cv3": ("tab:pink", "*"),
+        "fairbo_threshold_cv3": ("tab:pink", "*"), "fairbo_threshold_draw": ("tab:gray", "*"),
     }
     for ax, ((dataset, model, limit), group) in zip(axes.flat, panels):
         for method, (color, marker) in styles.items():

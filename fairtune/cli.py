@@ -1042,6 +1042,9 @@ def _deployment_lines(trial: Any) -> list[str]:
     used = trial.user_attrs.get(MITIGATION_USED_KEY)
     if used in MITIGATIONS:
         lines.append(f"Mitigation: {used} ({MITIGATIONS[used].implementation}).")
+        if used in ("threshold", "reduction"):
+            lines.append("Its predictions are randomized: the trial's validation values are "
+                         "their expected values.")
     how = trial.user_attrs.get(SENSITIVE_AT_PREDICTION_KEY)
     if how == "no":
         lines.append("Sensitive feature at prediction: not needed.")

@@ -582,7 +582,8 @@ def test_mtkb_hypervolume_and_regret_by_hand() -> None:
 
 
 def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
-    methods = ["default", "threshold_default", "fairbo_threshold", "fairbo_threshold_cv3"]
+    methods = ["default", "threshold_default", "fairbo_threshold", "fairbo_threshold_cv3",
+               "fairbo_threshold_draw"]
     args = ["run", "--datasets", "german", "--models", "xgboost", "--limits",
             "demographic_parity", "--splits", "2", "--n-trials", "2", "--out", "v.csv",
             "--methods", *methods]
@@ -607,7 +608,8 @@ def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
     # A search with a validation split also scores the model it validated; with cv=3 there is
     # none (every tuning row trained some fold's model), only the refit.
     searched = [r for r in rows if r["method"].startswith("fairbo") and r["test_accuracy"]]
-    assert {r["method"] for r in searched} == {"fairbo_threshold", "fairbo_threshold_cv3"}
+    assert {r["method"] for r in searched} == {
+        "fairbo_threshold", "fairbo_threshold_cv3", "fairbo_threshold_draw"}
     for r in searched:
         assert (r["validated_test_accuracy"] == "") == (r["method"] == "fairbo_threshold_cv3")
     summary = _run(tmp_path, "vs_mitigation.py", "summarize", "v.csv", "--plot", "p.png")

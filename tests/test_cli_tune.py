@@ -416,6 +416,8 @@ def test_tune_with_a_mitigation_says_which_and_what_prediction_needs(
         chosen = shown.user_attrs["fairtune:mitigation_used"]
         assert chosen in used
         assert f"Mitigation: {chosen} (fairlearn." in out
+        assert ("validation values are their expected values" in out) == (
+            chosen in ("threshold", "reduction"))
         expected = needs or ("needed, as predict(X, sensitive_features=...)" if chosen == "threshold"
                              else "needed, as the sensitive columns of X")
         assert f"Sensitive feature at prediction: {expected}." in out

@@ -251,11 +251,17 @@ def mitigated_estimator(
     )
 
 
-def _as_sensitive(sensitive_features: Any, X: Any) -> Any:
-    if isinstance(sensitive_features, (pd.Series, pd.DataFrame)):
-        return sensitive_features.to_numpy() if isinstance(
-            sensitive_features, pd.Series) else sensitive_features.reset_index(drop=True)
-    return np.asarray(sensitive_features)
+def _as_sensitive(sensitive_features: Any, X: Any) -> np.ndarray:
+    """One group label per row: the values of a single column, or for several columns one
+    label per combination of values (fairlearn merges such columns the same way), so that the
+    keys of fairlearn's fitted per-group rules are these labels."""
+    values = np.asarray(sensitive_features, dtype=object if isinstance(
+        sensitive_features, pd.DataFrame) else None)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim == 2:
+        values = np.array(["|".join(map(str, row)) for row in values.tolist()], dtype=object)
+    return values
 
 
 class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -373,6 +379,36 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             random_state=self.random_state,
         )).astype(int)
 
+    def predict_proba(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
+        """The probabilities with which :meth:`predict` returns 0 and 1 for each row.
+
+        Each group's rule mixes two thresholds on the estimator's probability (and, for
+        equalized odds, a constant prediction): ``P(1) = p0 [score op0 t0] + p1 [score op1
+        t1]``, then ``(1 - p_ignore) P(1) + p_ignore c``, read from the fitted
+        ``interpolated_thresholder_.interpolation_dict``. Averaging over these probabilities
+        instead of one draw of :meth:`predict` gives the *expected* accuracy and group rates
+        of the randomized predictor (:class:`fairtune.tuning.FairObjective` scores trials so).
+
+        Returns:
+            An array of shape (n_rows, 2).
+
+        Raises:
+            ValueError: If ``sensitive_features`` is missing.
+        """
+        if sensitive_features is None:
+            raise ValueError(_MSG_MISSING_SENSITIVE.format(cls=type(self).__name__))
+        groups = _as_sensitive(sensitive_features, X)
+        scores = self.threshold_optimizer_.estimator_.predict_proba(X)[:, 1]
+        positive = np.zeros(len(scores))
+        for group, rule in self.threshold_optimizer_.interpolated_thresholder_.interpolation_dict.items():
+            rows = groups == group
+            s = scores[rows]
+            p = rule.p0 * rule.operation0(s) + rule.p1 * rule.operation1(s)
+            if "p_ignore" in rule:
+                p = rule.p_ignore * rule.prediction_constant + (1.0 - rule.p_ignore) * p
+            positive[rows] = p
+        return np.column_stack([1.0 - positive, positive])
+
 
 class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """A classifier trained by fairlearn's ExponentiatedGradient reduction (in-processing).
@@ -474,6 +510,28 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self.exponentiated_gradient_.predict(X, random_state=self.random_state)
         ).astype(int)
 
+    def predict_proba(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
+        """The probabilities with which :meth:`predict` returns 0 and 1 for each row.
+
+        The mixture predicts a row with its t-th model with probability ``weights_[t]``, so
+        ``P(1) = sum_t weights_[t] h_t(x)`` over the fitted ``predictors_`` (fairlearn's
+        documented mixture). Averaging over these probabilities instead of one draw of
+        :meth:`predict` gives the *expected* accuracy and group rates of the randomized
+        predictor (:class:`fairtune.tuning.FairObjective` scores trials so).
+
+        Returns:
+            An array of shape (n_rows, 2).
+        """
+        if self.preprocess_ is not None:
+            X = self.preprocess_.transform(X)
+        eg = self.exponentiated_gradient_
+        positive = np.zeros(_n_rows(X))
+        for weight, predictor in zip(np.asarray(eg.weights_), list(eg.predictors_)):
+            if weight > 0:
+                positive += weight * np.asarray(predictor.predict(X), dtype=float)
+        positive = np.clip(positive, 0.0, 1.0)
+        return np.column_stack([1.0 - positive, positive])
+
 
 class _Float64Probabilities(BaseEstimator):
     """A fitted classifier whose ``predict_proba`` returns float64.
@@ -494,6 +552,10 @@ class _Float64Probabilities(BaseEstimator):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         return np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
+
+
+def _n_rows(X: Any) -> int:
+    return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
 def _rows(data: Any, rows: np.ndarray) -> Any:

@@ -166,19 +166,58 @@ def _binary_labels(y: Any) -> np.ndarray:
     return np.asarray(y).astype(float).astype(int)
 
 
+def _expected(
+    y_true: Any, y_pred: np.ndarray, sensitive: Any
+) -> tuple[Any, np.ndarray, Any, np.ndarray | None]:
+    """``(y_true, y_pred, sensitive, sample_weight)`` that score the predictions as they are.
+
+    0/1 predictions are returned unchanged (no weights). Float predictions are a randomized
+    predictor's probabilities of predicting 1: each row then appears twice, predicted 1 with
+    weight p and 0 with weight 1 - p, so that weighted accuracy and weighted group rates are
+    the *expected* accuracy and rates of the randomized predictor (exactly, as their
+    denominators count rows, not predictions), without the noise of one draw.
+    """
+    if not np.issubdtype(np.asarray(y_pred).dtype, np.floating):
+        return y_true, y_pred, sensitive, None
+    p = np.asarray(y_pred, dtype=float)
+    y = np.asarray(y_true)
+    both = np.concatenate([y, y])
+    if isinstance(sensitive, (pd.Series, pd.DataFrame)):
+        twice = pd.concat([sensitive, sensitive], ignore_index=True)
+    else:
+        twice = np.concatenate([np.asarray(sensitive)] * 2)
+    predictions = np.concatenate([np.ones(len(p), dtype=int), np.zeros(len(p), dtype=int)])
+    return both, predictions, twice, np.concatenate([p, 1.0 - p])
+
+
 def _metric_score(
     metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray | None
 ) -> float:
-    """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc."""
+    """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc.
+
+    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) gives the
+    expected accuracy or balanced accuracy (and F1 from the expected counts).
+    """
     from sklearn import metrics
 
+    if metric == "roc_auc":
+        return float(metrics.roc_auc_score(y_true, y_score))
+    y_true, y_pred, _, weight = _expected(y_true, y_pred, np.zeros(len(y_true)))
     if metric == "accuracy":
-        return float(metrics.accuracy_score(y_true, y_pred))
+        return float(metrics.accuracy_score(y_true, y_pred, sample_weight=weight))
     if metric == "balanced_accuracy":
-        return float(metrics.balanced_accuracy_score(y_true, y_pred))
-    if metric == "f1":
-        return float(metrics.f1_score(y_true, y_pred, zero_division=0.0))
-    return float(metrics.roc_auc_score(y_true, y_score))
+        return float(metrics.balanced_accuracy_score(y_true, y_pred, sample_weight=weight))
+    return float(metrics.f1_score(y_true, y_pred, zero_division=0.0, sample_weight=weight))
+
+
+def _fairness_value(name: str, y_true: Any, y_pred: np.ndarray, sensitive: Any) -> float:
+    """Fairness metric ``name`` of 0/1 predictions, or the expected one of probabilities."""
+    from fairtune.fairness import METRICS
+
+    y_true, y_pred, sensitive, weight = _expected(y_true, y_pred, sensitive)
+    return float(METRICS[name].function(
+        y_true, y_pred, sensitive_features=sensitive, sample_weight=weight
+    ))
 
 
 def _out_of_fold_predictions(
@@ -188,18 +227,21 @@ def _out_of_fold_predictions(
     *,
     with_scores: bool,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Pooled out-of-fold 0/1 predictions (and scores): every row of a fold's validation part
-    is predicted by the model that ``fit_predict(fit_rows, valid_rows)`` trained without it.
+    """Pooled out-of-fold 0/1 predictions (or probabilities of 1, see :func:`_expected`) and
+    scores: every row of a fold's validation part is predicted by the model that
+    ``fit_predict(fit_rows, valid_rows)`` trained without it.
 
     The metric and the fairness gaps are then computed once on all the pooled rows, not
     averaged over folds: a gap measured on a few hundred rows of one fold is much noisier.
     Shared by :class:`FairObjective` (``cv=k``) and :class:`fairtune.tuning.FairSearchCV`;
     rows in no validation part keep arbitrary values (callers drop them).
     """
-    y_pred = np.empty(n_rows, dtype=int)
+    y_pred: np.ndarray | None = None
     y_score = np.empty(n_rows) if with_scores else None
     for fit_rows, valid_rows in folds:
         fold_pred, fold_score = fit_predict(fit_rows, valid_rows)
+        if y_pred is None:  # labels, or a randomized predictor's probabilities
+            y_pred = np.zeros(n_rows, dtype=np.asarray(fold_pred).dtype)
         y_pred[valid_rows] = fold_pred
         if y_score is not None:
             y_score[valid_rows] = fold_score
@@ -214,12 +256,19 @@ def _record_validation(
     limits: Sequence[Any],
 ) -> None:
     """Record a trial's validation predictions: the fairness limits as constraints (with the
-    raw metric values), the validation error and the positive rate, overall and per group."""
+    raw metric values), the validation error and the positive rate, overall and per group.
+
+    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) records the
+    expected values (see :func:`_expected`)."""
     if limits:
+        y_both, pred_both, s_both, weight = _expected(y_true, y_pred, sensitive)
         set_fairness_constraints(
-            trial, y_true, y_pred, sensitive_features=sensitive, limits=limits
+            trial, y_both, pred_both, sensitive_features=s_both, sample_weight=weight,
+            limits=limits,
         )
-    trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != np.asarray(y_true))))
+    trial.set_user_attr(
+        VALIDATION_ERROR_KEY, float(np.mean(np.abs(y_pred - np.asarray(y_true))))
+    )
     trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
     groups = _check_groups(sensitive)
     trial.set_user_attr(POSITIVE_RATES_KEY, {
@@ -317,8 +366,12 @@ class FairObjective:
             ``CorrelationRemover`` between the preprocessing and the model (it reads the
             sensitive columns of X, so they must be in X). A list makes the mitigation a
             categorical hyperparameter (``"mitigation"``) that the study chooses. Defaults to
-            None (hyperparameters only). Not with ``metric="roc_auc"`` for the randomized
-            ``"threshold"`` and ``"reduction"``, which predict labels, not scores.
+            None (hyperparameters only). ``"threshold"`` and ``"reduction"`` predict at
+            random for some rows: a trial records the *expected* metric and gaps over those
+            random predictions (from the pipeline's ``predict_proba``, the probability of
+            predicting 1), not those of one draw, whose luck a search over many trials would
+            otherwise select; :meth:`evaluate` scores the deployed model's actual predictions.
+            Not with ``metric="roc_auc"`` for these two, which predict labels, not scores.
         objectives: The multi-objective form: a list of two or more objective names, at most
             one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
             (:data:`fairtune.fairness.METRICS` names or aliases; gaps minimized, the disparate
@@ -450,6 +503,11 @@ class FairObjective:
         # ThresholdOptimizer's thresholds are fitted on this fraction of the training rows,
         # held out from the model (see ThresholdClassifier.holdout).
         self._threshold_holdout = 0.0
+        # A randomized mitigation's trial is scored by its expected predictions (the
+        # probability of predicting 1 per validation row), not by one draw: under equalized
+        # odds most rows are predicted at random, and one draw's noise in the accuracy and
+        # the gaps is what a search over many trials would select on.
+        self._score_expected = True
         self.X_test = self.y_test = self.s_test = None
         if test_size is None:
             self.X_dev, self.y_dev, self.s_dev = X, y, sensitive
@@ -727,11 +785,14 @@ class FairObjective:
             return pipeline.fit(X, y)
 
     def _predict(
-        self, pipeline: Any, X: pd.DataFrame, sensitive: Any
+        self, pipeline: Any, X: pd.DataFrame, sensitive: Any, *, expected: bool = False
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores."""
+        """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores; with
+        ``expected``, a randomized mitigation's probabilities of predicting 1 instead."""
         with limit_training_threads():
             if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+                if expected:
+                    return pipeline.predict_proba(X, sensitive_features=sensitive)[:, 1], None
                 y_pred = np.asarray(pipeline.predict(X, sensitive_features=sensitive))
                 return y_pred.astype(int), None
             y_pred = np.asarray(pipeline.predict(X)).astype(int)
@@ -742,7 +803,9 @@ class FairObjective:
         self, pipeline: Any, fit: tuple[pd.DataFrame, pd.Series, Any],
         X_pred: pd.DataFrame, s_pred: Any,
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        return self._predict(self._fit(pipeline, *fit), X_pred, s_pred)
+        return self._predict(
+            self._fit(pipeline, *fit), X_pred, s_pred, expected=self._score_expected
+        )
 
     def __call__(self, trial: optuna.Trial) -> float:
         study = getattr(trial, "study", None)
@@ -775,23 +838,14 @@ class FairObjective:
         trial.set_user_attr(
             SENSITIVE_AT_PREDICTION_KEY, self.needs_sensitive_features(trial.params) or "no"
         )
-        trial.set_user_attr(VALIDATION_ERROR_KEY, float(np.mean(y_pred != y_true.to_numpy())))
-        trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
-        groups = _check_groups(sensitive)
-        trial.set_user_attr(POSITIVE_RATES_KEY, {
-            _group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
-            for group in pd.unique(groups)
-        })
         if not self.objectives:
             return self._score(y_true, y_pred, y_score)
-        from fairtune.fairness import METRICS
-
         values = []
         for name in self.objectives:
             if name in METRIC_NAMES:
                 values.append(self._score(y_true, y_pred, y_score))
                 continue
-            value = float(METRICS[name].function(y_true, y_pred, sensitive_features=sensitive))
+            value = _fairness_value(name, y_true, y_pred, sensitive)
             trial.set_user_attr(f"fairtune:{name}", value)
             values.append(value)
         return tuple(values)  # type: ignore[return-value]

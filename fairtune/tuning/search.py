@@ -74,6 +74,8 @@ from fairtune.fairness.constraints import (
 from fairtune.tuning.mitigation import (
     MITIGATION_KEY,
     MITIGATION_PARAMS,
+    ReductionClassifier,
+    ThresholdClassifier,
     mitigated_estimator,
     parse_mitigation,
     suggest_mitigation_params,
@@ -233,8 +235,9 @@ def _estimator_has(attr: str) -> Callable[[FairSearchCV], bool]:
             getattr(self.best_estimator_, attr)  # raises AttributeError when it has not
             return True
         if self.mitigation is not None:
-            # ThresholdClassifier and ReductionClassifier predict labels only.
-            return attr == "predict"
+            # ThresholdClassifier and ReductionClassifier predict labels, and the
+            # probabilities with which they predict them.
+            return attr in ("predict", "predict_proba")
         getattr(self.estimator, attr)
         return True
 
@@ -1184,8 +1187,16 @@ class _SearchObjective:
                 )
 
             with limit_training_threads():
-                y_pred = (np.asarray(model.predict(X_valid, **params("predict"))).ravel()
-                          == self.positive).astype(int)
+                if isinstance(model, (ThresholdClassifier, ReductionClassifier)):
+                    # A randomized mitigation is scored by its expected predictions, as
+                    # FairObjective scores it: P(predict returns the positive label).
+                    proba = model.predict_proba(X_valid, **params("predict"))
+                    classes = list(model.classes_)
+                    y_pred = (proba[:, classes.index(self.positive)]
+                              if self.positive in classes else np.zeros(len(proba)))
+                else:
+                    y_pred = (np.asarray(model.predict(X_valid, **params("predict"))).ravel()
+                              == self.positive).astype(int)
                 if with_scores:
                     method = ("predict_proba" if hasattr(model, "predict_proba")
                               else "decision_function")

@@ -78,11 +78,19 @@ def test_the_constraint_is_measured_on_the_mitigated_validation_predictions(miti
     assert trial.user_attrs["fairtune:mitigation_used"] == mitigation
 
     fitted = fit_trial(obj, PARAMS[mitigation], obj.X_train, obj.y_train, obj.s_train)
-    y_pred = predict(fitted, obj.X_valid, obj.s_valid)
-    dsp = demographic_parity_difference(obj.y_valid, y_pred, sensitive_features=obj.s_valid)
+    y = obj.y_valid.to_numpy()
+    if mitigation == "correlation_remover":
+        p = predict(fitted, obj.X_valid, obj.s_valid).astype(float)
+    else:
+        # A randomized predictor is scored by its expected predictions, not one draw.
+        p = fitted.predict_proba(obj.X_valid, sensitive_features=obj.s_valid)[:, 1]
+        assert 0 < np.mean((p > 0) & (p < 1))
+    rates = pd.Series(p).groupby(obj.s_valid.to_numpy()).mean()
+    dsp = rates.max() - rates.min()
     assert trial.user_attrs["fairtune:demographic_parity"] == pytest.approx(dsp)
     assert trial.constraints["demographic_parity"] == pytest.approx(dsp - 0.05)
-    assert trial.value == pytest.approx(float(np.mean(y_pred == obj.y_valid.to_numpy())))
+    assert trial.value == pytest.approx(float(np.mean(y * p + (1 - y) * (1 - p))))
+    assert trial.user_attrs["fairtune:validation_error"] == pytest.approx(1 - trial.value)
 
     # The raw model (no mitigation) is far from fair on these rows: a constraint computed on
     # its predictions would be a different number.
@@ -228,21 +236,24 @@ def test_threshold_holdout_fits_thresholds_on_rows_the_model_did_not_train_on() 
         ThresholdClassifier(LogisticRegression(), holdout=1.5).fit(X[["x1"]], y, sensitive_features=s)
 
 
-def test_cross_validation_passes_each_folds_sensitive_features() -> None:
+def test_cross_validation_scores_each_folds_expected_predictions() -> None:
     obj = FairObjective(biased_data(), linear_model, limits="dsp<=0.05", cv=3,
                         mitigation="threshold")
     study = optuna.create_study(direction="maximize")
     study.enqueue_trial(PARAMS["threshold"])
     study.optimize(obj, n_trials=1)
-    y_pred = np.empty(len(obj.y_dev), dtype=int)
-    for fit_rows, valid_rows in obj._folds:
+    y = obj.y_dev.to_numpy()
+    p = np.full(len(y), np.nan)
+    for fit_rows, valid_rows in obj._folds:  # each fold's own sensitive features
         fitted = fit_trial(obj, PARAMS["threshold"], obj.X_dev.iloc[fit_rows],
                            obj.y_dev.iloc[fit_rows], obj.s_dev.iloc[fit_rows])
-        y_pred[valid_rows] = fitted.predict(obj.X_dev.iloc[valid_rows],
-                                            sensitive_features=obj.s_dev.iloc[valid_rows])
-    assert study.trials[0].user_attrs["fairtune:demographic_parity"] == pytest.approx(
-        demographic_parity_difference(obj.y_dev, y_pred, sensitive_features=obj.s_dev)
-    )
+        p[valid_rows] = fitted.predict_proba(
+            obj.X_dev.iloc[valid_rows], sensitive_features=obj.s_dev.iloc[valid_rows])[:, 1]
+    assert not np.isnan(p).any()
+    rates = pd.Series(p).groupby(obj.s_dev.to_numpy()).mean()
+    trial = study.trials[0]
+    assert trial.user_attrs["fairtune:demographic_parity"] == pytest.approx(rates.max() - rates.min())
+    assert trial.value == pytest.approx(float(np.mean(y * p + (1 - y) * (1 - p))))
 
 
 def test_a_study_refuses_another_mitigation() -> None:
@@ -323,3 +334,80 @@ def test_a_space_without_defaults_enqueues_nothing() -> None:
     study = optuna.create_study(direction="maximize")
     assert obj.default_params() is None and not obj.enqueue_defaults(study)
     assert study.trials == []
+
+
+@pytest.mark.parametrize("limit", ["demographic_parity", "equalized_odds"])
+def test_threshold_probabilities_are_the_mean_of_its_draws(limit: str) -> None:
+    X, y, s = biased_data(n=800)
+    X = X[["x1", "x2"]]
+    constraint = "equalized_odds" if limit == "equalized_odds" else "demographic_parity"
+    model = ThresholdClassifier(LogisticRegression(), constraint=constraint, tolerance=0.02)
+    model.fit(X, y, sensitive_features=s)
+    p = model.predict_proba(X, sensitive_features=s)
+    assert p.shape == (len(y), 2)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # fairlearn's own (private) probability mass function, and the average of many draws.
+    reference = model.threshold_optimizer_._pmf_predict(X, sensitive_features=s.to_numpy())
+    np.testing.assert_allclose(p, reference)
+    draws = np.mean([model.set_params(random_state=r).predict(X, sensitive_features=s)
+                     for r in range(300)], axis=0)
+    assert np.abs(draws - p[:, 1]).mean() < 0.03
+    if limit == "equalized_odds":  # equalized odds randomizes many rows
+        assert np.mean((p[:, 1] > 0) & (p[:, 1] < 1)) > 0.1
+    with pytest.raises(ValueError, match="`sensitive_features` must be given"):
+        model.predict_proba(X)
+
+
+def test_threshold_probabilities_with_intersectional_groups() -> None:
+    X, y, s = biased_data(n=800)
+    X = X[["x1", "x2"]]
+    groups = pd.DataFrame({"group": s, "half": np.where(np.arange(len(s)) % 2, "odd", "even")})
+    model = ThresholdClassifier(LogisticRegression(), tolerance=0.0).fit(
+        X, y, sensitive_features=groups)
+    p = model.predict_proba(X, sensitive_features=groups)[:, 1]
+    labels = groups["group"] + groups["half"]
+    rates = pd.Series(p).groupby(labels.to_numpy()).mean()
+    assert len(rates) == 4 and rates.max() - rates.min() < 0.02  # exact parity on its rows
+    draws = np.mean([model.set_params(random_state=r).predict(X, sensitive_features=groups)
+                     for r in range(200)], axis=0)
+    assert np.abs(draws - p).mean() < 0.03
+
+
+def test_reduction_probabilities_are_the_mixture_of_its_models() -> None:
+    X, y, s = biased_data(n=800)
+    X = X[["x1", "x2"]]
+    model = ReductionClassifier(LogisticRegression(), bound=0.02, max_iter=20).fit(
+        X, y, sensitive_features=s)
+    p = model.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    reference = model.exponentiated_gradient_._pmf_predict(X)
+    np.testing.assert_allclose(p, np.asarray(reference), atol=1e-12)
+    draws = np.mean([model.set_params(random_state=r).predict(X) for r in range(300)], axis=0)
+    assert np.abs(draws - p[:, 1]).mean() < 0.03
+
+
+@pytest.mark.parametrize("mitigation", ["threshold", "reduction"])
+def test_trials_are_scored_by_expected_not_drawn_predictions(mitigation: str) -> None:
+    """The expected score does not depend on the draw's seed; one draw's score does."""
+    obj = objective(mitigation, limits="equalized_odds<=0.05")
+    params = {k: v for k, v in PARAMS[mitigation].items() if k != "threshold_tolerance"}
+    fitted = fit_trial(obj, params, obj.X_train, obj.y_train, obj.s_train)
+    p = fitted.predict_proba(obj.X_valid, sensitive_features=obj.s_valid)[:, 1]
+    y = obj.y_valid.to_numpy()
+    values = {}
+    for expected in (True, False):
+        obj._score_expected = expected
+        study = optuna.create_study(direction="maximize")
+        study.enqueue_trial(params)
+        study.optimize(obj, n_trials=1)
+        values[expected] = study.trials[0]
+    assert values[True].value == pytest.approx(float(np.mean(y * p + (1 - y) * (1 - p))))
+    drawn = predict(fitted, obj.X_valid, obj.s_valid)
+    assert values[False].value == pytest.approx(float(np.mean(drawn == y)))
+    assert values[False].user_attrs["fairtune:equalized_odds"] == pytest.approx(
+        equalized_odds_difference(obj.y_valid, drawn, sensitive_features=obj.s_valid))
+    # The expected equalized-odds gap: the larger of the TPR and FPR gaps of the mean p.
+    frame = pd.DataFrame({"p": p, "y": y, "g": obj.s_valid.to_numpy()})
+    by = frame.groupby(["y", "g"])["p"].mean()
+    gap = max(by[1].max() - by[1].min(), by[0].max() - by[0].min())
+    assert values[True].user_attrs["fairtune:equalized_odds"] == pytest.approx(gap)
