@@ -336,8 +336,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             estimator; the deployed model needs ``predict(X, sensitive_features=...)``) or
             ``"reduction"`` (``ExponentiatedGradient``), or a list of both (the mitigation is
             then a categorical parameter ``"mitigation"``). Labels must then be 0/1 or
-            booleans. (``CorrelationRemover`` is a pipeline step: put it in ``estimator``.)
-            Defaults to None.
+            booleans. Both predict at random for some rows; a trial is scored by the expected
+            metric and gaps over those random predictions (their ``predict_proba``), as
+            :class:`~fairtune.tuning.FairObjective` scores it. (``CorrelationRemover`` is a
+            pipeline step: put it in ``estimator``.) Defaults to None.
         random_state: Seed of the default sampler, of the estimators a fairtune space builds
             and of the mitigations' randomized predictions. Defaults to None (the sampler is
             not seeded; the others use 0).
