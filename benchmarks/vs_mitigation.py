@@ -362,7 +362,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         "reduction_default": ("tab:cyan", "o"), "threshold_tuned": ("tab:green", "o"),
         "reduction_tuned": ("tab:olive", "o"), "fairbo": ("tab:red", "^"),
         "gp": ("tab:brown", "^"), "fairbo_threshold": ("tab:purple", "*"),
-        "fairbo_threshold_cv3": ("tab:pink", "*"), "fairbo_threshold_draw": ("tab:gray", "*"),
+        "fairbo_threshold_cv3": ("tab:pink", "*"),
     }
     for ax, ((dataset, model, limit), group) in zip(axes.flat, panels):
         for method, (color, marker) in styles.items():
