@@ -167,7 +167,7 @@ def _binary_labels(y: Any) -> np.ndarray:
 
 
 def _expected(
-    y_true: Any, y_pred: np.ndarray, sensitive: Any
+    y_true: Any, y_pred: np.ndarray, sensitive: Any = None
 ) -> tuple[Any, np.ndarray, Any, np.ndarray | None]:
     """``(y_true, y_pred, sensitive, sample_weight)`` that score the predictions as they are.
 
@@ -182,7 +182,9 @@ def _expected(
     p = np.asarray(y_pred, dtype=float)
     y = np.asarray(y_true)
     both = np.concatenate([y, y])
-    if isinstance(sensitive, (pd.Series, pd.DataFrame)):
+    if sensitive is None:
+        twice = None
+    elif isinstance(sensitive, (pd.Series, pd.DataFrame)):
         twice = pd.concat([sensitive, sensitive], ignore_index=True)
     else:
         twice = np.concatenate([np.asarray(sensitive)] * 2)
@@ -202,7 +204,7 @@ def _metric_score(
 
     if metric == "roc_auc":
         return float(metrics.roc_auc_score(y_true, y_score))
-    y_true, y_pred, _, weight = _expected(y_true, y_pred, np.zeros(len(y_true)))
+    y_true, y_pred, _, weight = _expected(y_true, y_pred)
     if metric == "accuracy":
         return float(metrics.accuracy_score(y_true, y_pred, sample_weight=weight))
     if metric == "balanced_accuracy":
