@@ -33,9 +33,13 @@ Methods, per (family, seed), on the same agents and noise streams:
   tuning alone differ by chance (the yardstick of "harmed");
 - ``GPSampler``: Optuna's ``GPSampler(seed=...)`` alone, its defaults.
 
-A *setting* is written ``acquisition[,beta=B][,startup=S][,group=G]`` (e.g. ``ei``,
-``ucb,beta=1``, ``ts,startup=5``); what it does not name is CGPSampler's default, and the
-setting ``defaults`` passes nothing but the board, agent and seed. Every run lasts ``--rounds``
+A *setting* is written ``acquisition[,beta=B][,startup=S][,group=G][,eta=E][,quorum=Q][,share]``
+(e.g. ``ei``, ``ucb,beta=1``, ``ei,share,eta=1``; ``share`` is
+``share_without_comparison=True``); what it does not name is CGPSampler's default, and the
+setting ``defaults`` passes nothing but the board, agent and seed. ``eta``, ``quorum``,
+``group`` and ``share`` act only through the board, so a sampler alone ignores them: a
+setting's runs alone are those of the setting without them (``ei,share,eta=1`` is paired with
+``ei`` alone), and ``run`` does not repeat them. Every run lasts ``--rounds``
 trials per agent (startup included) and records every agent's simple regret after each trial,
 so the 15- and 30-trial budgets are prefixes of the 60-trial run. Rows are appended to the CSV
 per (family, seed, method, setting); a run already in the CSV is skipped, so an interrupted
@@ -253,7 +257,8 @@ def objective_of(agents: Agents, n: int, noise_seed: int) -> Callable[[optuna.Tr
 
 
 def parse_setting(setting: str) -> dict[str, Any]:
-    """``"ucb,beta=1,startup=5,group=8"`` -> CGPSampler keyword arguments (``defaults``: none)."""
+    """``"ucb,beta=1,startup=5,group=8,eta=1,quorum=5,share"`` -> CGPSampler keyword arguments
+    (``share``: ``share_without_comparison=True``; ``defaults``: none)."""
     if setting == "defaults":
         return {}
     acquisition, *rest = setting.split(",")
@@ -261,11 +266,15 @@ def parse_setting(setting: str) -> dict[str, Any]:
         raise ValueError(f"a setting starts with ucb, ei or ts, but got setting={setting!r}")
     kwargs: dict[str, Any] = {"acquisition": acquisition}
     names = {"beta": ("beta", float), "startup": ("n_startup_trials", int),
-             "group": ("group_size", int)}
+             "group": ("group_size", int), "eta": ("eta", float), "quorum": ("quorum", int)}
     for item in rest:
+        if item == "share":
+            kwargs["share_without_comparison"] = True
+            continue
         key, _, value = item.partition("=")
         if key not in names:
-            raise ValueError(f"setting items are {sorted(names)}, but got {item!r} in {setting!r}")
+            raise ValueError(f"setting items are {sorted(names)} and share, but got {item!r} in "
+                             f"{setting!r}")
         kwarg, cast = names[key]
         kwargs[kwarg] = cast(value)
     return kwargs
@@ -327,13 +336,28 @@ def done_runs(path: Path) -> set[tuple[str, int, str, str]]:
 BUDGETS = (15, 30, 60)
 
 
+# Items of a setting that only act through the board: a sampler alone ignores them, so runs
+# alone of the setting without them are its runs alone.
+BOARD_ONLY = ("eta", "share", "group", "quorum")
+
+
+def alone_setting(setting: str) -> str:
+    """The setting whose runs alone are ``setting``'s (``"ei,share,eta=1"`` -> ``"ei"``)."""
+    items = setting.split(",")
+    return ",".join([items[0]] + [i for i in items[1:] if i.partition("=")[0] not in BOARD_ONLY])
+
+
 def _paired(df: Any, setting: str, budget: int) -> dict[str, Any]:
     """Per (family, seed, agent): each method's regret at ``budget`` trials."""
     at = df[df["round"] == budget]
     out = {}
     for method in METHODS:
+        mine = setting
+        if method.startswith("alone") and not (
+                (at["method"] == method) & (at["setting"] == setting)).any():
+            mine = alone_setting(setting)
         part = at[(at["method"] == method)
-                  & ((at["setting"] == setting) | (method == "GPSampler"))]
+                  & ((at["setting"] == mine) | (method == "GPSampler"))]
         out[method] = part.set_index(["family", "seed", "agent"])["regret"]
     return out
 
@@ -515,6 +539,8 @@ def main() -> None:
                 for setting in (["-"] if method == "GPSampler" else args.settings):
                     if (family, seed, method, setting) in done:
                         continue
+                    if method.startswith("alone") and alone_setting(setting) != setting:
+                        continue  # the same sampler as alone_setting(setting)'s runs alone
                     t0 = time.perf_counter()
                     rows = run(family, seed, method, setting, args.rounds, light=args.light)
                     _append(args.out, rows, FIELDS)
