@@ -43,6 +43,12 @@ limits). It also reaches the estimator, each fold's share of it:
 A model that needs the groups at prediction time (``ThresholdOptimizer``,
 ``mitigation="threshold"``) needs them again from the caller:
 ``search.predict(X, sensitive_features=A)``.
+
+fairlearn's ``ThresholdOptimizer`` and ``ExponentiatedGradient`` given as ``estimator``
+predict at random for some rows: a trial is scored by one draw of their predictions, made
+reproducible by the ``random_state=`` the search passes to their ``predict`` (the models'
+seed, unless one is routed). ``mitigation=`` wraps them instead and scores the expected
+predictions, which one draw's noise does not move.
 """
 
 from __future__ import annotations
@@ -341,8 +347,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             :class:`~fairtune.tuning.FairObjective` scores it. (``CorrelationRemover`` is a
             pipeline step: put it in ``estimator``.) Defaults to None.
         random_state: Seed of the default sampler, of the estimators a fairtune space builds
-            and of the mitigations' randomized predictions. Defaults to None (the sampler is
-            not seeded; the others use 0).
+            and of the randomized predictions (the mitigations', and those of an estimator
+            whose ``predict`` takes ``random_state``). Defaults to None (the sampler is not
+            seeded; the others use 0).
         n_jobs: Trials run in parallel (Optuna threads; -1: one per CPU). Each model trains on
             :func:`fairtune.tuning.training_threads` threads (one by default). Defaults to 1.
         error_score: The score of a trial whose estimator raises while fitting or scoring, or
@@ -795,7 +802,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self, build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, folds=folds, covered=covered,
             fit_params=fit_all, predict_params=predict_all, limits=limits,
-            mitigation=mitigation,
+            mitigation=mitigation, seed=seed,
         )
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
@@ -1136,6 +1143,16 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
     return ranks
 
 
+def _predict_takes_random_state(model: Any) -> bool:
+    """Whether ``model.predict`` names a ``random_state`` parameter (a randomized predictor)."""
+    import inspect
+
+    try:
+        return "random_state" in inspect.signature(model.predict).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 @dataclass
 class _SearchObjective:
     """The Optuna objective of one ``FairSearchCV.fit``: cross-validate a trial's estimator."""
@@ -1153,6 +1170,7 @@ class _SearchObjective:
     predict_params: dict[str, dict[str, Any]]
     limits: list[FairnessLimit]
     mitigation: list[str]
+    seed: int = 0  # random_state of a randomized predict (fairlearn's) that takes one
 
     def __call__(self, trial: optuna.Trial) -> float:
         from sklearn.utils import _safe_indexing
@@ -1197,7 +1215,13 @@ class _SearchObjective:
                     y_pred = (proba[:, classes.index(self.positive)]
                               if self.positive in classes else np.zeros(len(proba)))
                 else:
-                    y_pred = (np.asarray(model.predict(X_valid, **params("predict"))).ravel()
+                    predict = params("predict")
+                    if "random_state" not in predict and _predict_takes_random_state(model):
+                        # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at
+                        # random from numpy's global generator unless given one: fix it, so
+                        # that a trial is reproducible.
+                        predict["random_state"] = self.seed
+                    y_pred = (np.asarray(model.predict(X_valid, **predict)).ravel()
                               == self.positive).astype(int)
                 if with_scores:
                     method = ("predict_proba" if hasattr(model, "predict_proba")
