@@ -403,12 +403,34 @@ def comparison_table(df: Any, setting: str, families: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def versus_table(df: Any, setting: str, other: str, families: Sequence[str]) -> str:
+    """The board with ``setting`` against the board with ``other``, paired by agent."""
+    lines = [f"| trials | {setting} board mean (median) | {other} board mean (median) | "
+             f"{setting} vs {other} W/T/L (p) |", "|---|---|---|---|"]
+    part = df[df["family"].isin(families) & (df["method"] == "board")]
+    for budget in checkpoints(int(part["round"].max()), BUDGETS):
+        at = part[part["round"] == budget].set_index(["family", "seed", "agent"])
+        mine = at[at["setting"] == setting]["regret"]
+        theirs = at[at["setting"] == other]["regret"]
+        common = mine.index.intersection(theirs.index)
+        if not len(common):
+            continue
+        mine, theirs = mine[common], theirs[common]
+        lines.append(f"| {budget} | {mine.mean():.3f} ({mine.median():.3f}) | "
+                     f"{theirs.mean():.3f} ({theirs.median():.3f}) | "
+                     f"{wins_ties_losses(mine, theirs, sign=-1.0)[1]} |")
+    return "\n".join(lines)
+
+
 def summarize(paths: Sequence[Path], setting: str, plot: Path | None = None,
-              dev_setting: str | None = None) -> str:
+              dev_setting: str | None = None, versus: str | None = None,
+              seeds: Sequence[int] | None = None) -> str:
     """Tables per budget for ``setting`` (``dev_setting`` on the development families, if
     given: the same sampler settings may be named differently there, e.g. ``ei`` before it was
     made the default)."""
     df = _read(paths)
+    if seeds is not None:
+        df = df[df["seed"].isin(list(seeds))]
     out = []
     settings = {}
     for title, families, mine in (("development families", DEV, dev_setting or setting),
@@ -423,6 +445,9 @@ def summarize(paths: Sequence[Path], setting: str, plot: Path | None = None,
         out.append(f"\n{title}, setting {mine!r}, {n_seeds} seeds: all families pooled "
                    "(paired by family, seed and agent; lower is better)")
         out.append(comparison_table(df, mine, present))
+        if versus is not None and mine != versus:
+            out.append(f"\n{title}: the board with {mine!r} against the board with {versus!r}")
+            out.append(versus_table(df, mine, versus, present))
         for level in LEVELS:
             of_level = [f for f in present if FAMILIES[f][3] == level]
             if of_level and len(of_level) < len(present):
@@ -514,11 +539,15 @@ def main() -> None:
     s.add_argument("--dev-setting", default=None,
                    help="the setting on the development families (default: --setting)")
     s.add_argument("--plot", type=Path, default=None)
+    s.add_argument("--versus", default=None,
+                   help="another setting whose board runs to compare the board with")
+    s.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds")
     c = sub.add_parser("screen")
     c.add_argument("csv", type=Path, nargs="+")
     args = parser.parse_args()
     if args.command == "summarize":
-        print(summarize(args.csv, args.setting, args.plot, args.dev_setting))
+        print(summarize(args.csv, args.setting, args.plot, args.dev_setting, args.versus,
+                        args.seeds))
         return
     if args.command == "screen":
         print(screen(args.csv))

@@ -238,3 +238,28 @@ def test_cgp_defaults_agents_share_optimal_values_at_different_designs() -> None
         cgp_defaults.parse_setting("sgd")
     assert cgp_defaults.parse_setting("ucb,beta=1,startup=5,group=8") == {
         "acquisition": "ucb", "beta": 1.0, "n_startup_trials": 5, "group_size": 8}
+    assert cgp_defaults.parse_setting("ei,share,eta=1,quorum=3") == {
+        "acquisition": "ei", "share_without_comparison": True, "eta": 1.0, "quorum": 3}
+    with pytest.raises(ValueError, match="'shared'"):
+        cgp_defaults.parse_setting("ei,shared")
+    # Items that act only through the board do not change a sampler alone.
+    assert cgp_defaults.alone_setting("ei,share,eta=1,startup=5,group=8") == "ei,startup=5"
+    assert cgp_defaults.alone_setting("ucb,beta=1") == "ucb,beta=1"
+
+
+def test_cgp_defaults_pairs_a_board_only_setting_with_the_runs_alone_without_it(
+        tmp_path: Path) -> None:
+    import gzip
+
+    base = ("run", "--families", "camel2-low", "--seeds", "0", "--rounds", "3", "--light",
+            "--out", "d.csv.gz")
+    _run(tmp_path, "cgp_defaults.py", *base, "--settings", "ei,startup=2",
+         "--methods", "board", "alone")
+    out = _run(tmp_path, "cgp_defaults.py", *base, "--settings", "ei,startup=2,share",
+               "--methods", "board", "alone")
+    assert out.count("camel2-low seed 0") == 1  # the board only: its runs alone exist
+    with gzip.open(tmp_path / "d.csv.gz", "rt", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["setting"] for r in rows if r["method"] == "alone"} == {"ei,startup=2"}
+    screen = _run(tmp_path, "cgp_defaults.py", "screen", "d.csv.gz")
+    assert "| ei,startup=2,share | 3 | 1 |" in screen

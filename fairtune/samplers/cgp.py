@@ -178,8 +178,10 @@ class CGPSampler(GPSamplerBase):
         n_raw_samples: S_raw, joint samples drawn at the borrowed designs. Defaults to 10000
             (the paper's: 10^5).
         quorum: S_quorum, the fewest kept samples a borrowed design needs. Defaults to 5.
-        share_without_comparison: Borrow every group member's design, not only the leaders'.
-            Defaults to False.
+        share_without_comparison: Borrow every group member's design, not only the leaders'
+            (whose posted LCB exceeds this agent's kappa); the rejection step still drops the
+            designs the agent's own GP finds implausible. Defaults to False (on held-out
+            families it was level with the default, docs/benchmarks/cgp_defaults.md).
         design_noise: Scale of the Laplace noise on the posted design (encoded units), or None
             for none. Defaults to None.
         n_startup_trials: Designs from the collaborative Latin hypercube before the GP is used.

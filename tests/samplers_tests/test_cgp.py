@@ -102,7 +102,7 @@ def _next_params(sampler: CGPSampler, points: list[tuple[float, float]], center:
 
 def test_leaders_are_the_group_members_whose_lcb_exceeds_kappa() -> None:
     board = Board(optuna.storages.InMemoryStorage(), name="l", seed=0)
-    sampler = CGPSampler(board=board, agent="me", group_size=10)
+    sampler = CGPSampler(board=board, agent="me", group_size=10, share_without_comparison=False)
     space = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
     for name, lcb, x in (("low", 0.5, 0.1), ("equal", 1.0, 0.2), ("high", 1.5, 0.3),
                          ("higher", 3.0, 0.4)):
@@ -179,11 +179,29 @@ def test_with_no_leader_each_acquisition_equals_the_plain_one(acquisition: str) 
         _small(CGPSampler(board=None, agent="me", acquisition=acquisition, seed=2,  # type: ignore[arg-type]
                           n_startup_trials=16)), _GRID, 0.3)
     sampler = _small(CGPSampler(board=board, agent="me", acquisition=acquisition, seed=2,  # type: ignore[arg-type]
-                                n_startup_trials=16))
+                                n_startup_trials=16, share_without_comparison=False))
     together = _next_params(sampler, _GRID, 0.3)
     assert sampler.last_borrowing["leaders"] == []
     assert together == alone
     assert len(board.posts()) == 2  # the agent posted (and the plain run did not need to)
+
+
+def test_sharing_without_comparison_borrows_from_a_member_with_lower_outputs() -> None:
+    # A member whose outputs are offset below this agent's (its LCB under this agent's kappa)
+    # is no leader, and by default shares nothing; share_without_comparison borrows its design.
+    board = Board(optuna.storages.InMemoryStorage(), name="offset", seed=0)
+    space = {"x": optuna.distributions.FloatDistribution(0.0, 1.0),
+             "y": optuna.distributions.FloatDistribution(0.0, 1.0)}
+    board.register("offset", space)
+    board.post("offset", 16, {"x": 0.3, "y": 0.3}, lcb=-1e6, kappa=-1e6)
+    sharing = _small(CGPSampler(board=board, agent="me", seed=2, n_startup_trials=16,
+                                share_without_comparison=True))
+    _next_params(sharing, _GRID, 0.3)
+    assert sharing.last_borrowing["leaders"] == ["offset"]
+    np.testing.assert_allclose(sharing.last_borrowing["borrowed"], [[0.3, 0.3]])
+    default = _small(CGPSampler(board=board, agent="me", seed=2, n_startup_trials=16))
+    _next_params(default, _GRID, 0.3)
+    assert default.last_borrowing["leaders"] == []
 
 
 def test_design_noise_changes_the_post_only() -> None:
