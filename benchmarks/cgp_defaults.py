@@ -127,6 +127,12 @@ def griewank(x: np.ndarray) -> float:
     return float((x**2).sum() / 4000 - np.prod(np.cos(x / np.sqrt(i))) + 1)
 
 
+def powell(x: np.ndarray) -> float:
+    a, b, c, d = x[0::4], x[1::4], x[2::4], x[3::4]
+    return float(((a + 10 * b) ** 2 + 5 * (c - d) ** 2 + (b - 2 * c) ** 4
+                  + 10 * (a - d) ** 4).sum())
+
+
 @dataclass(frozen=True)
 class Function:
     g: Callable[[np.ndarray], float]
@@ -153,6 +159,8 @@ def _function(name: str, dim: int) -> Function:
                         np.array([2.202906, 1.570796, 1.284992, 1.923058, 1.720470]))
     if name == "griewank":
         return Function(griewank, -10 * full, 10 * full, 0 * full)
+    if name == "powell":
+        return Function(powell, -4 * full, 5 * full, 0 * full)
     raise ValueError(f"unknown function {name!r}")
 
 
@@ -175,6 +183,7 @@ FAMILIES: dict[str, tuple[str, int, int, str]] = {
     "hartmann3-high": ("hartmann3", 3, 4, "high"),
     "michalewicz5-low": ("michalewicz", 5, 4, "low"),
     "griewank8-high": ("griewank", 8, 4, "high"),
+    "powell12-low": ("powell", 12, 16, "low"),
 }
 DEV = [f for f in FAMILIES if FAMILIES[f][0] in ("camel", "styblinski", "rosenbrock", "rastrigin")]
 HELDOUT = [f for f in FAMILIES if f not in DEV]
@@ -461,11 +470,11 @@ def summarize(paths: Sequence[Path], setting: str, plot: Path | None = None,
     return "\n".join(out)
 
 
-def screen(paths: Sequence[Path]) -> str:
-    """Every setting on the development families: board and alone at each budget, over the
-    agents that have both."""
+def screen(paths: Sequence[Path], families: Sequence[str] | None = None) -> str:
+    """Every setting on the development families (or ``families``): board and alone at each
+    budget, over the agents that have both."""
     df = _read(paths)
-    df = df[df["family"].isin(DEV)]
+    df = df[df["family"].isin(DEV if families is None else families)]
     lines = ["| setting | trials | (family, seed) runs | board mean | board median | alone mean | "
              "board vs alone W/T/L (p) | board vs GPSampler W/T/L (p) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -544,13 +553,15 @@ def main() -> None:
     s.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds")
     c = sub.add_parser("screen")
     c.add_argument("csv", type=Path, nargs="+")
+    c.add_argument("--families", nargs="+", default=None,
+                   help="only these families (default: the development families)")
     args = parser.parse_args()
     if args.command == "summarize":
         print(summarize(args.csv, args.setting, args.plot, args.dev_setting, args.versus,
                         args.seeds))
         return
     if args.command == "screen":
-        print(screen(args.csv))
+        print(screen(args.csv, args.families))
         return
     families: list[str] = []
     for name in args.families:
