@@ -127,24 +127,22 @@ class CGPSampler(GPSamplerBase):
     own next trial is chosen without noise.
 
     Defaults are chosen for users, not for the paper: CGP-EI (beta = 1 should UCB be chosen),
-    10 startup trials, groups of at most 4, by a study on families of related agents (shifted,
-    rotated and scaled versions of standard test functions other than the paper's, 2-8
-    dimensions, 4-8 agents; docs/benchmarks/cgp_defaults.md). What it measured, in regret per
-    agent against the same agent alone with the same defaults:
+    10 startup trials, groups of at most 4, leaders only, by a study on families of related
+    agents (shifted, rotated and scaled versions of standard test functions other than the
+    paper's, 2-16 dimensions, 4-16 agents; docs/benchmarks/cgp_defaults.md). What it measured,
+    in regret per agent against the same agent alone with the same defaults:
 
-    - at 15 trials per agent (10 of them startup designs) joining neither helps nor harms;
-    - from 30 trials it helped where the agents are alike (optima moved by up to 5% of the
-      domain's width, rotations up to 0.1 rad, output scales within about 10%): on the
-      development families the board was below alone for 24 of 32 agents at 60 trials
-      (p = 0.007); on the held-out Michalewicz-5 mean regret fell from 0.463 to 0.425, but not
-      significantly (43 of 80 agents, p = 0.58);
-    - where they differ more (optima moved by up to 15%, rotations up to 0.5 rad, output scales
-      varying by a factor of about 1.6, offsets) the gain was smaller and not significant
-      (development families: 22 of 32 agents at 60 trials, p = 0.05; held-out Hartmann-3 and
-      Griewank-8: p = 0.31 and 0.43).
+    - with 4 agents (held-out Hartmann-3, Michalewicz-5, Griewank-8; 40 seeds, 480 agents),
+      joining neither helps nor harms at 15 trials per agent (10 of them startup designs); it
+      helps at 60 (below alone for 265 of 480 agents, p = 0.025; mean regret 0.376 against
+      0.397), and at 30 by a margin 40 seeds barely resolve (262 of 480, p = 0.0496);
+    - the gain shows where the agents are alike and the budget gets them near an optimum:
+      none on Griewank-8, where 60 trials leave every method far from it;
+    - with 16 agents (held-out Powell-12, low heterogeneity, 20 seeds) it helps from 15 trials
+      on (below alone for 219, 213 and 185 of 320 agents at 15, 30 and 60 trials).
 
     Against Optuna's ``GPSampler()`` alone the board was level at 15 trials and below it at 30
-    and 60 on the held-out families pooled (150 and 152 of 240 agents, p < 0.001). In no
+    and 60 on the 4-agent held-out families (304 and 291 of 480 agents, p < 0.001). In no
     family, development or held out, did joining harm more agents by more than noise than a
     second run alone did. The paper's settings (CGP-UCB, beta = eta = 2, S_raw = 10^5) are one
     argument away: ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
