@@ -129,7 +129,7 @@ class CGPSampler(GPSamplerBase):
     Defaults are chosen for users, not for the paper: CGP-EI (beta = 1 should UCB be chosen),
     10 startup trials, groups of at most 4, leaders only, by a study on families of related
     agents (shifted, rotated and scaled versions of standard test functions other than the
-    paper's, 2-16 dimensions, 4-16 agents; docs/benchmarks/cgp_defaults.md). What it measured,
+    paper's, 2-20 dimensions, 4-16 agents; docs/benchmarks/cgp_defaults.md). What it measured,
     in regret per agent against the same agent alone with the same defaults:
 
     - with 4 agents (held-out Hartmann-3, Michalewicz-5, Griewank-8; 40 seeds, 480 agents),
@@ -139,7 +139,8 @@ class CGPSampler(GPSamplerBase):
     - the gain shows where the agents are alike and the budget gets them near an optimum:
       none on Griewank-8, where 60 trials leave every method far from it;
     - with 16 agents (held-out Powell-12, low heterogeneity, 20 seeds) it helps from 15 trials
-      on (below alone for 219, 213 and 185 of 320 agents at 15, 30 and 60 trials).
+      on (below alone for 219, 213 and 185 of 320 agents at 15, 30 and 60 trials); with 8
+      dissimilar agents in 20 dimensions (Rosenbrock-20, 6 seeds) the gain was not resolved.
 
     Against Optuna's ``GPSampler()`` alone the board was level at 15 trials and below it at 30
     and 60 on the 4-agent held-out families (304 and 291 of 480 agents, p < 0.001). In no
