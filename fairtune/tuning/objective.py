@@ -107,11 +107,13 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, pd.Series, Any, str]:
     )
 
 
-def _takes_random_state(build: Callable[..., Any]) -> bool:
+def _takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:
     """Whether a space's ``trial -> estimator`` function accepts ``random_state=``.
 
     Decided from the signature, not by calling it and catching ``TypeError``: a TypeError
     raised inside the user's function must surface as it is, not trigger a second call.
+    ``var_keyword=False`` counts only a parameter named ``random_state``, not ``**kwargs``
+    (a ``predict(X, **params)`` that routes its parameters elsewhere does not take it).
     """
     try:
         parameters = inspect.signature(build).parameters.values()
@@ -119,7 +121,7 @@ def _takes_random_state(build: Callable[..., Any]) -> bool:
         return False
     return any(
         p.name == "random_state" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        or p.kind == p.VAR_KEYWORD
+        or var_keyword and p.kind == p.VAR_KEYWORD
         for p in parameters
     )
 

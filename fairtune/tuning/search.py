@@ -1143,16 +1143,6 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
     return ranks
 
 
-def _predict_takes_random_state(model: Any) -> bool:
-    """Whether ``model.predict`` names a ``random_state`` parameter (a randomized predictor)."""
-    import inspect
-
-    try:
-        return "random_state" in inspect.signature(model.predict).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 @dataclass
 class _SearchObjective:
     """The Optuna objective of one ``FairSearchCV.fit``: cross-validate a trial's estimator."""
@@ -1216,7 +1206,8 @@ class _SearchObjective:
                               if self.positive in classes else np.zeros(len(proba)))
                 else:
                     predict = params("predict")
-                    if "random_state" not in predict and _predict_takes_random_state(model):
+                    if "random_state" not in predict and _takes_random_state(model.predict,
+                                                                           var_keyword=False):
                         # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at
                         # random from numpy's global generator unless given one: fix it, so
                         # that a trial is reproducible.
