@@ -73,15 +73,23 @@ def read_text(attrs: Mapping[str, Any], key: str) -> str | None:
     return "".join(attrs[f"{key}:{j}"] for j in range(n_chunks))
 
 
-def write_trial_text(storage: BaseStorage, trial_id: int, key: str, text: str) -> None:
-    """Store ``text`` under the trial system attribute ``key``: chunks ``<key>:<j>``, then their
-    count under ``<key>_chunks``."""
+def trial_text_attrs(key: str, text: str) -> dict[str, Any]:
+    """The trial system attributes that hold ``text`` under ``key`` (chunks ``<key>:<j>``, then
+    their count under ``<key>_chunks``), e.g. for a new trial's template, which the storage writes
+    in one step."""
     chunks = _chunks(text)
-    for j, chunk in enumerate(chunks):
-        storage.set_trial_system_attr(trial_id, f"{key}:{j}", chunk)
+    attrs: dict[str, Any] = {f"{key}:{j}": chunk for j, chunk in enumerate(chunks)}
     # A trial's text may be rewritten shorter than before: the count says which chunks are
     # current (left-over ones of a longer earlier text are ignored).
-    storage.set_trial_system_attr(trial_id, f"{key}_chunks", len(chunks))
+    attrs[f"{key}_chunks"] = len(chunks)
+    return attrs
+
+
+def write_trial_text(storage: BaseStorage, trial_id: int, key: str, text: str) -> None:
+    """Store ``text`` under the trial system attribute ``key`` (see :func:`trial_text_attrs`);
+    the count is written last."""
+    for name, value in trial_text_attrs(key, text).items():
+        storage.set_trial_system_attr(trial_id, name, value)
 
 
 def read_trial_text(attrs: Mapping[str, Any], key: str) -> str | None:

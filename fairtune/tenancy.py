@@ -6,6 +6,7 @@ study. Each such trial carries the user attribute :data:`TENANT_KEY`.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
+
+from fairtune._storage import read_trial_text, trial_text_attrs
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -23,6 +26,9 @@ __all__ = [
 
 TENANT_KEY = "fairtune:tenant"
 """Trial user attribute holding the name of the tenant that evaluates the trial."""
+FINISHED_KEY = "fairtune:finished_at_creation"
+"""Trial system attribute written by :func:`ask` as part of the new trial: which trials of the
+study had finished when it was created (read it with :func:`finished_at_creation`)."""
 # (storage object id, study id) -> the tenant that this process's study.optimize serves.
 _optimizing_for: dict[tuple[int, int], str] = {}
 _optimizing_lock = threading.Lock()
@@ -56,12 +62,44 @@ def ask(
     """
     if not isinstance(tenant, str) or not tenant:
         raise ValueError(f"`tenant` must be a non-empty string, but got tenant={tenant!r}.")
-    template = optuna.trial.create_trial(state=TrialState.RUNNING, user_attrs={TENANT_KEY: tenant})
+    template = optuna.trial.create_trial(
+        state=TrialState.RUNNING,
+        user_attrs={TENANT_KEY: tenant},
+        system_attrs=trial_text_attrs(FINISHED_KEY, json.dumps(_finished_now(study))),
+    )
     trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
     trial = optuna.Trial(study, trial_id)
     for name, distribution in (fixed_distributions or {}).items():
         trial._suggest(name, distribution)
     return trial
+
+
+def _finished_now(study: optuna.Study) -> list[Any]:
+    """``[last, unfinished]``: every trial numbered up to ``last`` has finished, except the
+    numbers in ``unfinished``."""
+    # Count first: a trial created between the two reads is numbered after ``last``, and one that
+    # finishes between them is finished for every later reader too.
+    last = study._storage.get_n_trials(study._study_id) - 1
+    unfinished = study._storage.get_all_trials(
+        study._study_id, deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)
+    )
+    return [last, sorted(t.number for t in unfinished if t.number <= last)]
+
+
+def finished_at_creation(trial: FrozenTrial) -> Callable[[FrozenTrial], bool] | None:
+    """For a trial created by :func:`ask`: whether another trial of the study had finished when
+    ``trial`` was created, as the storage showed it then (None for a trial created otherwise).
+
+    Unlike a comparison of ``datetime_complete`` with ``trial.datetime_start``, this does not
+    depend on when a result written just before reached the storage: every process that reads
+    ``trial`` gets the same answer.
+    """
+    text = read_trial_text(trial.system_attrs, FINISHED_KEY)
+    if text is None:
+        return None
+    last, unfinished = json.loads(text)
+    skip = frozenset(unfinished)
+    return lambda other: other.number <= last and other.number not in skip
 
 
 def optimize(

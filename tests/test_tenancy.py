@@ -5,7 +5,14 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
-from fairtune.tenancy import TENANT_KEY, ask, cumulative_utilities, tenant_of, trials_by_tenant
+from fairtune.tenancy import (
+    TENANT_KEY,
+    ask,
+    cumulative_utilities,
+    finished_at_creation,
+    tenant_of,
+    trials_by_tenant,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -34,6 +41,25 @@ def test_ask_tags_the_trial_before_any_suggest() -> None:
     assert seen == ["alice"]
     study.tell(trial, 1.0)
     assert study.trials[0].user_attrs[TENANT_KEY] == "alice"
+
+
+def test_ask_records_which_trials_had_finished_at_creation() -> None:
+    study = optuna.create_study()
+    study.tell(study.ask(), 1.0)  # 0: complete
+    running = study.ask()  # 1: running
+    study.tell(study.ask(), state=TrialState.FAIL)  # 2: failed
+    study.enqueue_trial({"x": 0.5})  # 3: waiting
+    trial = ask(study, "alice")  # 4
+    study.tell(running, 2.0)  # finishes after trial 4 was created
+    study.tell(study.ask(), 3.0)  # pops and finishes the waiting trial 3
+    later = ask(study, "bob")  # 5
+    assert trial.number == 4
+    finished = finished_at_creation(study.trials[trial.number])
+    assert finished is not None
+    assert [finished(t) for t in study.trials] == [True, False, True, False, False, False]
+    finished_later = finished_at_creation(study.trials[later.number])
+    assert [finished_later(t) for t in study.trials] == [True, True, True, True, False, False]
+    assert finished_at_creation(study.trials[0]) is None  # not created by ask
 
 
 def test_ask_with_fixed_distributions() -> None:

@@ -25,19 +25,24 @@ study's system attributes, one key per tenant ("fairtune:collab:plan:<round>:<te
 values split into chunks). It is a deterministic function of the seed and a snapshot of the
 history that every process sees identically, so that processes computing the same round at the
 same moment produce the same plan (writes are also first-writer-wins: a stored entry is never
-replaced, and every process returns what is stored):
-    cutoff_t = datetime_start of the earliest-numbered trial of round t;
-    data     = every COMPLETE trial with datetime_complete <= cutoff_t (used by the GP and, for
-               tagged trials, for lambda);
-    pending  = every earlier round's point of every tenant that had not finished by the cutoff
-               (still running, finished after it, or not started yet because its tenant is
-               behind), at the point it was or will be assigned: its round's plan entry (model
-               rounds) or its seeded random point (startup rounds). Pending points enter the GP
-               as fantasies at their posterior mean.
-Trials that are running at the time of computing finish after the cutoff, so a later computation
-cannot see more data than an earlier one (on one clock; with machines whose clocks disagree, the
-first-writer-wins rule still keeps every tenant on one stored plan in all but a tiny window).
-One exception: when no trial had finished at the cutoff (round 0 with ``n_startup_rounds=0``),
+replaced, and every process returns what is stored). The round begins with its earliest-numbered
+trial (the anchor):
+    finished = the trials that had finished when the anchor was created. A trial created by
+               :func:`fairtune.tenancy.ask` records them as part of itself (the highest trial
+               number then and the unfinished ones below it), so every process reads the same
+               set, however late a result stamped before that moment reached the storage. For
+               an anchor created otherwise (``study.ask``, ``tenancy.optimize``) it is the trials
+               with datetime_complete <= the anchor's datetime_start (on one clock; a result
+               whose write lags its time stamp, or machines whose clocks disagree, can make two
+               processes see different sets, and first-writer-wins alone then keeps every tenant
+               on one stored plan in all but a tiny window);
+    data     = every finished COMPLETE trial (used by the GP and, for tagged trials, for lambda);
+    pending  = every earlier round's point of every tenant that had not finished (still running,
+               finished later, or not started yet because its tenant is behind), at the point it
+               was or will be assigned: its round's plan entry (model rounds) or its seeded
+               random point (startup rounds). Pending points enter the GP as fantasies at their
+               posterior mean.
+One exception: when no trial had finished at the anchor (round 0 with ``n_startup_rounds=0``),
 the plan uses the trials finished when it is computed, and first-writer-wins alone applies.
 """
 
@@ -46,7 +51,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +75,7 @@ from fairtune.samplers._base import (
     derived_seed,
     name_code,
 )
-from fairtune.tenancy import TENANT_KEY, optimizing_tenant
+from fairtune.tenancy import TENANT_KEY, finished_at_creation, optimizing_tenant
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -470,12 +475,12 @@ class CollaborativeUCBSampler(GPSamplerBase):
     ) -> dict[str, dict[str, Any]]:
         trials = study.get_trials(deepcopy=False, states=None)
         rounds = self._rounds(trials)
-        starts = [
-            t.datetime_start
-            for t in trials
-            if t.number in rounds and rounds[t.number][1] == round_ and t.datetime_start
-        ]
-        cutoff = min(starts) if starts else None
+        in_round = [t for t in trials if t.number in rounds and rounds[t.number][1] == round_]
+        anchor = min(in_round, key=lambda t: t.number, default=None)
+        cutoff: _Cutoff = finished_at_creation(anchor) if anchor is not None else None
+        if cutoff is None:  # a first trial not created by tenancy.ask: by the clock
+            starts = [t.datetime_start for t in in_round if t.datetime_start]
+            cutoff = min(starts) if starts else None
         if cutoff is not None and not any(_usable(t, search_space, cutoff) for t in trials):
             # Nothing had finished when the round began (round 0 without startup rounds): use
             # what has finished by now; first-writer-wins keeps every tenant on one plan.
@@ -499,8 +504,6 @@ class CollaborativeUCBSampler(GPSamplerBase):
         # stored plan entry (or its seeded startup point) when it gets there, so every process
         # computing this round sees the same pending points, however far the others have got.
         slots = {rounds[t.number]: t for t in trials if t.number in rounds}
-        anchor = min((t for t in trials if t.number in rounds and rounds[t.number][1] == round_),
-                     key=lambda t: t.number, default=None)
         pending = []
         for earlier in range(round_):
             for tenant in self._tenants:
@@ -603,8 +606,13 @@ def _n_repeats(Xb: torch.Tensor, X_pending: torch.Tensor | None) -> torch.Tensor
     return count.to(Xb.dtype)
 
 
+# When a round began: which trials had finished, as recorded by its first trial at creation
+# (tenancy.ask), else the first trial's start time, or None for "now".
+_Cutoff = Callable[[FrozenTrial], bool] | datetime | None
+
+
 def _usable(
-    trial: FrozenTrial, search_space: dict[str, BaseDistribution], cutoff: datetime | None
+    trial: FrozenTrial, search_space: dict[str, BaseDistribution], cutoff: _Cutoff
 ) -> bool:
     return (
         _finished_by(trial, cutoff)
@@ -615,9 +623,11 @@ def _usable(
     )
 
 
-def _finished_by(trial: FrozenTrial, cutoff: datetime | None) -> bool:
+def _finished_by(trial: FrozenTrial, cutoff: _Cutoff) -> bool:
     if not trial.state.is_finished():
         return False
+    if callable(cutoff):
+        return cutoff(trial)
     if cutoff is None or trial.datetime_complete is None:
         return True
     return trial.datetime_complete <= cutoff

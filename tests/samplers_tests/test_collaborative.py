@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import logging
@@ -7,6 +8,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -418,6 +420,60 @@ def test_a_round_plan_does_not_depend_on_whether_a_lagging_tenant_has_started() 
     assert after == before
     assert _plans(twin)[2] == _plans(study)[2]
     assert after != c_point
+
+
+def test_a_result_stored_late_does_not_change_a_round_plan() -> None:
+    # Tenant c finishes its round-1 trial just before tenant a creates round 2's first trial,
+    # but c's result reaches the storage after a's new trial (a storage's commit lags the
+    # clock that stamps it). A process that computes round 2 before the result arrives and
+    # one that computes it after must still give the same plan: the round's first trial
+    # records, at creation, which trials had finished.
+    def make() -> optuna.Study:
+        sampler = _small(CollaborativeUCBSampler(tenants=["a", "b", "c"], n_startup_rounds=1,
+                                                 seed=0))
+        return optuna.create_study(direction="maximize", sampler=sampler)
+
+    def value(x: float, y: float) -> float:
+        return -((x - 0.3) ** 2 + (y - 0.6) ** 2)
+
+    def evaluate(study: optuna.Study, tenant: str) -> optuna.Trial:
+        trial = ask(study, tenant)
+        x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
+        study.tell(trial, value(x, y))
+        return trial
+
+    study = make()
+    for tenant in ["a", "b", "c", "a", "b"]:  # round 0 for all, round 1 for a and b
+        evaluate(study, tenant)
+    late = ask(study, "c")  # c's round-1 trial, running
+    late_params = {n: late.suggest_float(n, 0.0, 1.0) for n in ("x", "y")}
+    time.sleep(0.01)
+    first = ask(study, "a")  # round 2 begins while c's result is on its way
+    first.suggest_float("x", 0.0, 1.0)
+    planned = _plans(study)[2]
+
+    # What another process sees once c's result has arrived: stamped before round 2 began.
+    start = study.trials[first.number].datetime_start
+    trials = []
+    for t in study.trials:
+        if t.number == late.number:
+            t = optuna.trial.create_trial(
+                state=TrialState.COMPLETE, value=value(**late_params), params=t.params,
+                distributions=t.distributions, user_attrs=t.user_attrs,
+                system_attrs=t.system_attrs,
+            )
+            t.datetime_start = start - datetime.timedelta(milliseconds=5)
+            t.datetime_complete = start - datetime.timedelta(milliseconds=1)
+        trials.append(t)
+    twin = make()
+    twin.add_trials(trials)
+    for key, stored in _system_attrs(study).items():
+        if not key.startswith(f"{PLAN_KEY_PREFIX}:2:"):
+            twin._storage.set_study_system_attr(twin._study_id, key, stored)
+    trial = ask(twin, "b")
+    params = {n: trial.suggest_float(n, 0.0, 1.0) for n in ("x", "y")}
+    assert _plans(twin)[2] == planned
+    assert params == planned["b"]
 
 
 WORKER = textwrap.dedent(
