@@ -121,6 +121,10 @@ def stored_task_correlation(study: optuna.Study) -> Any:
 
 
 JOURNAL_PREFIX = "journal:"
+# Seconds an SQLite connection waits for another process's write lock before it fails with
+# "database is locked" (sqlite3's default, 5 s, is short for workers and readers of one file on a
+# busy machine).
+SQLITE_BUSY_TIMEOUT = 60.0
 
 
 def open_storage(
@@ -140,6 +144,11 @@ def open_storage(
     default: twice the interval): any other worker of the study fails it when it starts a trial.
     It is then re-run up to ``max_retry`` times with the same parameters (Optuna's
     ``RetryHeartbeatStaleTrialCallback``; None retries without limit, 0 never).
+
+    An SQLite file is opened with a busy timeout of :data:`SQLITE_BUSY_TIMEOUT` seconds, so that
+    a write waits for another process's (a worker's, or a reader's such as ``fairtune report``)
+    instead of failing with "database is locked". Other RDB URLs are returned as they are when
+    there is no heartbeat.
     """
     import optuna
 
@@ -153,8 +162,13 @@ def open_storage(
         if not path:
             raise ValueError(f"A Journal storage URL is journal:<file>, but got {url!r}.")
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+    engine_kwargs = (
+        {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT}} if url.startswith("sqlite") else None
+    )
     if not heartbeat_interval:
-        return url
+        return url if engine_kwargs is None else optuna.storages.RDBStorage(
+            url, engine_kwargs=engine_kwargs
+        )
     with warnings.catch_warnings():
         # Optuna flags heartbeats as experimental; fairtune turns them on by design.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -163,8 +177,8 @@ def open_storage(
             else optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
         )
         return optuna.storages.RDBStorage(
-            url, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
-            heartbeat_stale_trial_callback=callback,
+            url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+            grace_period=grace_period, heartbeat_stale_trial_callback=callback,
         )
 
 

@@ -111,3 +111,17 @@ def test_without_a_heartbeat_no_running_trial_is_touched(tmp_path: Path) -> None
     old = _running_trial(study, seconds_ago=3600)
     assert fail_stale_trials(study) == []
     assert study.trials[old].state == optuna.trial.TrialState.RUNNING
+
+
+@pytest.mark.parametrize("heartbeat", [None, 5])
+def test_sqlite_files_wait_for_another_process_lock(tmp_path: Path, heartbeat: int | None) -> None:
+    from fairtune._storage import SQLITE_BUSY_TIMEOUT, open_storage
+
+    storage = open_storage(f"sqlite:///{tmp_path / 'busy.db'}", heartbeat_interval=heartbeat)
+    assert isinstance(storage, optuna.storages.RDBStorage)
+    assert storage.get_heartbeat_interval() == heartbeat
+    with storage.engine.connect() as connection:  # SQLite's own setting, in milliseconds
+        busy = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
+    assert busy == SQLITE_BUSY_TIMEOUT * 1000 > 5000  # longer than sqlite3's default
+    # Other RDB URLs without a heartbeat are left to Optuna as they are.
+    assert open_storage("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
