@@ -44,7 +44,9 @@ def ask(
     Like ``study.ask()``, but the tag is part of the new trial from its first moment in the
     storage, before any ``suggest_*`` call (Optuna samples relative parameters lazily at the
     first suggest, which is when a tenant-aware sampler reads the tag), and no other process
-    ever sees the trial untagged. Unlike ``study.ask()`` it does not pop enqueued (waiting)
+    ever sees the trial untagged. So is a record of which trials had finished
+    (:data:`FINISHED_KEY`): the processes of a collaborative study read a round's data from the
+    round's first trial, and agree on it however late a result reaches the storage. Unlike ``study.ask()`` it does not pop enqueued (waiting)
     trials: those stay for ``study.ask()`` / ``study.optimize``.
 
     Args:
