@@ -21,7 +21,14 @@ if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
 
 __all__ = [
-    "TENANT_KEY", "ask", "cumulative_utilities", "optimize", "tenant_of", "trials_by_tenant"
+    "FINISHED_KEY",
+    "TENANT_KEY",
+    "ask",
+    "cumulative_utilities",
+    "finished_at_creation",
+    "optimize",
+    "tenant_of",
+    "trials_by_tenant",
 ]
 
 TENANT_KEY = "fairtune:tenant"
