@@ -104,8 +104,9 @@ MITIGATION_PARAMS: dict[str, str] = {
         "equalized_odds only; those are fitted exactly)"
     ),
     "reduction_bound": (
-        "reduction: the constraint's bound that ExponentiatedGradient enforces on the "
-        "training rows, as a fraction of the limit's bound, in [0.1, 1]"
+        "reduction: the bound of the constraint that ExponentiatedGradient enforces on the "
+        "training rows (fairlearn's difference_bound: each group's distance to the overall "
+        "rate), as a fraction of the limit's bound, in [0.1, 1]"
     ),
     "reduction_max_iter": "reduction: ExponentiatedGradient's max_iter, 5-50 (log)",
     "correlation_alpha": "correlation_remover: CorrelationRemover's alpha, in [0, 1]",
@@ -438,6 +439,14 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``"ErrorRateParity"``. Defaults to ``"DemographicParity"``.
         bound: The moment's ``difference_bound`` (or, with ``ratio=True``, ``ratio_bound``).
             Defaults to 0.05.
+        difference: What ``bound`` bounds. ``"to_overall"`` (fairlearn's moments): each
+            group's rate may differ from the overall rate by ``bound``, which lets two groups
+            differ by more: with two groups, by ``bound`` over the larger group's share (0.075
+            for ``bound=0.05`` when one group is two thirds of the rows). ``"between_groups"``:
+            any two groups' rates may differ by ``bound``, as fairtune's limits and fairlearn's
+            ``demographic_parity_difference`` / ``equalized_odds_difference`` measure it; the
+            moment's bound is derived from the training rows' group shares (see
+            ``moment_bound_``). Defaults to ``"to_overall"``.
         ratio: Bound the ratio between the groups' rates instead of the difference. Defaults
             to False.
         max_iter: ExponentiatedGradient's ``max_iter``. Defaults to 50.
@@ -446,6 +455,12 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Attributes:
         preprocess_: The fitted preprocessing steps (None if ``estimator`` is not a pipeline).
         exponentiated_gradient_: The fitted ``fairlearn.reductions.ExponentiatedGradient``.
+        moment_bound_: The bound the fairlearn moment was given: ``bound``, or with
+            ``difference="between_groups"``, ``bound`` times the smallest, over the moment's
+            events (all rows, or each label), of the larger group's share when there are two
+            groups and 1/2 when there are more (the largest gap between two groups that a
+            distance to the overall rate allows is that distance over
+            ``max(1/2, the larger group's share)``).
         classes_: ``[0, 1]``.
     """
 
@@ -457,6 +472,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         *,
         constraint: str = "DemographicParity",
         bound: float = 0.05,
+        difference: Literal["to_overall", "between_groups"] = "to_overall",
         ratio: bool = False,
         max_iter: int = 50,
         random_state: int = 0,
@@ -464,6 +480,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.estimator = estimator
         self.constraint = constraint
         self.bound = bound
+        self.difference = difference
         self.ratio = ratio
         self.max_iter = max_iter
         self.random_state = random_state
@@ -472,7 +489,9 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """Fit the preprocessing, then the reduction around the base estimator.
 
         Raises:
-            ValueError: If ``constraint`` is not one of the supported moments.
+            ValueError: If ``constraint`` is not one of the supported moments, or
+                ``difference`` is not ``"to_overall"`` or ``"between_groups"`` (or is
+                ``"between_groups"`` with ``ratio=True``).
         """
         from fairlearn import reductions
         from sklearn.pipeline import Pipeline
@@ -484,9 +503,23 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"`constraint` must be one of {list(moments)}, but got "
                 f"constraint={self.constraint!r}."
             )
+        if self.difference not in ("to_overall", "between_groups"):
+            raise ValueError(
+                "`difference` must be one of ['to_overall', 'between_groups'], but got "
+                f"difference={self.difference!r}."
+            )
+        if self.difference == "between_groups" and self.ratio:
+            raise ValueError(
+                "`difference='between_groups'` bounds a difference, but got ratio=True."
+            )
         if sensitive_features is None:
             raise ValueError("`sensitive_features` must be given to fit, but got None.")
         y = np.asarray(y).astype(int)
+        groups = _as_sensitive(sensitive_features, X)
+        self.moment_bound_ = float(self.bound) * (
+            _between_groups_factor(self.constraint, y, groups)
+            if self.difference == "between_groups" else 1.0
+        )
         if isinstance(self.estimator, Pipeline) and len(self.estimator.steps) > 1:
             self.preprocess_ = clone(self.estimator[:-1])
             X = self.preprocess_.fit_transform(X, y)
@@ -494,11 +527,12 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         else:
             self.preprocess_ = None
             base = clone(self.estimator)
-        bound = {"ratio_bound": self.bound} if self.ratio else {"difference_bound": self.bound}
+        bound = ({"ratio_bound": self.moment_bound_} if self.ratio
+                 else {"difference_bound": self.moment_bound_})
         moment = getattr(reductions, self.constraint)(**bound)
         self.exponentiated_gradient_ = reductions.ExponentiatedGradient(
             base, moment, max_iter=int(self.max_iter)
-        ).fit(X, y, sensitive_features=_as_sensitive(sensitive_features, X))
+        ).fit(X, y, sensitive_features=groups)
         self.classes_ = np.array([0, 1])
         return self
 
@@ -531,6 +565,31 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 positive += weight * np.asarray(predictor.predict(X), dtype=float)
         positive = np.clip(positive, 0.0, 1.0)
         return np.column_stack([1.0 - positive, positive])
+
+
+# The rows of each event a fairlearn moment compares the groups' rates within.
+_MOMENT_EVENTS = {
+    "DemographicParity": (None,), "ErrorRateParity": (None,), "EqualizedOdds": (0, 1),
+    "TruePositiveRateParity": (1,), "FalsePositiveRateParity": (0,),
+}
+
+
+def _between_groups_factor(constraint: str, y: np.ndarray, groups: np.ndarray) -> float:
+    """The fraction of a between-groups bound to give a fairlearn moment (a bound on each
+    group's distance to the event's overall rate) so that no two groups' rates can differ by
+    more than the between-groups bound on these rows.
+
+    Within an event, rates ``r_g`` with ``sum_g p_g (r_g - r) = 0`` and ``|r_g - r| <= d``
+    can put two groups ``d / max(1/2, their larger share)`` apart, and no further: for two
+    groups ``d`` over the larger share, for more groups up to ``2 d``.
+    """
+    factor = 1.0
+    for label in _MOMENT_EVENTS[constraint]:
+        rows = groups if label is None else groups[y == label]
+        _, counts = np.unique(rows.astype(str), return_counts=True)
+        if len(counts) >= 2:
+            factor = min(factor, counts.max() / counts.sum() if len(counts) == 2 else 0.5)
+    return factor
 
 
 class _Float64Probabilities(BaseEstimator):

@@ -411,3 +411,71 @@ def test_trials_are_scored_by_expected_not_drawn_predictions(mitigation: str) ->
     by = frame.groupby(["y", "g"])["p"].mean()
     gap = max(by[1].max() - by[1].min(), by[0].max() - by[0].min())
     assert values[True].user_attrs["fairtune:equalized_odds"] == pytest.approx(gap)
+
+
+def _unequal_groups(n: int = 1500) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """Biased labels with one group about 70 % of the rows."""
+    rng = np.random.default_rng(0)
+    group = pd.Series(np.where(rng.random(n) < 0.7, "a", "b"))
+    shift = np.where(group == "a", 1.0, -1.0)
+    X = pd.DataFrame({"x1": rng.normal(size=n) + shift, "x2": rng.normal(size=n)})
+    y = pd.Series((X["x1"] + 0.5 * X["x2"] + rng.normal(scale=0.5, size=n) > 0).astype(int))
+    return X, y, group
+
+
+@pytest.mark.parametrize("constraint", ["DemographicParity", "EqualizedOdds"])
+def test_reduction_between_groups_bounds_the_gap_the_limit_measures(constraint: str) -> None:
+    """fairlearn's moment bounds each group's distance to the overall rate, which lets the two
+    groups differ by bound / (larger share); between_groups bounds the difference itself."""
+    X, y, s = _unequal_groups()
+    metric = "dp" if constraint == "DemographicParity" else "eo"
+
+    def expected_gap(model: ReductionClassifier) -> float:
+        frame = pd.DataFrame({"p": model.predict_proba(X)[:, 1], "g": s, "y": y})
+        if metric == "dp":
+            rates = frame.groupby("g")["p"].mean()
+            return float(rates.max() - rates.min())
+        rates = frame.groupby(["y", "g"])["p"].mean()
+        return float(max(rates[0].max() - rates[0].min(), rates[1].max() - rates[1].min()))
+
+    gaps = {}
+    for difference in ("to_overall", "between_groups"):
+        model = ReductionClassifier(LogisticRegression(), constraint=constraint, bound=0.05,
+                                    difference=difference).fit(X, y, sensitive_features=s)
+        gaps[difference] = expected_gap(model)
+    assert gaps["to_overall"] > 0.065  # about 0.05 / 0.7
+    assert gaps["between_groups"] <= 0.055
+
+
+def test_reduction_moment_bound_follows_the_group_shares() -> None:
+    y = np.array([0] * 10 + [1] * 10)
+    X = pd.DataFrame({"x": np.arange(20.0)})
+    two = np.array(["a"] * 6 + ["b"] * 4 + ["a"] * 8 + ["b"] * 2)  # 60 % / 80 % "a" by label
+    three = np.array(["a", "b", "c", "a"] * 5)
+    fitted = {
+        (constraint, len(set(groups))): ReductionClassifier(
+            LogisticRegression(), constraint=constraint, bound=0.1, max_iter=2,
+            difference="between_groups",
+        ).fit(X, y, sensitive_features=groups).moment_bound_
+        for constraint in ("DemographicParity", "EqualizedOdds", "TruePositiveRateParity")
+        for groups in (two, three)
+    }
+    assert fitted[("DemographicParity", 2)] == pytest.approx(0.1 * 14 / 20)
+    assert fitted[("EqualizedOdds", 2)] == pytest.approx(0.1 * 0.6)  # the label with 60 %
+    assert fitted[("TruePositiveRateParity", 2)] == pytest.approx(0.1 * 0.8)
+    assert all(fitted[(c, 3)] == pytest.approx(0.05) for c in (
+        "DemographicParity", "EqualizedOdds", "TruePositiveRateParity"))
+    plain = ReductionClassifier(LogisticRegression(), bound=0.1, max_iter=2).fit(
+        X, y, sensitive_features=two)
+    assert plain.moment_bound_ == 0.1
+    assert plain.exponentiated_gradient_.constraints.eps == 0.1
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"difference": "overall"}, "difference='overall'"),
+    ({"difference": "between_groups", "ratio": True}, "ratio=True"),
+])
+def test_reduction_difference_errors_name_the_argument(kwargs: dict, message: str) -> None:
+    X, y, s = _unequal_groups(100)
+    with pytest.raises(ValueError, match=message):
+        ReductionClassifier(LogisticRegression(), **kwargs).fit(X, y, sensitive_features=s)
