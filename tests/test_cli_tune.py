@@ -515,3 +515,43 @@ def test_a_multi_objective_run_whose_every_trial_failed_exits_1(
     assert main([*_MO, "--objectives", "accuracy,dsp"]) == 1
     err = capsys.readouterr().err
     assert "every trial of this run failed (2 of 2); the first: trial 0 failed: no model today" in err
+
+
+def test_margin_validates_tighter_and_judges_the_test_split_against_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.3",
+            "--margin", "0.25", "--test-size", "0.25", "--n-trials", "3", "--no-progress",
+            "--storage", f"sqlite:///{tmp_path / 'ft.db'}", "--study-name", "s"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert ("Trials validated against demographic_parity<=0.05 (the limits less a margin of "
+            "0.25); the test split is judged against demographic_parity<=0.3.") in out
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
+    assert study.user_attrs["fairtune:limits"] == ["demographic_parity<=0.05"]
+    for t in study.trials:
+        gap = t.user_attrs["fairtune:demographic_parity"]
+        assert t.constraints["demographic_parity"] == pytest.approx(gap - 0.05)
+    # Each test line's verdict is the limit's (0.3), not the validation's (0.05).
+    for line in (l for l in out.splitlines() if l.startswith("Test split")):
+        gap = float(re.search(r"demographic_parity ([0-9.]+)", line).group(1))
+        assert line.endswith(
+            "meets every limit." if gap <= 0.3 else "violates demographic_parity<=0.3.")
+    # Another margin is another setup: refused, naming the flags.
+    assert main([*args[:-4], "--margin", "0.2", *args[-4:]]) == 2
+    err = capsys.readouterr().err
+    assert "was tuned with --limit (less --margin) 'demographic_parity<=0.05'" in err
+    assert "'demographic_parity<=0.1'" in err
+
+
+@pytest.mark.parametrize(("margin", "needle"), [
+    ("0.3", "--margin must leave room under the limit demographic_parity<=0.3"),
+    ("-0.1", "--margin must be a number in [0, 1), but got --margin -0.1"),
+])
+def test_bad_margin_is_a_one_line_error(
+    margin: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.3",
+                 "--margin", margin, "--n-trials", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import numpy as np
 import optuna
@@ -479,3 +480,41 @@ def test_reduction_difference_errors_name_the_argument(kwargs: dict, message: st
     X, y, s = _unequal_groups(100)
     with pytest.raises(ValueError, match=message):
         ReductionClassifier(LogisticRegression(), **kwargs).fit(X, y, sensitive_features=s)
+
+
+def test_margin_tightens_validation_and_the_mitigation_but_not_the_verdict() -> None:
+    plain = objective(None, limits="demographic_parity<=0.5")
+    fitted = plain.make_pipeline(optuna.trial.FixedTrial({"C": 1.0})).fit(
+        plain.X_dev, plain.y_dev)
+    gap = plain.evaluate(fitted)["demographic_parity"]
+    assert gap > 0.1  # the unmitigated model is unfair on these rows
+    # A limit just above the test gap, validated with a margin that puts it below.
+    limit = f"demographic_parity<={round(gap + 0.02, 3)}"
+    obj = objective(None, limits=limit, margin=0.04)
+    assert obj.tuning_limits[0].bound == pytest.approx(round(gap + 0.02, 3) - 0.04)
+    assert obj.setup["fairtune:limits"] == [str(obj.tuning_limits[0])]
+    assert obj.evaluate(fitted)["fair"] is True  # judged against the limit itself
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial({"C": 1.0})
+    study.optimize(obj, n_trials=1)
+    trial = study.trials[0]
+    valid_gap = trial.user_attrs["fairtune:demographic_parity"]
+    assert trial.constraints["demographic_parity"] == pytest.approx(
+        valid_gap - obj.tuning_limits[0].bound)
+    # The mitigation aims at the tightened bound.
+    threshold = objective("threshold", limits="demographic_parity<=0.05", margin=0.01)
+    pipeline = threshold.make_pipeline(optuna.trial.FixedTrial(
+        {"C": 1.0, "threshold_tolerance": 1.0}))
+    assert pipeline.tolerance == pytest.approx(0.04)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"margin": -0.01}, "`margin` must be a number in [0, 1), but got margin=-0.01"),
+    ({"margin": "0.01"}, "but got margin='0.01'"),
+    ({"margin": 0.05}, "`margin` must leave room under the limit demographic_parity<=0.05"),
+    ({"margin": 0.01, "limits": None, "objectives": ["accuracy", "demographic_parity"]},
+     "`margin` tightens the fairness limits, so `limits` must be given with it"),
+])
+def test_bad_margin_names_the_argument(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        objective(None, **kwargs)
