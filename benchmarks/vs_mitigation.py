@@ -369,17 +369,19 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
     panels = list(frame.groupby(["dataset", "model", "limit"], sort=False))
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4.8 * nrows + 0.6),
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4.8 * nrows + 0.9),
                              squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    # The fairlearn baselines (circles), the searches without mitigation (triangles) and
-    # fairtune's threshold search (stars); one point per split.
+    # The fairlearn baselines (circles; squares: the reduction bounded between the groups),
+    # the searches without mitigation (triangles) and fairtune's threshold searches (stars);
+    # one point per split.
     styles = {
         "default": ("tab:gray", "o"), "threshold_default": ("tab:blue", "o"),
         "reduction_default": ("tab:cyan", "o"), "threshold_tuned": ("tab:green", "o"),
         "reduction_tuned": ("tab:olive", "o"), "fairbo": ("tab:red", "^"),
-        "gp": ("tab:brown", "^"), "fairbo_threshold": ("tab:purple", "*"),
+        "reduction_default_between": ("tab:cyan", "s"), "gp": ("tab:brown", "^"),
+        "fairbo_threshold": ("tab:purple", "*"), "fairbo_threshold_margin": ("tab:orange", "*"),
         "fairbo_threshold_cv3": ("tab:pink", "*"),
     }
     for ax, ((dataset, model, limit), group) in zip(axes.flat, panels):
@@ -393,8 +395,8 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
         ax.set_ylabel("test accuracy")
         ax.set_title(f"{dataset}, {model}, {limit}: {group['split'].nunique()} splits", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
-    fig.tight_layout(rect=(0, 0.6 / (4.8 * nrows + 0.6), 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
+    fig.tight_layout(rect=(0, 0.9 / (4.8 * nrows + 0.9), 1, 1))
     fig.savefig(path, dpi=110)
     print(f"\nplot written to {path}")
 
