@@ -139,7 +139,7 @@ _SETUP_FLAGS = {
     "fairtune:dataset": "--dataset",
     "fairtune:model": "--model",
     "fairtune:metric": "--metric",
-    "fairtune:limits": "--limit (less --margin)",
+    "fairtune:limits": "--limit",
     "fairtune:validation": "--cv, --test-size and --seed",
     "fairtune:mitigation": "--mitigation",
 }
@@ -428,10 +428,12 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             def show(value: Any) -> str:
                 return ", ".join(value) or "none" if isinstance(value, list) else str(value)
 
+            validated = (" (the limits the trials are validated against: --limit less "
+                         "--margin)" if key == "fairtune:limits" else "")
             raise _UsageError(
                 f"study {name!r} in the storage was tuned with {flag} {show(stored)!r}, but this "
-                f"run asks for {show(wanted)!r}; use the same {flag} as before or another "
-                "--study-name."
+                f"run asks for {show(wanted)!r}{validated}; use the same {flag} as before or "
+                "another --study-name."
             )
         objective.record_setup(study)
         # A resumed study continues the sampler's random stream instead of replaying it.

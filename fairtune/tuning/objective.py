@@ -989,7 +989,7 @@ def _tightened(limits: list[Any], margin: Any) -> list[Any]:
     tightened = []
     for limit in limits:
         bound = limit.bound - margin if limit.sense == "upper" else limit.bound + margin
-        if not (0.0 <= bound <= 1.0) or (margin and limit.sense == "upper" and bound <= 0.0):
+        if margin and (bound <= 0.0 if limit.sense == "upper" else bound > 1.0):
             raise ValueError(
                 f"`margin` must leave room under the limit {limit}: the tightened bound would "
                 f"be {bound:g}, but got margin={margin!r}."
