@@ -43,7 +43,8 @@ without that first trial, and ``gp`` is Optuna's sampler as a user runs it, with
 The fairtune methods with a validation split also record the model the study validated
 (``refit_best(on="training")``, columns ``validated_*``) next to the refit on all tuning rows.
 
-Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended; ``timing``
+Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended; ``headline``
+prints one row per dataset, model and limit, the table of the README; ``timing``
 shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
 and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
@@ -51,6 +52,7 @@ and with ``OMP_NUM_THREADS=1``, each in a fresh process):
         --out benchmarks/results/vs_mitigation.csv
     python benchmarks/vs_mitigation.py summarize benchmarks/results/vs_mitigation.csv \\
         --plot docs/images/vs_mitigation.png
+    python benchmarks/vs_mitigation.py headline benchmarks/results/vs_mitigation.csv
     python benchmarks/vs_mitigation.py timing --datasets compas german --n-trials 50
 """
 
@@ -360,6 +362,50 @@ def summarize(args: argparse.Namespace) -> None:
         _plot(frame, args.plot)
 
 
+_NAMES = {"compas": "COMPAS", "adult": "Adult", "german": "German credit",
+          "xgboost": "XGBoost", "random_forest": "random forest"}
+
+
+def headline(args: argparse.Namespace) -> None:
+    """One row per dataset, model and limit: the search without mitigation, the threshold
+    search (``--fairtune``) with and without the margin, the most accurate fairlearn baseline
+    and the one that meets the limit on test most often, each as mean test accuracy (splits
+    fair on test), with the search's wins / ties / losses against the two baselines."""
+    frame = _load(args.paths)
+    best = args.fairtune
+    n_splits = frame["split"].nunique()
+    print(f"| data, model, limit | FairBO, no mitigation | FairBO + {best.removeprefix('fairbo_')} "
+          f"| the same, margin {MARGIN:g} | most accurate fairlearn baseline | "
+          f"{best} against it | fairlearn baseline fair on test most often | {best} against it |")
+    print("|---|---:|---:|---:|---|---|---|---|")
+    for (dataset, model, limit), group in frame.groupby(["dataset", "model", "limit"], sort=False):
+        by = {m: g.set_index("split") for m, g in group.groupby("method")}
+        if best not in by:
+            continue
+
+        def cell(method: str) -> str:
+            if method not in by:
+                return "-"
+            g = by[method]
+            return (f"{g['test_accuracy'].mean():.3f} ({int((g['test_gap'] <= BOUND).sum())} "
+                    f"/ {len(g)})")
+
+        baselines = [m for m in FAIRLEARN if m in by]
+        accurate = max(baselines, key=lambda m: by[m]["test_accuracy"].mean())
+        fair = max(baselines, key=lambda m: ((by[m]["test_gap"] <= BOUND).sum(),
+                                             by[m]["test_accuracy"].mean()))
+        versus = [wins_ties_losses(by[best]["test_accuracy"], by[m]["test_accuracy"])[1]
+                  for m in (accurate, fair)]
+        print(f"| {_NAMES.get(dataset, dataset)}, {_NAMES.get(model, model)}, "
+              f"{limit.replace('_', ' ')} | "
+              f"{cell('fairbo')} | {cell(best)} | {cell(f'{best}_margin')} | "
+              f"{accurate}: {cell(accurate)} | {versus[0]} | {fair}: {cell(fair)} | "
+              f"{versus[1]} |")
+    print(f"\nMean test accuracy (splits of {n_splits} where the model meets "
+          f"the limit of {BOUND:g} on the test split); wins / ties / losses: test accuracy split by "
+          "split, two-sided sign test.")
+
+
 def _plot(frame: pd.DataFrame, path: str) -> None:
     import matplotlib
 
@@ -478,7 +524,7 @@ def timing(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "summarize", "timing"])
+    parser.add_argument("command", choices=["run", "summarize", "headline", "timing"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["compas", "adult", "german"])
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
@@ -503,6 +549,9 @@ def main() -> None:
         run(args)
     elif args.command == "timing":
         timing(args)
+    elif args.command == "headline":
+        args.paths = args.paths or [args.out]
+        headline(args)
     else:
         args.paths = args.paths or [args.out]
         summarize(args)
