@@ -95,6 +95,7 @@ from fairtune.tuning.objective import (
     _out_of_fold_predictions,
     _record_validation,
     _takes_random_state,
+    _tightened,
 )
 from fairtune.tuning.threads import limit_training_threads
 
@@ -356,12 +357,19 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``"raise"`` to stop the search with that error. Defaults to ``np.nan``.
         callbacks: Optuna callbacks ``f(study, frozen_trial)`` called after every trial, e.g.
             :class:`fairtune.fairness.FairnessCallback`. Defaults to None.
+        margin: Hold every trial to the limits tightened by ``margin`` (an upper bound
+            lowered, a disparate-impact ratio raised), and aim the mitigation there, so that
+            the chosen model meets the limits themselves on new data more often: a model at
+            the bound on its out-of-fold predictions lands above or below it on new rows about
+            equally often. The study, ``cv_results_["fair"]`` and the error when no trial is
+            fair use the tightened limits. Defaults to 0.
 
     Raises:
         ValueError: From ``fit``, naming the argument and what it received, on an unknown
             parameter name or a value of ``param_distributions`` that is not an Optuna
             distribution, unparsable limits or a limit that cannot bind, missing or invalid
-            ``sensitive_features``, labels that are not binary; and when no trial is fair
+            ``sensitive_features``, labels that are not binary, a ``margin`` outside [0, 1) or
+            one that leaves no room under a limit; and when no trial is fair
             (with ``refit=True``) or every trial failed.
 
     Attributes:
@@ -371,7 +379,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``std_test_score``, ``rank_test_score``, ``mean_fit_time``, ``std_fit_time``,
             ``mean_score_time``, ``std_score_time``, one column per limited fairness metric
             (e.g. ``demographic_parity``, on the pooled out-of-fold predictions), ``fair``
-            (every limit met) and ``trial_number``.
+            (every limit, tightened by ``margin``, met) and ``trial_number``.
         best_trial_: The best fair trial (an Optuna ``FrozenTrial``).
         best_index_: Its row in ``cv_results_``.
         best_params_: Its parameters (with the mitigation's settings, if any).
@@ -402,6 +410,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         n_jobs: int = 1,
         error_score: float | str = np.nan,
         callbacks: Sequence[Callable[..., Any]] | None = None,
+        margin: float = 0.0,
     ) -> None:
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -418,6 +427,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.error_score = error_score
         self.callbacks = callbacks
+        self.margin = margin
 
     # ------------------------------------------------------------------ validation
 
@@ -745,7 +755,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
         self._check_options()
-        limits = self._check_limits()
+        limits = _tightened(self._check_limits(), self.margin)
         if y is not None and np.asarray(y).dtype.kind == "f":
             assert_all_finite(y, input_name="y")  # before type_of_target casts inf to int
         check_classification_targets(y)
@@ -982,6 +992,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         from optuna.trial import TrialState
 
         text = ", ".join(str(limit) for limit in limits)
+        if self.margin:
+            text += f" (the given limits less `margin`={self.margin:g})"
         completed = [t for t in trials if t.state == TrialState.COMPLETE]
 
         def excess(t: optuna.trial.FrozenTrial) -> float:

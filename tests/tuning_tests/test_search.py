@@ -260,6 +260,33 @@ def test_threshold_mitigation_wraps_every_trial_and_needs_the_groups_to_predict(
     assert model.score(X, y, sensitive_features=group) == pytest.approx(np.mean(y_pred == y))
 
 
+def test_margin_holds_the_trials_to_the_tightened_limit_and_aims_the_threshold_there() -> None:
+    X, y, group = biased_data(300)
+    model = search(cv=2, n_trials=5, mitigation="threshold", margin=0.02).fit(
+        X, y, sensitive_features=group
+    )
+    assert model.study_.user_attrs["fairtune:limits"] == ["demographic_parity<=0.03"]
+    gaps = model.cv_results_["demographic_parity"]
+    np.testing.assert_array_equal(model.cv_results_["fair"], gaps <= 0.03)
+    for trial in model.study_.trials:
+        assert trial.constraints["demographic_parity"] == pytest.approx(
+            trial.user_attrs["fairtune:demographic_parity"] - 0.03
+        )
+    assert model.cv_results_["demographic_parity"][model.best_index_] <= 0.03
+    # ThresholdOptimizer's tolerance is the tuned fraction of the tightened bound.
+    fraction = model.best_params_["threshold_tolerance"]
+    assert model.best_estimator_.tolerance == pytest.approx(fraction * 0.03)
+
+
+def test_no_fair_trial_under_a_margin_names_the_tightened_limit_and_the_margin() -> None:
+    X, y, group = biased_data(300)
+    model = search(params={"C": FloatDistribution(0.5, 10.0)}, n_trials=2, cv=2,
+                   margin=0.049)
+    with pytest.raises(ValueError, match=r"No trial meets the fairness limit "
+                       r"demographic_parity<=0.001 \(the given limits less `margin`=0.049\)"):
+        model.fit(X, y, sensitive_features=group)
+
+
 # ---------------------------------------------------------------- sensitive features and routing
 
 
@@ -382,6 +409,8 @@ def test_routing_passes_the_groups_where_the_estimator_requests_them() -> None:
          r"but got scoring='precision'"),
         ({"n_trials": 0}, r"`n_trials` must be None or an integer >= 1, but got n_trials=0"),
         ({"n_trials": None}, r"`n_trials` or `timeout` must be given"),
+        ({"margin": 1.5}, r"`margin` must be a number in \[0, 1\), but got margin=1.5"),
+        ({"margin": 0.05}, r"`margin` must leave room under the limit demographic_parity<=0.05"),
         ({"error_score": "skip"}, r"`error_score` must be a number or 'raise', but got "
                                   r"error_score='skip'"),
         ({"mitigation": "correlation_remover"},
