@@ -92,13 +92,15 @@ DRAWN = tuple(
 )
 MITIGATION.update({m: MITIGATION[m.removesuffix("_draw")] for m in DRAWN})
 MITIGATION["fairbo_threshold_margin"] = "threshold"
+MITIGATION["fairbo_threshold_holdout"] = "threshold"
+HOLDOUT = 0.3  # fairbo_threshold_holdout fits the thresholds on this fraction of the rows
 MARGIN = 0.01  # fairbo_threshold_margin validates against BOUND - MARGIN
 METHODS = (
     "default", "tpe_accuracy", "threshold_default", "reduction_default",
     "reduction_default_between", "threshold_tuned", "reduction_tuned", "reduction_tuned_between",
     "fairbo", "gp", "fairbo_threshold", "fairbo_reduction", "fairbo_correlation_remover",
     "fairbo_auto", "fairbo_threshold_margin", "fairbo_threshold_cold", "fairbo_reduction_cold",
-    "fairbo_threshold_cv3", *DRAWN,
+    "fairbo_threshold_cv3", "fairbo_threshold_holdout", *DRAWN,
 )
 FAIRLEARN = ("threshold_default", "reduction_default", "reduction_default_between",
              "threshold_tuned", "reduction_tuned", "reduction_tuned_between")
@@ -224,6 +226,8 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         # The trials' scores of one draw of the randomized predictions instead of their
         # expectation (FairObjective's default).
         objective._score_expected = not method.endswith("_draw")
+        if "_holdout" in method:  # the thresholds fitted on rows the model did not train on
+            objective._threshold_holdout = HOLDOUT
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)

@@ -136,7 +136,7 @@ _FLAGS = {
 }
 # The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
 _SETUP_FLAGS = {
-    "fairtune:dataset": "--dataset",
+    "fairtune:dataset": "--dataset (and --hide-sensitive)",
     "fairtune:model": "--model",
     "fairtune:metric": "--metric",
     "fairtune:limits": "--limit",
@@ -261,6 +261,14 @@ def _add_tune_parser(subparsers: Any) -> None:
              "three); default none",
     )
     parser.add_argument(
+        "--hide-sensitive", action="store_true",
+        help="keep the sensitive feature out of the model's inputs (it still measures the "
+             "limits); with --mitigation reduction, or none, the deployed model then needs no "
+             "sensitive feature at prediction; threshold still needs each row's group, and "
+             "correlation_remover (which decorrelates the inputs from the sensitive columns) "
+             "does not apply, so auto chooses between threshold and reduction",
+    )
+    parser.add_argument(
         "--margin", type=float, default=0.0, metavar="M",
         help="validate the trials against the limits tightened by M (e.g. 0.01: "
              "demographic_parity<=0.04 for a limit of 0.05), so that the chosen model keeps "
@@ -311,10 +319,19 @@ def _mitigation_names() -> tuple[str, ...]:
 
 
 def _mitigation(args: argparse.Namespace) -> Any:
-    """``--mitigation`` as FairObjective's ``mitigation``: ``auto`` is the list of all."""
-    if getattr(args, "mitigation", None) == "auto":
-        return list(_mitigation_names())
-    return getattr(args, "mitigation", None)
+    """``--mitigation`` as FairObjective's ``mitigation``: ``auto`` is the list of all (of
+    those that apply to a model without the sensitive inputs, with ``--hide-sensitive``)."""
+    mitigation = getattr(args, "mitigation", None)
+    hidden = getattr(args, "hide_sensitive", False)
+    if mitigation == "auto":
+        return [m for m in _mitigation_names() if not (hidden and m == "correlation_remover")]
+    if hidden and mitigation == "correlation_remover":
+        raise _UsageError(
+            "--mitigation correlation_remover decorrelates the model's inputs from the "
+            "sensitive columns, which --hide-sensitive removes from them: use one without the "
+            "other (or --mitigation reduction, which needs no sensitive input)."
+        )
+    return mitigation
 
 
 def _metric_names() -> tuple[str, ...]:
@@ -406,7 +423,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                 args.dataset, args.model, limits=limits, metric=args.metric or "accuracy",
                 cv=args.cv,
                 test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
-                margin=args.margin,
+                margin=args.margin, use_sensitive_feature=not args.hide_sensitive,
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None
@@ -526,6 +543,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
                 args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
                 limits=args.limit or None, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
+                use_sensitive_feature=not args.hide_sensitive,
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None

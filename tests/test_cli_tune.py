@@ -74,8 +74,9 @@ def test_resuming_with_another_setup_is_refused_naming_the_flag_and_both_values(
         args[len(args) - 1 - args[::-1].index(old)] = new
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert f"was tuned with {flag} {shown[0]}, but this run asks for {shown[1]}" in err
-    assert f"use the same {flag} as before" in err
+    named = "--dataset (and --hide-sensitive)" if flag == "--dataset" else flag
+    assert f"was tuned with {named} {shown[0]}, but this run asks for {shown[1]}" in err
+    assert f"use the same {named} as before" in err
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
     assert len(study.trials) == 1  # nothing was added under the other setup
     assert study.user_attrs["fairtune:limits"] == [
@@ -556,3 +557,55 @@ def test_bad_margin_is_a_one_line_error(
                  "--margin", margin, "--n-trials", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_hide_sensitive_keeps_the_group_out_of_the_inputs_and_auto_drops_correlation_remover(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'ft.db'}"
+    argv = ["tune", "--dataset", "german", "--model", "random_forest", "--limit",
+            "demographic_parity<=0.3", "--n-trials", "2", "--seed", "0", "--no-progress",
+            "--storage", storage, "--study-name", "s", "--test-size", "0.2"]
+    assert main([*argv, "--mitigation", "auto", "--hide-sensitive"]) == 0
+    out = capsys.readouterr().out
+    assert "Mitigation  threshold, reduction" in out
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert study.user_attrs["fairtune:dataset"] == "german (sensitive: sex, hidden from the model)"
+    best = study.best_trial  # the loose limit holds for the first trials
+    chosen = best.user_attrs["fairtune:mitigation_used"]
+    expected = ("needed, as predict(X, sensitive_features=...)" if chosen == "threshold"
+                else "not needed")
+    assert f"Sensitive feature at prediction: {expected}." in out
+    # A resume that shows the model the group is another setup.
+    assert main([*argv, "--mitigation", "auto"]) == 2
+    err = capsys.readouterr().err
+    assert ("was tuned with --dataset (and --hide-sensitive) 'german (sensitive: sex, hidden "
+            "from the model)', but this run asks for 'german (sensitive: sex)'") in err
+
+
+def test_hide_sensitive_with_reduction_deploys_a_model_that_needs_no_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["tune", "--dataset", "german", "--model", "linear", "--limit",
+            "demographic_parity<=0.3", "--n-trials", "1", "--no-progress", "--test-size", "0.2",
+            "--mitigation", "reduction", "--hide-sensitive"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Mitigation: reduction (fairlearn." in out
+    assert "Sensitive feature at prediction: not needed." in out
+    # Without --hide-sensitive the model takes the sensitive columns as inputs.
+    assert main(argv[:-1]) == 0
+    assert "Sensitive feature at prediction: needed, as the sensitive columns of X (model " \
+           "inputs)." in capsys.readouterr().out
+
+
+def test_hide_sensitive_with_the_correlation_remover_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.3",
+                 "--mitigation", "correlation_remover", "--hide-sensitive",
+                 "--n-trials", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--mitigation correlation_remover decorrelates the model's inputs from the " \
+           "sensitive columns, which --hide-sensitive removes" in err
