@@ -31,6 +31,11 @@ Methods (``--methods``):
   rows (``cv=3``: the pooled out-of-fold predictions of every tuning row) instead of one 30 %
   validation split; ``fairbo_threshold_margin``: the threshold search tuned for the bound
   minus ``MARGIN`` (0.01) on validation, and checked on test against the bound;
+  ``fairbo_threshold_holdout``: the threshold search with the thresholds fitted on ``HOLDOUT``
+  (30 %) of the training rows that the model does not train on, instead of the model's own
+  rows; ``fairbo_reduction_hidden``: the reduction search with the sensitive feature kept out
+  of the model's inputs (``use_sensitive_feature=False``), whose models need no sensitive
+  feature at prediction;
 * ``<search>_draw`` (the searches with ``threshold`` or ``reduction``): the same search with
   every trial scored by one draw of the mitigation's randomized predictions instead of their
   expectation (``FairObjective``'s default: the probability of predicting 1 per row).
@@ -93,6 +98,7 @@ DRAWN = tuple(
 MITIGATION.update({m: MITIGATION[m.removesuffix("_draw")] for m in DRAWN})
 MITIGATION["fairbo_threshold_margin"] = "threshold"
 MITIGATION["fairbo_threshold_holdout"] = "threshold"
+MITIGATION["fairbo_reduction_hidden"] = "reduction"
 HOLDOUT = 0.3  # fairbo_threshold_holdout fits the thresholds on this fraction of the rows
 MARGIN = 0.01  # fairbo_threshold_margin validates against BOUND - MARGIN
 METHODS = (
@@ -100,7 +106,7 @@ METHODS = (
     "reduction_default_between", "threshold_tuned", "reduction_tuned", "reduction_tuned_between",
     "fairbo", "gp", "fairbo_threshold", "fairbo_reduction", "fairbo_correlation_remover",
     "fairbo_auto", "fairbo_threshold_margin", "fairbo_threshold_cold", "fairbo_reduction_cold",
-    "fairbo_threshold_cv3", "fairbo_threshold_holdout", *DRAWN,
+    "fairbo_threshold_cv3", "fairbo_threshold_holdout", "fairbo_reduction_hidden", *DRAWN,
 )
 FAIRLEARN = ("threshold_default", "reduction_default", "reduction_default_between",
              "threshold_tuned", "reduction_tuned", "reduction_tuned_between")
@@ -222,7 +228,8 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
     else:
         cv = {"cv": 3} if "_cv3" in method else {}
         objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method),
-                               bound=BOUND - MARGIN if "_margin" in method else BOUND, **cv)
+                               bound=BOUND - MARGIN if "_margin" in method else BOUND,
+                               use_sensitive_feature="_hidden" not in method, **cv)
         # The trials' scores of one draw of the randomized predictions instead of their
         # expectation (FairObjective's default).
         objective._score_expected = not method.endswith("_draw")

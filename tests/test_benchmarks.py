@@ -619,7 +619,8 @@ def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
 
 
 def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path) -> None:
-    methods = ["reduction_default", "reduction_default_between", "fairbo_threshold_margin"]
+    methods = ["reduction_default", "reduction_default_between", "fairbo_threshold_margin",
+               "fairbo_threshold", "fairbo_threshold_holdout", "fairbo_reduction_hidden"]
     _run(tmp_path, "vs_mitigation.py", "run", "--datasets", "compas", "--models", "xgboost",
          "--limits", "demographic_parity", "--splits", "1", "--n-trials", "3", "--out", "v.csv",
          "--methods", *methods)
@@ -633,6 +634,12 @@ def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path)
     margin = by["fairbo_threshold_margin"]
     assert margin["valid_gap"] and float(margin["valid_gap"]) <= 0.04
     assert margin["test_fair"] == str(int(float(margin["test_gap"]) <= 0.05))
+    # Thresholds fitted on rows the model did not train on are other thresholds; a model
+    # without the sensitive inputs, under the reduction, needs no group at prediction.
+    assert by["fairbo_threshold_holdout"]["test_gap"] != by["fairbo_threshold"]["test_gap"]
+    assert by["fairbo_reduction_hidden"]["sensitive_at_prediction"] == "no"
+    assert by["fairbo_threshold"]["sensitive_at_prediction"] == (
+        "predict(X, sensitive_features=...)")
 
 
 def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
