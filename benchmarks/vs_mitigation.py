@@ -389,7 +389,11 @@ def headline(args: argparse.Namespace) -> None:
           f"| the same, margin {MARGIN:g} | most accurate fairlearn baseline | "
           f"{best} against it | fairlearn baseline fair on test most often | {best} against it |")
     print("|---|---:|---:|---:|---|---|---|---|")
-    for (dataset, model, limit), group in frame.groupby(["dataset", "model", "limit"], sort=False):
+    order = {name: i for i, name in enumerate(
+        ["compas", "adult", "german", "xgboost", "random_forest", "demographic_parity"])}
+    groups = sorted(frame.groupby(["dataset", "model", "limit"], sort=False),
+                    key=lambda item: tuple(order.get(part, len(order)) for part in item[0]))
+    for (dataset, model, limit), group in groups:
         by = {m: g.set_index("split") for m, g in group.groupby("method")}
         if best not in by:
             continue
