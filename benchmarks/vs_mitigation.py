@@ -35,7 +35,7 @@ Methods (``--methods``):
   (30 %) of the training rows that the model does not train on, instead of the model's own
   rows; ``fairbo_reduction_hidden``: the reduction search with the sensitive feature kept out
   of the model's inputs (``use_sensitive_feature=False``), whose models need no sensitive
-  feature at prediction;
+  feature at prediction, and ``fairbo_reduction_hidden_margin`` the same with ``MARGIN``;
 * ``<search>_draw`` (the searches with ``threshold`` or ``reduction``): the same search with
   every trial scored by one draw of the mitigation's randomized predictions instead of their
   expectation (``FairObjective``'s default: the probability of predicting 1 per row).
@@ -99,6 +99,7 @@ MITIGATION.update({m: MITIGATION[m.removesuffix("_draw")] for m in DRAWN})
 MITIGATION["fairbo_threshold_margin"] = "threshold"
 MITIGATION["fairbo_threshold_holdout"] = "threshold"
 MITIGATION["fairbo_reduction_hidden"] = "reduction"
+MITIGATION["fairbo_reduction_hidden_margin"] = "reduction"
 HOLDOUT = 0.3  # fairbo_threshold_holdout fits the thresholds on this fraction of the rows
 MARGIN = 0.01  # fairbo_threshold_margin validates against BOUND - MARGIN
 METHODS = (
@@ -106,7 +107,8 @@ METHODS = (
     "reduction_default_between", "threshold_tuned", "reduction_tuned", "reduction_tuned_between",
     "fairbo", "gp", "fairbo_threshold", "fairbo_reduction", "fairbo_correlation_remover",
     "fairbo_auto", "fairbo_threshold_margin", "fairbo_threshold_cold", "fairbo_reduction_cold",
-    "fairbo_threshold_cv3", "fairbo_threshold_holdout", "fairbo_reduction_hidden", *DRAWN,
+    "fairbo_threshold_cv3", "fairbo_threshold_holdout", "fairbo_reduction_hidden",
+    "fairbo_reduction_hidden_margin", *DRAWN,
 )
 FAIRLEARN = ("threshold_default", "reduction_default", "reduction_default_between",
              "threshold_tuned", "reduction_tuned", "reduction_tuned_between")

@@ -620,7 +620,8 @@ def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
 
 def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path) -> None:
     methods = ["reduction_default", "reduction_default_between", "fairbo_threshold_margin",
-               "fairbo_threshold", "fairbo_threshold_holdout", "fairbo_reduction_hidden"]
+               "fairbo_threshold", "fairbo_threshold_holdout", "fairbo_reduction_hidden",
+               "fairbo_reduction_hidden_margin"]
     _run(tmp_path, "vs_mitigation.py", "run", "--datasets", "compas", "--models", "xgboost",
          "--limits", "demographic_parity", "--splits", "1", "--n-trials", "3", "--out", "v.csv",
          "--methods", *methods)
@@ -638,6 +639,9 @@ def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path)
     # without the sensitive inputs, under the reduction, needs no group at prediction.
     assert by["fairbo_threshold_holdout"]["test_gap"] != by["fairbo_threshold"]["test_gap"]
     assert by["fairbo_reduction_hidden"]["sensitive_at_prediction"] == "no"
+    hidden_margin = by["fairbo_reduction_hidden_margin"]
+    assert hidden_margin["sensitive_at_prediction"] == "no"
+    assert hidden_margin["valid_gap"] and float(hidden_margin["valid_gap"]) <= 0.04
     assert by["fairbo_threshold"]["sensitive_at_prediction"] == (
         "predict(X, sensitive_features=...)")
 
