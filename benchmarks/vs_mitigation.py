@@ -375,6 +375,19 @@ def summarize(args: argparse.Namespace) -> None:
         _plot(frame, args.plot)
 
 
+def _settings(frame: pd.DataFrame, by_dataset: bool = True) -> list[tuple[tuple, pd.DataFrame]]:
+    """The rows by (dataset, model, limit): COMPAS, Adult, German credit; XGBoost before the
+    forest; demographic parity first (``by_dataset=False``: model and limit first)."""
+    order = {name: i for i, name in enumerate(
+        ["compas", "adult", "german", "xgboost", "random_forest", "demographic_parity"])}
+
+    def key(item: tuple) -> tuple:
+        dataset, model, limit = (order.get(part, len(order)) for part in item[0])
+        return (dataset, model, limit) if by_dataset else (model, limit, dataset)
+
+    return sorted(frame.groupby(["dataset", "model", "limit"], sort=False), key=key)
+
+
 _NAMES = {"compas": "COMPAS", "adult": "Adult", "german": "German credit",
           "xgboost": "XGBoost", "random_forest": "random forest"}
 
@@ -391,11 +404,7 @@ def headline(args: argparse.Namespace) -> None:
           f"| the same, margin {MARGIN:g} | most accurate fairlearn baseline | "
           f"{best} against it | fairlearn baseline fair on test most often | {best} against it |")
     print("|---|---:|---:|---:|---|---|---|---|")
-    order = {name: i for i, name in enumerate(
-        ["compas", "adult", "german", "xgboost", "random_forest", "demographic_parity"])}
-    groups = sorted(frame.groupby(["dataset", "model", "limit"], sort=False),
-                    key=lambda item: tuple(order.get(part, len(order)) for part in item[0]))
-    for (dataset, model, limit), group in groups:
+    for (dataset, model, limit), group in _settings(frame):
         by = {m: g.set_index("split") for m, g in group.groupby("method")}
         if best not in by:
             continue
@@ -432,7 +441,7 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = list(frame.groupby(["dataset", "model", "limit"], sort=False))
+    panels = _settings(frame, by_dataset=False)  # a row per model and limit, a column per dataset
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4.8 * nrows + 0.9),
