@@ -578,12 +578,9 @@ def main() -> None:
         run(args)
     elif args.command == "timing":
         timing(args)
-    elif args.command == "headline":
-        args.paths = args.paths or [args.out]
-        headline(args)
     else:
         args.paths = args.paths or [args.out]
-        summarize(args)
+        (headline if args.command == "headline" else summarize)(args)
 
 
 if __name__ == "__main__":
