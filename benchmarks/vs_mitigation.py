@@ -40,6 +40,10 @@ Methods (``--methods``):
   every trial scored by one draw of the mitigation's randomized predictions instead of their
   expectation (``FairObjective``'s default: the probability of predicting 1 per row).
 
+``SWEEP`` (``reduction_tuned_between_<b>``, ``threshold_tuned_<b>``; ``b`` in ``SWEEP_BOUNDS``):
+the tuned baselines aimed at other bounds than the limit, for ``frontier`` (not methods a
+practitioner would pick: they map fairlearn's trade-off around the accuracy-tuned model).
+
 The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
 (``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
 the bound); ``fairbo_threshold_cold`` and ``fairbo_reduction_cold`` are the same searches
@@ -49,7 +53,9 @@ The fairtune methods with a validation split also record the model the study val
 (``refit_best(on="training")``, columns ``validated_*``) next to the refit on all tuning rows.
 
 Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended; ``headline``
-prints one row per dataset, model and limit, the table of the README; ``timing``
+prints one row per dataset, model and limit, the table of the README; ``frontier`` prints,
+from ``SWEEP`` rows, the accuracy and gap of fairlearn's mitigations at each bound and the most
+accurate of them that meets the limit on the test split (chosen with the test split); ``timing``
 shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
 and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
@@ -58,6 +64,8 @@ and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     python benchmarks/vs_mitigation.py summarize benchmarks/results/vs_mitigation.csv \\
         --plot docs/images/vs_mitigation.png
     python benchmarks/vs_mitigation.py headline benchmarks/results/vs_mitigation.csv
+    python benchmarks/vs_mitigation.py frontier benchmarks/results/vs_mitigation.csv \
+        benchmarks/results/vs_mitigation_sweep.csv
     python benchmarks/vs_mitigation.py timing --datasets compas german --n-trials 50
 """
 
@@ -110,6 +118,11 @@ METHODS = (
     "fairbo_threshold_cv3", "fairbo_threshold_holdout", "fairbo_reduction_hidden",
     "fairbo_reduction_hidden_margin", *DRAWN,
 )
+# The trade-off fairlearn's own mitigations reach around the accuracy-tuned model, bound by bound
+# (``sweep``; ThresholdOptimizer's tolerance only where fairlearn has one).
+SWEEP_BOUNDS = (0.01, 0.02, 0.03, 0.04, 0.06, 0.08)  # 0.05: threshold_tuned, ..._between
+SWEEP = tuple(f"{kind}_tuned{between}_{b:g}" for kind, between in (
+    ("threshold", ""), ("reduction", "_between")) for b in SWEEP_BOUNDS)
 FAIRLEARN = ("threshold_default", "reduction_default", "reduction_default_between",
              "threshold_tuned", "reduction_tuned", "reduction_tuned_between")
 FIELDS = [
@@ -162,19 +175,21 @@ def _score(objective: FairObjective, pipeline: Any, limit: str) -> dict[str, Any
     }
 
 
-def _mitigate(kind: str, pipeline: Any, limit: str, seed: int, between: bool = False) -> Any:
+def _mitigate(kind: str, pipeline: Any, limit: str, seed: int, between: bool = False,
+              bound: float = BOUND) -> Any:
     """fairlearn's ThresholdOptimizer / ExponentiatedGradient as a practitioner sets them up
-    (``between``: ExponentiatedGradient's bound on the difference between the groups)."""
+    (``between``: ExponentiatedGradient's bound on the difference between the groups), aimed
+    at ``bound``."""
     if kind == "threshold":
         constraint = {"demographic_parity": "demographic_parity",
                       "equalized_odds": "equalized_odds"}[limit]
         return ThresholdClassifier(
             pipeline, constraint=constraint,
-            tolerance=None if limit == "equalized_odds" else BOUND, random_state=seed,
+            tolerance=None if limit == "equalized_odds" else bound, random_state=seed,
         )
     moment = {"demographic_parity": "DemographicParity", "equalized_odds": "EqualizedOdds"}[limit]
     return ReductionClassifier(
-        pipeline, constraint=moment, bound=BOUND, random_state=seed,
+        pipeline, constraint=moment, bound=bound, random_state=seed,
         difference="between_groups" if between else "to_overall",
     )
 
@@ -207,7 +222,12 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
                            "method": method, "n_trials": ""}
     start = time.perf_counter()
     tuning_seconds: float | None = None
-    between = method.endswith("_between")
+    bound = BOUND
+    if method in SWEEP:  # e.g. reduction_tuned_between_0.02: aimed at 0.02
+        method_kind, bound = method.rsplit("_", 1)[0], float(method.rsplit("_", 1)[1])
+    else:
+        method_kind = method
+    between = method_kind.endswith("_between")
     if method in ("default", "threshold_default", "reduction_default",
                   "reduction_default_between"):
         objective = _objective(dataset, lambda trial: _default_model(model, split), limit, split)
@@ -215,8 +235,8 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         if method != "default":
             pipeline = _mitigate(method.split("_")[0], pipeline, limit, split, between)
         fitted = _fit(pipeline, objective)
-    elif method in ("tpe_accuracy", "threshold_tuned", "reduction_tuned",
-                    "reduction_tuned_between"):
+    elif method_kind in ("tpe_accuracy", "threshold_tuned", "reduction_tuned",
+                         "reduction_tuned_between"):
         key = (dataset, model, limit, split, n_trials)
         if key not in _TUNED_CACHE:
             t0 = time.perf_counter()
@@ -224,7 +244,7 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
                                  time.perf_counter() - t0)
         objective, pipeline, study, tuning_seconds = _TUNED_CACHE[key]
         if method != "tpe_accuracy":
-            pipeline = _mitigate(method.split("_")[0], pipeline, limit, split, between)
+            pipeline = _mitigate(method.split("_")[0], pipeline, limit, split, between, bound)
         row["n_trials"] = n_trials
         fitted = _fit(pipeline, objective)
     else:
@@ -292,7 +312,9 @@ def run(args: argparse.Namespace) -> None:
                 for limit in args.limits:
                     for split in range(args.first_split, args.first_split + args.splits):
                         for method in args.methods:
-                            if (dataset, model, limit, split, method) in done:
+                            if (dataset, model, limit, split, method) in done or (
+                                    method.startswith("threshold_tuned_")
+                                    and limit == "equalized_odds"):  # fitted exactly
                                 continue
                             with warnings.catch_warnings():
                                 warnings.simplefilter("ignore")  # xgboost / sklearn chatter
@@ -435,6 +457,57 @@ def headline(args: argparse.Namespace) -> None:
           "two-sided sign test.")
 
 
+def frontier(args: argparse.Namespace) -> None:
+    """fairlearn's trade-off around the accuracy-tuned model, and what it allows on new data.
+
+    Per setting with ``SWEEP`` rows: each bound's mean test accuracy and gap and the splits
+    fair on test; then, split by split, the most accurate of those models (and of
+    ``threshold_tuned`` / ``reduction_tuned_between``, aimed at the limit itself) that meets the
+    limit on the test split. That choice reads the test split, which no method can do: it is
+    the most a fairlearn mitigation of that model offers under the limit on new data, compared
+    with the most accurate fairlearn baseline and with the searches.
+    """
+    frame = _load(args.paths)
+    for (dataset, model, limit), group in _settings(frame):
+        by = {m: g.set_index("split") for m, g in group.groupby("method")}
+        swept = [m for m in SWEEP if m in by]
+        if not swept:
+            continue
+        print(f"\n### {_NAMES.get(dataset, dataset)}: {dataset}, {model}, {limit} <= {BOUND} "
+              f"({group['split'].nunique()} splits)\n")
+        print("| mitigation of the accuracy-tuned model | aimed at | test accuracy mean | "
+              "test gap mean | fair on test |")
+        print("|---|---:|---:|---:|---:|")
+        family = []
+        for kind in ("threshold_tuned", "reduction_tuned_between"):
+            rows = sorted([(float(m.rsplit("_", 1)[1]), m) for m in swept
+                           if m.rsplit("_", 1)[0] == kind] + ([(BOUND, kind)] if kind in by else []))
+            for aim, m in rows:
+                g = by[m]
+                family.append(m)
+                print(f"| {kind.split('_')[0]}{' (between groups)' if 'between' in kind else ''} "
+                      f"| {aim:g} | {g['test_accuracy'].mean():.4f} | {g['test_gap'].mean():.4f} "
+                      f"| {int((g['test_gap'] <= BOUND).sum())} / {len(g)} |")
+        accuracy = pd.concat({m: by[m]["test_accuracy"] for m in family}, axis=1)
+        gap = pd.concat({m: by[m]["test_gap"] for m in family}, axis=1)
+        oracle = accuracy.where(gap <= BOUND).max(axis=1)  # NaN: none of them fair on test
+        baselines = [m for m in FAIRLEARN if m in by]
+        accurate = max(baselines, key=lambda m: by[m]["test_accuracy"].mean())
+        print(f"\nThe most accurate of these models that meets the limit on the test split "
+              f"(chosen with the test split): {oracle.mean():.4f} (a model in "
+              f"{int(oracle.notna().sum())} of {len(oracle)} splits; mean over those).\n")
+        print(f"- against the most accurate fairlearn baseline, {accurate} "
+              f"({by[accurate]['test_accuracy'].mean():.4f}, fair on test in "
+              f"{int((by[accurate]['test_gap'] <= BOUND).sum())}): "
+              f"{wins_ties_losses(oracle, by[accurate]['test_accuracy'])[1]}")
+        for search in ("fairbo_threshold", "fairbo_reduction", "fairbo_auto"):
+            if search in by:
+                fair = by[search]["test_accuracy"].where(by[search]["test_gap"] <= BOUND)
+                print(f"- {search} ({by[search]['test_accuracy'].mean():.4f}) against it: "
+                      f"{wins_ties_losses(by[search]['test_accuracy'], oracle)[1]}; counting "
+                      f"only its splits fair on test: {wins_ties_losses(fair, oracle)[1]}")
+
+
 def _plot(frame: pd.DataFrame, path: str) -> None:
     import matplotlib
 
@@ -553,13 +626,14 @@ def timing(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "summarize", "headline", "timing"])
+    parser.add_argument("command", choices=["run", "summarize", "headline", "frontier", "timing"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["compas", "adult", "german"])
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
     parser.add_argument("--limits", nargs="+", default=["demographic_parity", "equalized_odds"],
                         choices=["demographic_parity", "equalized_odds"])
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS),
+                        choices=list(METHODS) + list(SWEEP))
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--first-split", type=int, default=0)
     parser.add_argument("--n-trials", type=int, default=50)
@@ -580,7 +654,7 @@ def main() -> None:
         timing(args)
     else:
         args.paths = args.paths or [args.out]
-        (headline if args.command == "headline" else summarize)(args)
+        {"headline": headline, "frontier": frontier, "summarize": summarize}[args.command](args)
 
 
 if __name__ == "__main__":

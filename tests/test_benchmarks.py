@@ -680,3 +680,52 @@ def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
         "0.700 (3 / 3)", "reduction_default: 0.760 (0 / 3)", "0 / 0 / 3 (p = 0.250)",
         "threshold_default: 0.660 (2 / 3)", "3 / 0 / 0 (p = 0.250)",
     ]
+
+
+def test_vs_mitigation_frontier_finds_the_most_accurate_model_fair_on_test(tmp_path: Path) -> None:
+    fields = ["dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap",
+              "test_fair", "validated_test_accuracy", "validated_test_gap", "seconds"]
+    # (method, accuracy per split, gap per split). Fair on test: split 0 threshold_tuned
+    # (0.71, gap exactly the bound) and both thresholds' 0.02 / reductions' 0.02 rows, split 1
+    # both reductions (0.73 the best), split 2 none of the swept models.
+    table = [
+        ("reduction_tuned_between_0.02", [0.70, 0.71, 0.70], [0.03, 0.04, 0.06]),
+        ("reduction_tuned_between", [0.72, 0.73, 0.72], [0.06, 0.04, 0.07]),
+        ("threshold_tuned_0.02", [0.69, 0.68, 0.69], [0.02, 0.01, 0.06]),
+        ("threshold_tuned", [0.71, 0.70, 0.70], [0.05, 0.07, 0.08]),
+        ("reduction_tuned", [0.75, 0.76, 0.77], [0.08, 0.09, 0.10]),
+        ("fairbo_threshold", [0.72, 0.72, 0.70], [0.04, 0.04, 0.04]),
+    ]
+    with open(tmp_path / "v.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for method, accuracies, gaps in table:
+            for split, (accuracy, gap) in enumerate(zip(accuracies, gaps)):
+                writer.writerow({"dataset": "compas", "model": "xgboost",
+                                 "limit": "demographic_parity", "split": split,
+                                 "method": method, "test_accuracy": accuracy, "test_gap": gap,
+                                 "test_fair": int(gap <= 0.05), "seconds": 1.0})
+    out = _run(tmp_path, "vs_mitigation.py", "frontier", "v.csv")
+    assert "| threshold | 0.02 | 0.6867 | 0.0300 | 2 / 3 |" in out
+    assert "| reduction (between groups) | 0.05 | 0.7233 | 0.0567 | 1 / 3 |" in out
+    assert "(chosen with the test split): 0.7200 (a model in 2 of 3 splits" in out
+    # The oracle loses every split to the unfair baseline (split 2: no model counts as a
+    # loss); the search beats it where it has no model and in split 0, loses split 1.
+    assert "reduction_tuned (0.7600, fair on test in 0): 0 / 0 / 3 (p = 0.250)" in out
+    assert "fairbo_threshold (0.7133) against it: 2 / 0 / 1 (p = 1.000)" in out
+
+
+def test_vs_mitigation_sweep_aims_fairlearn_at_each_bound(tmp_path: Path) -> None:
+    methods = ["reduction_tuned_between", "reduction_tuned_between_0.01", "threshold_tuned_0.01"]
+    _run(tmp_path, "vs_mitigation.py", "run", "--datasets", "german", "--models", "xgboost",
+         "--limits", "equalized_odds", "demographic_parity", "--splits", "1", "--n-trials", "2",
+         "--out", "v.csv", "--methods", *methods)
+    rows = _rows(tmp_path / "v.csv")
+    # ThresholdOptimizer fits equalized odds exactly: no tolerance to sweep there.
+    assert [(r["limit"], r["method"]) for r in rows] == [
+        ("equalized_odds", methods[0]), ("equalized_odds", methods[1]),
+        *[("demographic_parity", m) for m in methods]]
+    by = {(r["limit"], r["method"]): r for r in rows}
+    # The same accuracy-tuned model, aimed at 0.01 instead of 0.05: another model.
+    assert by[("equalized_odds", methods[0])]["test_gap"] != (
+        by[("equalized_odds", methods[1])]["test_gap"])
