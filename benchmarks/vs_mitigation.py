@@ -422,10 +422,12 @@ def headline(args: argparse.Namespace) -> None:
     frame = _load(args.paths)
     best = args.fairtune
     n_splits = frame["split"].nunique()
+    margin = f"{best}_margin" in set(frame["method"])  # the margin column only where measured
     print(f"| data, model, limit | FairBO, no mitigation | FairBO + {best.removeprefix('fairbo_')} "
-          f"| the same, margin {MARGIN:g} | most accurate fairlearn baseline | "
-          f"{best} against it | fairlearn baseline fair on test most often | {best} against it |")
-    print("|---|---:|---:|---:|---|---|---|---|")
+          f"|{f' the same, margin {MARGIN:g} |' if margin else ''} most accurate fairlearn "
+          f"baseline | {best} against it | fairlearn baseline fair on test most often | {best} "
+          "against it |")
+    print(f"|---|---:|---:|{'---:|' if margin else ''}---|---|---|---|")
     for (dataset, model, limit), group in _settings(frame):
         by = {m: g.set_index("split") for m, g in group.groupby("method")}
         if best not in by:
@@ -447,7 +449,8 @@ def headline(args: argparse.Namespace) -> None:
                   for m in (accurate, fair)]
         print(f"| {_NAMES.get(dataset, dataset)}, {_NAMES.get(model, model)}, "
               f"{limit.replace('_', ' ')} | "
-              f"{cell('fairbo')} | {cell(best)} | {cell(f'{best}_margin')} | "
+              f"{cell('fairbo')} | {cell(best)} | "
+              f"{cell(f'{best}_margin') + ' | ' if margin else ''}"
               f"{accurate}: {cell(accurate)} | {versus[0]} | {fair}: {cell(fair)} | "
               f"{versus[1]} |")
     print(f"\nMean test accuracy (splits of {n_splits} where the model meets "

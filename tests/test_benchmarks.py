@@ -729,3 +729,31 @@ def test_vs_mitigation_sweep_aims_fairlearn_at_each_bound(tmp_path: Path) -> Non
     # The same accuracy-tuned model, aimed at 0.01 instead of 0.05: another model.
     assert by[("equalized_odds", methods[0])]["test_gap"] != (
         by[("equalized_odds", methods[1])]["test_gap"])
+
+
+def test_vs_mitigation_headline_of_a_search_without_a_margin_variant_has_no_margin_column(
+    tmp_path: Path,
+) -> None:
+    fields = ["dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap",
+              "test_fair", "validated_test_accuracy", "validated_test_gap", "seconds"]
+    table = [("fairbo", [0.60, 0.62]), ("fairbo_reduction", [0.70, 0.69]),
+             ("threshold_default", [0.65, 0.71])]
+    with open(tmp_path / "v.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for method, accuracies in table:
+            for split, accuracy in enumerate(accuracies):
+                writer.writerow({"dataset": "adult", "model": "random_forest",
+                                 "limit": "equalized_odds", "split": split, "method": method,
+                                 "test_accuracy": accuracy, "test_gap": 0.03, "test_fair": 1,
+                                 "seconds": 1.0})
+    out = _run(tmp_path, "vs_mitigation.py", "headline", "v.csv", "--fairtune",
+               "fairbo_reduction")
+    lines = out.splitlines()
+    assert "margin" not in lines[0] and lines[1] == "|---|---:|---:|---|---|---|---|"
+    row = next(line for line in lines if line.startswith("| Adult, random forest"))
+    assert [c.strip() for c in row.strip("|").split("|")] == [
+        "Adult, random forest, equalized odds", "0.610 (2 / 2)", "0.695 (2 / 2)",
+        "threshold_default: 0.680 (2 / 2)", "1 / 0 / 1 (p = 1.000)",
+        "threshold_default: 0.680 (2 / 2)", "1 / 0 / 1 (p = 1.000)",
+    ]
