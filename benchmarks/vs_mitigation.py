@@ -40,9 +40,10 @@ Methods (``--methods``):
   every trial scored by one draw of the mitigation's randomized predictions instead of their
   expectation (``FairObjective``'s default: the probability of predicting 1 per row).
 
-``SWEEP`` (``reduction_tuned_between_<b>``, ``threshold_tuned_<b>``; ``b`` in ``SWEEP_BOUNDS``):
-the tuned baselines aimed at other bounds than the limit, for ``frontier`` (not methods a
-practitioner would pick: they map fairlearn's trade-off around the accuracy-tuned model).
+``SWEEP`` (``threshold_tuned_<b>``, ``reduction_tuned_between_<b>``, the same with
+``default``; ``b`` in ``SWEEP_BOUNDS``): the baselines aimed at other bounds than the limit, for
+``frontier`` (not methods a practitioner would pick: they map fairlearn's trade-off around the
+default and the accuracy-tuned model).
 
 The FairBOSampler methods start, as ``fairtune tune`` does, from the untuned model
 (``FairObjective.enqueue_defaults``: trial 0 is the default model with the mitigation aimed at
@@ -118,11 +119,12 @@ METHODS = (
     "fairbo_threshold_cv3", "fairbo_threshold_holdout", "fairbo_reduction_hidden",
     "fairbo_reduction_hidden_margin", *DRAWN,
 )
-# The trade-off fairlearn's own mitigations reach around the accuracy-tuned model, bound by bound
+# The trade-off fairlearn's own mitigations reach around each model, bound by bound
 # (``sweep``; ThresholdOptimizer's tolerance only where fairlearn has one).
 SWEEP_BOUNDS = (0.01, 0.02, 0.03, 0.04, 0.06, 0.08)  # 0.05: threshold_tuned, ..._between
-SWEEP = tuple(f"{kind}_tuned{between}_{b:g}" for kind, between in (
-    ("threshold", ""), ("reduction", "_between")) for b in SWEEP_BOUNDS)
+SWEEP = tuple(f"{kind}_{model}{between}_{b:g}" for model in ("tuned", "default")
+              for kind, between in (("threshold", ""), ("reduction", "_between"))
+              for b in SWEEP_BOUNDS)
 FAIRLEARN = ("threshold_default", "reduction_default", "reduction_default_between",
              "threshold_tuned", "reduction_tuned", "reduction_tuned_between")
 FIELDS = [
@@ -228,12 +230,12 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
     else:
         method_kind = method
     between = method_kind.endswith("_between")
-    if method in ("default", "threshold_default", "reduction_default",
-                  "reduction_default_between"):
+    if method_kind in ("default", "threshold_default", "reduction_default",
+                       "reduction_default_between"):
         objective = _objective(dataset, lambda trial: _default_model(model, split), limit, split)
         pipeline = objective.make_pipeline(optuna.trial.FixedTrial({}))
         if method != "default":
-            pipeline = _mitigate(method.split("_")[0], pipeline, limit, split, between)
+            pipeline = _mitigate(method.split("_")[0], pipeline, limit, split, between, bound)
         fitted = _fit(pipeline, objective)
     elif method_kind in ("tpe_accuracy", "threshold_tuned", "reduction_tuned",
                          "reduction_tuned_between"):
@@ -313,7 +315,8 @@ def run(args: argparse.Namespace) -> None:
                     for split in range(args.first_split, args.first_split + args.splits):
                         for method in args.methods:
                             if (dataset, model, limit, split, method) in done or (
-                                    method.startswith("threshold_tuned_")
+                                    method.startswith(("threshold_tuned_",
+                                                       "threshold_default_"))
                                     and limit == "equalized_odds"):  # fitted exactly
                                 continue
                             with warnings.catch_warnings():
@@ -461,14 +464,15 @@ def headline(args: argparse.Namespace) -> None:
 
 
 def frontier(args: argparse.Namespace) -> None:
-    """fairlearn's trade-off around the accuracy-tuned model, and what it allows on new data.
+    """fairlearn's trade-off around the default and the accuracy-tuned model, and what it allows
+    on new data.
 
     Per setting with ``SWEEP`` rows: each bound's mean test accuracy and gap and the splits
-    fair on test; then, split by split, the most accurate of those models (and of
-    ``threshold_tuned`` / ``reduction_tuned_between``, aimed at the limit itself) that meets the
-    limit on the test split. That choice reads the test split, which no method can do: it is
-    the most a fairlearn mitigation of that model offers under the limit on new data, compared
-    with the most accurate fairlearn baseline and with the searches.
+    fair on test; then, split by split, the most accurate of those models (with the baselines
+    aimed at the limit itself: ``threshold_*``, ``reduction_*_between``) that meets the limit on
+    the test split. That choice reads the test split, which no method can do: it is the most a
+    fairlearn mitigation of those models offers under the limit on new data, compared with the
+    most accurate fairlearn baseline and with the searches.
     """
     frame = _load(args.paths)
     for (dataset, model, limit), group in _settings(frame):
@@ -478,17 +482,23 @@ def frontier(args: argparse.Namespace) -> None:
             continue
         print(f"\n### {_NAMES.get(dataset, dataset)}: {dataset}, {model}, {limit} <= {BOUND} "
               f"({group['split'].nunique()} splits)\n")
-        print("| mitigation of the accuracy-tuned model | aimed at | test accuracy mean | "
+        print("| fairlearn mitigation | of the model | aimed at | test accuracy mean | "
               "test gap mean | fair on test |")
-        print("|---|---:|---:|---:|---:|")
+        print("|---|---|---:|---:|---:|---:|")
         family = []
-        for kind in ("threshold_tuned", "reduction_tuned_between"):
+        for kind in ("threshold_default", "reduction_default_between", "threshold_tuned",
+                     "reduction_tuned_between"):
             rows = sorted([(float(m.rsplit("_", 1)[1]), m) for m in swept
-                           if m.rsplit("_", 1)[0] == kind] + ([(BOUND, kind)] if kind in by else []))
+                           if m.rsplit("_", 1)[0] == kind])
+            if not rows:
+                continue
+            rows = sorted(rows + ([(BOUND, kind)] if kind in by else []))
             for aim, m in rows:
                 g = by[m]
                 family.append(m)
-                print(f"| {kind.split('_')[0]}{' (between groups)' if 'between' in kind else ''} "
+                name = "ThresholdOptimizer" if kind.startswith("threshold") else (
+                    "ExponentiatedGradient (between groups)")
+                print(f"| {name} | {'accuracy-tuned' if '_tuned' in kind else 'default'} "
                       f"| {aim:g} | {g['test_accuracy'].mean():.4f} | {g['test_gap'].mean():.4f} "
                       f"| {int((g['test_gap'] <= BOUND).sum())} / {len(g)} |")
         accuracy = pd.concat({m: by[m]["test_accuracy"] for m in family}, axis=1)

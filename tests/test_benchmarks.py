@@ -685,10 +685,11 @@ def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
 def test_vs_mitigation_frontier_finds_the_most_accurate_model_fair_on_test(tmp_path: Path) -> None:
     fields = ["dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap",
               "test_fair", "validated_test_accuracy", "validated_test_gap", "seconds"]
-    # (method, accuracy per split, gap per split). Fair on test: split 0 threshold_tuned
-    # (0.71, gap exactly the bound) and both thresholds' 0.02 / reductions' 0.02 rows, split 1
-    # both reductions (0.73 the best), split 2 none of the swept models.
+    # (method, accuracy per split, gap per split). The most accurate fair on test: split 0
+    # threshold_tuned (0.71, gap exactly the bound), split 1 reduction_tuned_between (0.73),
+    # split 2 only the default model's threshold aimed at 0.02 (0.60).
     table = [
+        ("threshold_default_0.02", [0.60, 0.60, 0.60], [0.01, 0.01, 0.01]),
         ("reduction_tuned_between_0.02", [0.70, 0.71, 0.70], [0.03, 0.04, 0.06]),
         ("reduction_tuned_between", [0.72, 0.73, 0.72], [0.06, 0.04, 0.07]),
         ("threshold_tuned_0.02", [0.69, 0.68, 0.69], [0.02, 0.01, 0.06]),
@@ -706,11 +707,13 @@ def test_vs_mitigation_frontier_finds_the_most_accurate_model_fair_on_test(tmp_p
                                  "method": method, "test_accuracy": accuracy, "test_gap": gap,
                                  "test_fair": int(gap <= 0.05), "seconds": 1.0})
     out = _run(tmp_path, "vs_mitigation.py", "frontier", "v.csv")
-    assert "| threshold | 0.02 | 0.6867 | 0.0300 | 2 / 3 |" in out
-    assert "| reduction (between groups) | 0.05 | 0.7233 | 0.0567 | 1 / 3 |" in out
-    assert "(chosen with the test split): 0.7200 (a model in 2 of 3 splits" in out
-    # The oracle loses every split to the unfair baseline (split 2: no model counts as a
-    # loss); the search beats it where it has no model and in split 0, loses split 1.
+    assert "| ThresholdOptimizer | accuracy-tuned | 0.02 | 0.6867 | 0.0300 | 2 / 3 |" in out
+    assert ("| ExponentiatedGradient (between groups) | accuracy-tuned | 0.05 | 0.7233 | 0.0567 "
+            "| 1 / 3 |") in out
+    assert "| ThresholdOptimizer | default | 0.02 | 0.6000 | 0.0100 | 3 / 3 |" in out
+    assert "(chosen with the test split): 0.6800 (a model in 3 of 3 splits" in out
+    # The oracle loses every split to the unfair baseline; the search beats it in splits 0
+    # and 2 and loses split 1.
     assert "reduction_tuned (0.7600, fair on test in 0): 0 / 0 / 3 (p = 0.250)" in out
     assert "fairbo_threshold (0.7133) against it: 2 / 0 / 1 (p = 1.000)" in out
 
