@@ -646,12 +646,28 @@ def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path)
         "predict(X, sensitive_features=...)")
 
 
-def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
-    tmp_path: Path,
-) -> None:
+def _write_results(path: Path, table: list, dataset: str = "compas", model: str = "xgboost",
+                   limit: str = "demographic_parity") -> None:
+    """A vs_mitigation.py results CSV of one setting by hand: ``table`` holds (method, test
+    accuracy per split, test gap per split), None where the search delivered no model."""
     fields = ["dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap",
               "test_fair", "one_class", "sensitive_at_prediction", "validated_test_accuracy",
               "validated_test_gap", "seconds"]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for method, accuracies, gaps in table:
+            for split, (accuracy, gap) in enumerate(zip(accuracies, gaps)):
+                writer.writerow({"dataset": dataset, "model": model, "limit": limit,
+                                 "split": split, "method": method, "test_accuracy": accuracy,
+                                 "test_gap": gap,
+                                 "test_fair": "" if gap is None else int(gap <= 0.05),
+                                 "seconds": 1.0})
+
+
+def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
+    tmp_path: Path,
+) -> None:
     # (method, accuracy per split, gap per split): reduction_default is the most accurate
     # baseline and never fair; threshold_default is fair in 2 of 3 splits; the search beats
     # threshold_default in every split and loses to reduction_default in every split.
@@ -662,16 +678,7 @@ def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
         ("threshold_default", [0.65, 0.66, 0.67], [0.05, 0.04, 0.07]),
         ("reduction_default", [0.75, 0.76, 0.77], [0.08, 0.09, 0.10]),
     ]
-    with open(tmp_path / "v.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        for method, accuracies, gaps in table:
-            for split, (accuracy, gap) in enumerate(zip(accuracies, gaps)):
-                writer.writerow({"dataset": "compas", "model": "xgboost",
-                                 "limit": "demographic_parity", "split": split,
-                                 "method": method, "test_accuracy": accuracy, "test_gap": gap,
-                                 "test_fair": "" if gap is None else int(gap <= 0.05),
-                                 "seconds": 1.0})
+    _write_results(tmp_path / "v.csv", table)
     out = _run(tmp_path, "vs_mitigation.py", "headline", "v.csv")
     row = next(line for line in out.splitlines() if line.startswith("| COMPAS, XGBoost"))
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -683,8 +690,6 @@ def test_vs_mitigation_headline_picks_the_baselines_and_compares_split_by_split(
 
 
 def test_vs_mitigation_frontier_finds_the_most_accurate_model_fair_on_test(tmp_path: Path) -> None:
-    fields = ["dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap",
-              "test_fair", "validated_test_accuracy", "validated_test_gap", "seconds"]
     # (method, accuracy per split, gap per split). The most accurate fair on test: split 0
     # threshold_tuned (0.71, gap exactly the bound), split 1 reduction_tuned_between (0.73),
     # split 2 only the default model's threshold aimed at 0.02 (0.60).
@@ -697,15 +702,7 @@ def test_vs_mitigation_frontier_finds_the_most_accurate_model_fair_on_test(tmp_p
         ("reduction_tuned", [0.75, 0.76, 0.77], [0.08, 0.09, 0.10]),
         ("fairbo_threshold", [0.72, 0.72, 0.70], [0.04, 0.04, 0.04]),
     ]
-    with open(tmp_path / "v.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        for method, accuracies, gaps in table:
-            for split, (accuracy, gap) in enumerate(zip(accuracies, gaps)):
-                writer.writerow({"dataset": "compas", "model": "xgboost",
-                                 "limit": "demographic_parity", "split": split,
-                                 "method": method, "test_accuracy": accuracy, "test_gap": gap,
-                                 "test_fair": int(gap <= 0.05), "seconds": 1.0})
+    _write_results(tmp_path / "v.csv", table)
     out = _run(tmp_path, "vs_mitigation.py", "frontier", "v.csv")
     assert "| ThresholdOptimizer | accuracy-tuned | 0.02 | 0.6867 | 0.0300 | 2 / 3 |" in out
     assert ("| ExponentiatedGradient (between groups) | accuracy-tuned | 0.05 | 0.7233 | 0.0567 "
@@ -737,19 +734,10 @@ def test_vs_mitigation_sweep_aims_fairlearn_at_each_bound(tmp_path: Path) -> Non
 def test_vs_mitigation_headline_of_a_search_without_a_margin_variant_has_no_margin_column(
     tmp_path: Path,
 ) -> None:
-    fields = ["dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap",
-              "test_fair", "validated_test_accuracy", "validated_test_gap", "seconds"]
-    table = [("fairbo", [0.60, 0.62]), ("fairbo_reduction", [0.70, 0.69]),
-             ("threshold_default", [0.65, 0.71])]
-    with open(tmp_path / "v.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        for method, accuracies in table:
-            for split, accuracy in enumerate(accuracies):
-                writer.writerow({"dataset": "adult", "model": "random_forest",
-                                 "limit": "equalized_odds", "split": split, "method": method,
-                                 "test_accuracy": accuracy, "test_gap": 0.03, "test_fair": 1,
-                                 "seconds": 1.0})
+    table = [("fairbo", [0.60, 0.62], [0.03, 0.03]),
+             ("fairbo_reduction", [0.70, 0.69], [0.03, 0.03]),
+             ("threshold_default", [0.65, 0.71], [0.03, 0.03])]
+    _write_results(tmp_path / "v.csv", table, "adult", "random_forest", "equalized_odds")
     out = _run(tmp_path, "vs_mitigation.py", "headline", "v.csv", "--fairtune",
                "fairbo_reduction")
     lines = out.splitlines()
