@@ -125,6 +125,17 @@ SWEEP_BOUNDS = (0.01, 0.02, 0.03, 0.04, 0.06, 0.08)  # 0.05: threshold_tuned, ..
 SWEEP = tuple(f"{kind}_{model}{between}_{b:g}" for model in ("tuned", "default")
               for kind, between in (("threshold", ""), ("reduction", "_between"))
               for b in SWEEP_BOUNDS)
+
+
+def _aimed(method: str) -> tuple[str, float]:
+    """A ``SWEEP`` method's baseline and bound (``reduction_tuned_between_0.02``:
+    ``("reduction_tuned_between", 0.02)``); any other method aims at ``BOUND``."""
+    if method in SWEEP:
+        kind, bound = method.rsplit("_", 1)
+        return kind, float(bound)
+    return method, BOUND
+
+
 FAIRLEARN = ("threshold_default", "reduction_default", "reduction_default_between",
              "threshold_tuned", "reduction_tuned", "reduction_tuned_between")
 FIELDS = [
@@ -224,11 +235,7 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
                            "method": method, "n_trials": ""}
     start = time.perf_counter()
     tuning_seconds: float | None = None
-    bound = BOUND
-    if method in SWEEP:  # e.g. reduction_tuned_between_0.02: aimed at 0.02
-        method_kind, bound = method.rsplit("_", 1)[0], float(method.rsplit("_", 1)[1])
-    else:
-        method_kind = method
+    method_kind, bound = _aimed(method)
     between = method_kind.endswith("_between")
     if method_kind in ("default", "threshold_default", "reduction_default",
                        "reduction_default_between"):
@@ -488,8 +495,7 @@ def frontier(args: argparse.Namespace) -> None:
         family = []
         for kind in ("threshold_default", "reduction_default_between", "threshold_tuned",
                      "reduction_tuned_between"):
-            rows = sorted([(float(m.rsplit("_", 1)[1]), m) for m in swept
-                           if m.rsplit("_", 1)[0] == kind])
+            rows = [(_aimed(m)[1], m) for m in swept if _aimed(m)[0] == kind]
             if not rows:
                 continue
             rows = sorted(rows + ([(BOUND, kind)] if kind in by else []))
