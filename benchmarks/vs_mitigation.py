@@ -371,7 +371,7 @@ def _utility(frame: pd.DataFrame, margin: float = 0.0) -> pd.Series:
 
 def summarize(args: argparse.Namespace) -> None:
     frame = _load(args.paths)
-    for (dataset, model, limit), group in frame.groupby(["dataset", "model", "limit"], sort=False):
+    for (dataset, model, limit), group in _settings(frame):
         splits = sorted(group["split"].unique())
         print(f"\n### {dataset}, {model}, {limit} <= {BOUND} ({len(splits)} splits)\n")
         best = args.fairtune

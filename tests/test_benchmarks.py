@@ -748,3 +748,22 @@ def test_vs_mitigation_headline_of_a_search_without_a_margin_variant_has_no_marg
         "threshold_default: 0.680 (2 / 2)", "1 / 0 / 1 (p = 1.000)",
         "threshold_default: 0.680 (2 / 2)", "1 / 0 / 1 (p = 1.000)",
     ]
+
+
+def test_vs_mitigation_summarize_lists_settings_in_the_documented_order(tmp_path: Path) -> None:
+    table = [("default", [0.7, 0.7], [0.1, 0.1]), ("fairbo_threshold", [0.6, 0.6], [0.0, 0.0])]
+    settings = [("german", "random_forest", "equalized_odds"),
+                ("adult", "xgboost", "equalized_odds"),
+                ("compas", "random_forest", "demographic_parity"),
+                ("compas", "xgboost", "equalized_odds"),
+                ("compas", "xgboost", "demographic_parity")]
+    for i, (dataset, model, limit) in enumerate(settings):
+        _write_results(tmp_path / f"{i}.csv", table, dataset, model, limit)
+    out = _run(tmp_path, "vs_mitigation.py", "summarize", *[f"{i}.csv" for i in range(5)])
+    headings = [line.split(" <=")[0] for line in out.splitlines() if line.startswith("### ")]
+    # COMPAS, Adult, German credit; XGBoost before the forest; demographic parity first.
+    assert headings == ["### compas, xgboost, demographic_parity",
+                        "### compas, xgboost, equalized_odds",
+                        "### compas, random_forest, demographic_parity",
+                        "### adult, xgboost, equalized_odds",
+                        "### german, random_forest, equalized_odds"]
