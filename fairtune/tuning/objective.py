@@ -281,6 +281,28 @@ def _record_validation(
     })
 
 
+def _proxy_columns(X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame) -> list[str]:
+    """The categorical columns of ``X`` whose every value occurs in one group only: the
+    sensitive feature can be read off them exactly (German credit's ``personal_status_sex``
+    for ``sex``)."""
+    groups = (
+        sensitive.astype(str).agg("|".join, axis=1) if isinstance(sensitive, pd.DataFrame)
+        else sensitive.astype(str)
+    )
+    if groups.nunique() < 2:
+        return []
+    proxies = []
+    for column in X.columns:
+        values = X[column]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        if values.nunique() >= len(values) / 2:  # an identifier, not a category
+            continue
+        if groups.groupby(values.astype(str).to_numpy()).nunique().max() == 1:
+            proxies.append(str(column))
+    return proxies
+
+
 class FairObjective:
     """An Optuna objective: train a model, score it, and record its fairness as constraints.
 
@@ -505,6 +527,16 @@ class FairObjective:
         if not use_sensitive_feature:
             names = list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
             X = X.drop(columns=[c for c in names if c in X.columns])
+            proxies = _proxy_columns(X, sensitive)
+            if proxies:
+                warnings.warn(
+                    f"use_sensitive_feature=False drops {names} from the model's inputs, but "
+                    f"the columns {proxies} determine {self.sensitive_name} exactly (each of "
+                    "their values belongs to one group), so the model can still read it; drop "
+                    "them from X too to hide it.",
+                    UserWarning,
+                    stacklevel=2,
+                )
         self.X, self.y, self.sensitive = X, y, sensitive
         sensitive_names = (
             list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]

@@ -88,8 +88,16 @@ def test_refit_best_without_a_fair_trial_raises() -> None:
 
 def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -> None:
     data = load_german()
-    objective = FairObjective(data, "random_forest", limits="dsp<=0.1", use_sensitive_feature=False)
+    # German credit's personal_status_sex encodes sex (A92: women only): hiding `sex` alone
+    # leaves the model a column it can read the group from, and the user is told so.
+    with pytest.warns(UserWarning, match=r"the columns \['personal_status_sex'\] determine sex"):
+        objective = FairObjective(data, "random_forest", limits="dsp<=0.1",
+                                  use_sensitive_feature=False)
     assert "sex" not in objective.X.columns and "sex" in data.data.columns
+    # Without the proxy, nothing to warn about.
+    X = data.data.drop(columns="personal_status_sex")
+    FairObjective((X, data.target, data.sensitive_features), "random_forest",
+                  limits="dsp<=0.1", use_sensitive_feature=False)
 
     def stump(trial: optuna.Trial):
         from sklearn.tree import DecisionTreeClassifier
