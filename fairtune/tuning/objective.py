@@ -524,23 +524,22 @@ class FairObjective:
             else str(sensitive.name or "sensitive")
         )
         self.use_sensitive_feature = use_sensitive_feature
+        sensitive_names = (
+            list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
+        )
         if not use_sensitive_feature:
-            names = list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
-            X = X.drop(columns=[c for c in names if c in X.columns])
+            X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
             proxies = _proxy_columns(X, sensitive)
             if proxies:
                 warnings.warn(
-                    f"use_sensitive_feature=False drops {names} from the model's inputs, but "
-                    f"the columns {proxies} determine {self.sensitive_name} exactly (each of "
+                    f"use_sensitive_feature=False drops {sensitive_names} from the model's "
+                    f"inputs, but the columns {proxies} determine {self.sensitive_name} exactly (each of "
                     "their values belongs to one group), so the model can still read it; drop "
                     "them from X too to hide it.",
                     UserWarning,
                     stacklevel=2,
                 )
         self.X, self.y, self.sensitive = X, y, sensitive
-        sensitive_names = (
-            list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
-        )
         self._sensitive_columns = [c for c in sensitive_names if c in X.columns]
         if "correlation_remover" in self.mitigation and (
             len(self._sensitive_columns) != len(sensitive_names)
