@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -394,6 +395,49 @@ class _Interrupts:
             study.stop()
 
 
+def _caused_by_interrupt(error: BaseException | None) -> bool:
+    """Whether ``error`` is, or was raised while handling, a KeyboardInterrupt."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class _InterruptEchoes(logging.Handler):
+    """Writes the ``sqlalchemy`` loggers' warnings to stderr, except those Ctrl-C caused.
+
+    A KeyboardInterrupt that lands while the objective reads the study's database makes
+    SQLAlchemy fail to close the cursor and log "Error closing cursor" with a traceback; the
+    study itself is intact and the CLI reports the interrupt in one line. Any other record is
+    written as Python's last-resort handler would write it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and _caused_by_interrupt(record.exc_info[1]):
+            return
+        try:
+            print(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging must not raise
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _quiet_interrupt_echoes() -> Iterator[None]:
+    logger = logging.getLogger("sqlalchemy")
+    handler = _InterruptEchoes()
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
@@ -493,10 +537,11 @@ def _optimize_guarded(study: Any, objective: Any, args: argparse.Namespace) -> t
     installed = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
     try:
-        study.optimize(
-            guard, n_trials=args.n_trials, n_jobs=args.n_jobs, catch=(Exception,),
-            callbacks=[guard.callback], show_progress_bar=not args.no_progress,
-        )
+        with _quiet_interrupt_echoes():
+            study.optimize(
+                guard, n_trials=args.n_trials, n_jobs=args.n_jobs, catch=(Exception,),
+                callbacks=[guard.callback], show_progress_bar=not args.no_progress,
+            )
     except KeyboardInterrupt:
         guard.interrupted = True
     finally:

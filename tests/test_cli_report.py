@@ -254,6 +254,46 @@ def test_ctrl_c_of_a_real_process(tmp_path: Path) -> None:
     assert out.startswith("Study s: ")
 
 
+_DATABASE_READ_INTERRUPTED = """
+import argparse, sqlite3, sys
+import optuna, sqlalchemy
+from fairtune.cli import _optimize_guarded
+
+class BrokenCursor:
+    def close(self):
+        raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+
+engine = sqlalchemy.create_engine("sqlite://")
+
+def objective(trial):
+    with engine.connect() as connection:
+        connection._safe_close_cursor(BrokenCursor())  # not the interrupt's doing
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            connection._safe_close_cursor(BrokenCursor())  # the interrupt's doing
+            raise
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+study = optuna.create_study()
+guard, run = _optimize_guarded(study, objective, argparse.Namespace(
+    n_trials=3, n_jobs=1, no_progress=True))
+print(guard.interrupted, [t.state.name for t in run], len(study.trials))
+"""
+
+
+def test_ctrl_c_inside_a_database_read_leaves_no_sqlalchemy_traceback() -> None:
+    # Ctrl-C while the objective reads the study's SQLite file makes SQLAlchemy fail to close
+    # the cursor and log "Error closing cursor" with a traceback to stderr; the CLI drops that
+    # record (it reports the interrupt in one line) and still writes any other one.
+    done = subprocess.run([sys.executable, "-c", _DATABASE_READ_INTERRUPTED],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True ['FAIL'] 1"
+    assert done.stderr.count("Error closing cursor") == 1, done.stderr
+    assert "ProgrammingError" in done.stderr and "KeyboardInterrupt" not in done.stderr
+
+
 def test_broken_pipe_exits_quietly() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "fairtune.cli", "datasets"],
