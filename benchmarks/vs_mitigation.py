@@ -34,8 +34,10 @@ Methods (``--methods``):
   ``fairbo_threshold_holdout``: the threshold search with the thresholds fitted on ``HOLDOUT``
   (30 %) of the training rows that the model does not train on, instead of the model's own
   rows; ``fairbo_reduction_hidden``: the reduction search with the sensitive feature kept out
-  of the model's inputs (``use_sensitive_feature=False``), whose models need no sensitive
-  feature at prediction, and ``fairbo_reduction_hidden_margin`` the same with ``MARGIN``;
+  of the model's inputs (``use_sensitive_feature=False``, and on German credit
+  ``personal_status_sex``, which determines ``sex``, with it: ``PROXIES``), whose models need
+  no sensitive feature at prediction, and ``fairbo_reduction_hidden_margin`` the same with
+  ``MARGIN``;
 * ``<search>_draw`` (the searches with ``threshold`` or ``reduction``): the same search with
   every trial scored by one draw of the mitigation's randomized predictions instead of their
   expectation (``FairObjective``'s default: the probability of predicting 1 per row).
@@ -165,6 +167,11 @@ def _default_model(model: str, seed: int) -> Any:
     return RandomForestClassifier(random_state=seed)
 
 
+# The columns that determine a dataset's sensitive feature exactly, kept out of the model's
+# inputs with it by the hidden searches.
+PROXIES = {"german": ["personal_status_sex"]}
+
+
 def _objective(dataset: str, model: Any, limit: str, split: int, bound: float = BOUND,
                **kwargs: Any) -> FairObjective:
     return FairObjective(
@@ -260,7 +267,9 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         cv = {"cv": 3} if "_cv3" in method else {}
         objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method),
                                bound=BOUND - MARGIN if "_margin" in method else BOUND,
-                               use_sensitive_feature="_hidden" not in method, **cv)
+                               use_sensitive_feature="_hidden" not in method,
+                               drop_columns=PROXIES.get(dataset, []) if "_hidden" in method
+                               else [], **cv)
         # The trials' scores of one draw of the randomized predictions instead of their
         # expectation (FairObjective's default).
         objective._score_expected = not method.endswith("_draw")

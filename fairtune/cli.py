@@ -134,10 +134,11 @@ _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
     "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
     "mitigation": "--mitigation", "objectives": "--objectives", "margin": "--margin",
+    "drop_columns": "--drop-columns",
 }
 # The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
 _SETUP_FLAGS = {
-    "fairtune:dataset": "--dataset (and --hide-sensitive)",
+    "fairtune:dataset": "--dataset (and --hide-sensitive, --drop-columns)",
     "fairtune:model": "--model",
     "fairtune:metric": "--metric",
     "fairtune:limits": "--limit",
@@ -158,7 +159,7 @@ def _in_flags(message: str) -> str:
     """A FairObjective / parse_limits message with Python argument names as the CLI's flags."""
     for name, flag in _FLAGS.items():
         message = message.replace(f"`{name}`", flag).replace(f" {name}=", f" {flag} ")
-    return message
+    return message.replace("use_sensitive_feature=False", "--hide-sensitive")
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -270,6 +271,12 @@ def _add_tune_parser(subparsers: Any) -> None:
              "does not apply, so auto chooses between threshold and reduction",
     )
     parser.add_argument(
+        "--drop-columns", type=_column_list, default=[], metavar="COL[,COL...]",
+        help="columns of the dataset the model does not see, e.g. personal_status_sex, which "
+             "determines sex on German credit, with --hide-sensitive; the limits are still "
+             "measured on the sensitive feature",
+    )
+    parser.add_argument(
         "--margin", type=float, default=0.0, metavar="M",
         help="validate the trials against the limits tightened by M (e.g. 0.01: "
              "demographic_parity<=0.04 for a limit of 0.05), so that the chosen model keeps "
@@ -333,6 +340,16 @@ def _mitigation(args: argparse.Namespace) -> Any:
             "other (or --mitigation reduction, which needs no sensitive input)."
         )
     return mitigation
+
+
+def _column_list(value: str) -> list[str]:
+    """``--drop-columns a,b`` -> ["a", "b"]."""
+    columns = [c.strip() for c in value.split(",")]
+    if not all(columns):
+        raise argparse.ArgumentTypeError(
+            f"expected column names separated by commas, but got {value!r}"
+        )
+    return columns
 
 
 def _metric_names() -> tuple[str, ...]:
@@ -468,6 +485,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                 cv=args.cv,
                 test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
                 margin=args.margin, use_sensitive_feature=not args.hide_sensitive,
+                drop_columns=args.drop_columns,
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None
@@ -589,6 +607,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
                 limits=args.limit or None, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive,
+                drop_columns=args.drop_columns,
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None

@@ -74,7 +74,7 @@ def test_resuming_with_another_setup_is_refused_naming_the_flag_and_both_values(
         args[len(args) - 1 - args[::-1].index(old)] = new
     assert main(args) == 2
     err = capsys.readouterr().err
-    named = "--dataset (and --hide-sensitive)" if flag == "--dataset" else flag
+    named = "--dataset (and --hide-sensitive, --drop-columns)" if flag == "--dataset" else flag
     assert f"was tuned with {named} {shown[0]}, but this run asks for {shown[1]}" in err
     assert f"use the same {named} as before" in err
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
@@ -579,8 +579,38 @@ def test_hide_sensitive_keeps_the_group_out_of_the_inputs_and_auto_drops_correla
     # A resume that shows the model the group is another setup.
     assert main([*argv, "--mitigation", "auto"]) == 2
     err = capsys.readouterr().err
-    assert ("was tuned with --dataset (and --hide-sensitive) 'german (sensitive: sex, hidden "
+    assert ("was tuned with --dataset (and --hide-sensitive, --drop-columns) 'german (sensitive: sex, hidden "
             "from the model)', but this run asks for 'german (sensitive: sex)'") in err
+
+
+def test_drop_columns_hides_a_column_that_reveals_the_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'ft.db'}"
+    argv = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.3",
+            "--n-trials", "1", "--no-progress", "--storage", storage, "--study-name", "s",
+            "--hide-sensitive"]
+    # personal_status_sex determines sex: hiding sex alone is flagged, with the flag that helps.
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert ("--hide-sensitive drops ['sex'] from the model's inputs, but the columns "
+            "['personal_status_sex'] determine sex exactly") in err
+    assert "to hide it, drop them too: --drop-columns personal_status_sex." in err
+    argv[argv.index("s")] = "t"
+    assert main([*argv, "--drop-columns", "personal_status_sex"]) == 0
+    out, err = capsys.readouterr()
+    assert "determine sex" not in err
+    assert "german (sensitive: sex, hidden from the model, without personal_status_sex)" in out
+    study = optuna.load_study(study_name="t", storage=storage)
+    assert study.user_attrs["fairtune:dataset"].endswith("without personal_status_sex)")
+    # Unknown columns and empty names are one-line errors naming the flag.
+    assert main([*argv, "--drop-columns", "personal_status_sex,savngs"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--drop-columns must name columns of X" in err and "no column ['savngs']" in err
+    assert main([*argv, "--drop-columns", "savings,"]) == 2
+    assert "argument --drop-columns: expected column names separated by commas, but got " \
+           "'savings,'" in capsys.readouterr().err
 
 
 def test_hide_sensitive_with_reduction_deploys_a_model_that_needs_no_group(

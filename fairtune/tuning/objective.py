@@ -281,6 +281,29 @@ def _record_validation(
     })
 
 
+def _checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
+    """``drop_columns`` as a list of column names of ``X``, or a ValueError naming it."""
+    if isinstance(drop_columns, str) or not isinstance(drop_columns, (list, tuple)) or not all(
+        isinstance(c, str) for c in drop_columns
+    ):
+        raise ValueError(
+            "`drop_columns` must be a list of column names, but got "
+            f"drop_columns={drop_columns!r}."
+        )
+    unknown = [c for c in drop_columns if c not in X.columns]
+    if unknown:
+        raise ValueError(
+            f"`drop_columns` must name columns of X, but got drop_columns={list(drop_columns)!r} "
+            f"and X has no column {unknown} (its columns: {list(map(str, X.columns))})."
+        )
+    if set(X.columns) <= set(drop_columns):
+        raise ValueError(
+            "`drop_columns` must leave the model at least one column of X, but got "
+            f"drop_columns={list(drop_columns)!r}, every column."
+        )
+    return list(dict.fromkeys(drop_columns))
+
+
 def _proxy_columns(X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame) -> list[str]:
     """The categorical columns of ``X`` whose every value occurs in one group only: the
     sensitive feature can be read off them exactly (German credit's ``personal_status_sex``
@@ -380,6 +403,10 @@ class FairObjective:
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
             Defaults to True.
+        drop_columns: Columns of X the model does not see (e.g. German credit's
+            ``personal_status_sex``, which determines ``sex``, with
+            ``use_sensitive_feature=False``); the limits are still measured on the sensitive
+            feature. Defaults to none.
         mitigation: One of fairlearn's mitigations in every trial's pipeline, its settings
             tuned with the model's hyperparameters (:data:`fairtune.tuning.MITIGATION_PARAMS`),
             aimed at the first limit; every limit is still measured on the *mitigated*
@@ -453,6 +480,7 @@ class FairObjective:
         test_size: float | None = None,
         random_state: int = 0,
         use_sensitive_feature: bool = True,
+        drop_columns: Sequence[str] = (),
         objectives: Sequence[str] | None = None,
         mitigation: str | Sequence[str] | None = None,
         margin: float = 0.0,
@@ -513,6 +541,8 @@ class FairObjective:
         self.test_size = test_size
         self.random_state = random_state
         X, y, sensitive, self.dataset_name = _load(dataset)
+        self.drop_columns = _checked_drop_columns(drop_columns, X)
+        X = X.drop(columns=self.drop_columns)
         y = pd.Series(_binary_labels(y), index=X.index, name="target")
         sensitive = sensitive if isinstance(sensitive, (pd.Series, pd.DataFrame)) else pd.Series(
             np.asarray(sensitive), index=X.index
@@ -534,8 +564,8 @@ class FairObjective:
                 warnings.warn(
                     f"use_sensitive_feature=False drops {sensitive_names} from the model's "
                     f"inputs, but the columns {proxies} determine {self.sensitive_name} exactly (each of "
-                    "their values belongs to one group), so the model can still read it; drop "
-                    "them from X too to hide it.",
+                    "their values belongs to one group), so the model can still read it; to "
+                    f"hide it, drop them too: `drop_columns` {','.join(proxies)}.",
                     UserWarning,
                     stacklevel=2,
                 )
@@ -616,8 +646,9 @@ class FairObjective:
             f", split seed {self.random_state}"
         )
         hidden = "" if self.use_sensitive_feature else ", hidden from the model"
+        dropped = f", without {', '.join(self.drop_columns)}" if self.drop_columns else ""
         return {
-            DATASET_KEY: f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden})",
+            DATASET_KEY: f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden}{dropped})",
             MODEL_KEY: self.space.name,
             METRIC_KEY: self.metric,
             LIMITS_KEY: sorted(str(limit) for limit in self.tuning_limits),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import optuna
@@ -98,6 +99,15 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
     X = data.data.drop(columns="personal_status_sex")
     FairObjective((X, data.target, data.sensitive_features), "random_forest",
                   limits="dsp<=0.1", use_sensitive_feature=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dropped = FairObjective(data, "random_forest", limits="dsp<=0.1",
+                                use_sensitive_feature=False, drop_columns=["personal_status_sex"])
+    assert "personal_status_sex" not in dropped.X.columns and "sex" not in dropped.X.columns
+    assert dropped.setup["fairtune:dataset"] == (
+        "german (sensitive: sex, hidden from the model, without personal_status_sex)"
+    )
+    assert dropped.sensitive.equals(data.sensitive_features)  # the limits still read the group
 
     def stump(trial: optuna.Trial):
         from sklearn.tree import DecisionTreeClassifier
@@ -121,6 +131,13 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
         ({"validation_size": 1.5}, r"`validation_size` must be a float in \(0, 1\)"),
         ({"test_size": 0.0}, r"`test_size` must be a float in \(0, 1\), but got test_size=0.0"),
         ({"cv": 1}, r"`cv` must be None or an integer >= 2, but got cv=1"),
+        ({"drop_columns": "age"}, r"`drop_columns` must be a list of column names, but got "
+                                  r"drop_columns='age'"),
+        ({"drop_columns": ["age", "agee"]}, r"`drop_columns` must name columns of X, but got "
+                                            r"drop_columns=\['age', 'agee'\] and X has no column "
+                                            r"\['agee'\]"),
+        ({"dataset": (pd.DataFrame({"a": range(4)}), [0, 1] * 2, ["x", "y"] * 2),
+          "drop_columns": ["a"]}, r"`drop_columns` must leave the model at least one column"),
         ({"cv": True}, r"`cv` must be None or an integer >= 2, but got cv=True"),
         ({"cv": 2.5}, r"`cv` must be None or an integer >= 2, but got cv=2.5"),
         ({"cv": 3, "validation_size": 0.2}, "`validation_size` and `cv` cannot be combined"),
