@@ -12,6 +12,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -644,6 +645,35 @@ def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path)
     assert hidden_margin["valid_gap"] and float(hidden_margin["valid_gap"]) <= 0.04
     assert by["fairbo_threshold"]["sensitive_at_prediction"] == (
         "predict(X, sensitive_features=...)")
+
+
+def test_vs_mitigation_hidden_search_on_german_keeps_the_proxy_of_sex_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # personal_status_sex determines sex on German credit: the hidden search drops it with sex
+    # (PROXIES), and PROXIES holds exactly the columns FairObjective warns of.
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("vs_mitigation", BENCHMARKS / "vs_mitigation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    seen: list[list[str]] = []
+
+    class Recording(module.FairObjective):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen.append(list(self.X.columns))
+
+    monkeypatch.setattr(module, "FairObjective", Recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the proxy warning
+        warnings.filterwarnings("ignore", "The German credit data set has known issues")
+        row = module.run_one("german", "xgboost", "demographic_parity", 0,
+                             "fairbo_reduction_hidden", 2)
+    assert seen and all("sex" not in c and "personal_status_sex" not in c for c in seen)
+    assert row["sensitive_at_prediction"] == "no" and row["test_accuracy"]
+    with pytest.warns(UserWarning, match=r"the columns \['personal_status_sex'\] determine sex"):
+        module._objective("german", "xgboost", "demographic_parity", 0,
+                          use_sensitive_feature=False)
 
 
 def _write_results(path: Path, table: list, dataset: str = "compas", model: str = "xgboost",
