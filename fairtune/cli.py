@@ -423,7 +423,8 @@ def _caused_by_interrupt(error: BaseException | None) -> bool:
     return False
 
 
-class _InterruptEchoes(logging.Handler):
+@contextlib.contextmanager
+def _quiet_interrupt_echoes() -> Iterator[None]:
     """Writes the ``sqlalchemy`` loggers' warnings to stderr, except those Ctrl-C caused.
 
     A KeyboardInterrupt that lands while the objective reads the study's database makes
@@ -431,23 +432,12 @@ class _InterruptEchoes(logging.Handler):
     study itself is intact and the CLI reports the interrupt in one line. Any other record is
     written as Python's last-resort handler would write it.
     """
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.exc_info and _caused_by_interrupt(record.exc_info[1]):
-            return
-        try:
-            print(self.format(record), file=sys.stderr)
-        except Exception:  # noqa: BLE001 - logging must not raise
-            self.handleError(record)
-
-
-@contextlib.contextmanager
-def _quiet_interrupt_echoes() -> Iterator[None]:
     logger = logging.getLogger("sqlalchemy")
-    handler = _InterruptEchoes()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(
+        lambda record: not (record.exc_info and _caused_by_interrupt(record.exc_info[1]))
+    )
     logger.addHandler(handler)
     try:
         yield
