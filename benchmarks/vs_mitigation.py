@@ -420,7 +420,8 @@ def _settings(frame: pd.DataFrame, by_dataset: bool = True) -> list[tuple[tuple,
     """The rows by (dataset, model, limit): COMPAS, Adult, German credit; XGBoost before the
     forest; demographic parity first (``by_dataset=False``: model and limit first)."""
     order = {name: i for i, name in enumerate(
-        ["compas", "adult", "german", "xgboost", "random_forest", "demographic_parity"])}
+        ["compas", "adult", "german", "xgboost", "random_forest", "random_forest_deep",
+         "demographic_parity"])}
 
     def key(item: tuple) -> tuple:
         dataset, model, limit = (order.get(part, len(order)) for part in item[0])
@@ -430,7 +431,8 @@ def _settings(frame: pd.DataFrame, by_dataset: bool = True) -> list[tuple[tuple,
 
 
 _NAMES = {"compas": "COMPAS", "adult": "Adult", "german": "German credit",
-          "xgboost": "XGBoost", "random_forest": "random forest"}
+          "xgboost": "XGBoost", "random_forest": "random forest",
+          "random_forest_deep": "deep random forest"}
 
 
 def headline(args: argparse.Namespace) -> None:

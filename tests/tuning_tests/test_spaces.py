@@ -11,7 +11,9 @@ from fairtune.tuning import SPACES, FairObjective, get_space, register_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-EXPECTED_DIMS = {"xgboost": 7, "random_forest": 4, "mlp": 11, "linear": 6}
+EXPECTED_DIMS = {
+    "xgboost": 7, "random_forest": 4, "random_forest_deep": 4, "mlp": 11, "linear": 6,
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_DIMS))
@@ -91,6 +93,19 @@ def test_xgboost_defaults_are_xgboosts_own_where_the_space_has_them() -> None:
     assert {k: built.get_params()[k] for k in documented} == documented
     assert XGBClassifier().get_params()["reg_alpha"] is None  # 0: the space's lowest, 1e-3
     assert built.get_params()["reg_alpha"] == 1e-3
+
+
+def test_deep_forest_defaults_are_scikit_learns_forest() -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    space = get_space("random_forest_deep")
+    built = space.build(optuna.trial.FixedTrial(dict(space.defaults)))
+    library = RandomForestClassifier().get_params()
+    assert built.get_params() == {**library, "n_jobs": 1, "random_state": 0}
+    assert library["max_depth"] is None  # every tree grown to full depth, as in the space
+    # The paper's forest space cannot express it: its trees stop at depth 5.
+    paper = get_space("random_forest")
+    assert paper.build(optuna.trial.FixedTrial(dict(paper.defaults))).max_depth == 5
 
 
 def test_register_space_keeps_defaults_and_refuses_a_non_mapping() -> None:
