@@ -10,7 +10,9 @@ prediction time.
 Methods (``--methods``):
 
 * ``default``: the default model (``XGBClassifier()``, ``RandomForestClassifier()``), no
-  mitigation; ``tpe_accuracy``: the paper's search space tuned for validation accuracy alone
+  mitigation (``--models random_forest_deep``, the forest space of full-depth trees, has the
+  same default model as ``random_forest``: the summaries give it that space's rows of the
+  methods on the default model where it has none of its own); ``tpe_accuracy``: the paper's search space tuned for validation accuracy alone
   (Optuna's ``TPESampler``, ``--n-trials`` trials), refitted on the tuning rows;
 * ``threshold_default`` / ``threshold_tuned``: fairlearn's ``ThresholdOptimizer`` on the
   default / the accuracy-tuned model (constraint of the limit, ``tol`` = the bound where
@@ -353,11 +355,25 @@ def run(args: argparse.Namespace) -> None:
 VALIDATED = "@validated"
 
 
+# Methods that never read the search space: with one default model, two spaces share them.
+UNTUNED = ("default", "threshold_default", "reduction_default", "reduction_default_between")
+# The spaces whose default model is the same (``_default_model``): ``RandomForestClassifier()``.
+SAME_DEFAULT = {"random_forest_deep": "random_forest"}
+
+
 def _load(paths: list[str]) -> pd.DataFrame:
     """The rows, and for each tuned fairtune method a method ``<name>@validated``: the model
-    the study validated (``refit_best(on="training")``) instead of the refit."""
+    the study validated (``refit_best(on="training")``) instead of the refit. A space of
+    ``SAME_DEFAULT`` gets the ``UNTUNED`` rows it lacks from the space whose default model is
+    the same (the same model on the same split: the same predictions)."""
     frame = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    frame = frame.drop_duplicates(["dataset", "model", "limit", "split", "method"], keep="last")
+    key = ["dataset", "model", "limit", "split", "method"]
+    frame = frame.drop_duplicates(key, keep="last")
+    for space, same in SAME_DEFAULT.items():
+        cells = frame.loc[frame["model"] == space, ["dataset", "limit"]].drop_duplicates()
+        shared = frame[(frame["model"] == same) & frame["method"].isin(UNTUNED)].merge(cells)
+        shared = shared.assign(model=space)
+        frame = pd.concat([frame, shared], ignore_index=True).drop_duplicates(key, keep="first")
     validated = frame[frame["validated_test_accuracy"].notna()].copy()
     validated["method"] = validated["method"] + VALIDATED
     validated["test_accuracy"] = validated["validated_test_accuracy"]

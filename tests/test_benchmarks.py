@@ -797,3 +797,23 @@ def test_vs_mitigation_summarize_lists_settings_in_the_documented_order(tmp_path
                         "### compas, random_forest, demographic_parity",
                         "### adult, xgboost, equalized_odds",
                         "### german, random_forest, equalized_odds"]
+
+
+def test_vs_mitigation_deep_forest_shares_the_default_forests_baselines(tmp_path: Path) -> None:
+    # random_forest_deep's default model is random_forest's: the headline of the deep cell
+    # takes the baselines on the default model from the random_forest rows where it has none
+    # of its own (its own threshold_default wins), and nothing tuned in the other space.
+    forest = [("reduction_default", [0.80, 0.81], [0.09, 0.10]),
+              ("threshold_default", [0.50, 0.50], [0.00, 0.00]),
+              ("reduction_tuned", [0.90, 0.90], [0.00, 0.00])]
+    deep = [("fairbo_threshold", [0.79, 0.82], [0.03, 0.04]),
+            ("threshold_default", [0.70, 0.71], [0.08, 0.02])]
+    _write_results(tmp_path / "f.csv", forest, "adult", "random_forest", "equalized_odds")
+    _write_results(tmp_path / "d.csv", deep, "adult", "random_forest_deep", "equalized_odds")
+    out = _run(tmp_path, "vs_mitigation.py", "headline", "f.csv", "d.csv")
+    row = next(line for line in out.splitlines() if line.startswith("| Adult, deep random forest"))
+    assert [c.strip() for c in row.strip("|").split("|")] == [
+        "Adult, deep random forest, equalized odds", "-", "0.805 (2 / 2)",
+        "reduction_default: 0.805 (0 / 2)", "1 / 0 / 1 (p = 1.000)",
+        "threshold_default: 0.705 (1 / 2)", "2 / 0 / 0 (p = 0.500)",
+    ]
