@@ -399,7 +399,8 @@ def test_routing_passes_the_groups_where_the_estimator_requests_them() -> None:
          r"\(list\). A list of values is CategoricalDistribution"),
         ({"params": "bogus"},
          r"`param_distributions` must be a dict of Optuna distributions or one of \['linear', "
-         r"'mlp', 'random_forest', 'xgboost'\], but got param_distributions='bogus'"),
+         r"'mlp', 'random_forest', 'random_forest_deep', 'xgboost'\], but got "
+         r"param_distributions='bogus'"),
         ({"limits": "demographic_parity<=1.5"},
          r"`limits` must be able to bind, but got 'demographic_parity<=1.5'"),
         ({"limits": "demographic_parity=0.05"}, r"`limits` must be strings like"),
