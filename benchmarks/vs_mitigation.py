@@ -12,8 +12,9 @@ Methods (``--methods``):
 * ``default``: the default model (``XGBClassifier()``, ``RandomForestClassifier()``), no
   mitigation (``--models random_forest_deep``, the forest space of full-depth trees, has the
   same default model as ``random_forest``: the summaries give it that space's rows of the
-  methods on the default model where it has none of its own); ``tpe_accuracy``: the paper's search space tuned for validation accuracy alone
-  (Optuna's ``TPESampler``, ``--n-trials`` trials), refitted on the tuning rows;
+  methods on the default model where it has none of its own); ``tpe_accuracy``: the search
+  space tuned for validation accuracy alone (Optuna's ``TPESampler``, ``--n-trials`` trials),
+  refitted on the tuning rows;
 * ``threshold_default`` / ``threshold_tuned``: fairlearn's ``ThresholdOptimizer`` on the
   default / the accuracy-tuned model (constraint of the limit, ``tol`` = the bound where
   fairlearn supports it), fitted on the tuning rows as fairlearn's ``prefit=False`` does;

@@ -242,7 +242,7 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--dataset", required=True, choices=_DATASETS,
                         help="adult, german or compas")
     parser.add_argument("--model", required=True, choices=_model_names(),
-                        help="xgboost, random_forest, random_forest_deep, mlp or linear")
+                        help="a registered search space (fairtune.tuning.SPACES)")
     parser.add_argument(
         "--limit", action="append", metavar="LIMIT", type=_limit,
         help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
