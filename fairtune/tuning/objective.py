@@ -304,26 +304,49 @@ def _checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(drop_columns))
 
 
-def _proxy_columns(X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame) -> list[str]:
-    """The categorical columns of ``X`` whose every value occurs in one group only: the
-    sensitive feature can be read off them exactly (German credit's ``personal_status_sex``
-    for ``sex``)."""
+# A value "names" the group when at least this share of its rows (and this many rows) are in
+# one group; a column is flagged when such values cover this share of all rows.
+_NAMING_PURITY = 0.99
+_NAMING_MIN_ROWS = 10
+_NAMING_SHARE = 0.1
+
+
+def _proxy_columns(
+    X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame
+) -> tuple[list[str], dict[str, tuple[float, list[str]]]]:
+    """The categorical columns of ``X`` that reveal the sensitive feature.
+
+    Returns the columns whose every value occurs in one group only, from which the group can be
+    read off exactly (German credit's ``personal_status_sex`` for ``sex``), and, for the other
+    columns, those that name the group on a large share of the rows: values of at least
+    ``_NAMING_MIN_ROWS`` rows of which ``_NAMING_PURITY`` or more belong to one group, covering
+    ``_NAMING_SHARE`` of the rows or more (Adult's ``relationship``, whose values ``Husband`` and
+    ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values.
+    """
     groups = (
         sensitive.astype(str).agg("|".join, axis=1) if isinstance(sensitive, pd.DataFrame)
         else sensitive.astype(str)
     )
     if groups.nunique() < 2:
-        return []
-    proxies = []
+        return [], {}
+    exact: list[str] = []
+    naming: dict[str, tuple[float, list[str]]] = {}
     for column in X.columns:
         values = X[column]
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
             continue
         if values.nunique() >= len(values) / 2:  # an identifier, not a category
             continue
-        if groups.groupby(values.astype(str).to_numpy()).nunique().max() == 1:
-            proxies.append(str(column))
-    return proxies
+        counts = pd.crosstab(values.astype(str).to_numpy(), groups.to_numpy())
+        if ((counts > 0).sum(axis=1) == 1).all():
+            exact.append(str(column))
+            continue
+        rows = counts.sum(axis=1)
+        named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
+        share = named.sum() / len(values)
+        if share >= _NAMING_SHARE:
+            naming[str(column)] = (float(share), [str(v) for v in named.index])
+    return exact, naming
 
 
 class FairObjective:
@@ -402,7 +425,10 @@ class FairObjective:
             :meth:`evaluate`). Defaults to None (no test split: all rows are tuning rows).
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
-            Defaults to True.
+            Defaults to True. With False, a warning names the categorical columns left that
+            reveal the group: those that determine it, and those with values that give it on
+            a tenth of the rows or more (99 % of a value's rows in one group, as Adult's
+            ``relationship`` does for ``sex``).
         drop_columns: Columns of X the model does not see (e.g. German credit's
             ``personal_status_sex``, which determines ``sex``, with
             ``use_sensitive_feature=False``); the limits are still measured on the sensitive
@@ -559,13 +585,27 @@ class FairObjective:
         )
         if not use_sensitive_feature:
             X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
-            proxies = _proxy_columns(X, sensitive)
+            proxies, naming = _proxy_columns(X, sensitive)
             if proxies:
                 warnings.warn(
                     f"use_sensitive_feature=False drops {sensitive_names} from the model's "
                     f"inputs, but the columns {proxies} determine {self.sensitive_name} exactly (each of "
                     "their values belongs to one group), so the model can still read it; to "
                     f"hide it, drop them too: `drop_columns` {','.join(proxies)}.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            if naming:
+                described = "; ".join(
+                    f"{column!r} on {share:.0%} of the rows (values {', '.join(map(repr, named))})"
+                    for column, (share, named) in naming.items()
+                )
+                warnings.warn(
+                    f"use_sensitive_feature=False drops {sensitive_names} from the model's "
+                    f"inputs, but some columns name {self.sensitive_name} on many rows, "
+                    f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
+                    f"{described}; the model can still read it there. To hide it, drop them "
+                    f"too: `drop_columns` {','.join(naming)}.",
                     UserWarning,
                     stacklevel=2,
                 )

@@ -120,6 +120,49 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
     assert {t.params["depth"] for t in study.trials} <= {1, 2}
 
 
+def _role_data(husbands_in_b: int, n_other: int = 100) -> tuple:
+    """60 + ``n_other`` rows; ``role`` is 'husband' (group a), 'wife' (group b) or a mixed
+    'other', with ``husbands_in_b`` of the 50 husbands in group b."""
+    rng = np.random.default_rng(0)
+    role = ["husband"] * 50 + ["wife"] * 10 + ["other"] * n_other
+    group = (["a"] * (50 - husbands_in_b) + ["b"] * husbands_in_b + ["b"] * 10
+             + list(rng.choice(["a", "b"], n_other)))
+    X = pd.DataFrame({"role": role, "x": rng.normal(size=len(role)), "g": group})
+    y = pd.Series(rng.integers(0, 2, len(role)))
+    return X, y, X["g"].rename("g")
+
+
+def test_use_sensitive_feature_false_warns_of_a_column_that_names_the_group_on_many_rows() -> None:
+    # 'husband' and 'wife' give the group on 60 of 160 rows, though 'other' does not: the model
+    # reads the group there, and the user is told which values and how many rows.
+    with pytest.warns(UserWarning) as caught:
+        objective = FairObjective(_role_data(0), "linear", limits="dsp<=0.1",
+                                  use_sensitive_feature=False)
+    (message,) = [str(w.message) for w in caught]
+    assert "some columns name g on many rows" in message
+    assert "'role' on 38% of the rows (values 'husband', 'wife')" in message
+    assert message.endswith("drop them too: `drop_columns` role.")
+    assert "g" not in objective.X.columns
+    # One husband in group b of 50 (98 %) no longer names the group; nor do values on fewer
+    # than a tenth of the rows, nor the model that is allowed to read the group anyway.
+    for data, kwargs in [
+        (_role_data(1), {"use_sensitive_feature": False}),
+        (_role_data(0, n_other=600), {"use_sensitive_feature": False}),
+        (_role_data(0), {}),
+        (_role_data(0), {"use_sensitive_feature": False, "drop_columns": ["role"]}),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            FairObjective(data, "linear", limits="dsp<=0.1", **kwargs)
+
+
+def test_use_sensitive_feature_false_names_adults_relationship() -> None:
+    # Husband (men, but for one) and Wife (women, but for one) give sex on 46 % of Adult's rows.
+    with pytest.warns(UserWarning, match=r"'relationship' on 46% of the rows \(values 'Husband', "
+                                         r"'Wife'\)"):
+        FairObjective("adult", "linear", limits="dsp<=0.05", use_sensitive_feature=False)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
