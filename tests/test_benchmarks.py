@@ -647,11 +647,11 @@ def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path)
         "predict(X, sensitive_features=...)")
 
 
-def test_vs_mitigation_hidden_search_on_german_keeps_the_proxy_of_sex_out(
+def test_vs_mitigation_hidden_and_blind_searches_keep_the_proxies_of_sex_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # personal_status_sex determines sex on German credit: the hidden search drops it with sex
-    # (PROXIES), and PROXIES holds exactly the columns FairObjective warns of.
+    # (PROXIES), and PROXIES holds exactly the columns FairObjective warns of there.
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location("vs_mitigation", BENCHMARKS / "vs_mitigation.py")
     module = importlib.util.module_from_spec(spec)
@@ -674,6 +674,19 @@ def test_vs_mitigation_hidden_search_on_german_keeps_the_proxy_of_sex_out(
     with pytest.warns(UserWarning, match=r"the columns \['personal_status_sex'\] determine sex"):
         module._objective("german", "xgboost", "demographic_parity", 0,
                           use_sensitive_feature=False)
+    # On Adult relationship gives sex on 46 % of the rows: the hidden search keeps it (and is
+    # warned), the blind one drops it (NAMING) and leaves nothing to warn of.
+    with pytest.warns(UserWarning, match=r"'relationship' on 46% of the rows"):
+        module._objective("adult", "xgboost", "demographic_parity", 0, use_sensitive_feature=False,
+                          drop_columns=module._hidden_columns("adult", "fairbo_reduction_hidden"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        blind = module._objective("adult", "xgboost", "demographic_parity", 0,
+                                  use_sensitive_feature=False,
+                                  drop_columns=module._hidden_columns("adult", "fairbo_reduction_blind"))
+    assert "relationship" not in blind.X.columns and "sex" not in blind.X.columns
+    assert module._hidden_columns("german", "fairbo_reduction_blind") == ["personal_status_sex"]
+    assert module._hidden_columns("adult", "fairbo_reduction") == []
 
 
 def _write_results(path: Path, table: list, dataset: str = "compas", model: str = "xgboost",
