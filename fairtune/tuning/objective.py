@@ -321,7 +321,8 @@ def _proxy_columns(
     columns, those that name the group on a large share of the rows: values of at least
     ``_NAMING_MIN_ROWS`` rows of which ``_NAMING_PURITY`` or more belong to one group, covering
     ``_NAMING_SHARE`` of the rows or more (Adult's ``relationship``, whose values ``Husband`` and
-    ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values.
+    ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values (the
+    most frequent first).
     """
     groups = (
         sensitive.astype(str).agg("|".join, axis=1) if isinstance(sensitive, pd.DataFrame)
@@ -345,7 +346,9 @@ def _proxy_columns(
         named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
         share = named.sum() / len(values)
         if share >= _NAMING_SHARE:
-            naming[str(column)] = (float(share), [str(v) for v in named.index])
+            naming[str(column)] = (
+                float(share), [str(v) for v in named.sort_values(ascending=False, kind="stable").index]
+            )
     return exact, naming
 
 
@@ -597,7 +600,9 @@ class FairObjective:
                 )
             if naming:
                 described = "; ".join(
-                    f"{column!r} on {share:.0%} of the rows (values {', '.join(map(repr, named))})"
+                    f"{column!r} on {share:.0%} of the rows (values "
+                    f"{', '.join(map(repr, named[:5]))}"
+                    f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})"
                     for column, (share, named) in naming.items()
                 )
                 warnings.warn(

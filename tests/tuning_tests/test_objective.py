@@ -143,9 +143,21 @@ def test_use_sensitive_feature_false_warns_of_a_column_that_names_the_group_on_m
     assert "'role' on 38% of the rows (values 'husband', 'wife')" in message
     assert message.endswith("drop them too: `drop_columns` role.")
     assert "g" not in objective.X.columns
+    # A column of many such values lists the five most frequent.
+    rng = np.random.default_rng(1)
+    role = ["wife"] * 20 + [f"code{i}" for i in range(6) for _ in range(12)] + ["other"] * 120
+    g = pd.Series(["b"] * 20 + ["a"] * 72 + list(rng.choice(["a", "b"], 120)), name="g")
+    X = pd.DataFrame({"role": role, "x": rng.normal(size=len(role))})
+    y = pd.Series(rng.integers(0, 2, len(role)))
+    with pytest.warns(UserWarning, match=r"'role' on 43% of the rows \(values 'wife', "
+                                         r"'code0', 'code1', 'code2', 'code3' and 2 more\)"):
+        FairObjective((X, y, g), "linear", limits="dsp<=0.1", use_sensitive_feature=False)
     # One husband in group b of 50 (98 %) no longer names the group; nor do values on fewer
-    # than a tenth of the rows, nor the model that is allowed to read the group anyway.
+    # than a tenth of the rows, or of fewer than 10 rows each (nine rows of one group say
+    # little), nor the model that is allowed to read the group anyway.
+    few = X.assign(role=[f"c{i // 9}" if i < 92 else "other" for i in range(len(X))])
     for data, kwargs in [
+        ((few, y, g), {"use_sensitive_feature": False}),
         (_role_data(1), {"use_sensitive_feature": False}),
         (_role_data(0, n_other=600), {"use_sensitive_feature": False}),
         (_role_data(0), {}),
