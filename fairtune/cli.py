@@ -129,6 +129,7 @@ _SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _MULTI_OBJECTIVE_SAMPLERS = ("mtkb", "gp", "tpe", "random")
 _DATASETS = ("adult", "german", "compas")
 _TEST_SCORES_KEY = "fairtune:test_scores"  # study user attribute: tune's test-split lines
+_TEST_CONFIDENCE = 0.95  # the level of the fairness metrics' bootstrap intervals on the test split
 # FairObjective's argument names -> the flags a user types (for its error messages).
 _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
@@ -726,12 +727,25 @@ def _report_test_scores(
     if cv is None:
         fits.append(("training", "the validated model (training split only)"))
     lines = []
+    rows = len(objective.X_test)
     for on, what in fits:
-        scores = objective.evaluate(objective.refit_best(study, on=on))
+        scores = objective.evaluate(objective.refit_best(study, on=on),
+                                    confidence_level=_TEST_CONFIDENCE)
         fair = scores.pop("fair")
-        values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+        intervals = scores.pop("intervals")
+        values = ", ".join(
+            f"{k} {v:.4f}" + (f" ({_TEST_CONFIDENCE:.0%} interval {intervals[k][0]:.4f}-"
+                              f"{intervals[k][1]:.4f})" if k in intervals else "")
+            for k, v in scores.items()
+        )
         verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
-        lines.append(f"Test split ({len(objective.X_test)} rows), {what}: {values}; {verdict}.")
+        # A limit inside the interval: this many test rows cannot tell whether it holds.
+        unresolved = [str(limit) for limit in objective.limits
+                      if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]]
+        if unresolved:
+            verdict += (f", but {rows} test rows cannot tell whether {' and '.join(unresolved)} "
+                        "holds on new data (the limit lies inside the interval)")
+        lines.append(f"Test split ({rows} rows), {what}: {values}; {verdict}.")
     out.write("".join(line + "\n" for line in lines))
     # Stored, so that `report` shows them (for the trial they belong to).
     study.set_user_attr(_TEST_SCORES_KEY, {"trial": best.number, "lines": lines})

@@ -1,7 +1,8 @@
 """Fairness for fairtune: group metrics, fairness limits as Optuna 5 constraints, callbacks.
 
 - :mod:`~fairtune.fairness.metrics`: group-fairness metrics over fairlearn (DSP, DEO, DFP,
-  equalized odds, disparate impact), any number of groups, intersectional features.
+  equalized odds, disparate impact), any number of groups, intersectional features, and
+  :func:`metric_interval`, a metric's bootstrap interval.
 - :mod:`~fairtune.fairness.constraints`: limits such as ``"demographic_parity<=0.05"`` and
   :func:`set_fairness_constraints`, which records them as Optuna constraints.
 - :mod:`~fairtune.fairness.callbacks`: :class:`FairnessCallback` for ``study.optimize``.
@@ -33,6 +34,7 @@ from fairtune.fairness.metrics import (
     false_positive_rate_difference,
     get_metric,
     group_rates,
+    metric_interval,
 )
 from fairtune.fairness.welfare import (
     TenantFairnessCallback,
@@ -68,6 +70,7 @@ __all__ = [
     "group_rates",
     "is_fair",
     "is_feasible",
+    "metric_interval",
     "parse_limits",
     "set_fairness_constraints",
     "study_limits",

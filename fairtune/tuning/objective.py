@@ -1041,8 +1041,19 @@ class FairObjective:
             return self._fit(pipeline, self.X_dev, self.y_dev, self.s_dev)
         return self._fit(pipeline, self.X_train, self.y_train, self.s_train)
 
-    def evaluate(self, pipeline: Pipeline) -> dict[str, Any]:
+    def evaluate(
+        self, pipeline: Pipeline, *, confidence_level: float | None = None
+    ) -> dict[str, Any]:
         """Score a fitted pipeline on the test split.
+
+        Args:
+            pipeline: A fitted pipeline, e.g. from :meth:`refit_best`.
+            confidence_level: With a level such as 0.95, also a bootstrap interval of every
+                fairness metric on the test split
+                (:func:`~fairtune.fairness.metric_interval`, 2000 resamples seeded by
+                ``random_state``): a test split of a few hundred rows cannot tell whether a
+                gap of 0.04 would stay under a 0.05 limit on new data, and the interval says
+                so. Defaults to None (no intervals).
 
         Returns:
             ``{metric: value, <fairness metric>: value, ..., "fair": bool}``: the objective's
@@ -1050,12 +1061,18 @@ class FairObjective:
             multi-objective form) and of every limited one, and, when there are limits
             (always in the single-objective form), whether all of them hold on the test split
             (the limits themselves, without the ``margin`` the trials were validated with).
+            With ``confidence_level``, also ``"intervals"``: ``{<fairness metric>: (low,
+            high)}``.
 
         Raises:
-            ValueError: If the objective has no test split (``test_size`` was not given).
+            ValueError: If the objective has no test split (``test_size`` was not given), or
+                for a ``confidence_level`` outside (0, 1).
         """
-        from fairtune.fairness import METRICS
+        from fairtune.fairness import METRICS, metric_interval
+        from fairtune.fairness.metrics import _check_confidence_level
 
+        if confidence_level is not None:
+            _check_confidence_level(confidence_level)
         if self.X_test is None:
             raise ValueError(
                 "`evaluate` needs a test split: create the FairObjective with test_size, e.g. "
@@ -1073,6 +1090,14 @@ class FairObjective:
             report["fair"] = all(
                 limit.violation(report[limit.metric]) <= 0 for limit in self.limits
             )
+        if confidence_level is not None:
+            report["intervals"] = {
+                name: metric_interval(
+                    name, self.y_test, y_pred, sensitive_features=self.s_test,
+                    confidence_level=confidence_level, random_state=self.random_state,
+                )
+                for name in names
+            }
         return report
 
     @property

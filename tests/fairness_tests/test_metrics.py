@@ -292,3 +292,135 @@ def test_spec_table_is_consistent() -> None:
         assert (spec.aggregate == "ratio") == (spec.sense == "lower")
     with pytest.raises(ValueError, match="`rates` must be among"):
         group_rates([0, 1], [0, 1], sensitive_features=["a", "b"], rates=("accuracy",))
+
+
+# --- metric_interval -------------------------------------------------------------------------
+
+
+def _sample(rates: dict[str, tuple[float, float]], sizes: dict[str, int], seed: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Half positives in each group; ``rates[g]`` = (P(yhat=1 | y=1, g), P(yhat=1 | y=0, g))."""
+    rng = np.random.default_rng(seed)
+    y_true, y_pred, groups = [], [], []
+    for group, n in sizes.items():
+        labels = np.arange(n) % 2
+        y_true.append(labels)
+        y_pred.append((rng.random(n) < np.where(labels == 1, *rates[group])).astype(int))
+        groups.append(np.full(n, group))
+    return np.concatenate(y_true), np.concatenate(y_pred), np.concatenate(groups)
+
+
+def test_interval_matches_the_normal_interval_of_a_two_group_gap() -> None:
+    # Far from 0 the gap in selection rate is a difference of two binomial proportions.
+    y_true, y_pred, groups = _sample({"a": (0.7, 0.4), "b": (0.4, 0.2)}, {"a": 600, "b": 400}, 0)
+    p = {g: y_pred[groups == g].mean() for g in ("a", "b")}
+    se = np.sqrt(p["a"] * (1 - p["a"]) / 600 + p["b"] * (1 - p["b"]) / 400)
+    gap = demographic_parity_difference(y_true, y_pred, sensitive_features=groups)
+    low, high = fm.metric_interval("dsp", y_true, y_pred, sensitive_features=groups,
+                                   n_resamples=4000, random_state=0)
+    assert low == pytest.approx(gap - 1.96 * se, abs=0.006)
+    assert high == pytest.approx(gap + 1.96 * se, abs=0.006)
+    # Four times the rows, half the width.
+    y_true4, y_pred4, groups4 = _sample({"a": (0.7, 0.4), "b": (0.4, 0.2)}, {"a": 2400, "b": 1600}, 1)
+    low4, high4 = fm.metric_interval("dsp", y_true4, y_pred4, sensitive_features=groups4,
+                                     n_resamples=4000, random_state=0)
+    assert (high4 - low4) / (high - low) == pytest.approx(0.5, abs=0.08)
+
+
+_UNEQUAL = {"a": (0.8, 0.3), "b": (0.65, 0.2), "c": (0.7, 0.1)}
+_EQUAL = {"a": (0.7, 0.2), "b": (0.7, 0.2), "c": (0.7, 0.2)}
+
+
+@pytest.mark.parametrize("rates", [_UNEQUAL, _EQUAL], ids=["unequal", "equal"])
+@pytest.mark.parametrize("metric", ["demographic_parity", "equalized_odds", "disparate_impact"])
+def test_interval_covers_the_true_metric_as_often_as_its_level(
+    metric: str, rates: dict[str, tuple[float, float]]
+) -> None:
+    # Equal rates: the true gap is 0 (the ratio 1), the edge that a sample's gap always exceeds.
+    sizes = {"a": 500, "b": 300, "c": 400}
+    # The metric of the population the samples come from, from its exact group rates.
+    selection = {g: (tpr + fpr) / 2 for g, (tpr, fpr) in rates.items()}
+    truth = {
+        "demographic_parity": max(selection.values()) - min(selection.values()),
+        "equalized_odds": max(max(r[i] for r in rates.values()) - min(r[i] for r in rates.values())
+                              for i in (0, 1)),
+        "disparate_impact": min(selection.values()) / max(selection.values()),
+    }[metric]
+    covered = []
+    for seed in range(200):
+        y_true, y_pred, groups = _sample(rates, sizes, seed)
+        low, high = fm.metric_interval(metric, y_true, y_pred, sensitive_features=groups,
+                                       confidence_level=0.9, n_resamples=1000, random_state=seed)
+        covered.append(low <= truth <= high)
+    # 90 % nominal, 200 samples: a standard error of 0.021. Three groups (and two rates for
+    # equalized odds) make the interval wider than the metric alone needs, so only from below.
+    assert np.mean(covered) >= 0.84
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.03, 0.1])
+def test_interval_of_a_two_group_gap_covers_it_as_often_as_its_level(gap: float) -> None:
+    rates = {"a": (0.6 + gap, 0.2 + gap), "b": (0.6, 0.2)}
+    covered = []
+    for seed in range(300):
+        y_true, y_pred, groups = _sample(rates, {"a": 400, "b": 300}, seed)
+        low, high = fm.metric_interval("demographic_parity", y_true, y_pred,
+                                       sensitive_features=groups, confidence_level=0.9,
+                                       n_resamples=1000, random_state=seed)
+        covered.append(low <= gap <= high)
+    # 90 % nominal; standard error 0.017. A gap within about a standard error of 0 (here 0.037)
+    # is covered more often: the interval of |d| also holds it when d's sign is wrong.
+    assert 0.85 <= np.mean(covered) <= (0.95 if gap in (0.0, 0.1) else 1.0)
+
+
+def test_interval_of_intersectional_groups_equals_the_combined_column() -> None:
+    y_true, y_pred, _ = _random(600, 2, seed=4)
+    rng = np.random.default_rng(40)
+    frame = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "race": rng.choice(["x", "y"], 600)})
+    combined = frame["sex"] + "|" + frame["race"]
+    for metric in ("equalized_odds", "disparate_impact"):
+        assert fm.metric_interval(metric, y_true, y_pred, sensitive_features=frame,
+                                  random_state=3) == fm.metric_interval(
+            metric, y_true, y_pred, sensitive_features=combined, random_state=3)
+
+
+def test_interval_is_reproducible_and_contains_a_clear_gap() -> None:
+    y_true, y_pred, groups = _random(20000, 3, seed=5)
+    first = fm.metric_interval("eod", y_true, y_pred, sensitive_features=groups, random_state=7)
+    assert first == fm.metric_interval("eod", y_true, y_pred, sensitive_features=groups,
+                                       random_state=np.random.default_rng(7))
+    assert first != fm.metric_interval("eod", y_true, y_pred, sensitive_features=groups,
+                                       random_state=8)
+    gap = equalized_odds_difference(y_true, y_pred, sensitive_features=groups)
+    assert 0 < first[0] < gap < first[1]
+    assert (first[0] + first[1]) / 2 == pytest.approx(gap)  # the gap plus and minus c
+    wide = fm.metric_interval("eod", y_true, y_pred, sensitive_features=groups,
+                              confidence_level=0.99, random_state=7)
+    assert wide[0] < first[0] and wide[1] > first[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"confidence_level": 1.0}, r"`confidence_level` must be a number in \(0, 1\).*got confidence_level=1\.0"),
+        ({"confidence_level": 0}, r"`confidence_level` must .*got confidence_level=0\."),
+        ({"confidence_level": True}, r"`confidence_level` must .*got confidence_level=True"),
+        ({"confidence_level": "0.95"}, r"`confidence_level` must .*got confidence_level='0.95'"),
+        ({"n_resamples": 10}, r"`n_resamples` must be an integer of at least 100, but got n_resamples=10\."),
+        ({"n_resamples": 500.0}, r"`n_resamples` must .*got n_resamples=500\.0"),
+        ({"metric": "parity"}, r"`metric` must be one of .*but got 'parity'"),
+    ],
+)
+def test_interval_bad_input_raises_naming_the_argument(kwargs: dict, match: str) -> None:
+    y_true, y_pred, groups = _random(200, 2, seed=0)
+    arguments = {"metric": "demographic_parity", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        fm.metric_interval(arguments.pop("metric"), y_true, y_pred, sensitive_features=groups,
+                           **arguments)
+
+
+def test_interval_of_an_undefined_rate_raises_naming_the_group() -> None:
+    y_true = np.array([1, 0, 1, 0, 0, 0])
+    y_pred = np.array([1, 0, 0, 1, 1, 0])
+    groups = np.array(["a", "a", "a", "b", "b", "b"])
+    with pytest.raises(ValueError, match="The true positive rate of group 'b' is undefined"):
+        fm.metric_interval("equal_opportunity", y_true, y_pred, sensitive_features=groups)

@@ -10,7 +10,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 from fairtune.datasets import load_german
-from fairtune.fairness import demographic_parity_difference
+from fairtune.fairness import demographic_parity_difference, metric_interval
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import VALIDATION_ERROR_KEY, FairObjective
 
@@ -295,6 +295,20 @@ def test_test_split_is_never_used_for_tuning_and_evaluate_scores_it() -> None:
     assert report["demographic_parity"] == pytest.approx(dsp)
     assert "disparate_impact" in report
     assert report["fair"] == (dsp <= 0.05 and report["disparate_impact"] >= 0.8)
+    assert "intervals" not in report
+    # With a level, every fairness metric's bootstrap interval on the same test predictions.
+    with_intervals = objective.evaluate(pipeline, confidence_level=0.9)
+    assert with_intervals["intervals"] == {
+        name: metric_interval(name, objective.y_test, y_pred, sensitive_features=objective.s_test,
+                              confidence_level=0.9, random_state=1)
+        for name in ("demographic_parity", "disparate_impact")
+    }
+    assert {k: v for k, v in with_intervals.items() if k != "intervals"} == report
+    low, high = with_intervals["intervals"]["demographic_parity"]
+    assert low < high and high - low > 0.05  # 200 test rows
+    with pytest.raises(ValueError, match=r"`confidence_level` must be a number in \(0, 1\).*got "
+                                         r"confidence_level=95"):
+        objective.evaluate(pipeline, confidence_level=95)
 
     # A limit that no classifier meets on the test split is reported as unfair.
     strict = FairObjective("german", _forest, limits="dsp<=0.0", test_size=0.2, random_state=1)
