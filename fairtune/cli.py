@@ -641,13 +641,18 @@ def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> No
         return
     rows, header = [], ["trial"]
     for trial in front:
-        scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"))
+        scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"),
+                                    confidence_level=_TEST_CONFIDENCE)
         fair = scores.pop("fair", None)
+        intervals = scores.pop("intervals")
         header = ["trial", *scores, *(["limits"] if fair is not None else [])]
-        rows.append([f"#{trial.number}", *(f"{v:.4f}" for v in scores.values()),
+        rows.append([f"#{trial.number}",
+                     *(f"{v:.4f}" + (f" ({intervals[k][0]:.4f}-{intervals[k][1]:.4f})"
+                                     if k in intervals else "") for k, v in scores.items()),
                      *(["met" if fair else "violated"] if fair is not None else [])])
     out.write(f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted "
-              "on the tuning rows:\n")
+              f"on the tuning rows (fairness metrics with their {_TEST_CONFIDENCE:.0%} "
+              "interval):\n")
     out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
 
 

@@ -396,9 +396,10 @@ def test_tune_objectives_with_a_test_split_scores_each_pareto_trial(
     objective = FairObjective("german", "linear", objectives=["accuracy", "demographic_parity"],
                               test_size=0.2, random_state=0)
     for t in study.best_trials:
-        scores = objective.evaluate(objective.refit_best(study, trial=t))
+        scores = objective.evaluate(objective.refit_best(study, trial=t), confidence_level=0.95)
+        low, high = scores["intervals"]["demographic_parity"]
         assert re.search(rf"#{t.number}\s+{scores['accuracy']:.4f}\s+"
-                         rf"{scores['demographic_parity']:.4f}", out), out
+                         rf"{scores['demographic_parity']:.4f} \({low:.4f}-{high:.4f}\)", out), out
 
 
 @pytest.mark.parametrize(
