@@ -30,7 +30,7 @@ _EXPECTED_BLOCKS = {
     "user_guide/multi_objective.md": ["mtkb"],
     "user_guide/tenants.md": ["tenants", "femnist"],
     "user_guide/agents.md": ["cgp"],
-    "user_guide/fairness_metrics.md": ["metrics"],
+    "user_guide/fairness_metrics.md": ["metrics", "interval"],
     "user_guide/datasets.md": ["datasets"],
 }
 _BLOCKS = [(page, i, name) for page, names in _EXPECTED_BLOCKS.items()
@@ -71,6 +71,10 @@ def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: st
     if name == "metrics":  # 2/3 - 1/3, then the larger of the TPR and FPR gaps
         dsp, eod = map(float, out.split())
         assert dsp == pytest.approx(1 / 3) and 0.0 <= eod <= 1.0
+    if name == "interval":  # a gap, then an interval about 0.11 either side of it, from 0
+        gap, interval = out.split("\n", 1)
+        low, high = map(float, interval.strip().strip("()").split(","))
+        assert low == 0.0 and high - float(gap) == pytest.approx(0.11, abs=0.02)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
