@@ -132,6 +132,9 @@ def test_fair_mitigation(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in threshold["study"].trials)
     assert all("threshold_tolerance" in t.params for t in threshold["study"].trials)
     assert f"test accuracy {threshold['accuracy']:.4f}" in out
+    low, high = threshold["intervals"]["demographic_parity"]
+    assert low <= threshold["demographic_parity"] <= high
+    assert f"; 95 % interval {low:.4f}-{high:.4f})" in out
     assert "sensitive feature at prediction: predict(X, sensitive_features=...)" in out
     with pytest.raises(ValueError, match="sensitive_features"):
         threshold["pipeline"].predict(threshold["objective"].X_test)
