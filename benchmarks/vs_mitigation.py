@@ -62,7 +62,9 @@ The fairtune methods with a validation split also record the model the study val
 Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended; ``headline``
 prints one row per dataset, model and limit, the table of the README; ``frontier`` prints,
 from ``SWEEP`` rows, the accuracy and gap of fairlearn's mitigations at each bound and the most
-accurate of them that meets the limit on the test split (chosen with the test split); ``timing``
+accurate of them that meets the limit on the test split (chosen with the test split); ``settle``
+counts, from rows with the test gap's 95 % bootstrap interval (columns ``test_gap_low``,
+``test_gap_high``, which ``run`` records), the verdicts that one test split settles; ``timing``
 shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
 and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
@@ -73,6 +75,7 @@ and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     python benchmarks/vs_mitigation.py headline benchmarks/results/vs_mitigation.csv
     python benchmarks/vs_mitigation.py frontier benchmarks/results/vs_mitigation.csv \
         benchmarks/results/vs_mitigation_sweep.csv
+    python benchmarks/vs_mitigation.py settle benchmarks/results/vs_mitigation_intervals.csv
     python benchmarks/vs_mitigation.py timing --datasets compas german --n-trials 50
 """
 
@@ -92,7 +95,7 @@ import pandas as pd
 from _compare import wins_ties_losses
 
 from fairtune import datasets
-from fairtune.fairness import METRICS, best_fair_trial
+from fairtune.fairness import METRICS, best_fair_trial, metric_interval
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import FairObjective, ReductionClassifier, ThresholdClassifier
 
@@ -149,7 +152,7 @@ FIELDS = [
     "dataset", "model", "limit", "split", "method", "test_accuracy", "test_gap", "test_fair",
     "one_class", "sensitive_at_prediction", "valid_accuracy", "valid_gap", "best_trial",
     "mitigation_used", "validated_test_accuracy", "validated_test_gap", "seconds",
-    "tuning_seconds", "n_trials",
+    "tuning_seconds", "n_trials", "test_gap_low", "test_gap_high",
 ]
 _DATA: dict[str, Any] = {}
 
@@ -205,10 +208,13 @@ def _score(objective: FairObjective, pipeline: Any, limit: str) -> dict[str, Any
         pipeline.predict(X, sensitive_features=s) if needs else pipeline.predict(X)
     ).astype(int)
     gap = float(METRICS[limit].function(y, y_pred, sensitive_features=s))
+    low, high = metric_interval(limit, y, y_pred, sensitive_features=s,
+                                random_state=objective.random_state)
     return {
         "test_accuracy": round(float(np.mean(y_pred == y.to_numpy())), 5),
         "test_gap": round(gap, 5), "test_fair": int(gap <= BOUND),
         "one_class": int(len(np.unique(y_pred)) == 1),
+        "test_gap_low": round(low, 5), "test_gap_high": round(high, 5),
     }
 
 
@@ -333,13 +339,17 @@ def _needs(method: str, objective: FairObjective) -> str:
 def run(args: argparse.Namespace) -> None:
     path = Path(args.out)
     done = set()
+    fields = FIELDS
     if path.exists():
         with open(path, newline="") as f:
+            reader = csv.DictReader(f)
             done = {(r["dataset"], r["model"], r["limit"], int(r["split"]), r["method"])
-                    for r in csv.DictReader(f)}
+                    for r in reader}
+            # A file begun without some columns (the test gap's interval) is extended as is.
+            fields = list(reader.fieldnames or FIELDS)
     new = not path.exists()
     with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         if new:
             writer.writeheader()
         for dataset in args.datasets:
@@ -510,6 +520,35 @@ def headline(args: argparse.Namespace) -> None:
           "found no trial that met the limit on validation, left out of the mean); wins / ties / "
           "losses: test accuracy split by split (a split without a model counts as a loss), "
           "two-sided sign test.")
+
+
+def settle(args: argparse.Namespace) -> None:
+    """How many of each method's test verdicts one test split settles.
+
+    Per setting and method with the test gap's 95 % bootstrap interval recorded
+    (``test_gap_low``, ``test_gap_high``: :func:`fairtune.fairness.metric_interval` on the test
+    rows): the splits fair on test, those whose whole interval lies under the limit (the
+    test split settles that the model keeps it) or over it (that the model breaks it), those
+    whose interval holds the limit (the test split cannot tell), and the interval's mean
+    half-width.
+    """
+    frame = pd.concat([pd.read_csv(p) for p in args.paths], ignore_index=True)
+    if "test_gap_low" not in frame:
+        raise SystemExit("no row has the test gap's interval (columns test_gap_low, "
+                         "test_gap_high): run the methods again with this script")
+    frame = frame[frame["test_gap_low"].notna()]
+    print("| data, model, limit | method | splits | fair on test | settled under the limit | "
+          "settled over the limit | the limit inside the interval | half-width (mean) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    order = {m: i for i, m in enumerate(METHODS)}
+    for (dataset, model, limit), group in _settings(frame):
+        for method, g in sorted(group.groupby("method"), key=lambda x: order.get(x[0], 99)):
+            under = int((g["test_gap_high"] <= BOUND).sum())
+            over = int((g["test_gap_low"] > BOUND).sum())
+            print(f"| {_NAMES.get(dataset, dataset)}, {model}, {limit} | {method} | {len(g)} | "
+                  f"{int((g['test_gap'] <= BOUND).sum())} | {under} | {over} | "
+                  f"{len(g) - under - over} | "
+                  f"{((g['test_gap_high'] - g['test_gap_low']) / 2).mean():.3f} |")
 
 
 def frontier(args: argparse.Namespace) -> None:
@@ -687,7 +726,8 @@ def timing(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["run", "summarize", "headline", "frontier", "timing"])
+    parser.add_argument("command",
+                        choices=["run", "summarize", "headline", "frontier", "settle", "timing"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["compas", "adult", "german"])
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
@@ -715,7 +755,8 @@ def main() -> None:
         timing(args)
     else:
         args.paths = args.paths or [args.out]
-        {"headline": headline, "frontier": frontier, "summarize": summarize}[args.command](args)
+        {"headline": headline, "frontier": frontier, "settle": settle,
+         "summarize": summarize}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -617,6 +617,37 @@ def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
     assert "### german, xgboost, demographic_parity <= 0.05 (2 splits)" in summary
     assert "| fairbo_threshold | 2 |" in summary and "vs threshold_default (limit +0.01)" in summary
     assert (tmp_path / "p.png").stat().st_size > 10_000
+    # Every row has its test gap's 95 % interval; `settle` counts the verdicts it settles.
+    for r in rows:
+        if r["test_accuracy"]:
+            low, gap, high = (float(r[k]) for k in ("test_gap_low", "test_gap", "test_gap_high"))
+            assert low <= gap <= high and high - low > 0.1  # 250 test rows
+    settled = _run(tmp_path, "vs_mitigation.py", "settle", "v.csv")
+    line = next(x for x in settled.splitlines() if "| threshold_default |" in x)
+    r = by[("0", "threshold_default")], by[("1", "threshold_default")]
+    fair = sum(float(x["test_gap"]) <= 0.05 for x in r)
+    under = sum(float(x["test_gap_high"]) <= 0.05 for x in r)
+    over = sum(float(x["test_gap_low"]) > 0.05 for x in r)
+    assert line.startswith(f"| German credit, xgboost, demographic_parity | threshold_default | 2 | "
+                           f"{fair} | {under} | {over} | {2 - under - over} | ")
+
+
+def test_vs_mitigation_resumes_a_file_begun_without_the_interval_columns(tmp_path: Path) -> None:
+    args = ["run", "--datasets", "german", "--models", "xgboost", "--limits",
+            "demographic_parity", "--splits", "1", "--out", "v.csv"]
+    _run(tmp_path, "vs_mitigation.py", *args, "--methods", "default")
+    path = tmp_path / "v.csv"
+    rows = _rows(path)
+    old = [name for name in rows[0] if not name.startswith("test_gap_")]
+    with open(path, "w", newline="") as f:  # the file as it was before the interval columns
+        writer = csv.DictWriter(f, fieldnames=old, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    _run(tmp_path, "vs_mitigation.py", *args, "--methods", "default", "threshold_default")
+    rows = _rows(path)
+    assert [r["method"] for r in rows] == ["default", "threshold_default"]
+    # The new row has the file's columns, no more (a value past the header would be under None).
+    assert list(rows[1]) == old and float(rows[1]["seconds"]) > 0 and rows[1]["test_gap"]
 
 
 def test_vs_mitigation_between_groups_baseline_and_margin_search(tmp_path: Path) -> None:
