@@ -634,6 +634,12 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _with_interval(value: float, interval: tuple[float, float] | None, label: str = "") -> str:
+    """``value`` to four decimals, followed by its interval (if any) in brackets."""
+    text = f"{value:.4f}"
+    return text if interval is None else f"{text} ({label}{interval[0]:.4f}-{interval[1]:.4f})"
+
+
 def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> None:
     """Each Pareto-optimal trial refitted on the tuning rows and scored on the test split."""
     front = sorted(study.best_trials, key=lambda t: t.number)
@@ -647,8 +653,7 @@ def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> No
         intervals = scores.pop("intervals")
         header = ["trial", *scores, *(["limits"] if fair is not None else [])]
         rows.append([f"#{trial.number}",
-                     *(f"{v:.4f}" + (f" ({intervals[k][0]:.4f}-{intervals[k][1]:.4f})"
-                                     if k in intervals else "") for k, v in scores.items()),
+                     *(_with_interval(v, intervals.get(k)) for k, v in scores.items()),
                      *(["met" if fair else "violated"] if fair is not None else [])])
     out.write(f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted "
               f"on the tuning rows (fairness metrics with their {_TEST_CONFIDENCE:.0%} "
@@ -739,8 +744,7 @@ def _report_test_scores(
         fair = scores.pop("fair")
         intervals = scores.pop("intervals")
         values = ", ".join(
-            f"{k} {v:.4f}" + (f" ({_TEST_CONFIDENCE:.0%} interval {intervals[k][0]:.4f}-"
-                              f"{intervals[k][1]:.4f})" if k in intervals else "")
+            f"{k} " + _with_interval(v, intervals.get(k), f"{_TEST_CONFIDENCE:.0%} interval ")
             for k, v in scores.items()
         )
         verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
