@@ -450,6 +450,22 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+def _underlying(error: BaseException) -> BaseException:
+    """The error to report for ``error``: an assertion raised while another error was being
+    handled stands for that error.
+
+    When storing a finished trial fails (a locked or lost database), Optuna 5.0.0 finds the
+    trial still RUNNING and stops on its own ``assert False, "Should not reach."``, raised
+    while the storage error is handled; the storage error is what the user must see.
+    """
+    seen: set[int] = set()
+    while (isinstance(error, AssertionError) and error.__context__ is not None
+           and id(error) not in seen):
+        seen.add(id(error))
+        error = error.__context__
+    return error
+
+
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
@@ -950,10 +966,12 @@ def _sqlite_tables(path: Path, where: str) -> set[str]:
 
 @contextlib.contextmanager
 def _storage_errors(url: str | None) -> Iterator[None]:
-    """Turn the database's errors (SQLAlchemy) into one line that names --storage."""
+    """Turn the database's errors (SQLAlchemy, also behind an assertion of Optuna's that they
+    caused: see :func:`_underlying`) into one line that names --storage."""
     try:
         yield
-    except Exception as error:
+    except Exception as raised:
+        error = _underlying(raised)
         if not type(error).__module__.startswith("sqlalchemy"):
             raise
         reason = _one_line(getattr(error, "orig", None) or error).split(" [SQL:")[0]
@@ -1244,7 +1262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
-        message = _one_line(e)
+        message = _one_line(_underlying(e))
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
 

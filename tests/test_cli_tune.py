@@ -283,6 +283,33 @@ def test_other_database_errors_are_not_retried(
     assert "permission denied for schema public" in capsys.readouterr().err
 
 
+def test_a_storage_error_storing_a_trial_is_reported_not_optunas_internal_assertion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A database that fails while a finished trial is stored leaves the trial RUNNING, and
+    # Optuna then stops on its own `assert False, "Should not reach."`: the CLI must name the
+    # database's error instead.
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    store = optuna.storages.RDBStorage.set_trial_state_values
+
+    def locked(self: optuna.storages.RDBStorage, trial_id: int, state: optuna.trial.TrialState,
+               values: object = None) -> bool:
+        if state.is_finished():
+            raise OperationalError("UPDATE trials", {},
+                                   sqlite3.OperationalError("database is locked"))
+        return store(self, trial_id, state, values)
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "set_trial_state_values", locked)
+    assert main(_tune(tmp_path, n_trials=1)) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("fairtune: error:")]
+    assert errors == [line for line in err.splitlines() if "database is locked" in line]
+    assert len(errors) == 1 and "Should not reach" not in err and "--storage 'sqlite:" in errors[0]
+
+
 @pytest.mark.parametrize("sampler", ["fairbo", "gp", "random"])
 def test_workers_with_one_seed_draw_different_random_trials(tmp_path: Path, sampler: str) -> None:
     # The same command in two terminals: one --seed, one storage. An ordinary seeded random
