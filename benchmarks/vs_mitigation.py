@@ -42,6 +42,10 @@ Methods (``--methods``):
   no sensitive feature at prediction, and ``fairbo_reduction_hidden_margin`` the same with
   ``MARGIN``; ``fairbo_reduction_blind``: the hidden search with the columns whose values give
   the sensitive feature on many rows kept out too (Adult's ``relationship``: ``NAMING``);
+  ``fairbo_reduction_staged``: the model tuned for validation accuracy first (``tpe_accuracy``'s
+  search), then ``STAGED_TRIALS`` (20) FairBOSampler trials over the reduction's settings
+  alone around it, the first one ExponentiatedGradient as set up for the limit
+  (``FairObjective(lambda trial: clone(tuned_model), mitigation="reduction")``);
 * ``<search>_draw`` (the searches with ``threshold`` or ``reduction``): the same search with
   every trial scored by one draw of the mitigation's randomized predictions instead of their
   expectation (``FairObjective``'s default: the probability of predicting 1 per row).
@@ -119,7 +123,11 @@ MITIGATION["fairbo_threshold_holdout"] = "threshold"
 MITIGATION["fairbo_reduction_hidden"] = "reduction"
 MITIGATION["fairbo_reduction_hidden_margin"] = "reduction"
 MITIGATION["fairbo_reduction_blind"] = "reduction"
+MITIGATION["fairbo_reduction_staged"] = "reduction"
 HOLDOUT = 0.3  # fairbo_threshold_holdout fits the thresholds on this fraction of the rows
+# fairbo_reduction_staged: FairBOSampler's trials over the reduction's settings (bound and
+# iterations) around the accuracy-tuned model, after the accuracy search's trials.
+STAGED_TRIALS = 20
 MARGIN = 0.01  # fairbo_threshold_margin validates against BOUND - MARGIN
 METHODS = (
     "default", "tpe_accuracy", "threshold_default", "reduction_default",
@@ -127,7 +135,7 @@ METHODS = (
     "fairbo", "gp", "fairbo_threshold", "fairbo_reduction", "fairbo_correlation_remover",
     "fairbo_auto", "fairbo_threshold_margin", "fairbo_threshold_cold", "fairbo_reduction_cold",
     "fairbo_threshold_cv3", "fairbo_threshold_holdout", "fairbo_reduction_hidden",
-    "fairbo_reduction_hidden_margin", "fairbo_reduction_blind", *DRAWN,
+    "fairbo_reduction_hidden_margin", "fairbo_reduction_blind", "fairbo_reduction_staged", *DRAWN,
 )
 # The trade-off fairlearn's own mitigations reach around each model, bound by bound
 # (``sweep``; ThresholdOptimizer's tolerance only where fairlearn has one).
@@ -260,11 +268,33 @@ def _tpe_accuracy(dataset: str, model: str, limit: str, split: int, n_trials: in
 _TUNED_CACHE: dict[tuple, Any] = {}
 
 
+def _tuned(dataset: str, model: str, limit: str, split: int, n_trials: int) -> tuple:
+    """The accuracy search of ``tpe_accuracy``, run once per setting and split: (objective,
+    unfitted best pipeline, study, seconds)."""
+    key = (dataset, model, limit, split, n_trials)
+    if key not in _TUNED_CACHE:
+        t0 = time.perf_counter()
+        _TUNED_CACHE[key] = (*_tpe_accuracy(dataset, model, limit, split, n_trials),
+                             time.perf_counter() - t0)
+    return _TUNED_CACHE[key]
+
+
+def _fixed_model(estimator: Any) -> Any:
+    """A ``FairObjective`` model that builds an unfitted copy of ``estimator`` in every trial."""
+    from sklearn.base import clone
+
+    def tuned_model(trial: optuna.Trial) -> Any:
+        return clone(estimator)
+
+    return tuned_model
+
+
 def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_trials: int) -> dict:
     row: dict[str, Any] = {"dataset": dataset, "model": model, "limit": limit, "split": split,
                            "method": method, "n_trials": ""}
     start = time.perf_counter()
     tuning_seconds: float | None = None
+    staged_seconds = 0.0  # the accuracy search before fairbo_reduction_staged's trials
     method_kind, bound = _aimed(method)
     between = method_kind.endswith("_between")
     if method_kind in ("default", "threshold_default", "reduction_default",
@@ -276,19 +306,21 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         fitted = _fit(pipeline, objective)
     elif method_kind in ("tpe_accuracy", "threshold_tuned", "reduction_tuned",
                          "reduction_tuned_between"):
-        key = (dataset, model, limit, split, n_trials)
-        if key not in _TUNED_CACHE:
-            t0 = time.perf_counter()
-            _TUNED_CACHE[key] = (*_tpe_accuracy(dataset, model, limit, split, n_trials),
-                                 time.perf_counter() - t0)
-        objective, pipeline, study, tuning_seconds = _TUNED_CACHE[key]
+        objective, pipeline, study, tuning_seconds = _tuned(dataset, model, limit, split,
+                                                            n_trials)
         if method != "tpe_accuracy":
             pipeline = _mitigate(method.split("_")[0], pipeline, limit, split, between, bound)
         row["n_trials"] = n_trials
         fitted = _fit(pipeline, objective)
     else:
         cv = {"cv": 3} if "_cv3" in method else {}
-        objective = _objective(dataset, model, limit, split, mitigation=MITIGATION.get(method),
+        space: Any = model
+        if method == "fairbo_reduction_staged":
+            # The model's hyperparameters fixed at the accuracy search's best; the trials
+            # tune the reduction's settings only.
+            _, tuned, _, staged_seconds = _tuned(dataset, model, limit, split, n_trials)
+            space = _fixed_model(tuned.named_steps["model"])
+        objective = _objective(dataset, space, limit, split, mitigation=MITIGATION.get(method),
                                bound=BOUND - MARGIN if "_margin" in method else BOUND,
                                use_sensitive_feature="_hidden" not in method
                                and "_blind" not in method,
@@ -301,14 +333,20 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         sampler = (optuna.samplers.GPSampler(seed=split) if method == "gp"
                    else FairBOSampler(seed=split))
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        if method != "gp" and "_cold" not in method:
-            objective.enqueue_defaults(study)
-        study.optimize(objective, n_trials=n_trials)
-        tuning_seconds = time.perf_counter() - start
+        if method == "fairbo_reduction_staged":
+            # Trial 0: ExponentiatedGradient as set up for the limit (the bound, 50
+            # iterations) around the tuned model.
+            study.enqueue_trial({"reduction_bound": 1.0, "reduction_max_iter": 50})
+            study.optimize(objective, n_trials=STAGED_TRIALS)
+        else:
+            if method != "gp" and "_cold" not in method:
+                objective.enqueue_defaults(study)
+            study.optimize(objective, n_trials=n_trials)
+        tuning_seconds = time.perf_counter() - start + staged_seconds
         row["n_trials"] = n_trials
         best = best_fair_trial(study)
         if best is None:  # no fair trial: the method delivers nothing under the limit
-            row["seconds"] = round(time.perf_counter() - start, 1)
+            row["seconds"] = round(time.perf_counter() - start + staged_seconds, 1)
             row["tuning_seconds"] = round(tuning_seconds, 1)
             return {**{k: "" for k in FIELDS}, **row}
         row.update({
@@ -324,7 +362,7 @@ def run_one(dataset: str, model: str, limit: str, split: int, method: str, n_tri
         row["sensitive_at_prediction"] = objective.needs_sensitive_features(best.params) or "no"
     row.update(_score(objective, fitted, limit))
     row.setdefault("sensitive_at_prediction", _needs(method, objective))
-    row["seconds"] = round(time.perf_counter() - start + (tuning_seconds or 0.0)
+    row["seconds"] = round(time.perf_counter() - start + staged_seconds + (tuning_seconds or 0.0)
                            * method.startswith(("threshold_tuned", "reduction_tuned")), 1)
     row["tuning_seconds"] = "" if tuning_seconds is None else round(tuning_seconds, 1)
     return {**{k: "" for k in FIELDS}, **row}

@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 
 from tests._scripts import run_script
@@ -718,6 +719,43 @@ def test_vs_mitigation_hidden_and_blind_searches_keep_the_proxies_of_sex_out(
     assert "relationship" not in blind.X.columns and "sex" not in blind.X.columns
     assert module._hidden_columns("german", "fairbo_reduction_blind") == ["personal_status_sex"]
     assert module._hidden_columns("adult", "fairbo_reduction") == []
+
+
+def test_vs_mitigation_staged_search_tunes_the_reduction_around_the_accuracy_tuned_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("vs_mitigation", BENCHMARKS / "vs_mitigation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "STAGED_TRIALS", 3)
+    studies: list[optuna.Study] = []
+    create = optuna.create_study
+
+    def recording(*args: Any, **kwargs: Any) -> optuna.Study:
+        studies.append(create(*args, **kwargs))
+        return studies[-1]
+
+    monkeypatch.setattr(module.optuna, "create_study", recording)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The German credit data set has known issues")
+        row = module.run_one("german", "xgboost", "demographic_parity", 0,
+                             "fairbo_reduction_staged", 2)
+    accuracy, staged = studies
+    assert len(accuracy.trials) == 2 and len(staged.trials) == 3
+    # The second study tunes the reduction's settings only, starting from fairlearn's set-up
+    # for the limit; the model is the accuracy search's best in every trial.
+    assert all(set(t.params) == {"reduction_bound", "reduction_max_iter"} for t in staged.trials)
+    assert staged.trials[0].params == {"reduction_bound": 1.0, "reduction_max_iter": 50}
+    _, tuned, _, _ = module._tuned("german", "xgboost", "demographic_parity", 0, 2)
+    objective = module._objective("german", module._fixed_model(tuned.named_steps["model"]),
+                                  "demographic_parity", 0, mitigation="reduction")
+    pipeline = objective.make_pipeline(optuna.trial.FixedTrial(staged.trials[1].params))
+    assert pipeline.estimator.named_steps["model"].get_params() == (
+        tuned.named_steps["model"].get_params())
+    assert pipeline.max_iter == staged.trials[1].params["reduction_max_iter"]
+    assert row["method"] == "fairbo_reduction_staged" and row["n_trials"] == 2
+    assert row["seconds"] >= row["tuning_seconds"] > 0
 
 
 def _write_results(path: Path, table: list, dataset: str = "compas", model: str = "xgboost",
