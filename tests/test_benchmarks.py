@@ -737,10 +737,22 @@ def test_vs_mitigation_staged_search_tunes_the_reduction_around_the_accuracy_tun
         return studies[-1]
 
     monkeypatch.setattr(module.optuna, "create_study", recording)
+    # The accuracy search seems to take 100 s more than it does: the row counts them once.
+    clock, search, lag = module.time.perf_counter, module._tpe_accuracy, [0.0]
+
+    def slow_search(*args: Any) -> Any:
+        result = search(*args)
+        lag[0] += 100.0
+        return result
+
+    monkeypatch.setattr(module, "_tpe_accuracy", slow_search)
+    monkeypatch.setattr(module.time, "perf_counter", lambda: clock() + lag[0])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "The German credit data set has known issues")
         row = module.run_one("german", "xgboost", "demographic_parity", 0,
                              "fairbo_reduction_staged", 2)
+    monkeypatch.setattr(module.time, "perf_counter", clock)
+    assert 100 < row["tuning_seconds"] <= row["seconds"] < 200
     accuracy, staged = studies
     assert len(accuracy.trials) == 2 and len(staged.trials) == 3
     # The second study tunes the reduction's settings only, starting from fairlearn's set-up
@@ -755,7 +767,6 @@ def test_vs_mitigation_staged_search_tunes_the_reduction_around_the_accuracy_tun
         tuned.named_steps["model"].get_params())
     assert pipeline.max_iter == staged.trials[1].params["reduction_max_iter"]
     assert row["method"] == "fairbo_reduction_staged" and row["n_trials"] == 2
-    assert row["seconds"] >= row["tuning_seconds"] > 0
 
 
 def _write_results(path: Path, table: list, dataset: str = "compas", model: str = "xgboost",
