@@ -68,7 +68,10 @@ prints one row per dataset, model and limit, the table of the README; ``frontier
 from ``SWEEP`` rows, the accuracy and gap of fairlearn's mitigations at each bound and the most
 accurate of them that meets the limit on the test split (chosen with the test split); ``settle``
 counts, from rows with the test gap's 95 % bootstrap interval (columns ``test_gap_low``,
-``test_gap_high``, which ``run`` records), the verdicts that one test split settles; ``timing``
+``test_gap_high``, which ``run`` records), the verdicts that one test split settles; ``noise``
+draws the test gap of a model that meets the limit exactly on the population (rates equal across
+the groups), on each split's test rows, and counts how often it is within the bound, next to the
+counts the methods of the CSVs given reached; ``timing``
 shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
 and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
@@ -80,6 +83,7 @@ and with ``OMP_NUM_THREADS=1``, each in a fresh process):
     python benchmarks/vs_mitigation.py frontier benchmarks/results/vs_mitigation.csv \
         benchmarks/results/vs_mitigation_sweep.csv
     python benchmarks/vs_mitigation.py settle benchmarks/results/vs_mitigation_intervals.csv
+    python benchmarks/vs_mitigation.py noise benchmarks/results/vs_mitigation.csv
     python benchmarks/vs_mitigation.py timing --datasets compas german --n-trials 50
 """
 
@@ -590,6 +594,89 @@ def settle(args: argparse.Namespace) -> None:
                   f"{((g['test_gap_high'] - g['test_gap_low']) / 2).mean():.3f} |")
 
 
+def _noise_gaps(y: np.ndarray, groups: np.ndarray, rates: dict[int, float], limit: str,
+                draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` test gaps of a classifier that meets ``limit`` exactly on the population.
+
+    Each test row of group ``g`` and label ``l`` is predicted 1 with the same probability in
+    every group (``rates[l]``; under demographic parity one rate, ``rates[-1]``), as the rows of a
+    random test split are by a model whose rates are equal across the groups: the gap measured
+    on the split is sampling noise alone. The group and label counts are those of the split.
+    """
+    labels = (0, 1) if limit == "equalized_odds" else (-1,)
+    gaps = np.zeros(draws)
+    for label in labels:
+        shares = []
+        for group in np.unique(groups):
+            n = int(np.sum((groups == group) & ((y == label) if label >= 0 else True)))
+            if n:
+                shares.append(rng.binomial(n, rates[label], draws) / n)
+        shares_ = np.array(shares)
+        gaps = np.maximum(gaps, shares_.max(axis=0) - shares_.min(axis=0))
+    return gaps
+
+
+def noise(args: argparse.Namespace) -> None:
+    """How often a model that meets the limit exactly on the population meets it on test.
+
+    For each dataset and limit, over the benchmark's splits: a classifier whose rates are the
+    same in every group (the positive rate, or under equalized odds the true- and
+    false-positive rates, of the default XGBoost on that split's test rows, pooled over the
+    groups) has a test gap that is sampling noise alone. ``_noise_gaps`` draws it on the split's
+    own group and label counts: its mean, the chance that it is within the bound (and the bound
+    + 0.01), and the number of splits of ``--splits`` such a model is expected to be fair on
+    test in, with the range that holds 90 % of the draws. With result CSVs, the best counts
+    the fairlearn baselines and the fairtune searches reached, for comparison.
+    """
+    rng = np.random.default_rng(0)
+    draws = 20_000
+    observed = _load(args.paths) if args.paths else None
+    print("| data, limit | test rows | rates (mean) | mean test gap | "
+          "fair on test: chance per split | "
+          f"expected splits of {args.splits} (90 % of draws) | within the bound + 0.01 "
+          "| most splits fair on test, fairlearn baselines | the same, fairtune searches |")
+    print("|---|---:|---|---:|---:|---:|---:|---|---|")
+    for dataset in args.datasets:
+        for limit in args.limits:
+            fair, fair_margin, mean_gap, rows, used = [], [], [], 0, []
+            for split in range(args.first_split, args.first_split + args.splits):
+                objective = _objective(dataset, lambda trial: _default_model("xgboost", split),
+                                       limit, split)
+                fitted = _fit(objective.make_pipeline(optuna.trial.FixedTrial({})), objective)
+                y = objective.y_test.to_numpy().astype(int)
+                y_pred = np.asarray(fitted.predict(objective.X_test)).astype(int)
+                groups = np.asarray(objective.s_test).astype(str)
+                rates = {-1: float(y_pred.mean())}
+                rates.update({label: float(y_pred[y == label].mean()) for label in (0, 1)})
+                used.append(rates)
+                gaps = _noise_gaps(y, groups, rates, limit, draws, rng)
+                fair.append(float(np.mean(gaps <= BOUND)))
+                fair_margin.append(float(np.mean(gaps <= BOUND + 0.01)))
+                mean_gap.append(float(gaps.mean()))
+                rows = len(y)
+            counts = (rng.random((draws, len(fair))) < np.array(fair)).sum(axis=1)
+            low, high = np.quantile(counts, [0.05, 0.95])
+            best = ["-", "-"]
+            if observed is not None:
+                setting = observed[(observed["dataset"] == dataset)
+                                   & (observed["limit"] == limit)
+                                   & ~observed["method"].str.endswith(VALIDATED)]
+                for i, chosen in enumerate((setting["method"].isin(FAIRLEARN),
+                                            setting["method"].str.startswith("fairbo_"))):
+                    counts_ = (setting[chosen].groupby(["model", "method"])["test_gap"]
+                               .agg(lambda g: f"{int((g <= BOUND).sum())} of {len(g)}"))
+                    if len(counts_):
+                        top = max(counts_.items(), key=lambda kv: int(kv[1].split()[0]))
+                        best[i] = f"{top[1]} ({top[0][1]}, {top[0][0]})"
+            mean_rate = {k: np.mean([r[k] for r in used]) for k in (-1, 0, 1)}
+            shown = (f"true positives {mean_rate[1]:.2f}, false positives {mean_rate[0]:.2f}"
+                     if limit == "equalized_odds" else f"positive {mean_rate[-1]:.2f}")
+            print(f"| {_NAMES.get(dataset, dataset)}, {limit} | {rows} | {shown} | "
+                  f"{np.mean(mean_gap):.3f} | {np.mean(fair):.2f} | "
+                  f"{np.sum(fair):.1f} ({low:.0f}-{high:.0f}) | {np.sum(fair_margin):.1f} | "
+                  f"{best[0]} | {best[1]} |")
+
+
 def frontier(args: argparse.Namespace) -> None:
     """fairlearn's trade-off around the default and the accuracy-tuned model, and what it allows
     on new data.
@@ -766,7 +853,8 @@ def timing(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command",
-                        choices=["run", "summarize", "headline", "frontier", "settle", "timing"])
+                        choices=["run", "summarize", "headline", "frontier", "settle", "noise",
+                                 "timing"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["compas", "adult", "german"])
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
@@ -793,8 +881,9 @@ def main() -> None:
     elif args.command == "timing":
         timing(args)
     else:
-        args.paths = args.paths or [args.out]
-        {"headline": headline, "frontier": frontier, "settle": settle,
+        if args.command != "noise":  # whose result CSVs are optional
+            args.paths = args.paths or [args.out]
+        {"headline": headline, "frontier": frontier, "settle": settle, "noise": noise,
          "summarize": summarize}[args.command](args)
 
 

@@ -910,3 +910,61 @@ def test_vs_mitigation_deep_forest_shares_the_default_forests_baselines(tmp_path
         "reduction_default: 0.805 (0 / 2)", "1 / 0 / 1 (p = 1.000)",
         "threshold_default: 0.705 (1 / 2)", "2 / 0 / 0 (p = 0.500)",
     ]
+
+
+def _vs_mitigation(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("vs_mitigation", BENCHMARKS / "vs_mitigation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vs_mitigation_noise_draws_the_test_gap_of_a_model_fair_on_the_population(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+    from scipy.stats import binom
+
+    module = _vs_mitigation(monkeypatch)
+    rng = np.random.default_rng(0)
+    # Two groups; under equalized odds each label's rows carry their own rate.
+    y = np.array([1] * 60 + [0] * 40 + [1] * 30 + [0] * 70)
+    groups = np.array(["a"] * 100 + ["b"] * 100)
+
+    def within(n1: int, n2: int, rate: float, bound: float) -> float:
+        """P(|K1 / n1 - K2 / n2| <= bound) for independent binomial counts, exactly (the gap in
+        floating point, as the benchmark compares every test gap with the bound)."""
+        p1, p2 = binom.pmf(np.arange(n1 + 1), n1, rate), binom.pmf(np.arange(n2 + 1), n2, rate)
+        diff = np.abs(np.arange(n1 + 1)[:, None] / n1 - np.arange(n2 + 1)[None, :] / n2)
+        return float((np.outer(p1, p2) * (diff <= bound)).sum())
+
+    rates = {-1: 0.5, 1: 0.7, 0: 0.2}
+    dp = module._noise_gaps(y, groups, rates, "demographic_parity", 200_000, rng)
+    assert abs(np.mean(dp <= 0.05) - within(100, 100, 0.5, 0.05)) < 0.005
+    eo = module._noise_gaps(y, groups, rates, "equalized_odds", 200_000, rng)
+    # The larger of the two labels' gaps, independent draws: the chances multiply.
+    exact = within(60, 30, 0.7, 0.05) * within(40, 70, 0.2, 0.05)
+    assert abs(np.mean(eo <= 0.05) - exact) < 0.005
+    assert np.mean(eo <= 0.05) < np.mean(dp <= 0.05)  # fewer rows per rate, more noise
+
+
+def test_vs_mitigation_noise_reports_each_setting_with_the_counts_reached(
+    tmp_path: Path,
+) -> None:
+    table = [("threshold_default", [0.65, 0.66, 0.67], [0.05, 0.04, 0.07]),
+             ("reduction_default", [0.75, 0.76, 0.77], [0.08, 0.09, 0.10]),
+             ("fairbo_threshold", [0.70, 0.71, 0.72], [0.04, 0.03, 0.02])]
+    _write_results(tmp_path / "v.csv", table, dataset="german")
+    out = _run(tmp_path, "vs_mitigation.py", "noise", "v.csv", "--datasets", "german",
+               "--limits", "demographic_parity", "--splits", "3")
+    row = next(line for line in out.splitlines() if line.startswith("| German credit"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:2] == ["German credit, demographic_parity", "250"]
+    chance = float(cells[4])
+    expected, spread = cells[5].split(" ", 1)
+    assert 0.2 < chance < 0.95  # 250 rows: a fair model is often over 0.05 on test
+    assert float(expected) == pytest.approx(3 * chance, abs=0.06)
+    assert float(cells[6]) >= float(expected)  # within the bound + 0.01 at least as often
+    assert cells[7:] == ["2 of 3 (threshold_default, xgboost)",
+                         "3 of 3 (fairbo_threshold, xgboost)"]
