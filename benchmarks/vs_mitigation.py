@@ -662,7 +662,7 @@ def noise(args: argparse.Namespace) -> None:
                                    & (observed["limit"] == limit)
                                    & ~observed["method"].str.endswith(VALIDATED)]
                 for i, chosen in enumerate((setting["method"].isin(FAIRLEARN),
-                                            setting["method"].str.startswith("fairbo_"))):
+                                            setting["method"].str.startswith("fairbo"))):
                     counts_ = (setting[chosen].groupby(["model", "method"])["test_gap"]
                                .agg(lambda g: f"{int((g <= BOUND).sum())} of {len(g)}"))
                     if len(counts_):
