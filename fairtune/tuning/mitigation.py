@@ -37,7 +37,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    MetaEstimatorMixin,
+    TransformerMixin,
+    clone,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -141,8 +147,12 @@ _REDUCTION_MOMENTS = {
 }
 
 _MSG_MISSING_SENSITIVE = (
-    "`sensitive_features` must be given to {cls}.predict: its group thresholds "
+    "`sensitive_features` must be given to {cls}.{method}: its group thresholds "
     "(fairlearn's ThresholdOptimizer) need each row's group, but got sensitive_features=None."
+)
+_MSG_UNSEEN_GROUPS = (
+    "`{argument}` given to {where} holds {what} the model did not see at fit: {unseen} "
+    "(known: {known}). {why}"
 )
 
 
@@ -211,6 +221,7 @@ def mitigated_estimator(
     *,
     random_state: int = 0,
     holdout: float = 0.0,
+    pos_label: Any = None,
 ) -> ThresholdClassifier | ReductionClassifier:
     """``estimator`` inside the ``"threshold"`` or ``"reduction"`` mitigation aimed at ``limit``.
 
@@ -223,6 +234,7 @@ def mitigated_estimator(
         random_state: Seed of the randomized predictions (and of the threshold holdout).
             Defaults to 0.
         holdout: :class:`ThresholdClassifier`'s ``holdout``. Defaults to 0.
+        pos_label: The favourable label when the labels are not 0/1. Defaults to None.
 
     Raises:
         ValueError: If ``name`` is not a wrapping mitigation.
@@ -235,6 +247,7 @@ def mitigated_estimator(
             tolerance=None if fraction is None else fraction * limit.bound,
             holdout=holdout,
             random_state=random_state,
+            pos_label=pos_label,
         )
     if name == "reduction":
         return ReductionClassifier(
@@ -246,6 +259,7 @@ def mitigated_estimator(
             ratio=limit.sense == "lower",
             max_iter=settings["reduction_max_iter"],
             random_state=random_state,
+            pos_label=pos_label,
         )
     raise ValueError(
         f"`name` must be one of ['threshold', 'reduction'], but got name={name!r}."
@@ -263,6 +277,76 @@ def _as_sensitive(sensitive_features: Any, X: Any) -> np.ndarray:
     if values.ndim == 2:
         values = np.array(["|".join(map(str, row)) for row in values.tolist()], dtype=object)
     return values
+
+
+def _sensitive_layout(sensitive_features: Any) -> tuple[int, list[str] | None]:
+    """(number of sensitive columns, their names for a DataFrame or a named Series)."""
+    if isinstance(sensitive_features, pd.DataFrame):
+        return sensitive_features.shape[1], [str(c) for c in sensitive_features.columns]
+    if isinstance(sensitive_features, pd.Series):
+        return 1, None if sensitive_features.name is None else [str(sensitive_features.name)]
+    values = np.asarray(sensitive_features)
+    return (values.shape[1] if values.ndim == 2 else 1), None
+
+
+def unseen_values(values: Any, known: Any) -> list[Any]:
+    """The distinct entries of ``values`` that are not among ``known`` (missing values
+    included, unless ``known`` has one)."""
+    values = pd.Series(np.asarray(values, dtype=object))
+    known_index = pd.Index(np.asarray(list(known), dtype=object))
+    return list(pd.unique(values[~values.isin(known_index)]))
+
+
+def _describe(values: Any, limit: int = 10) -> str:
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    shown = sorted(values[:limit], key=repr)
+    return "[" + ", ".join(map(repr, shown)) + (", ..." if len(values) > limit else "") + "]"
+
+
+def check_known_groups(
+    values: Any, known: Any, *, argument: str, where: str, what: str = "groups",
+    why: str = "",
+) -> None:
+    """Raise if ``values`` hold entries outside ``known``, naming them and the known ones."""
+    unseen = unseen_values(values, known)
+    if unseen:
+        raise ValueError(_MSG_UNSEEN_GROUPS.format(
+            argument=argument, where=where, what=what, unseen=_describe(unseen),
+            known=_describe(list(known)), why=why,
+        ).rstrip())
+
+
+class _KnownGroups(TransformerMixin, BaseEstimator):
+    """The first step of a pipeline whose model reads sensitive columns of X: it passes X
+    through unchanged, and refuses at prediction a value of those columns that it did not see
+    at fit (one-hot encoding would turn it into all zeros, a group that does not exist).
+
+    Args:
+        columns: The sensitive columns of X.
+    """
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = columns
+
+    def fit(self, X: pd.DataFrame, y: Any = None) -> _KnownGroups:
+        self.groups_ = {c: list(pd.unique(X[c])) for c in self.columns}
+        return self
+
+    def transform(self, X: pd.DataFrame) -> pd.DataFrame:
+        missing = [c for c in self.columns if not isinstance(X, pd.DataFrame) or c not in X]
+        if missing:
+            raise ValueError(
+                f"`X` must have the sensitive columns {list(self.columns)} that the model was "
+                f"fitted with, but it lacks {missing}."
+            )
+        for column in self.columns:
+            check_known_groups(
+                X[column], self.groups_[column], argument=f"X[{column!r}]",
+                where="the fitted pipeline", what="values",
+                why="The model was fitted on the known groups only: correct the values, or "
+                    "tune again on data that has these groups.",
+            )
+        return X
 
 
 class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -301,10 +385,20 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             estimator's own training rows. Defaults to 0.
         random_state: Seed of the holdout split and of the randomized predictions. Defaults
             to 0.
+        pos_label: The favourable label, whose rates ``constraint`` compares across groups,
+            when the labels are not 0/1 or booleans (e.g. ``"approved"``); ``predict``
+            returns the labels as given. Defaults to None (labels 0/1, 1 favourable).
+
+    Each row's group at prediction must be one that the thresholds were fitted on, given in
+    the layout of fit (the same number of columns, with the same names for a DataFrame): a
+    group without a threshold would otherwise be predicted 0 for everyone (as fairlearn's
+    ThresholdOptimizer does), so ``predict`` and ``predict_proba`` raise a ``ValueError``
+    naming the unseen groups and the known ones instead.
 
     Attributes:
         threshold_optimizer_: The fitted ``fairlearn.postprocessing.ThresholdOptimizer``.
-        classes_: ``[0, 1]``.
+        groups_: The groups the thresholds were fitted on.
+        classes_: The two labels, sorted (``[0, 1]`` without ``pos_label``).
     """
 
     needs_sensitive_features_at_prediction = True
@@ -317,12 +411,14 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         tolerance: float | None = None,
         holdout: float = 0.0,
         random_state: int = 0,
+        pos_label: Any = None,
     ) -> None:
         self.estimator = estimator
         self.constraint = constraint
         self.tolerance = tolerance
         self.holdout = holdout
         self.random_state = random_state
+        self.pos_label = pos_label
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any) -> ThresholdClassifier:
         """Fit the estimator, then the group thresholds.
@@ -340,8 +436,9 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         if sensitive_features is None:
             raise ValueError("`sensitive_features` must be given to fit, but got None.")
-        y = np.asarray(y).astype(int)
+        y, self.classes_ = _fit_labels(y, self.pos_label)
         sensitive = _as_sensitive(sensitive_features, X)
+        self._fit_layout = _sensitive_layout(sensitive_features)
         estimator = clone(self.estimator)
         if self.holdout > 0:
             from sklearn.model_selection import train_test_split
@@ -364,21 +461,53 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             tol=None if self.constraint == "equalized_odds" else self.tolerance,
         )
         self.threshold_optimizer_ = optimizer.fit(X_t, y_t, sensitive_features=s_t)
-        self.classes_ = np.array([0, 1])
+        self.groups_ = list(
+            self.threshold_optimizer_.interpolated_thresholder_.interpolation_dict
+        )
         return self
 
+    def _groups(self, X: Any, sensitive_features: Any, method: str) -> np.ndarray:
+        """Each row's group, checked against the groups and the layout seen at fit."""
+        where = f"{type(self).__name__}.{method}"
+        if sensitive_features is None:
+            raise ValueError(_MSG_MISSING_SENSITIVE.format(cls=type(self).__name__,
+                                                           method=method))
+        (n_fit, names_fit), (n, names) = self._fit_layout, _sensitive_layout(
+            sensitive_features)
+        if n != n_fit or (isinstance(sensitive_features, pd.DataFrame) and names_fit
+                          and names != names_fit):
+            raise ValueError(
+                f"`sensitive_features` given to {where} must have the layout seen at fit: "
+                f"{n_fit} column{'s' if n_fit != 1 else ''}"
+                f"{f' {names_fit}' if names_fit else ''}, but got {n} column"
+                f"{'s' if n != 1 else ''}{f' {names}' if names else ''}."
+            )
+        groups = _as_sensitive(sensitive_features, X)
+        if len(groups) != _n_rows(X):
+            raise ValueError(
+                f"`sensitive_features` given to {where} must have one entry per row of X "
+                f"({_n_rows(X)}), but got {len(groups)}."
+            )
+        check_known_groups(
+            groups, self.groups_, argument="sensitive_features", where=where,
+            why="Its thresholds are per group, so it cannot predict these rows: correct the "
+                "groups, or fit again on data that has them.",
+        )
+        return groups
+
     def predict(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
-        """0/1 predictions; ``sensitive_features`` (each row's group) is required.
+        """Predictions (0/1, or the labels with ``pos_label``); ``sensitive_features`` (each
+        row's group, one the thresholds were fitted on) is required.
 
         Raises:
-            ValueError: If ``sensitive_features`` is missing.
+            ValueError: If ``sensitive_features`` is missing, holds a group not seen at fit,
+                or has another layout than at fit.
         """
-        if sensitive_features is None:
-            raise ValueError(_MSG_MISSING_SENSITIVE.format(cls=type(self).__name__))
-        return np.asarray(self.threshold_optimizer_.predict(
-            X, sensitive_features=_as_sensitive(sensitive_features, X),
-            random_state=self.random_state,
+        groups = self._groups(X, sensitive_features, "predict")
+        predicted = np.asarray(self.threshold_optimizer_.predict(
+            X, sensitive_features=groups, random_state=self.random_state,
         )).astype(int)
+        return _labels_of(predicted, self.classes_, self.pos_label)
 
     def predict_proba(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
         """The probabilities with which :meth:`predict` returns 0 and 1 for each row.
@@ -391,14 +520,12 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         of the randomized predictor (:class:`fairtune.tuning.FairObjective` scores trials so).
 
         Returns:
-            An array of shape (n_rows, 2).
+            An array of shape (n_rows, 2), its columns in the order of ``classes_``.
 
         Raises:
-            ValueError: If ``sensitive_features`` is missing.
+            ValueError: As :meth:`predict`.
         """
-        if sensitive_features is None:
-            raise ValueError(_MSG_MISSING_SENSITIVE.format(cls=type(self).__name__))
-        groups = _as_sensitive(sensitive_features, X)
+        groups = self._groups(X, sensitive_features, "predict_proba")
         scores = self.threshold_optimizer_.estimator_.predict_proba(X)[:, 1]
         positive = np.zeros(len(scores))
         for group, rule in self.threshold_optimizer_.interpolated_thresholder_.interpolation_dict.items():
@@ -408,7 +535,7 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if "p_ignore" in rule:
                 p = rule.p_ignore * rule.prediction_constant + (1.0 - rule.p_ignore) * p
             positive[rows] = p
-        return np.column_stack([1.0 - positive, positive])
+        return _proba_columns(positive, self.classes_, self.pos_label)
 
 
 class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -451,6 +578,8 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             to False.
         max_iter: ExponentiatedGradient's ``max_iter``. Defaults to 50.
         random_state: Seed of the randomized predictions. Defaults to 0.
+        pos_label: The favourable label when the labels are not 0/1 or booleans; ``predict``
+            returns the labels as given. Defaults to None (labels 0/1, 1 favourable).
 
     Attributes:
         preprocess_: The fitted preprocessing steps (None if ``estimator`` is not a pipeline).
@@ -461,7 +590,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             groups and 1/2 when there are more (the largest gap between two groups that a
             distance to the overall rate allows is that distance over
             ``max(1/2, the larger group's share)``).
-        classes_: ``[0, 1]``.
+        classes_: The two labels, sorted (``[0, 1]`` without ``pos_label``).
     """
 
     needs_sensitive_features_at_prediction = False
@@ -476,6 +605,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ratio: bool = False,
         max_iter: int = 50,
         random_state: int = 0,
+        pos_label: Any = None,
     ) -> None:
         self.estimator = estimator
         self.constraint = constraint
@@ -484,6 +614,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.ratio = ratio
         self.max_iter = max_iter
         self.random_state = random_state
+        self.pos_label = pos_label
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any) -> ReductionClassifier:
         """Fit the preprocessing, then the reduction around the base estimator.
@@ -514,7 +645,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         if sensitive_features is None:
             raise ValueError("`sensitive_features` must be given to fit, but got None.")
-        y = np.asarray(y).astype(int)
+        y, classes = _fit_labels(y, self.pos_label)
         groups = _as_sensitive(sensitive_features, X)
         self.moment_bound_ = float(self.bound) * (
             _between_groups_factor(self.constraint, y, groups)
@@ -533,16 +664,18 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.exponentiated_gradient_ = reductions.ExponentiatedGradient(
             base, moment, max_iter=int(self.max_iter)
         ).fit(X, y, sensitive_features=groups)
-        self.classes_ = np.array([0, 1])
+        self.classes_ = classes
         return self
 
     def predict(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
-        """0/1 predictions (``sensitive_features`` is accepted and not used)."""
+        """Predictions (0/1, or the labels with ``pos_label``); ``sensitive_features`` is
+        accepted and not used."""
         if self.preprocess_ is not None:
             X = self.preprocess_.transform(X)
-        return np.asarray(
+        predicted = np.asarray(
             self.exponentiated_gradient_.predict(X, random_state=self.random_state)
         ).astype(int)
+        return _labels_of(predicted, self.classes_, self.pos_label)
 
     def predict_proba(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
         """The probabilities with which :meth:`predict` returns 0 and 1 for each row.
@@ -554,7 +687,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         predictor (:class:`fairtune.tuning.FairObjective` scores trials so).
 
         Returns:
-            An array of shape (n_rows, 2).
+            An array of shape (n_rows, 2), its columns in the order of ``classes_``.
         """
         if self.preprocess_ is not None:
             X = self.preprocess_.transform(X)
@@ -564,7 +697,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if weight > 0:
                 positive += weight * np.asarray(predictor.predict(X), dtype=float)
         positive = np.clip(positive, 0.0, 1.0)
-        return np.column_stack([1.0 - positive, positive])
+        return _proba_columns(positive, self.classes_, self.pos_label)
 
 
 # The rows of each event a fairlearn moment compares the groups' rates within.
@@ -590,6 +723,35 @@ def _between_groups_factor(constraint: str, y: np.ndarray, groups: np.ndarray) -
         if len(counts) >= 2:
             factor = min(factor, counts.max() / counts.sum() if len(counts) == 2 else 0.5)
     return factor
+
+
+def _fit_labels(y: Any, pos_label: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(0/1 labels, ``classes_``): with ``pos_label``, 1 marks it and ``classes_`` are the two
+    labels sorted; without, the labels must be 0/1 or booleans and ``classes_`` is [0, 1]."""
+    from fairtune.tuning._data import favourable_labels
+
+    y01, classes = favourable_labels(y, pos_label)
+    if pos_label is not None and len(classes) != 2:
+        raise ValueError(
+            f"`y` must hold both labels to fit with pos_label={pos_label!r}, but got only "
+            f"{classes.tolist()}."
+        )
+    return y01, classes
+
+
+def _labels_of(predicted: np.ndarray, classes: np.ndarray, pos_label: Any) -> np.ndarray:
+    """0/1 predictions as the labels of fit: 1 is ``pos_label`` (or 1 without one)."""
+    if pos_label is None:
+        return predicted
+    other = classes[0] if classes[1] == pos_label else classes[1]
+    return np.where(predicted == 1, pos_label, other).astype(classes.dtype)
+
+
+def _proba_columns(positive: np.ndarray, classes: np.ndarray, pos_label: Any) -> np.ndarray:
+    """``[P(classes_[0]), P(classes_[1])]`` from the probability of the favourable label."""
+    if pos_label is not None and classes[0] == pos_label:
+        return np.column_stack([positive, 1.0 - positive])
+    return np.column_stack([1.0 - positive, positive])
 
 
 class _Float64Probabilities(BaseEstimator):

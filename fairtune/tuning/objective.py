@@ -20,12 +20,15 @@ from fairtune.fairness.constraints import (
 )
 from fairtune.tuning.mitigation import (
     ReductionClassifier,
+    _KnownGroups,
     ThresholdClassifier,
     mitigated_estimator,
     needs_sensitive_features,
     parse_mitigation,
     suggest_mitigation_params,
 )
+from fairtune.tuning._data import data_fingerprint as _digest
+from fairtune.tuning._data import favourable_labels
 from fairtune.tuning.spaces import Space, get_space
 from fairtune.tuning.threads import limit_training_threads
 
@@ -66,6 +69,9 @@ MODEL_KEY = "fairtune:model"
 METRIC_KEY = "fairtune:metric"
 VALIDATION_KEY = "fairtune:validation"
 OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
+DATA_KEY = "fairtune:data_fingerprint"
+"""Study user attribute: a digest of the rows, labels, groups and validation splits that the
+study's trials were scored on (see :func:`fairtune.tuning._data.data_fingerprint`)."""
 MITIGATION_SETUP_KEY = "fairtune:mitigation"  # with a mitigation only
 MITIGATION_USED_KEY = "fairtune:mitigation_used"
 """Trial user attribute: the mitigation the trial's pipeline used (set with a mitigation only)."""
@@ -76,8 +82,15 @@ _BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
 
 
-def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, pd.Series, Any, str]:
+def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, Any, Any, str]:
+    """(X, labels, sensitive features, name) of ``dataset``, new objects in X's row order.
+
+    The caller's objects are never changed: pandas labels and sensitive features are matched
+    to X by index label, arrays by position (:func:`fairtune.tuning._data.aligned`), and the
+    column names of X become strings on a copy.
+    """
     from fairtune import datasets
+    from fairtune.tuning._data import aligned
 
     if isinstance(dataset, str):
         if dataset not in _BUNDLED:
@@ -87,24 +100,32 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, pd.Series, Any, str]:
             )
         # German and COMPAS warn (once per process) about their known issues, here too.
         bunch = getattr(datasets, f"load_{dataset}")()
-        return bunch.data, bunch.target, bunch.sensitive_features, dataset
-    if isinstance(dataset, datasets.FairDataset):
-        return dataset.data, dataset.target, dataset.sensitive_features, dataset.get("name", "data")
-    if isinstance(dataset, tuple) and len(dataset) == 3:
-        X, y, s = dataset
-        X = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
-        X.columns = [str(c) for c in X.columns]
-        if len(y) != len(X) or len(s) != len(X):
-            raise ValueError(
-                "`dataset` (X, y, sensitive) must have equal lengths, but got "
-                f"{len(X)}, {len(y)} and {len(s)}."
-            )
-        y = pd.Series(np.asarray(y), index=X.index)
-        return X, y, s, "data"
-    raise ValueError(
-        f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, sensitive) "
-        f"tuple, but got {type(dataset).__name__}."
-    )
+        X, y, s, name = bunch.data, bunch.target, bunch.sensitive_features, dataset
+    elif isinstance(dataset, datasets.FairDataset):
+        X, y, s = dataset.data, dataset.target, dataset.sensitive_features
+        name = dataset.get("name", "data")
+    elif isinstance(dataset, tuple) and len(dataset) == 3:
+        (X, y, s), name = dataset, "data"
+    else:
+        raise ValueError(
+            f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, sensitive) "
+            f"tuple, but got {type(dataset).__name__}."
+        )
+    if isinstance(X, pd.DataFrame):
+        X = X.copy()
+    else:
+        X = pd.DataFrame(np.asarray(X))
+        # Beside an array, labels and groups are matched by position.
+        y, s = (
+            v.set_axis(X.index[: len(v)], axis=0) if isinstance(v, (pd.Series, pd.DataFrame))
+            and len(v) == len(X) else v for v in (y, s)
+        )
+    X.columns = [str(c) for c in X.columns]
+    try:
+        y, s = aligned(X, y, "y"), aligned(X, s, "sensitive")
+    except ValueError as error:
+        raise ValueError(f"`dataset` (X, y, sensitive): {error}") from None
+    return X, y, s, name
 
 
 def _takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:
@@ -147,25 +168,6 @@ def _check_groups(sensitive: pd.Series | pd.DataFrame) -> pd.Series:
     from fairtune.fairness.metrics import _check_sensitive
 
     return _check_sensitive(sensitive, len(sensitive))
-
-
-def _binary_labels(y: Any) -> np.ndarray:
-    """The labels as 0/1 ints; anything else is an error that lists what was found."""
-    values = pd.unique(pd.Series(np.asarray(y)))
-    if pd.api.types.is_bool_dtype(values):
-        return np.asarray(y).astype(int)
-    try:
-        numeric = values.astype(float)
-        ok = bool(np.isin(numeric, [0.0, 1.0]).all())
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        shown = sorted(map(repr, pd.Series(values[:10]).tolist()))
-        raise ValueError(
-            "`dataset` labels must be 0/1 (1 = the favourable outcome) or booleans, but got "
-            f"the values [{', '.join(shown)}{', ...' if len(values) > 10 else ''}]."
-        )
-    return np.asarray(y).astype(float).astype(int)
 
 
 def _expected(
@@ -407,7 +409,11 @@ class FairObjective:
 
     Args:
         dataset: ``"adult"``, ``"german"`` or ``"compas"``, a :class:`~fairtune.datasets.FairDataset`,
-            or an ``(X, y, sensitive)`` tuple with 0/1 labels.
+            or an ``(X, y, sensitive)`` tuple: pandas labels and sensitive features are
+            matched to a DataFrame X by index label (their index must hold the same labels),
+            arrays by position; the objective works on copies and never changes them. Labels
+            are 0/1 or booleans (1 = the favourable outcome), or any two labels with
+            ``pos_label``.
         model: A space name of :data:`fairtune.tuning.SPACES` (``"xgboost"``,
             ``"random_forest"``, ``"mlp"``, ``"linear"``) or a callable ``trial -> estimator``.
         limits: Fairness limits, e.g. ``"demographic_parity<=0.05"`` (see
@@ -471,6 +477,10 @@ class FairObjective:
             data about half the time, while with a mitigation a margin costs little accuracy
             (``benchmarks/vs_mitigation.py``). The study stores the tightened limits
             (:attr:`tuning_limits`). Defaults to 0.
+        pos_label: The favourable label (the outcome whose rates the fairness metrics
+            compare, as in scikit-learn's scorers) when the labels are not 0/1 or booleans,
+            e.g. ``"approved"``; the pipelines then predict 1 for it. Defaults to None: the
+            labels must be 0/1 or booleans, and any other pair is an error naming them.
 
     Raises:
         ValueError: On invalid arguments, including sensitive features with missing values or
@@ -481,9 +491,14 @@ class FairObjective:
             ``"dsp<=2"`` holds for every model).
 
     A study remembers the objective's :attr:`setup` (dataset and sensitive feature, model,
-    metric, limits, validation): the first trial stores it as study user attributes, and a
-    trial of another setup in the same study raises ``ValueError`` naming what differs,
-    rather than mixing values that are not comparable.
+    metric, limits, validation, and a fingerprint of the rows, labels, groups and splits the
+    trials are scored on): the first trial stores it as study user attributes, and a trial of
+    another setup in the same study raises ``ValueError`` naming what differs, rather than
+    mixing values that are not comparable.
+
+    A pipeline whose model reads the sensitive columns of X refuses, at prediction, a value of
+    those columns that it did not see at fit (and so does the threshold mitigation for the
+    groups it is given): one-hot encoding would silently read it as no group at all.
 
     Attributes:
         X, y, sensitive: All the rows.
@@ -513,6 +528,7 @@ class FairObjective:
         objectives: Sequence[str] | None = None,
         mitigation: str | Sequence[str] | None = None,
         margin: float = 0.0,
+        pos_label: Any = None,
     ) -> None:
         from sklearn.model_selection import StratifiedKFold, train_test_split
 
@@ -572,11 +588,9 @@ class FairObjective:
         X, y, sensitive, self.dataset_name = _load(dataset)
         self.drop_columns = _checked_drop_columns(drop_columns, X)
         X = X.drop(columns=self.drop_columns)
-        y = pd.Series(_binary_labels(y), index=X.index, name="target")
-        sensitive = sensitive if isinstance(sensitive, (pd.Series, pd.DataFrame)) else pd.Series(
-            np.asarray(sensitive), index=X.index
-        )
-        sensitive.index = X.index
+        self.pos_label = pos_label
+        y = pd.Series(favourable_labels(y, pos_label, argument="`dataset` labels")[0],
+                      index=X.index, name="target")
         self._check_sensitive(sensitive, "the rows")
         self.sensitive_name = (
             ", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
@@ -645,6 +659,7 @@ class FairObjective:
         self.X_train = self.X_valid = self.y_train = self.y_valid = None
         self.s_train = self.s_valid = None
         self._folds: list[tuple[np.ndarray, np.ndarray]] = []
+        self._fingerprint: str | None = None
         # Studies whose setup this objective has checked and stored.
         self._recorded: set[tuple[int, int]] = set()
         if self.cv is None:
@@ -700,7 +715,21 @@ class FairObjective:
             VALIDATION_KEY: validation,
             **({OBJECTIVES_KEY: list(self.objectives)} if self.objectives else {}),
             MITIGATION_SETUP_KEY: list(self.mitigation),
+            DATA_KEY: self.data_fingerprint,
         }
+
+    @property
+    def data_fingerprint(self) -> str:
+        """A digest of what the trials are scored on: the tuning rows (as the model sees
+        them), their labels and groups, and the validation split or folds."""
+        if self._fingerprint is None:
+            if self.cv is None:
+                parts = (self.X_train, self.y_train, self.s_train,
+                         self.X_valid, self.y_valid, self.s_valid)
+            else:
+                parts = (self.X_dev, self.y_dev, self.s_dev)
+            self._fingerprint = _digest(*parts, folds=self._folds)
+        return self._fingerprint
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
         """How a pipeline of this objective reads the sensitive feature at prediction time.
@@ -815,6 +844,8 @@ class FairObjective:
                 "create the study with direction='maximize'."
             )
         differences = self.setup_differences(study)
+        if any(key == DATA_KEY for key, _, _ in differences):
+            raise ValueError(_other_data_message(study, self.data_fingerprint))
         if differences:
             what = "; ".join(
                 f"{key[len(USER_ATTR_PREFIX):]} {old!r} there, {new!r} here"
@@ -882,6 +913,9 @@ class FairObjective:
             ("numeric", StandardScaler() if self.space.needs_scaling else "passthrough", numeric),
         ]
         steps: list[tuple[str, Any]] = [("preprocess", ColumnTransformer(transformers))]
+        if self._model_sees_sensitive():
+            # One-hot encoding would read a group unseen at fit as no group at all.
+            steps.insert(0, ("check_groups", _KnownGroups(self._sensitive_columns)))
         if decorrelate:
             from fairlearn.preprocessing import CorrelationRemover
 
@@ -1103,6 +1137,17 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
+
+
+def _other_data_message(study: optuna.Study, fingerprint: str) -> str:
+    """Why a study whose trials were scored on other data cannot be used here, and what to do."""
+    return (
+        f"`study` {study.study_name!r} holds trials scored on other data (data fingerprint "
+        f"{study.user_attrs.get(DATA_KEY)!r} there, {fingerprint!r} here: other rows, labels, "
+        "groups or validation splits), so its best trial would be chosen on scores that do not "
+        "measure these rows; create a new study for this data (e.g. optuna.create_study("
+        "storage=..., study_name='<a name of its own>'))."
+    )
 
 
 def _tightened(limits: list[Any], margin: Any) -> list[Any]:

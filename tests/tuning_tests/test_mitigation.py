@@ -189,7 +189,7 @@ def test_a_list_makes_the_mitigation_a_categorical_hyperparameter() -> None:
 def test_correlation_remover_decorrelates_and_drops_the_sensitive_columns() -> None:
     obj = objective("correlation_remover")
     pipeline = fit_trial(obj, PARAMS["correlation_remover"], obj.X_dev, obj.y_dev, obj.s_dev)
-    assert list(pipeline.named_steps) == ["preprocess", "decorrelate", "model"]
+    assert list(pipeline.named_steps) == ["check_groups", "preprocess", "decorrelate", "model"]
     encoded = pipeline.named_steps["preprocess"].transform(obj.X_dev)
     decorrelated = pipeline.named_steps["decorrelate"].transform(encoded)
     assert encoded.shape[1] == 4  # group_a, group_b, x1, x2

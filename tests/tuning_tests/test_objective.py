@@ -201,13 +201,21 @@ def test_use_sensitive_feature_false_names_adults_relationship() -> None:
              "cv": 3},
             r"`cv` must be at most the number of tuning rows of the smaller class \(2\), but got cv=3",
         ),
-        ({"dataset": (pd.DataFrame({"a": [1, 2]}), [0, 1], ["x"])}, "equal lengths"),
+        ({"dataset": (pd.DataFrame({"a": [1, 2]}), [0, 1], ["x"])},
+         r"`dataset` \(X, y, sensitive\): `sensitive` must have one entry per row of X \(2\), "
+         r"but got 1"),
         ({"dataset": (pd.DataFrame({"a": [1, 2, 3]}), [0, 1], ["x", "y", "x"])},
-         r"must have equal lengths, but got 3, 2 and 3"),
+         r"`y` must have one entry per row of X \(3\), but got 2"),
         ({"dataset": (pd.DataFrame({"a": [1, 2]}), ["no", "yes"], ["x", "y"])},
-         r"labels must be 0/1 \(1 = the favourable outcome\) or booleans, but got the values \['no', 'yes'\]"),
+         r"`dataset` labels must be 0/1 \(1 = the favourable outcome\) or booleans, or "
+         r"`pos_label` must name the favourable one, but got the labels \['no', 'yes'\] and "
+         r"pos_label=None"),
         ({"dataset": (pd.DataFrame({"a": [1, 2, 3]}), [0, 1, 2], ["x", "y", "x"])},
-         r"but got the values \[0, 1, 2\]"),
+         r"must hold two distinct labels \(a binary decision\), but got 3: \[0, 1, 2\]"),
+        ({"dataset": (pd.DataFrame({"a": [1, 2]}), ["no", "yes"], ["x", "y"]),
+          "pos_label": "Yes"},
+         r"`pos_label` must be one of the labels of `dataset` labels \['no', 'yes'\], but got "
+         r"pos_label='Yes'"),
     ],
 )
 def test_bad_arguments(kwargs: dict, match: str) -> None:
