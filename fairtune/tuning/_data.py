@@ -16,6 +16,7 @@ input gets the same answer whichever entrance it goes through:
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -148,7 +149,12 @@ def _digest_part(value: Any, digest: Any) -> None:
             digest.update(np.ascontiguousarray(array).tobytes())
         else:
             frame = pd.DataFrame(array.reshape(len(array), -1) if array.ndim else [array])
-            digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+            try:
+                hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+            except TypeError:  # unhashable values (dicts, lists): their pickled form
+                digest.update(pickle.dumps(array.tolist()))
+            else:
+                digest.update(hashed.tobytes())
 
 
 def data_fingerprint(*parts: Any, folds: Iterable[tuple[Any, Any]] = ()) -> str:

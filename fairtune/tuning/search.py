@@ -77,6 +77,7 @@ from fairtune.fairness.constraints import (
     is_fair,
     parse_limits,
 )
+from fairtune.tuning._data import data_fingerprint, favourable_labels
 from fairtune.tuning.mitigation import (
     MITIGATION_KEY,
     MITIGATION_PARAMS,
@@ -87,15 +88,18 @@ from fairtune.tuning.mitigation import (
     suggest_mitigation_params,
 )
 from fairtune.tuning.objective import (
+    DATA_KEY,
     METRIC_KEY,
     METRIC_NAMES,
     MITIGATION_USED_KEY,
     _check_groups,
     _metric_score,
+    _other_data_message,
     _out_of_fold_predictions,
     _record_validation,
     _takes_random_state,
     _tightened,
+    predicts_one_class,
 )
 from fairtune.tuning.threads import limit_training_threads
 
@@ -281,8 +285,28 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     the ``split<k>_test_score`` weighted by the fold sizes); ``rank_test_score`` ranks the fair
     trials first, so that rank 1 is ``best_index_``.
 
-    Labels must be binary. The favourable outcome, whose rates the fairness metrics compare,
-    is the greater label (1 of 0/1, ``True``), as scikit-learn's binary metrics assume.
+    Labels must be binary: 0/1 or booleans, where 1 (``True``) is the favourable outcome whose
+    rates the fairness metrics compare, or any two labels with ``pos_label`` naming the
+    favourable one (``pos_label="approved"``); other labels without it are an error naming
+    them, as in :class:`~fairtune.tuning.FairObjective`.
+
+    A fitted search refuses, in ``predict`` and the other prediction methods, rows of a group
+    it never saw: a ``sensitive_features=`` value outside the groups of ``fit``, or, when the
+    sensitive features are columns of a DataFrame ``X`` (the estimator reads them), a value of
+    those columns outside those of ``fit``. Its model was chosen and fitted without that group,
+    and a threshold mitigation has no threshold for it.
+
+    If the best fair trial predicts one class for every out-of-fold row (a constant model,
+    which meets demographic-parity limits trivially), ``fit`` warns;
+    ``cv_results_["predicts_one_class"]`` marks such trials.
+
+    With ``study``, the study records a fingerprint of the rows, labels, groups and folds its
+    trials were scored on, and a fit on other data raises instead of choosing among trials
+    scored on other rows. scikit-learn's ``clone`` (which ``cross_validate`` and
+    ``GridSearchCV`` call) copies the ``study`` object: a clone of a search on an in-memory
+    study gets its own copy, while a clone of a search on a database storage runs in the same
+    stored study, so a clone fitted on other rows (another outer fold) raises; give each fit
+    a study of its own, or ``study=None``.
 
     Examples:
         >>> import pandas as pd
@@ -342,8 +366,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             aimed at the first limit: ``"threshold"`` (fairlearn's ``ThresholdOptimizer`` on the
             estimator; the deployed model needs ``predict(X, sensitive_features=...)``) or
             ``"reduction"`` (``ExponentiatedGradient``), or a list of both (the mitigation is
-            then a categorical parameter ``"mitigation"``). Labels must then be 0/1 or
-            booleans. Both predict at random for some rows; a trial is scored by the expected
+            then a categorical parameter ``"mitigation"``). Both predict at random for some rows; a trial is scored by the expected
             metric and gaps over those random predictions (their ``predict_proba``), as
             :class:`~fairtune.tuning.FairObjective` scores it. (``CorrelationRemover`` is a
             pipeline step: put it in ``estimator``.) Defaults to None.
@@ -363,14 +386,17 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             the bound on its out-of-fold predictions lands above or below it on new rows about
             equally often. The study, ``cv_results_["fair"]`` and the error when no trial is
             fair use the tightened limits. Defaults to 0.
+        pos_label: The favourable label, as in scikit-learn's scorers, when the labels are
+            not 0/1 or booleans. Defaults to None (labels 0/1 or booleans, 1 favourable).
 
     Raises:
         ValueError: From ``fit``, naming the argument and what it received, on an unknown
             parameter name or a value of ``param_distributions`` that is not an Optuna
             distribution, unparsable limits or a limit that cannot bind, missing or invalid
-            ``sensitive_features``, labels that are not binary, a ``margin`` outside [0, 1) or
-            one that leaves no room under a limit; and when no trial is fair
-            (with ``refit=True``) or every trial failed.
+            ``sensitive_features``, labels that are not binary (or not 0/1 or booleans
+            without ``pos_label``), a ``margin`` outside [0, 1) or one that leaves no room
+            under a limit, a ``study`` whose trials were scored on other data; and when no
+            trial is fair (with ``refit=True``) or every trial failed.
 
     Attributes:
         cv_results_: A dict of arrays, one entry per trial (completed or failed) of the
@@ -379,7 +405,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``std_test_score``, ``rank_test_score``, ``mean_fit_time``, ``std_fit_time``,
             ``mean_score_time``, ``std_score_time``, one column per limited fairness metric
             (e.g. ``demographic_parity``, on the pooled out-of-fold predictions), ``fair``
-            (every limit, tightened by ``margin``, met) and ``trial_number``.
+            (every limit, tightened by ``margin``, met), ``predicts_one_class`` (the trial
+            predicted one class for every out-of-fold row) and ``trial_number``.
         best_trial_: The best fair trial (an Optuna ``FrozenTrial``).
         best_index_: Its row in ``cv_results_``.
         best_params_: Its parameters (with the mitigation's settings, if any).
@@ -411,6 +438,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         error_score: float | str = np.nan,
         callbacks: Sequence[Callable[..., Any]] | None = None,
         margin: float = 0.0,
+        pos_label: Any = None,
     ) -> None:
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -428,6 +456,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.error_score = error_score
         self.callbacks = callbacks
         self.margin = margin
+        self.pos_label = pos_label
 
     # ------------------------------------------------------------------ validation
 
@@ -506,11 +535,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"`mitigation` {names[0]!r} predicts randomized labels, not scores: `scoring` must "
                 "not be 'roc_auc' with it, but got scoring='roc_auc' and "
                 f"mitigation={self.mitigation!r}."
-            )
-        if names and not set(np.unique(y).tolist()) <= {0, 1}:
-            raise ValueError(
-                "`y` must be 0/1 (1 = the favourable outcome) or booleans with a `mitigation`, "
-                f"whose models predict 0/1, but got the labels {np.unique(y).tolist()[:10]}."
             )
         return names
 
@@ -640,7 +664,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if mitigation:
                 name, settings = suggest_mitigation_params(trial, mitigation, limits[0])
                 estimator = mitigated_estimator(estimator, name, settings, limits[0],
-                                                random_state=seed)
+                                                random_state=seed, pos_label=self.pos_label)
             return estimator
 
         return build
@@ -788,9 +812,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"but {type(self.estimator).__name__} has neither."
             )
 
-        classes = np.unique(y_array)
-        positive = classes[1]
-        y01 = (y_array == positive).astype(int)
+        y01, _ = favourable_labels(y_array, self.pos_label)
+        positive = 1 if self.pos_label is None else self.pos_label
+        self._positive_label = positive
+        others = [v for v in np.unique(y_array) if v != positive]
+        self._other_label = others[0] if others else 0
         fit_all, predict_all, split_params = self._fold_params(
             sensitive_features, fit_params, mitigation
         )
@@ -807,7 +833,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         covered = np.flatnonzero(tested)
 
-        study = self._prepare_study(limits, sampler_seed)
+        self._remember_groups(X, sensitive_features)
+        fingerprint = data_fingerprint(X, y01, sensitive_features, folds=folds)
+        study = self._prepare_study(limits, sampler_seed, fingerprint)
         objective = _SearchObjective(
             self, build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, folds=folds, covered=covered,
@@ -843,6 +871,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             warnings.warn(message, UserWarning, stacklevel=2)
             return self
         self.best_trial_ = best
+        self._warn_if_one_class(best)
         self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
         self.best_params_ = dict(best.params)
         self.best_score_ = float(best.value)
@@ -857,14 +886,70 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self.best_estimator_ = best_estimator
         return self
 
-    def _prepare_study(self, limits: list[FairnessLimit], sampler_seed: int | None) -> Any:
-        """The study to run the trials in, holding the search's limits and scoring."""
+    def _warn_if_one_class(self, best: optuna.trial.FrozenTrial) -> None:
+        one_class = predicts_one_class(best)
+        if one_class is None:
+            return
+        label = self._positive_label if one_class == 1 else self._other_label
+        label = label.item() if isinstance(label, np.generic) else label
+        warnings.warn(
+            f"The best fair trial (trial {best.number}) predicts {label!r} for every "
+            f"out-of-fold row: its {self.scoring} {best.value:.4f} is that of a constant model, "
+            "which meets demographic-parity limits trivially and decides nothing. Add a "
+            "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
+            "cv_results_['predicts_one_class'] marks such trials.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+    def _remember_groups(self, X: Any, sensitive: Any) -> None:
+        """What the predictions are checked against: the groups of fit, and the values of the
+        sensitive columns when they are columns of a DataFrame X (the estimator reads them)."""
+        import pandas as pd
+
+        from fairtune.tuning.mitigation import _as_sensitive
+
+        self._known_groups = list(pd.unique(pd.Series(_as_sensitive(sensitive, X))))
+        names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
+                 else [sensitive.name] if isinstance(sensitive, pd.Series) else [])
+        self._group_columns = {
+            name: list(pd.unique(X[name])) for name in names
+            if isinstance(X, pd.DataFrame) and name is not None and name in X.columns
+        }
+
+    def _check_groups_known(self, X: Any, params: dict[str, Any], method: str) -> None:
+        """Refuse rows of a group the search never saw (see :meth:`predict`)."""
+        import pandas as pd
+
+        from fairtune.tuning.mitigation import _as_sensitive, check_known_groups
+
+        why = ("The model was chosen and fitted on the known groups only: correct the values, "
+               "or search again on data that has these groups.")
+        given = params.get(_SENSITIVE)
+        if given is not None and hasattr(self, "_known_groups"):
+            check_known_groups(
+                _as_sensitive(given, X), self._known_groups, argument=_SENSITIVE,
+                where=f"FairSearchCV.{method}", why=why,
+            )
+        for name, known in getattr(self, "_group_columns", {}).items():
+            if isinstance(X, pd.DataFrame) and name in X.columns:
+                check_known_groups(
+                    X[name], known, argument=f"X[{name!r}]", where=f"FairSearchCV.{method}",
+                    what="values", why=why,
+                )
+
+    def _prepare_study(
+        self, limits: list[FairnessLimit], sampler_seed: int | None, fingerprint: str
+    ) -> Any:
+        """The study to run the trials in, holding the search's limits, scoring and the
+        fingerprint of the data its trials are scored on."""
         import optuna
         from optuna.study import StudyDirection
 
         stored = {
             LIMITS_KEY: sorted(str(limit) for limit in limits),
             METRIC_KEY: self.scoring,
+            DATA_KEY: fingerprint,
         }
         if self.study is None:
             if self.sampler is None:
@@ -884,6 +969,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 )
             for key, value in stored.items():
                 old = study.user_attrs.get(key)
+                if key == DATA_KEY and old is not None and old != value:
+                    raise ValueError(_other_data_message(study, fingerprint) + (
+                        " A clone of the search (scikit-learn's clone, cross_validate) shares "
+                        "a database study: give each fit a study of its own, or study=None."
+                    ))
                 if old is not None and old != value:
                     raise ValueError(
                         f"`study` {study.study_name!r} holds trials of another search ({key} "
@@ -958,6 +1048,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 [fairness_values(t).get(limit.metric, np.nan) for t in trials], dtype=float
             )
         results["fair"] = fair
+        results["predicts_one_class"] = np.array(
+            [predicts_one_class(t) is not None for t in trials], dtype=bool
+        )
         results["trial_number"] = np.array([t.number for t in trials], dtype=int)
         return results
 
@@ -1053,24 +1146,28 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """``best_estimator_.predict(X, **params)`` (e.g. ``sensitive_features=`` for a
         threshold mitigation)."""
         best = self._fitted_best("predict")
+        self._check_groups_known(X, params, "predict")
         return best.predict(X, **self._method_params("predict", params))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X, **params)``."""
         best = self._fitted_best("predict_proba")
+        self._check_groups_known(X, params, "predict_proba")
         return best.predict_proba(X, **self._method_params("predict_proba", params))
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_log_proba(X, **params)``."""
         best = self._fitted_best("predict_log_proba")
+        self._check_groups_known(X, params, "predict_log_proba")
         return best.predict_log_proba(X, **self._method_params("predict_log_proba", params))
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X, **params)``."""
         best = self._fitted_best("decision_function")
+        self._check_groups_known(X, params, "decision_function")
         return best.decision_function(X, **self._method_params("decision_function", params))
 
     def score(self, X: Any, y: Any, **params: Any) -> float:
@@ -1080,8 +1177,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``predict(X)``.
         """
         best = self._fitted_best("score")
+        self._check_groups_known(X, params, "score")
         params = self._method_params("score", params)
-        positive = np.asarray(best.classes_)[1]
+        positive = self._positive_label
         y_true = (np.asarray(y).ravel() == positive).astype(int)
         y_pred = (np.asarray(best.predict(X, **params)) == positive).astype(int)
         y_score = _positive_scores(best, X, positive, {}) if self.scoring == "roc_auc" else None
