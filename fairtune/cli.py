@@ -446,6 +446,15 @@ def _quiet_interrupt_echoes() -> Iterator[None]:
         logger.removeHandler(handler)
 
 
+def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+    """The library's warnings as one line each, in the words of the command line: flags for
+    argument names, and a dataset's known issues without the Python advice on silencing them."""
+    for warning in caught:
+        message = warning.message
+        text = getattr(message, "issues", "") or _one_line(message)  # type: ignore[arg-type]
+        print(f"{PROG}: warning: {_in_flags(text)}", file=sys.stderr)
+
+
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
@@ -496,8 +505,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None
-    for warning in caught:
-        print(f"{PROG}: warning: {_in_flags(_one_line(warning.message))}", file=sys.stderr)  # type: ignore[arg-type]
+    _print_warnings(caught)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
     with _storage_errors(args.storage):
@@ -618,8 +626,7 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None
-    for warning in caught:
-        print(f"{PROG}: warning: {_in_flags(_one_line(warning.message))}", file=sys.stderr)  # type: ignore[arg-type]
+    _print_warnings(caught)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
     with _storage_errors(args.storage):
@@ -1240,8 +1247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         conflicting argument), 130 on Ctrl-C, 141 when the output pipe closed (``| head``).
         Errors are printed as one line ``fairtune: error: ...`` on stderr, without a traceback.
     """
-    parser = _build_parser()
     try:
+        # Building the parser imports the library (its choices come from it): a Ctrl-C there
+        # is an interrupt like any other.
+        parser = _build_parser()
         args = parser.parse_args(None if argv is None else list(argv))
         return int(args.func(args, out=sys.stdout))
     except BrokenPipeError:

@@ -678,3 +678,40 @@ def test_hide_sensitive_with_the_correlation_remover_is_a_one_line_error(
     assert len(err.splitlines()) == 1
     assert "--mitigation correlation_remover decorrelates the model's inputs from the " \
            "sensitive columns, which --hide-sensitive removes" in err
+
+
+def test_ctrl_c_while_the_library_is_imported_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        # Ctrl-C lands while the command line imports the library's modules.
+        if name.startswith("fairtune.tuning"):
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    code = main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1"])
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert code == 130
+    err = capsys.readouterr().err
+    assert err == "fairtune: interrupted\n"
+
+
+def test_a_dataset_warning_gives_shell_users_no_python_advice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.datasets import _base
+
+    monkeypatch.setattr(_base, "_WARNED", set())  # German warns once per process
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    err = capsys.readouterr().err
+    assert "fairtune: warning: The German credit data set has known issues" in err
+    assert "load_german().DESCR" in err and "filterwarnings" not in err
+    # In Python the advice stays.
+    monkeypatch.setattr(_base, "_WARNED", set())
+    with pytest.warns(_base.FairtuneDatasetWarning, match=r"Silence with warnings\.filterwarnings"):
+        _base._warn_once("german", "Known issues.")

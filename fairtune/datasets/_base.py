@@ -69,7 +69,13 @@ class FairtuneDatasetWarning(UserWarning):
         from fairtune.datasets import FairtuneDatasetWarning
 
         warnings.filterwarnings("ignore", category=FairtuneDatasetWarning)
+
+    Attributes:
+        issues: The known issues alone, without the advice on silencing the warning from
+            Python (what the command line prints).
     """
+
+    issues: str = ""
 
 
 class FairDataset(Bunch):
@@ -190,11 +196,18 @@ def _load_descr(name: str) -> str:
     return (_DESCR_DIR / f"{name}.rst").read_text(encoding="utf-8")
 
 
+_SILENCE = (
+    "Silence with warnings.filterwarnings('ignore', category=FairtuneDatasetWarning)."
+)
+
+
 def _warn_once(dataset: str, message: str) -> None:
     if dataset in _WARNED:
         return
+    warning = FairtuneDatasetWarning(f"{message} {_SILENCE}")
+    warning.issues = message
     # stacklevel: _warn_once <- load_xxx <- user code.
-    warnings.warn(message, FairtuneDatasetWarning, stacklevel=3)
+    warnings.warn(warning, stacklevel=3)
     # Only after a successful warn: under an "error" filter every call raises consistently.
     _WARNED.add(dataset)
 

@@ -58,8 +58,7 @@ _SENSITIVE_OPTIONS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
 _WARNING = (
     "The COMPAS data set has known fairness issues: recidivism prediction for criminal justice "
     "decisions is contested, and the label records a new arrest within two years (not a new "
-    "offence), which is itself shaped by policing. Read load_compas().DESCR before use. Silence "
-    "with warnings.filterwarnings('ignore', category=FairtuneDatasetWarning)."
+    "offence), which is itself shaped by policing. Read load_compas().DESCR before use."
 )
 
 

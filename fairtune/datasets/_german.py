@@ -79,8 +79,7 @@ _WARNING = (
     "The German credit data set has known issues for fairness studies: `sex` is decoded from "
     "the combined attribute 'personal status and sex', whose code table was reported to be "
     "wrong (Groemping, 2019), and age-based groups depend on an arbitrary threshold. Read "
-    "load_german().DESCR before drawing conclusions. Silence with "
-    "warnings.filterwarnings('ignore', category=FairtuneDatasetWarning)."
+    "load_german().DESCR before drawing conclusions."
 )
 
 
