@@ -144,6 +144,9 @@ def plot_best_feasible(
 ) -> Axes:
     """Best fair objective value vs. trial number, median and IQR band over studies.
 
+    The x axis is the trial number as Optuna and every fairtune report count it, from 0: the
+    point at trial k is the best fair value among trials 0 to k.
+
     Args:
         studies: Method label -> repeated studies (e.g. one per seed) or a single study; a
             list of studies or a single study is drawn as one line labelled with the (first)
@@ -186,13 +189,13 @@ def plot_best_feasible(
         has = ~np.isnan(curves).all(0)
         if not has.any():
             continue  # no feasible trial in any of the label's studies yet
-        x = np.arange(1, n + 1)[has]
+        x = np.arange(n)[has]  # trial numbers, from 0 as every report numbers them
         cols = curves[:, has]
         median = np.nanmedian(cols, axis=0)
         low, high = np.nanpercentile(cols, [25, 75], axis=0)
         (line,) = ax.plot(x, median, label=label)
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
-    ax.set_xlabel("trial")
+    ax.set_xlabel("trial number")
     every = [s for group in groups.values() for s in group]
     ax.set_ylabel(f"best fair {_value_label(every, 'objective value')}")
     if ax.get_lines():

@@ -25,8 +25,8 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 # Each page's Python examples, in order (a ```py block is shown, not run).
 _EXPECTED_BLOCKS = {
     "index.md": ["home"],
-    "getting_started.md": ["own_objective", "ready_made", "two_objectives"],
-    "user_guide/fair_model.md": ["objective", "refit", "mitigation", "defaults"],
+    "getting_started.md": ["own_objective", "ready_made", "two_objectives", "own_pipeline"],
+    "user_guide/fair_model.md": ["objective", "searchcv", "refit", "mitigation", "defaults"],
     "user_guide/multi_objective.md": ["mtkb"],
     "user_guide/tenants.md": ["tenants", "femnist"],
     "user_guide/agents.md": ["cgp"],
@@ -55,6 +55,12 @@ def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: st
     if name == "own_objective":  # the best fair trial's accuracy and parameters
         value, params = out.split(" ", 1)
         assert 0.5 < float(value) <= 1.0 and "max_depth" in params
+    if name == "searchcv":  # the best parameters and the best trial's gap, under the limit
+        params, gap = out.rsplit(" ", 1)
+        assert params.startswith("{'logisticregression__C': ") and float(gap) <= 0.05
+    if name == "own_pipeline":  # the best fair trial's accuracy, three predictions
+        score, predictions = out.split(" ", 1)
+        assert 0.5 < float(score) <= 1.0 and re.fullmatch(r"\[[01] [01] [01]\]\n", predictions)
     if name == "tenants":  # every tenant's cumulative utility; only beta ran
         assert re.search(r"'alpha': 0(\.0)?, 'beta': -[0-9.e-]+, 'gamma': 0(\.0)?", out)
     if name == "mtkb":  # Pareto-optimal trials and a 2 x 2 task correlation
@@ -108,6 +114,25 @@ def test_every_example_has_a_gallery_title_and_a_small_budget() -> None:
         title, underline = (doc.splitlines() + ["", ""])[:2]
         assert title.strip() and set(underline) == {"="} and len(underline) >= len(title), path
         assert path.name in GALLERY_ARGS, f"{path.name}: add its small budget to GALLERY_ARGS"
+
+
+def test_every_gallery_page_says_it_ran_a_smaller_budget_than_its_run_block() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fairtune_docs", DOCS / "_ext" / "fairtune_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = "Tune a pipeline\n===============\n\nRun::\n\n    python examples/searchcv.py\n"
+    noted = module.gallery_budget_note("auto_examples/searchcv", page)
+    title, rest = noted.split("===============\n", 1)
+    assert title == "Tune a pipeline\n"
+    assert rest.startswith("\n.. note::\n\n   The output and figures on this page come from a "
+                           "smaller budget than the script's defaults: ``python "
+                           "examples/searchcv.py --n-trials 8 --n-rows 3000``")
+    assert rest.endswith("Run::\n\n    python examples/searchcv.py\n")
+    # Other pages are left as they are.
+    assert module.gallery_budget_note("user_guide/cli", page) == page
+    assert module.gallery_budget_note("auto_examples/index", page) == page
 
 
 # -- the API reference ------------------------------------------------------------------------

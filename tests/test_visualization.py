@@ -83,6 +83,15 @@ def test_plot_best_feasible_takes_a_single_study_or_a_list() -> None:
     plt.close("all")
 
 
+def test_plot_best_feasible_counts_trials_from_0_as_the_reports_do() -> None:
+    study = _study(0, 6)
+    first_fair = min(t.number for t in study.trials if t.constraints["demographic_parity"] <= 0)
+    (line,) = plot_best_feasible(study).get_lines()
+    assert line.get_xdata()[0] == first_fair
+    assert line.get_xdata()[-1] == study.trials[-1].number == 5
+    plt.close("all")
+
+
 def test_plot_best_feasible_skips_studies_without_a_feasible_trial() -> None:
     unfair = optuna.create_study(direction="maximize")
     unfair.optimize(lambda t: (t.set_constraint("c", 1.0), t.suggest_float("x", 0, 1))[1], n_trials=3)

@@ -1,7 +1,8 @@
 """Sphinx helpers of fairtune's documentation (loaded by docs/conf.py as an extension).
 
 - ``gallery_args``: the command-line arguments with which sphinx-gallery runs each example (a
-  smaller budget than the script's defaults, so that the gallery builds in a few minutes).
+  smaller budget than the script's defaults, so that the gallery builds in a few minutes), and
+  a note on each gallery page that says so (``gallery_budget_note``).
 - Public constants are documented by a ``#:`` comment where they are defined, often in a
   submodule, while autodoc looks only in the module it is given (the package that re-exports
   them); ``autodoc-process-docstring`` fills their docstring from the defining module.
@@ -117,7 +118,32 @@ def _keep_short_cells_on_one_line(app, doctree, docname) -> None:
             table["classes"].append("nowrap")
 
 
+def gallery_budget_note(docname: str, source: str) -> str:
+    """``source`` of a gallery page with a note under its title saying which budget the page
+    ran the example with, when that is smaller than the script's defaults (its "Run::" block
+    shows the defaults)."""
+    args = GALLERY_ARGS.get(f"{Path(docname).name}.py")
+    if not docname.startswith("auto_examples/") or not args:
+        return source
+    lines = source.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        underline = lines[i].strip()
+        if len(underline) >= 3 and set(underline) == {"="} and lines[i - 1].strip():
+            note = (
+                "\n.. note::\n\n   The output and figures on this page come from a smaller budget "
+                f"than the script's defaults: ``python examples/{Path(docname).name}.py "
+                f"{' '.join(args)}``, so that the site builds in minutes.\n\n"
+            )
+            return "".join(lines[: i + 1]) + note + "".join(lines[i + 1:])
+    return source
+
+
+def _note_gallery_budget(app, docname: str, source: list[str]) -> None:
+    source[0] = gallery_budget_note(docname, source[0])
+
+
 def setup(app):
+    app.connect("source-read", _note_gallery_budget)
     app.connect("autodoc-process-docstring", _document_reexported_constants)
     app.connect("autodoc-skip-member", _skip_generated_members)
     app.connect("doctree-resolved", _keep_short_cells_on_one_line)
