@@ -1038,7 +1038,9 @@ class FairObjective:
                 a validation split (not ``cv``).
 
         Raises:
-            ValueError: If the study has no feasible (fair) completed trial, if a
+            ValueError: If the study's trials were scored on other data (another
+                objective's rows, labels, groups or splits), if the study has no feasible
+                (fair) completed trial, if a
                 multi-objective study has several Pareto-optimal trials and ``trial`` is None,
                 if ``trial`` is not a completed trial of the study, or ``on`` is invalid.
         """
@@ -1051,6 +1053,8 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
+        if study.user_attrs.get(DATA_KEY, self.data_fingerprint) != self.data_fingerprint:
+            raise ValueError(_other_data_message(study, self.data_fingerprint))
         if trial is not None:
             best = _completed_trial(study, trial)
         elif len(study.directions) > 1:

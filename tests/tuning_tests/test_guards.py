@@ -170,6 +170,9 @@ def test_a_study_refuses_an_objective_scored_on_other_rows() -> None:
                                          r"'[0-9a-f]{16}' there, '[0-9a-f]{16}' here.*create a "
                                          r"new study for this data"):
         study.optimize(other, n_trials=1)
+    with pytest.raises(ValueError, match=r"holds trials scored on other data"):
+        other.refit_best(study)  # nor does it pick the best of them for other rows
+    assert same.refit_best(study, trial=0).predict(X.head(2)).shape == (2,)
     resplit = FairObjective((X, y, sex), linear, limits="dsp<=0.2", cv=3)
     assert resplit.data_fingerprint != same.data_fingerprint
     assert len(study.trials) == 3 and study.trials[-1].state.name == "FAIL"
