@@ -616,6 +616,24 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"{_n_rows(sensitive_features)}."
             )
 
+    @staticmethod
+    def _check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
+        """Refuse pandas labels or groups whose index differs from a DataFrame X's: the search
+        matches rows by position, as scikit-learn does, and a shuffled index would give rows
+        another person's label or group without a word."""
+        import pandas as pd
+
+        if not isinstance(X, pd.DataFrame):
+            return
+        for name, value in (("y", y), ("sensitive_features", sensitive_features)):
+            if isinstance(value, (pd.Series, pd.DataFrame)) and not value.index.equals(X.index):
+                raise ValueError(
+                    f"`{name}` must have the index of X: FairSearchCV matches rows by position, "
+                    f"as scikit-learn does, but the index of `{name}` differs from X's (first "
+                    f"labels {value.index[:3].tolist()} against {X.index[:3].tolist()}); align "
+                    f"it first (`{name}.loc[X.index]`, or `.reindex(X.index)`), or pass arrays."
+                )
+
     def _check_refit(self, attr: str) -> None:
         if not self.refit:
             raise AttributeError(
@@ -798,6 +816,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         X, y = indexable(X, y)
         n = len(y_array)
         self._check_sensitive(sensitive_features, n)
+        self._check_same_rows(X, y, sensitive_features)
         mitigation = self._check_mitigation(y_array)
         space_or_distributions = self._space_or_distributions(mitigation)
         sampler_seed, seed = self._seeds()

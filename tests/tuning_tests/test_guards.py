@@ -256,3 +256,16 @@ def test_search_refuses_groups_it_never_saw_at_prediction() -> None:
     with pytest.raises(ValueError, match=r"FairSearchCV\.score holds values"):
         reads.score(rows, y.head(10))
     assert reads.predict(X.head(10)).shape == (10,)
+
+
+def test_search_refuses_labels_or_groups_indexed_otherwise_than_X() -> None:
+    X, y, sex = data()
+    order = np.random.default_rng(0).permutation(len(X))
+    with pytest.raises(ValueError, match=r"`sensitive_features` must have the index of X: "
+                                         r"FairSearchCV matches rows by position"):
+        _search().fit(X[["x1", "x2"]], y, sensitive_features=sex.iloc[order])
+    with pytest.raises(ValueError, match=r"`y` must have the index of X"):
+        _search().fit(X[["x1", "x2"]], y.iloc[order], sensitive_features=sex)
+    # Reindexed, or as arrays, the rows match.
+    _search().fit(X[["x1", "x2"]], y, sensitive_features=sex.iloc[order].loc[X.index])
+    _search().fit(X[["x1", "x2"]], y, sensitive_features=sex.iloc[order].to_numpy()[np.argsort(order)])
