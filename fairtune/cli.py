@@ -32,7 +32,6 @@ from typing import Any, NoReturn, TextIO
 from fairtune._storage import (
     JOURNAL_PREFIX,
     create_or_load_study,
-    fail_stale_trials,
     open_storage,
     running_trials,
 )
@@ -125,6 +124,7 @@ def _format_table(
 # fairtune tune / fairtune report
 # --------------------------------------------------------------------------------------------
 
+# fairtune.samplers.SAMPLER_NAMES, without importing the samplers (and torch) to parse flags.
 _SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _MULTI_OBJECTIVE_SAMPLERS = ("mtkb", "gp", "tpe", "random")
 _DATASETS = ("adult", "german", "compas")
@@ -199,30 +199,6 @@ def _model_names() -> list[str]:
     from fairtune.tuning.spaces import SPACES
 
     return sorted(SPACES)
-
-
-def _make_sampler(name: str, seed: int) -> Any:
-    import optuna
-
-    from fairtune.samplers._base import TrialSeededRandomSampler
-
-    # Random draws seeded per trial number: workers started with one --seed on one storage
-    # (the same command in several terminals) draw different random trials. TPE's startup
-    # sampler cannot be replaced; its workers may repeat each other's first random trials.
-    startup = TrialSeededRandomSampler(seed)
-    if name == "fairbo":
-        from fairtune.samplers import FairBOSampler
-
-        return FairBOSampler(seed=seed, independent_sampler=startup)
-    if name == "gp":
-        return optuna.samplers.GPSampler(seed=seed, independent_sampler=startup)
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    if name == "mtkb":
-        from fairtune.samplers import MTKBSampler
-
-        return MTKBSampler(seed=seed, independent_sampler=startup)
-    return startup
 
 
 def _add_tune_parser(subparsers: Any) -> None:
@@ -529,11 +505,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                 f"run asks for {show(wanted)!r}{validated}; use the same {flag} as before or "
                 "another --study-name."
             )
-        objective.record_setup(study)
-        # A resumed study continues the sampler's random stream instead of replaying it.
-        fail_stale_trials(study)  # whatever the sampler: a dead worker's trial is no pending point
-        objective.enqueue_defaults(study)  # the untuned model first, once per study
-        study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
+        objective.prepare(study, sampler=args.sampler, seed=args.seed)
         guard, run = _optimize_guarded(study, objective, args)
         completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
         if objective.margin:
@@ -632,12 +604,9 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
     with _storage_errors(args.storage):
         study = _open_tune_study(args, name, directions=objective.directions)
         try:
-            objective.record_setup(study)
+            objective.prepare(study, sampler=args.sampler, seed=args.seed)
         except ValueError as e:
             raise _UsageError(f"--study-name {name!r}: {e}") from None
-        fail_stale_trials(study)
-        objective.enqueue_defaults(study)
-        study.sampler = _make_sampler(args.sampler, args.seed + len(study.trials))
         guard, run = _optimize_guarded(study, objective, args)
         _report_pareto(study, out=out, plot=args.plot)
         if guard.interrupted:

@@ -314,17 +314,17 @@ def test_a_storage_error_storing_a_trial_is_reported_not_optunas_internal_assert
 def test_workers_with_one_seed_draw_different_random_trials(tmp_path: Path, sampler: str) -> None:
     # The same command in two terminals: one --seed, one storage. An ordinary seeded random
     # startup would give both workers the same first trials; draws seeded by trial number do not.
-    from fairtune.cli import _make_sampler
+    from fairtune.samplers import make_sampler
 
     url = f"sqlite:///{tmp_path / 'w.db'}"
     dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0),
             "k": optuna.distributions.CategoricalDistribution(list(range(50)))}
-    one = optuna.create_study(study_name="s", storage=url, sampler=_make_sampler(sampler, 0))
-    two = optuna.load_study(study_name="s", storage=url, sampler=_make_sampler(sampler, 0))
+    one = optuna.create_study(study_name="s", storage=url, sampler=make_sampler(sampler, seed=0))
+    two = optuna.load_study(study_name="s", storage=url, sampler=make_sampler(sampler, seed=0))
     points = [(t.params["x"], t.params["k"]) for t in (one.ask(dist), two.ask(dist))]
     assert points[0] != points[1]
     # Still reproducible: a new study with the same seed draws the same first trial.
-    again = optuna.create_study(sampler=_make_sampler(sampler, 0)).ask(dist)
+    again = optuna.create_study(sampler=make_sampler(sampler, seed=0)).ask(dist)
     assert (again.params["x"], again.params["k"]) == points[0]
 
 
@@ -715,3 +715,38 @@ def test_a_dataset_warning_gives_shell_users_no_python_advice(
     monkeypatch.setattr(_base, "_WARNED", set())
     with pytest.warns(_base.FairtuneDatasetWarning, match=r"Silence with warnings\.filterwarnings"):
         _base._warn_once("german", "Known issues.")
+
+
+def test_the_documented_python_snippet_runs_the_same_search_as_the_first_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tests._scripts import run_code
+    from tests.test_readme import ROOT, python_blocks
+
+    snippet = python_blocks(ROOT / "docs" / "index.md")[0]
+    assert "objective.create_study(seed=0)" in snippet and "n_trials=50" in snippet
+    code = snippet.replace("n_trials=50", "n_trials=6") + (
+        "import json\nprint(json.dumps([[t.params, t.values] for t in study.trials]))\n"
+    )
+    python = json.loads(run_code(code, tmp_path).splitlines()[-1])
+    storage = f"sqlite:///{tmp_path / 'first.db'}"
+    assert main(["tune", "--dataset", "compas", "--model", "xgboost", "--limit",
+                 "demographic_parity<=0.05", "--mitigation", "threshold", "--n-trials", "6",
+                 "--test-size", "0.25", "--seed", "0", "--no-progress", "--storage", storage,
+                 "--study-name", "first"]) == 0
+    capsys.readouterr()
+    shell = [[t.params, t.values] for t in optuna.load_study(study_name="first",
+                                                             storage=storage).trials]
+    assert len(python) == len(shell) == 6
+    for (p_params, p_values), (s_params, s_values) in zip(python, shell):
+        assert p_params == pytest.approx(s_params)
+        assert p_values == pytest.approx(s_values)
+
+
+def test_the_command_lines_sampler_names_are_the_librarys() -> None:
+    from fairtune import cli
+    from fairtune.samplers import SAMPLER_NAMES
+
+    assert cli._SAMPLERS == SAMPLER_NAMES

@@ -794,6 +794,75 @@ class FairObjective:
         study.enqueue_trial(params, skip_if_exists=True)
         return True
 
+    def prepare(self, study: optuna.Study, *, sampler: str | None = None, seed: int = 0) -> None:
+        """Make ``study`` ready for this objective, as ``fairtune tune`` does before its trials.
+
+        1. Store the objective's :attr:`setup` with the study, or raise if the study holds
+           another (:meth:`record_setup`).
+        2. Mark the running trials of dead workers as failed, so that no sampler treats them
+           as pending points (on storages with a heartbeat).
+        3. Enqueue the untuned model as the next trial, once per study
+           (:meth:`enqueue_defaults`): the search keeps it unless it finds a more accurate
+           fair model.
+        4. With ``sampler`` (a name of :data:`fairtune.samplers.SAMPLER_NAMES`), give the study
+           the sampler ``fairtune tune --sampler`` uses, seeded by ``seed`` plus the number of
+           trials the study already holds, so that a resumed study continues the random
+           stream instead of replaying it.
+
+        Args:
+            study: The study to run this objective in.
+            sampler: A sampler name, or None to keep the study's sampler. Defaults to None.
+            seed: The sampler's seed. Defaults to 0.
+        """
+        from fairtune._storage import fail_stale_trials
+        from fairtune.samplers import make_sampler
+
+        self.record_setup(study)
+        fail_stale_trials(study)
+        self.enqueue_defaults(study)
+        if sampler is not None:
+            study.sampler = make_sampler(sampler, seed=seed + len(study.trials))
+
+    def create_study(
+        self,
+        *,
+        sampler: str | None = None,
+        seed: int = 0,
+        storage: str | optuna.storages.BaseStorage | None = None,
+        study_name: str | None = None,
+    ) -> optuna.Study:
+        """A study for this objective, prepared as ``fairtune tune`` prepares it.
+
+        The same search as the command line with the same seed: the study has this objective's
+        directions, its setup, the untuned model as the first trial and the sampler of
+        ``fairtune tune --sampler`` (:meth:`prepare`). A stored study of that name is loaded
+        and resumed.
+
+        Example:
+            >>> objective = FairObjective("german", "random_forest", limits="dsp<=0.05")
+            >>> study = objective.create_study(seed=0)
+            >>> study.optimize(objective, n_trials=3)
+            >>> study.trials[0].params == objective.default_params()
+            True
+
+        Args:
+            sampler: A sampler name of :data:`fairtune.samplers.SAMPLER_NAMES`. Defaults to
+                None: ``"fairbo"``, or ``"mtkb"`` for the multi-objective form.
+            seed: The sampler's seed (the command line's ``--seed``). Defaults to 0.
+            storage: An Optuna storage or its URL. Defaults to None (in memory).
+            study_name: The study's name. Defaults to None (a new name; with ``storage``,
+                give one to resume).
+        """
+        import optuna
+
+        study = optuna.create_study(
+            directions=self.directions or ["maximize"], storage=storage,
+            study_name=study_name, load_if_exists=study_name is not None,
+        )
+        self.prepare(study, sampler=sampler or ("mtkb" if self.objectives else "fairbo"),
+                     seed=seed)
+        return study
+
     def _model_sees_sensitive(self) -> bool:
         return self.use_sensitive_feature and bool(self._sensitive_columns)
 
