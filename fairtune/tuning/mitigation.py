@@ -213,6 +213,18 @@ def suggest_mitigation_params(
     return name, params
 
 
+def default_mitigation_params(names: Sequence[str], limit: FairnessLimit) -> dict[str, Any]:
+    """The trial parameters of ``names``' first mitigation as a practitioner sets it up without
+    tuning (ThresholdOptimizer aimed at the bound, ExponentiatedGradient with the bound and 50
+    iterations, CorrelationRemover with ``alpha=1``), with the other mitigations' settings
+    that every trial suggests."""
+    import optuna
+
+    trial = optuna.trial.FixedTrial({**_DEFAULT_SETTINGS, MITIGATION_KEY: names[0]})
+    suggest_mitigation_params(trial, names, limit)
+    return dict(trial.params)
+
+
 def mitigated_estimator(
     estimator: Any,
     name: str,

@@ -759,17 +759,13 @@ class FairObjective:
             The parameters, or None when the space names no defaults (a callable ``model``, or
             a registered space without ``defaults``).
         """
-        import optuna
-
-        from fairtune.tuning.mitigation import _DEFAULT_SETTINGS, MITIGATION_KEY
+        from fairtune.tuning.mitigation import default_mitigation_params
 
         if self.space.defaults is None:
             return None
         params = dict(self.space.defaults)
         if self.mitigation:
-            trial = optuna.trial.FixedTrial({**_DEFAULT_SETTINGS, MITIGATION_KEY: self.mitigation[0]})
-            suggest_mitigation_params(trial, self.mitigation, self.tuning_limits[0])
-            params.update(trial.params)
+            params.update(default_mitigation_params(self.mitigation, self.tuning_limits[0]))
         return params
 
     def enqueue_defaults(self, study: optuna.Study) -> bool:

@@ -266,7 +266,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     1. runs ``n_trials`` Optuna trials (``n_jobs`` at a time) with ``sampler``, by default
        :class:`~fairtune.samplers.FairBOSampler` ``(seed=random_state)``, which models the
        score and each fairness constraint with Gaussian processes and proposes
-       configurations likely to be fair and accurate;
+       configurations likely to be fair and accurate; the first trial of a new study is the
+       untuned configuration (the estimator's own values of the searched parameters, clipped
+       into their distributions, or a fairtune space's defaults, with the mitigation aimed at
+       the limit), as ``fairtune tune`` starts, so that the search keeps the model a user gets
+       without tuning unless it finds a more accurate fair one;
     2. scores each trial by cross-validation on the *pooled* out-of-fold predictions: the
        ``scoring`` metric and every limited fairness metric are computed once on all the
        validated rows, as ``FairObjective(cv=...)`` does (see :mod:`fairtune.tuning.search`),
@@ -855,6 +859,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._remember_groups(X, sensitive_features)
         fingerprint = data_fingerprint(X, y01, sensitive_features, folds=folds)
         study = self._prepare_study(limits, sampler_seed, fingerprint)
+        if not study.trials:  # the untuned configuration first, once per study
+            untuned = self._untuned_params(space_or_distributions, mitigation, limits)
+            if untuned is not None:
+                study.enqueue_trial(untuned)
         objective = _SearchObjective(
             self, build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, folds=folds, covered=covered,
@@ -904,6 +912,48 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self.refit_time_ = time.perf_counter() - start
             self.best_estimator_ = best_estimator
         return self
+
+    def _untuned_params(
+        self, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit]
+    ) -> dict[str, Any] | None:
+        """The trial parameters of the configuration a user gets without tuning, or None.
+
+        A fairtune space's defaults, or the estimator's own values of the searched parameters
+        (numbers clipped into their distributions and rounded to their step); None when a
+        value cannot be placed in its distribution (e.g. ``max_depth=None`` for an
+        ``IntDistribution``, a category not among the choices). With a mitigation, its
+        settings as fairlearn sets it up for the limit.
+        """
+        from optuna.distributions import CategoricalDistribution, IntDistribution
+
+        from fairtune.tuning.mitigation import default_mitigation_params
+
+        if isinstance(space_or_distributions, dict):
+            current = self.estimator.get_params(deep=True)
+            params: dict[str, Any] = {}
+            for name, distribution in space_or_distributions.items():
+                value = current[name]
+                if isinstance(distribution, CategoricalDistribution):
+                    if not any(value is c or (type(value) is type(c) and value == c)
+                               for c in distribution.choices):
+                        return None
+                    params[name] = value
+                    continue
+                if isinstance(value, bool) or not isinstance(value, Real):
+                    return None
+                low, high, step = distribution.low, distribution.high, distribution.step
+                value = min(max(float(value), low), high)
+                if step is not None:
+                    value = min(low + round((value - low) / step) * step, high)
+                params[name] = (int(round(value)) if isinstance(distribution, IntDistribution)
+                                else float(value))
+        else:
+            if space_or_distributions.defaults is None:
+                return None
+            params = dict(space_or_distributions.defaults)
+        if mitigation:
+            params.update(default_mitigation_params(mitigation, limits[0]))
+        return params
 
     def _warn_if_one_class(self, best: optuna.trial.FrozenTrial) -> None:
         one_class = predicts_one_class(best)

@@ -269,3 +269,30 @@ def test_search_refuses_labels_or_groups_indexed_otherwise_than_X() -> None:
     # Reindexed, or as arrays, the rows match.
     _search().fit(X[["x1", "x2"]], y, sensitive_features=sex.iloc[order].loc[X.index])
     _search().fit(X[["x1", "x2"]], y, sensitive_features=sex.iloc[order].to_numpy()[np.argsort(order)])
+
+
+def test_search_starts_from_the_untuned_configuration_once_per_study() -> None:
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    from fairtune.tuning import FairSearchCV
+
+    X, y, sex = data()
+    params = {"C": FloatDistribution(0.01, 0.5), "max_iter": IntDistribution(10, 500, step=10)}
+    study = optuna.create_study(direction="maximize")
+    search = FairSearchCV(LogisticRegression(), params, limits="dsp<=0.9", cv=2, n_trials=2,
+                          random_state=0, study=study, mitigation="threshold")
+    search.fit(X[["x1", "x2"]], y, sensitive_features=sex)
+    # LogisticRegression()'s C=1.0 clipped into [0.01, 0.5], max_iter=100 on the step, and
+    # ThresholdOptimizer aimed at the bound.
+    assert study.trials[0].params == {"C": 0.5, "max_iter": 100, "threshold_tolerance": 1.0}
+    search.fit(X[["x1", "x2"]], y, sensitive_features=sex)  # resumed: not run again
+    assert [t.params == study.trials[0].params for t in study.trials] == [True] + [False] * 3
+    # A fairtune space starts from its defaults.
+    from fairtune.tuning import get_space
+
+    from sklearn.ensemble import RandomForestClassifier
+
+    spaced = FairSearchCV(RandomForestClassifier(), "random_forest", limits="dsp<=0.9", cv=2,
+                          n_trials=1, random_state=0)
+    spaced.fit(X[["x1", "x2"]], y, sensitive_features=sex)
+    assert spaced.study_.trials[0].params == get_space("random_forest").defaults
