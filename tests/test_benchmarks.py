@@ -242,7 +242,6 @@ def test_fairbo_synthetic_cv_objective_validates_every_row_by_pooled_out_of_fold
 ) -> None:
     import importlib
 
-    import numpy as np
     import optuna
     import pandas as pd
     from sklearn.ensemble import RandomForestClassifier

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
@@ -10,25 +9,50 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import numpy as np
 import pandas as pd
 
-from fairtune.fairness import parse_limits, set_fairness_constraints
+from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import (
     LIMITS_KEY,
     USER_ATTR_PREFIX,
     LimitsLike,
     best_fair_trial,
-    cannot_bind,
+)
+from fairtune.tuning._data import data_fingerprint as _digest
+from fairtune.tuning._data import favourable_labels
+from fairtune.tuning._trial import (
+    DATA_KEY,
+    DATASET_KEY,
+    METRIC_KEY,
+    METRIC_NAMES,
+    MITIGATION_SETUP_KEY,
+    MITIGATION_USED_KEY,
+    MODEL_KEY,
+    OBJECTIVES_KEY,
+    POSITIVE_RATE_KEY,
+    POSITIVE_RATES_KEY,
+    SENSITIVE_AT_PREDICTION_KEY,
+    VALIDATION_ERROR_KEY,
+    VALIDATION_KEY,
+    Metric,
+    check_groups,
+    fairness_value,
+    metric_score,
+    other_data_message,
+    out_of_fold_predictions,
+    predicts_one_class,
+    record_validation,
+    takes_random_state,
+    tightened,
+    warn_if_cannot_bind,
 )
 from fairtune.tuning.mitigation import (
     ReductionClassifier,
-    _KnownGroups,
     ThresholdClassifier,
+    _KnownGroups,
     mitigated_estimator,
     needs_sensitive_features,
     parse_mitigation,
     suggest_mitigation_params,
 )
-from fairtune.tuning._data import data_fingerprint as _digest
-from fairtune.tuning._data import favourable_labels
 from fairtune.tuning.spaces import Space, get_space
 from fairtune.tuning.threads import limit_training_threads
 
@@ -53,31 +77,6 @@ __all__ = [
     "predicts_one_class",
 ]
 
-Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
-METRIC_NAMES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "f1", "roc_auc")
-"""The metrics :class:`FairObjective` can maximize (``metric=``)."""
-VALIDATION_ERROR_KEY = "fairtune:validation_error"
-"""Trial user attribute: the share of validation rows the model misclassifies."""
-POSITIVE_RATE_KEY = "fairtune:positive_rate"
-"""Trial user attribute: the share of validation rows predicted 1 (the favourable outcome)."""
-POSITIVE_RATES_KEY = "fairtune:positive_rate_by_group"
-"""Trial user attribute: ``{group: share of the group's validation rows predicted 1}``."""
-# Study user attributes: the setup that makes a study's trials comparable (see
-# FairObjective.setup). LIMITS_KEY (fairtune.fairness) holds the limits.
-DATASET_KEY = "fairtune:dataset"
-MODEL_KEY = "fairtune:model"
-METRIC_KEY = "fairtune:metric"
-VALIDATION_KEY = "fairtune:validation"
-OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
-DATA_KEY = "fairtune:data_fingerprint"
-"""Study user attribute: a digest of the rows, labels, groups and validation splits that the
-study's trials were scored on (see :func:`fairtune.tuning._data.data_fingerprint`)."""
-MITIGATION_SETUP_KEY = "fairtune:mitigation"  # with a mitigation only
-MITIGATION_USED_KEY = "fairtune:mitigation_used"
-"""Trial user attribute: the mitigation the trial's pipeline used (set with a mitigation only)."""
-SENSITIVE_AT_PREDICTION_KEY = "fairtune:sensitive_at_prediction"
-"""Trial user attribute: how the trial's deployed pipeline reads the sensitive feature at
-prediction time (see :meth:`FairObjective.needs_sensitive_features`), or ``"no"``."""
 _BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
 
@@ -126,161 +125,6 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, Any, Any, str]:
     except ValueError as error:
         raise ValueError(f"`dataset` (X, y, sensitive): {error}") from None
     return X, y, s, name
-
-
-def _takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:
-    """Whether a space's ``trial -> estimator`` function accepts ``random_state=``.
-
-    Decided from the signature, not by calling it and catching ``TypeError``: a TypeError
-    raised inside the user's function must surface as it is, not trigger a second call.
-    ``var_keyword=False`` counts only a parameter named ``random_state``, not ``**kwargs``
-    (a ``predict(X, **params)`` that routes its parameters elsewhere does not take it).
-    """
-    try:
-        parameters = inspect.signature(build).parameters.values()
-    except (TypeError, ValueError):  # builtins and some C callables have no signature
-        return False
-    return any(
-        p.name == "random_state" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        or var_keyword and p.kind == p.VAR_KEYWORD
-        for p in parameters
-    )
-
-
-def predicts_one_class(trial: optuna.trial.FrozenTrial) -> int | None:
-    """The class a trial's model predicted for every validation row, or None if it predicted both.
-
-    Such a model (accuracy = the base rate, every group's positive rate equal) meets every
-    demographic-parity limit trivially. Read from the user attribute ``"fairtune:positive_rate"``
-    that :class:`FairObjective` records; None for trials without it.
-    """
-    rate = trial.user_attrs.get(POSITIVE_RATE_KEY)
-    if rate is None:
-        return None
-    return 1 if rate == 1.0 else 0 if rate == 0.0 else None
-
-
-def _group_name(group: Any) -> str:
-    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
-
-
-def _check_groups(sensitive: pd.Series | pd.DataFrame) -> pd.Series:
-    from fairtune.fairness.metrics import _check_sensitive
-
-    return _check_sensitive(sensitive, len(sensitive))
-
-
-def _expected(
-    y_true: Any, y_pred: np.ndarray, sensitive: Any = None
-) -> tuple[Any, np.ndarray, Any, np.ndarray | None]:
-    """``(y_true, y_pred, sensitive, sample_weight)`` that score the predictions as they are.
-
-    0/1 predictions are returned unchanged (no weights). Float predictions are a randomized
-    predictor's probabilities of predicting 1: each row then appears twice, predicted 1 with
-    weight p and 0 with weight 1 - p, so that weighted accuracy and weighted group rates are
-    the *expected* accuracy and rates of the randomized predictor (exactly, as their
-    denominators count rows, not predictions), without the noise of one draw.
-    """
-    if not np.issubdtype(np.asarray(y_pred).dtype, np.floating):
-        return y_true, y_pred, sensitive, None
-    p = np.asarray(y_pred, dtype=float)
-    y = np.asarray(y_true)
-    both = np.concatenate([y, y])
-    if sensitive is None:
-        twice = None
-    elif isinstance(sensitive, (pd.Series, pd.DataFrame)):
-        twice = pd.concat([sensitive, sensitive], ignore_index=True)
-    else:
-        twice = np.concatenate([np.asarray(sensitive)] * 2)
-    predictions = np.concatenate([np.ones(len(p), dtype=int), np.zeros(len(p), dtype=int)])
-    return both, predictions, twice, np.concatenate([p, 1.0 - p])
-
-
-def _metric_score(
-    metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray | None
-) -> float:
-    """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc.
-
-    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) gives the
-    expected accuracy or balanced accuracy (and F1 from the expected counts).
-    """
-    from sklearn import metrics
-
-    if metric == "roc_auc":
-        return float(metrics.roc_auc_score(y_true, y_score))
-    y_true, y_pred, _, weight = _expected(y_true, y_pred)
-    if metric == "accuracy":
-        return float(metrics.accuracy_score(y_true, y_pred, sample_weight=weight))
-    if metric == "balanced_accuracy":
-        return float(metrics.balanced_accuracy_score(y_true, y_pred, sample_weight=weight))
-    return float(metrics.f1_score(y_true, y_pred, zero_division=0.0, sample_weight=weight))
-
-
-def _fairness_value(name: str, y_true: Any, y_pred: np.ndarray, sensitive: Any) -> float:
-    """Fairness metric ``name`` of 0/1 predictions, or the expected one of probabilities."""
-    from fairtune.fairness import METRICS
-
-    y_true, y_pred, sensitive, weight = _expected(y_true, y_pred, sensitive)
-    return float(METRICS[name].function(
-        y_true, y_pred, sensitive_features=sensitive, sample_weight=weight
-    ))
-
-
-def _out_of_fold_predictions(
-    folds: Sequence[tuple[np.ndarray, np.ndarray]],
-    n_rows: int,
-    fit_predict: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]],
-    *,
-    with_scores: bool,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Pooled out-of-fold 0/1 predictions (or probabilities of 1, see :func:`_expected`) and
-    scores: every row of a fold's validation part is predicted by the model that
-    ``fit_predict(fit_rows, valid_rows)`` trained without it.
-
-    The metric and the fairness gaps are then computed once on all the pooled rows, not
-    averaged over folds: a gap measured on a few hundred rows of one fold is much noisier.
-    Shared by :class:`FairObjective` (``cv=k``) and :class:`fairtune.tuning.FairSearchCV`;
-    rows in no validation part keep arbitrary values (callers drop them).
-    """
-    y_pred: np.ndarray | None = None
-    y_score = np.empty(n_rows) if with_scores else None
-    for fit_rows, valid_rows in folds:
-        fold_pred, fold_score = fit_predict(fit_rows, valid_rows)
-        if y_pred is None:  # labels, or a randomized predictor's probabilities
-            y_pred = np.zeros(n_rows, dtype=np.asarray(fold_pred).dtype)
-        y_pred[valid_rows] = fold_pred
-        if y_score is not None:
-            y_score[valid_rows] = fold_score
-    return y_pred, y_score
-
-
-def _record_validation(
-    trial: optuna.trial.BaseTrial,
-    y_true: Any,
-    y_pred: np.ndarray,
-    sensitive: Any,
-    limits: Sequence[Any],
-) -> None:
-    """Record a trial's validation predictions: the fairness limits as constraints (with the
-    raw metric values), the validation error and the positive rate, overall and per group.
-
-    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) records the
-    expected values (see :func:`_expected`)."""
-    if limits:
-        y_both, pred_both, s_both, weight = _expected(y_true, y_pred, sensitive)
-        set_fairness_constraints(
-            trial, y_both, pred_both, sensitive_features=s_both, sample_weight=weight,
-            limits=limits,
-        )
-    trial.set_user_attr(
-        VALIDATION_ERROR_KEY, float(np.mean(np.abs(y_pred - np.asarray(y_true))))
-    )
-    trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
-    groups = _check_groups(sensitive)
-    trial.set_user_attr(POSITIVE_RATES_KEY, {
-        _group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
-        for group in pd.unique(groups)
-    })
 
 
 def _checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
@@ -557,15 +401,8 @@ class FairObjective:
         self.objectives, self.directions = _parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
         self.margin = margin
-        self.tuning_limits = _tightened(self.limits, margin)
-        for limit in self.limits:
-            if cannot_bind(limit):
-                warnings.warn(
-                    f"`limits`: {limit} holds for every model ({limit.metric} lies in [0, 1]), "
-                    "so it does not constrain the study; did you mean a smaller bound?",
-                    UserWarning,
-                    stacklevel=2,
-                )
+        self.tuning_limits = tightened(self.limits, margin)
+        warn_if_cannot_bind(self.limits, stacklevel=2)
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
         self.mitigation = parse_mitigation(mitigation)
@@ -683,7 +520,7 @@ class FairObjective:
     @staticmethod
     def _check_sensitive(sensitive: pd.Series | pd.DataFrame, rows: str) -> None:
         try:
-            _check_groups(sensitive)
+            check_groups(sensitive)
         except ValueError as e:
             raise ValueError(
                 f"`dataset` sensitive features must define two or more groups without missing "
@@ -910,7 +747,7 @@ class FairObjective:
             )
         differences = self.setup_differences(study)
         if any(key == DATA_KEY for key, _, _ in differences):
-            raise ValueError(_other_data_message(study, self.data_fingerprint))
+            raise ValueError(other_data_message(study, self.data_fingerprint))
         if differences:
             what = "; ".join(
                 f"{key[len(USER_ATTR_PREFIX):]} {old!r} there, {new!r} here"
@@ -945,7 +782,7 @@ class FairObjective:
             )
 
         build = self.space.build
-        if _takes_random_state(build):
+        if takes_random_state(build):
             estimator = build(trial, random_state=self.random_state)
         else:
             estimator = build(trial)
@@ -997,7 +834,7 @@ class FairObjective:
         return pipeline
 
     def _score(self, y_true: pd.Series, y_pred: np.ndarray, y_score: np.ndarray | None) -> float:
-        return _metric_score(self.metric, y_true, y_pred, y_score)
+        return metric_score(self.metric, y_true, y_pred, y_score)
 
     @staticmethod
     def _fit(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:
@@ -1049,7 +886,7 @@ class FairObjective:
             )
         else:
             y_true, sensitive = self.y_dev, self.s_dev
-            y_pred, y_score = _out_of_fold_predictions(
+            y_pred, y_score = out_of_fold_predictions(
                 self._folds, len(self.y_dev),
                 lambda fit_rows, valid_rows: self._fit_predict(
                     self.make_pipeline(trial),
@@ -1059,7 +896,7 @@ class FairObjective:
                 ),
                 with_scores=self.metric == "roc_auc",
             )
-        _record_validation(trial, y_true, y_pred, sensitive, self.tuning_limits)
+        record_validation(trial, y_true, y_pred, sensitive, self.tuning_limits)
         if self.mitigation:
             trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))
         trial.set_user_attr(
@@ -1072,7 +909,7 @@ class FairObjective:
             if name in METRIC_NAMES:
                 values.append(self._score(y_true, y_pred, y_score))
                 continue
-            value = _fairness_value(name, y_true, y_pred, sensitive)
+            value = fairness_value(name, y_true, y_pred, sensitive)
             trial.set_user_attr(f"fairtune:{name}", value)
             values.append(value)
         return tuple(values)  # type: ignore[return-value]
@@ -1119,7 +956,7 @@ class FairObjective:
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
         if study.user_attrs.get(DATA_KEY, self.data_fingerprint) != self.data_fingerprint:
-            raise ValueError(_other_data_message(study, self.data_fingerprint))
+            raise ValueError(other_data_message(study, self.data_fingerprint))
         if trial is not None:
             best = _completed_trial(study, trial)
         elif len(study.directions) > 1:
@@ -1206,42 +1043,6 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
-
-
-def _other_data_message(study: optuna.Study, fingerprint: str) -> str:
-    """Why a study whose trials were scored on other data cannot be used here, and what to do."""
-    return (
-        f"`study` {study.study_name!r} holds trials scored on other data (data fingerprint "
-        f"{study.user_attrs.get(DATA_KEY)!r} there, {fingerprint!r} here: other rows, labels, "
-        "groups or validation splits), so its best trial would be chosen on scores that do not "
-        "measure these rows; create a new study for this data (e.g. optuna.create_study("
-        "storage=..., study_name='<a name of its own>'))."
-    )
-
-
-def _tightened(limits: list[Any], margin: Any) -> list[Any]:
-    """``limits`` with every bound moved ``margin`` towards the stricter side."""
-    from fairtune.fairness import FairnessLimit
-
-    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) \
-            or not 0.0 <= float(margin) < 1.0:
-        raise ValueError(f"`margin` must be a number in [0, 1), but got margin={margin!r}.")
-    margin = float(margin)
-    if margin and not limits:
-        raise ValueError(
-            f"`margin` tightens the fairness limits, so `limits` must be given with it, but got "
-            f"limits=None and margin={margin!r}."
-        )
-    tightened = []
-    for limit in limits:
-        bound = limit.bound - margin if limit.sense == "upper" else limit.bound + margin
-        if margin and (bound <= 0.0 if limit.sense == "upper" else bound > 1.0):
-            raise ValueError(
-                f"`margin` must leave room under the limit {limit}: the tightened bound would "
-                f"be {bound:g}, but got margin={margin!r}."
-            )
-        tightened.append(FairnessLimit(limit.metric, round(bound, 10)) if margin else limit)
-    return tightened
 
 
 def _completed_trial(

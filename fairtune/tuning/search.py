@@ -72,7 +72,6 @@ from fairtune.fairness.constraints import (
     FairnessLimit,
     LimitsLike,
     best_fair_trial,
-    cannot_bind,
     fairness_values,
     is_fair,
     parse_limits,
@@ -87,19 +86,20 @@ from fairtune.tuning.mitigation import (
     parse_mitigation,
     suggest_mitigation_params,
 )
-from fairtune.tuning.objective import (
+from fairtune.tuning._trial import (
     DATA_KEY,
     METRIC_KEY,
     METRIC_NAMES,
     MITIGATION_USED_KEY,
-    _check_groups,
-    _metric_score,
-    _other_data_message,
-    _out_of_fold_predictions,
-    _record_validation,
-    _takes_random_state,
-    _tightened,
+    check_groups,
+    metric_score,
+    other_data_message,
+    out_of_fold_predictions,
     predicts_one_class,
+    record_validation,
+    takes_random_state,
+    tightened,
+    warn_if_cannot_bind,
 )
 from fairtune.tuning.threads import limit_training_threads
 
@@ -346,8 +346,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             the final step of a ``Pipeline``), which must be of that class.
         limits: Fairness limits, e.g. ``"demographic_parity<=0.05"`` (see
             :func:`fairtune.fairness.parse_limits`), measured on the pooled out-of-fold
-            predictions. Each must be able to bind: a difference bound below 1, a ratio bound
-            above 0.
+            predictions. A limit that cannot bind (a difference bound of 1 or more, a ratio
+            bound of 0) constrains nothing: fit warns, as FairObjective does.
         scoring: The metric to maximize: ``"accuracy"``, ``"balanced_accuracy"``, ``"f1"`` or
             ``"roc_auc"`` (on ``predict_proba``, else ``decision_function``). Defaults to
             ``"accuracy"``.
@@ -396,7 +396,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Raises:
         ValueError: From ``fit``, naming the argument and what it received, on an unknown
             parameter name or a value of ``param_distributions`` that is not an Optuna
-            distribution, unparsable limits or a limit that cannot bind, missing or invalid
+            distribution, unparsable limits, missing or invalid
             ``sensitive_features``, labels that are not binary (or not 0/1 or booleans
             without ``pos_label``), a ``margin`` outside [0, 1) or one that leaves no room
             under a limit, a ``study`` whose trials were scored on other data; and when no
@@ -466,13 +466,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _check_limits(self) -> list[FairnessLimit]:
         limits = parse_limits(self.limits)  # its errors name `limits`
-        for limit in limits:
-            if cannot_bind(limit):
-                raise ValueError(
-                    f"`limits` must be able to bind, but got {str(limit)!r}: {limit.metric} "
-                    "lies in [0, 1], so every model meets it and the search would not be "
-                    "constrained; did you mean a smaller bound?"
-                )
+        warn_if_cannot_bind(limits, stacklevel=3)
         return limits
 
     def _check_options(self) -> None:
@@ -608,7 +602,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sensitive_features=None."
             )
         try:
-            _check_groups(sensitive_features)
+            check_groups(sensitive_features)
         except ValueError as error:
             raise ValueError(
                 f"`sensitive_features` must give each row of X one of two or more groups: "
@@ -676,7 +670,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 estimator = clone(self.estimator).set_params(**params)
             else:
                 function = space_or_distributions.build
-                model = (function(trial, random_state=seed) if _takes_random_state(function)
+                model = (function(trial, random_state=seed) if takes_random_state(function)
                          else function(trial))
                 estimator = clone(self.estimator)
                 if isinstance(estimator, Pipeline):
@@ -801,7 +795,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
         self._check_options()
-        limits = _tightened(self._check_limits(), self.margin)
+        limits = tightened(self._check_limits(), self.margin)
         if y is not None and np.asarray(y).dtype.kind == "f":
             assert_all_finite(y, input_name="y")  # before type_of_target casts inf to int
         check_classification_targets(y)
@@ -1039,7 +1033,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             for key, value in stored.items():
                 old = study.user_attrs.get(key)
                 if key == DATA_KEY and old is not None and old != value:
-                    raise ValueError(_other_data_message(study, fingerprint) + (
+                    raise ValueError(other_data_message(study, fingerprint) + (
                         " A clone of the search (scikit-learn's clone, cross_validate) shares "
                         "a database study: give each fit a study of its own, or study=None."
                     ))
@@ -1252,7 +1246,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         y_true = (np.asarray(y).ravel() == positive).astype(int)
         y_pred = (np.asarray(best.predict(X, **params)) == positive).astype(int)
         y_score = _positive_scores(best, X, positive, {}) if self.scoring == "roc_auc" else None
-        return _metric_score(self.scoring, y_true, y_pred, y_score)
+        return metric_score(self.scoring, y_true, y_pred, y_score)
 
     @property
     def classes_(self) -> np.ndarray:
@@ -1385,7 +1379,7 @@ class _SearchObjective:
                               if self.positive in classes else np.zeros(len(proba)))
                 else:
                     predict = params("predict")
-                    if "random_state" not in predict and _takes_random_state(model.predict,
+                    if "random_state" not in predict and takes_random_state(model.predict,
                                                                            var_keyword=False):
                         # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at
                         # random from numpy's global generator unless given one: fix it, so
@@ -1400,19 +1394,19 @@ class _SearchObjective:
                 else:
                     y_score = None
             split_scores.append(
-                _metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
+                metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
             )
             score_times.append(time.perf_counter() - start)
             return y_pred, y_score
 
         try:
-            y_pred, y_score = _out_of_fold_predictions(
+            y_pred, y_score = out_of_fold_predictions(
                 self.folds, n, fit_predict, with_scores=with_scores
             )
             rows = self.covered
-            _record_validation(trial, self.y01[rows], y_pred[rows],
+            record_validation(trial, self.y01[rows], y_pred[rows],
                                _safe_indexing(self.sensitive, rows), self.limits)
-            value = _metric_score(search.scoring, self.y01[rows], y_pred[rows],
+            value = metric_score(search.scoring, self.y01[rows], y_pred[rows],
                                   None if y_score is None else y_score[rows])
         except Exception as error:
             trial.set_user_attr(FIT_TIMES_KEY, fit_times)

@@ -438,8 +438,6 @@ def test_routing_passes_the_groups_where_the_estimator_requests_them() -> None:
          r"`param_distributions` must be a dict of Optuna distributions or one of \['linear', "
          r"'mlp', 'random_forest', 'random_forest_deep', 'xgboost'\], but got "
          r"param_distributions='bogus'"),
-        ({"limits": "demographic_parity<=1.5"},
-         r"`limits` must be able to bind, but got 'demographic_parity<=1.5'"),
         ({"limits": "demographic_parity=0.05"}, r"`limits` must be strings like"),
         ({"limits": "fairness<=0.05"}, r"`limits` names an unknown metric"),
         ({"scoring": "precision"},
@@ -497,6 +495,19 @@ def test_bad_sensitive_features_raise(sensitive, match: str) -> None:
         search(n_trials=2).fit(X, y, sensitive_features=value)
     with pytest.raises(ValueError, match=r"`sensitive_features` must be given"):
         search(n_trials=2).fit(X, y)  # the argument forgotten altogether
+
+
+def test_a_limit_that_cannot_bind_warns_as_in_fair_objective() -> None:
+    from fairtune.tuning import FairObjective
+
+    X, y, group = biased_data(100)
+    message = (r"`limits`: demographic_parity<=1.5 holds for every model \(demographic_parity "
+               r"lies in \[0, 1\]\), so it does not constrain the study")
+    with pytest.warns(UserWarning, match=message) as caught:
+        search(n_trials=1, limits="demographic_parity<=1.5").fit(X, y, sensitive_features=group)
+    assert caught[0].filename == __file__  # the warning points at the caller's fit
+    with pytest.warns(UserWarning, match=message):
+        FairObjective((X, y, group), "linear", limits="demographic_parity<=1.5")
 
 
 def test_labels_must_be_binary() -> None:

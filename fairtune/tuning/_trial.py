@@ -1,0 +1,264 @@
+"""The trial path that FairObjective, FairSearchCV and the command line share.
+
+scikit-learn's search estimators are thin shells over one function that fits and scores a
+candidate; fairtune's entrances are thin in the same way over the pieces here: how a trial's
+predictions are scored (expected values for the randomized mitigations), pooled over
+cross-validation folds, and recorded (fairness values as constraints, the validation error, the
+positive rates), the keys under which a study stores its setup, and the rules every entrance
+applies to limits and margins.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from fairtune.fairness import set_fairness_constraints
+from fairtune.fairness.constraints import cannot_bind
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = [
+    "DATASET_KEY", "DATA_KEY", "METRIC_KEY", "METRIC_NAMES", "MITIGATION_SETUP_KEY",
+    "MITIGATION_USED_KEY", "MODEL_KEY", "OBJECTIVES_KEY", "POSITIVE_RATES_KEY",
+    "POSITIVE_RATE_KEY", "SENSITIVE_AT_PREDICTION_KEY", "VALIDATION_ERROR_KEY", "VALIDATION_KEY",
+    "check_groups", "expected_scoring", "fairness_value", "metric_score", "other_data_message",
+    "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
+    "tightened", "warn_if_cannot_bind",
+]
+
+Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
+METRIC_NAMES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "f1", "roc_auc")
+"""The metrics :class:`FairObjective` can maximize (``metric=``)."""
+VALIDATION_ERROR_KEY = "fairtune:validation_error"
+"""Trial user attribute: the share of validation rows the model misclassifies."""
+POSITIVE_RATE_KEY = "fairtune:positive_rate"
+"""Trial user attribute: the share of validation rows predicted 1 (the favourable outcome)."""
+POSITIVE_RATES_KEY = "fairtune:positive_rate_by_group"
+"""Trial user attribute: ``{group: share of the group's validation rows predicted 1}``."""
+# Study user attributes: the setup that makes a study's trials comparable (see
+# FairObjective.setup). LIMITS_KEY (fairtune.fairness) holds the limits.
+DATASET_KEY = "fairtune:dataset"
+MODEL_KEY = "fairtune:model"
+METRIC_KEY = "fairtune:metric"
+VALIDATION_KEY = "fairtune:validation"
+OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
+DATA_KEY = "fairtune:data_fingerprint"
+"""Study user attribute: a digest of the rows, labels, groups and validation splits that the
+study's trials were scored on (see :func:`fairtune.tuning._data.data_fingerprint`)."""
+MITIGATION_SETUP_KEY = "fairtune:mitigation"  # with a mitigation only
+MITIGATION_USED_KEY = "fairtune:mitigation_used"
+"""Trial user attribute: the mitigation the trial's pipeline used (set with a mitigation only)."""
+SENSITIVE_AT_PREDICTION_KEY = "fairtune:sensitive_at_prediction"
+"""Trial user attribute: how the trial's deployed pipeline reads the sensitive feature at
+prediction time (see :meth:`FairObjective.needs_sensitive_features`), or ``"no"``."""
+def takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:
+    """Whether a space's ``trial -> estimator`` function accepts ``random_state=``.
+
+    Decided from the signature, not by calling it and catching ``TypeError``: a TypeError
+    raised inside the user's function must surface as it is, not trigger a second call.
+    ``var_keyword=False`` counts only a parameter named ``random_state``, not ``**kwargs``
+    (a ``predict(X, **params)`` that routes its parameters elsewhere does not take it).
+    """
+    try:
+        parameters = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):  # builtins and some C callables have no signature
+        return False
+    return any(
+        p.name == "random_state" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        or var_keyword and p.kind == p.VAR_KEYWORD
+        for p in parameters
+    )
+
+
+def predicts_one_class(trial: optuna.trial.FrozenTrial) -> int | None:
+    """The class a trial's model predicted for every validation row, or None if it predicted both.
+
+    Such a model (accuracy = the base rate, every group's positive rate equal) meets every
+    demographic-parity limit trivially. Read from the user attribute ``"fairtune:positive_rate"``
+    that :class:`FairObjective` records; None for trials without it.
+    """
+    rate = trial.user_attrs.get(POSITIVE_RATE_KEY)
+    if rate is None:
+        return None
+    return 1 if rate == 1.0 else 0 if rate == 0.0 else None
+
+
+def group_name(group: Any) -> str:
+    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
+
+
+def check_groups(sensitive: pd.Series | pd.DataFrame) -> pd.Series:
+    from fairtune.fairness.metrics import _check_sensitive
+
+    return _check_sensitive(sensitive, len(sensitive))
+
+
+def expected_scoring(
+    y_true: Any, y_pred: np.ndarray, sensitive: Any = None
+) -> tuple[Any, np.ndarray, Any, np.ndarray | None]:
+    """``(y_true, y_pred, sensitive, sample_weight)`` that score the predictions as they are.
+
+    0/1 predictions are returned unchanged (no weights). Float predictions are a randomized
+    predictor's probabilities of predicting 1: each row then appears twice, predicted 1 with
+    weight p and 0 with weight 1 - p, so that weighted accuracy and weighted group rates are
+    the *expected* accuracy and rates of the randomized predictor (exactly, as their
+    denominators count rows, not predictions), without the noise of one draw.
+    """
+    if not np.issubdtype(np.asarray(y_pred).dtype, np.floating):
+        return y_true, y_pred, sensitive, None
+    p = np.asarray(y_pred, dtype=float)
+    y = np.asarray(y_true)
+    both = np.concatenate([y, y])
+    if sensitive is None:
+        twice = None
+    elif isinstance(sensitive, (pd.Series, pd.DataFrame)):
+        twice = pd.concat([sensitive, sensitive], ignore_index=True)
+    else:
+        twice = np.concatenate([np.asarray(sensitive)] * 2)
+    predictions = np.concatenate([np.ones(len(p), dtype=int), np.zeros(len(p), dtype=int)])
+    return both, predictions, twice, np.concatenate([p, 1.0 - p])
+
+
+def metric_score(
+    metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray | None
+) -> float:
+    """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc.
+
+    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) gives the
+    expected accuracy or balanced accuracy (and F1 from the expected counts).
+    """
+    from sklearn import metrics
+
+    if metric == "roc_auc":
+        return float(metrics.roc_auc_score(y_true, y_score))
+    y_true, y_pred, _, weight = expected_scoring(y_true, y_pred)
+    if metric == "accuracy":
+        return float(metrics.accuracy_score(y_true, y_pred, sample_weight=weight))
+    if metric == "balanced_accuracy":
+        return float(metrics.balanced_accuracy_score(y_true, y_pred, sample_weight=weight))
+    return float(metrics.f1_score(y_true, y_pred, zero_division=0.0, sample_weight=weight))
+
+
+def fairness_value(name: str, y_true: Any, y_pred: np.ndarray, sensitive: Any) -> float:
+    """Fairness metric ``name`` of 0/1 predictions, or the expected one of probabilities."""
+    from fairtune.fairness import METRICS
+
+    y_true, y_pred, sensitive, weight = expected_scoring(y_true, y_pred, sensitive)
+    return float(METRICS[name].function(
+        y_true, y_pred, sensitive_features=sensitive, sample_weight=weight
+    ))
+
+
+def out_of_fold_predictions(
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    n_rows: int,
+    fit_predict: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+    *,
+    with_scores: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Pooled out-of-fold 0/1 predictions (or probabilities of 1, see :func:`expected_scoring`) and
+    scores: every row of a fold's validation part is predicted by the model that
+    ``fit_predict(fit_rows, valid_rows)`` trained without it.
+
+    The metric and the fairness gaps are then computed once on all the pooled rows, not
+    averaged over folds: a gap measured on a few hundred rows of one fold is much noisier.
+    Shared by :class:`FairObjective` (``cv=k``) and :class:`fairtune.tuning.FairSearchCV`;
+    rows in no validation part keep arbitrary values (callers drop them).
+    """
+    y_pred: np.ndarray | None = None
+    y_score = np.empty(n_rows) if with_scores else None
+    for fit_rows, valid_rows in folds:
+        fold_pred, fold_score = fit_predict(fit_rows, valid_rows)
+        if y_pred is None:  # labels, or a randomized predictor's probabilities
+            y_pred = np.zeros(n_rows, dtype=np.asarray(fold_pred).dtype)
+        y_pred[valid_rows] = fold_pred
+        if y_score is not None:
+            y_score[valid_rows] = fold_score
+    return y_pred, y_score
+
+
+def record_validation(
+    trial: optuna.trial.BaseTrial,
+    y_true: Any,
+    y_pred: np.ndarray,
+    sensitive: Any,
+    limits: Sequence[Any],
+) -> None:
+    """Record a trial's validation predictions: the fairness limits as constraints (with the
+    raw metric values), the validation error and the positive rate, overall and per group.
+
+    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) records the
+    expected values (see :func:`expected_scoring`)."""
+    if limits:
+        y_both, pred_both, s_both, weight = expected_scoring(y_true, y_pred, sensitive)
+        set_fairness_constraints(
+            trial, y_both, pred_both, sensitive_features=s_both, sample_weight=weight,
+            limits=limits,
+        )
+    trial.set_user_attr(
+        VALIDATION_ERROR_KEY, float(np.mean(np.abs(y_pred - np.asarray(y_true))))
+    )
+    trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
+    groups = check_groups(sensitive)
+    trial.set_user_attr(POSITIVE_RATES_KEY, {
+        group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
+        for group in pd.unique(groups)
+    })
+
+
+def other_data_message(study: optuna.Study, fingerprint: str) -> str:
+    """Why a study whose trials were scored on other data cannot be used here, and what to do."""
+    return (
+        f"`study` {study.study_name!r} holds trials scored on other data (data fingerprint "
+        f"{study.user_attrs.get(DATA_KEY)!r} there, {fingerprint!r} here: other rows, labels, "
+        "groups or validation splits), so its best trial would be chosen on scores that do not "
+        "measure these rows; create a new study for this data (e.g. optuna.create_study("
+        "storage=..., study_name='<a name of its own>'))."
+    )
+
+
+def tightened(limits: list[Any], margin: Any) -> list[Any]:
+    """``limits`` with every bound moved ``margin`` towards the stricter side."""
+    from fairtune.fairness import FairnessLimit
+
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(margin) < 1.0:
+        raise ValueError(f"`margin` must be a number in [0, 1), but got margin={margin!r}.")
+    margin = float(margin)
+    if margin and not limits:
+        raise ValueError(
+            f"`margin` tightens the fairness limits, so `limits` must be given with it, but got "
+            f"limits=None and margin={margin!r}."
+        )
+    result = []
+    for limit in limits:
+        bound = limit.bound - margin if limit.sense == "upper" else limit.bound + margin
+        if margin and (bound <= 0.0 if limit.sense == "upper" else bound > 1.0):
+            raise ValueError(
+                f"`margin` must leave room under the limit {limit}: the tightened bound would "
+                f"be {bound:g}, but got margin={margin!r}."
+            )
+        result.append(FairnessLimit(limit.metric, round(bound, 10)) if margin else limit)
+    return result
+
+
+
+
+def warn_if_cannot_bind(limits: Sequence[Any], *, stacklevel: int) -> None:
+    """Warn for every limit that holds for every model (every fairness metric lies in [0, 1],
+    so ``"dsp<=2"`` constrains nothing): the one rule of every entrance."""
+    for limit in limits:
+        if cannot_bind(limit):
+            warnings.warn(
+                f"`limits`: {limit} holds for every model ({limit.metric} lies in [0, 1]), "
+                "so it does not constrain the study; did you mean a smaller bound?",
+                UserWarning,
+                stacklevel=stacklevel + 1,
+            )
