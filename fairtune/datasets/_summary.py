@@ -45,8 +45,8 @@ def describe_datasets() -> pd.DataFrame:
 
     Example:
         >>> from fairtune.datasets import describe_datasets
-        >>> describe_datasets().set_index("name").loc["german", "rows"]
-        np.int64(1000)
+        >>> int(describe_datasets().set_index("name").loc["german", "rows"])
+        1000
     """
     rows = []
     for name, (loader, favourable) in _BUNDLED.items():
