@@ -26,6 +26,7 @@ _SUBMODULES = {
     "collaboration",
     "datasets",
     "fairness",
+    "report",
     "samplers",
     "tenancy",
     "tuning",

@@ -33,8 +33,8 @@ from fairtune._storage import (
     JOURNAL_PREFIX,
     create_or_load_study,
     open_storage,
-    running_trials,
 )
+from fairtune.report import TEST_CONFIDENCE, format_table, running_line, with_interval
 
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
@@ -96,28 +96,12 @@ def _cmd_datasets(args: argparse.Namespace, *, out: TextIO) -> int:
         "name", "loader", "rows", "features", "pos. rate", "target = 1", "sensitive", "groups"
     ]
     right_aligned = {2, 3, 4}
-    out.write(_format_table(header, rows, right_aligned=right_aligned))
+    out.write(format_table(header, rows, right_aligned=right_aligned))
     out.write(
         "\nTarget 1 is the favourable outcome. German credit and COMPAS have known fairness\n"
         "issues and warn when loaded: read load_german().DESCR and load_compas().DESCR.\n"
     )
     return EXIT_OK
-
-
-def _format_table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int]
-) -> str:
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-
-    def fmt(line: Sequence[str]) -> str:
-        cells = [
-            cell.rjust(width) if i in right_aligned else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(line, widths))
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([fmt(header), rule, *(fmt(row) for row in rows)]) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,8 +112,6 @@ def _format_table(
 _SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _MULTI_OBJECTIVE_SAMPLERS = ("mtkb", "gp", "tpe", "random")
 _DATASETS = ("adult", "german", "compas")
-_TEST_SCORES_KEY = "fairtune:test_scores"  # study user attribute: tune's test-split lines
-_TEST_CONFIDENCE = 0.95  # the level of the fairness metrics' bootstrap intervals on the test split
 # FairObjective's argument names -> the flags a user types (for its error messages).
 _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
@@ -293,6 +275,8 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--n-jobs", type=_int_at_least(1), default=1,
                         help="parallel trials (threads); Ctrl-C lets the running ones finish")
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
+    parser.add_argument("--html", metavar="FILE",
+                        help="write the report as one self-contained HTML page (plots inline)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=_cmd_tune)
 
@@ -458,6 +442,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     from fairtune.tuning import FairObjective
 
     _check_output("--plot", args.plot)
+    _check_output("--html", args.html)
     _check_storage(args.storage, create=True)
     if args.objectives:
         args.sampler = args.sampler or "mtkb"
@@ -528,7 +513,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                   f"first: {guard.first_error}", file=sys.stderr)
         best = best_fair_trial(study)
         if args.test_size and best is not None:
-            _report_test_scores(study, objective, best, cv=args.cv, out=out)
+            _report_test_scores(study, objective, best, out=out)
+        _write_html(study, args.html, out=out)
     return EXIT_OK
 
 
@@ -580,6 +566,9 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
             "single-objective with constraints); use one of "
             f"{', '.join(_MULTI_OBJECTIVE_SAMPLERS)} (mtkb is fairtune's multi-objective sampler)."
         )
+    if args.html is not None:
+        raise _UsageError("--html writes the report of a single-objective study; a study of "
+                          "several --objectives is reported as its Pareto-optimal trials.")
     if args.metric is not None:
         raise _UsageError(
             f"--metric does not apply with --objectives: name the performance metric among "
@@ -626,12 +615,6 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _with_interval(value: float, interval: tuple[float, float] | None, label: str = "") -> str:
-    """``value`` to four decimals, followed by its interval (if any) in brackets."""
-    text = f"{value:.4f}"
-    return text if interval is None else f"{text} ({label}{interval[0]:.4f}-{interval[1]:.4f})"
-
-
 def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> None:
     """Each Pareto-optimal trial refitted on the tuning rows and scored on the test split."""
     front = sorted(study.best_trials, key=lambda t: t.number)
@@ -640,17 +623,17 @@ def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> No
     rows, header = [], ["trial"]
     for trial in front:
         scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"),
-                                    confidence_level=_TEST_CONFIDENCE)
+                                    confidence_level=TEST_CONFIDENCE)
         fair = scores.pop("fair", None)
         intervals = scores.pop("intervals")
         header = ["trial", *scores, *(["limits"] if fair is not None else [])]
         rows.append([f"#{trial.number}",
-                     *(_with_interval(v, intervals.get(k)) for k, v in scores.items()),
+                     *(with_interval(v, intervals.get(k)) for k, v in scores.items()),
                      *(["met" if fair else "violated"] if fair is not None else [])])
     out.write(f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted "
-              f"on the tuning rows (fairness metrics with their {_TEST_CONFIDENCE:.0%} "
+              f"on the tuning rows (fairness metrics with their {TEST_CONFIDENCE:.0%} "
               "interval):\n")
-    out.write(_format_table(header, rows, right_aligned=set(range(1, len(header)))))
+    out.write(format_table(header, rows, right_aligned=set(range(1, len(header)))))
 
 
 def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
@@ -665,7 +648,7 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     ]
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     out.write(f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n")
-    out.write(_running_line(study))
+    out.write(running_line(study))
     if not trials:
         out.write("No completed trial yet.\n")
         return
@@ -681,7 +664,7 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
         header.append("")
         for row, label in zip(rows, labels):
             row.append("" if label is None else f"predicts {label} for everyone")
-    out.write(_format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
+    out.write(format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
     one_class = sum(predicts_one_class(t) is not None for t in trials)
     if one_class:
         out.write(f"{one_class} of {len(trials)} complete trials predict one class for everyone: "
@@ -689,7 +672,7 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     correlation = stored_task_correlation(study)
     if correlation is not None and correlation.shape == (len(names), len(names)):
         out.write("Task correlation learned by MTKBSampler (of the objectives as defined):\n")
-        out.write(_format_table(
+        out.write(format_table(
             ["", *names],
             [[a, *(f"{correlation[i, j]:+.2f}" for j in range(len(names)))]
              for i, a in enumerate(names)],
@@ -721,35 +704,12 @@ def _fail_running(study: Any, numbers: set[int]) -> None:
                 pass
 
 
-def _report_test_scores(
-    study: Any, objective: Any, best: Any, *, cv: int | None, out: TextIO
-) -> None:
-    # The model one deploys after refitting is not the one that was validated: report both.
-    fits = [("tuning", "best fair trial refitted on the other rows")]
-    if cv is None:
-        fits.append(("training", "the validated model (training split only)"))
-    lines = []
-    rows = len(objective.X_test)
-    for on, what in fits:
-        scores = objective.evaluate(objective.refit_best(study, on=on),
-                                    confidence_level=_TEST_CONFIDENCE)
-        fair = scores.pop("fair")
-        intervals = scores.pop("intervals")
-        values = ", ".join(
-            f"{k} " + _with_interval(v, intervals.get(k), f"{_TEST_CONFIDENCE:.0%} interval ")
-            for k, v in scores.items()
-        )
-        verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
-        # A limit inside the interval: this many test rows cannot tell whether it holds.
-        unresolved = [str(limit) for limit in objective.limits
-                      if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]]
-        if unresolved:
-            verdict += (f", but {rows} test rows cannot tell whether {' and '.join(unresolved)} "
-                        "holds on new data (the limit lies inside the interval)")
-        lines.append(f"Test split ({rows} rows), {what}: {values}; {verdict}.")
-    out.write("".join(line + "\n" for line in lines))
+def _report_test_scores(study: Any, objective: Any, best: Any, *, out: TextIO) -> None:
+    from fairtune.report import scores_on_test_split
+
     # Stored, so that `report` shows them (for the trial they belong to).
-    study.set_user_attr(_TEST_SCORES_KEY, {"trial": best.number, "lines": lines})
+    lines = scores_on_test_split(study, objective, best, store=True)
+    out.write("".join(line + "\n" for line in lines))
 
 
 def _add_report_parser(subparsers: Any) -> None:
@@ -766,6 +726,8 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.add_argument("--storage", required=True, help="Optuna storage URL")
     parser.add_argument("--study-name", help="needed when the storage holds several studies")
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
+    parser.add_argument("--html", metavar="FILE",
+                        help="write the report as one self-contained HTML page (plots inline)")
     parser.add_argument("--metric", help="fairness metric on the trade-off plot's x axis "
                                          "(default: the study's first limit); needs --plot")
     parser.add_argument("--curve", metavar="PNG",
@@ -809,12 +771,13 @@ def _create_or_load_study(
 
 
 def _check_output(flag: str, path: str | None) -> None:
-    """Fail before a study runs (or loads) if a plot could not be written to ``path`` after."""
+    """Fail before a study runs (or loads) if a plot (or the ``--html`` page) could not be
+    written to ``path`` after."""
     if path is None:
         return
     from matplotlib.backend_bases import FigureCanvasBase
 
-    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    formats = ["html"] if flag == "--html" else sorted(FigureCanvasBase.get_supported_filetypes())
     target = Path(path).expanduser()
     suffix = target.suffix.lower().lstrip(".")
     if suffix not in formats:
@@ -967,6 +930,7 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         except ValueError as e:
             raise _UsageError(f"--metric {str(e).replace('`metric` ', '', 1)}") from None
     _check_output("--plot", args.plot)
+    _check_output("--html", args.html)
     _check_output("--curve", args.curve)
     _check_storage(args.storage, create=False)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -985,7 +949,8 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         except KeyError:
             raise RuntimeError(f"no study named {name!r} in {args.storage}.") from None
         if len(study.directions) > 1:
-            for flag, value in (("--curve", args.curve), ("--metric", args.metric)):
+            for flag, value in (("--curve", args.curve), ("--metric", args.metric),
+                                ("--html", args.html)):
                 if value is not None:
                     raise _UsageError(
                         f"{flag} does not apply to study {name!r}: it has "
@@ -1000,26 +965,17 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
             raise RuntimeError(f"--metric {args.metric}: no trial of study {name!r} has a value "
                                "for it.")
         _report(study, out=out, plot=args.plot, fairness_metric=args.metric, curve=args.curve)
+        _write_html(study, args.html, fairness_metric=args.metric, out=out)
     return EXIT_OK
 
 
-def _setup_lines(study: Any) -> list[str]:
-    from fairtune.fairness.constraints import LIMITS_KEY
+def _write_html(study: Any, path: str | None, *, fairness_metric: str | None = None,
+                out: TextIO) -> None:
+    if path:
+        from fairtune.report import report
 
-    attrs = study.user_attrs
-    rows = [
-        ("dataset", attrs.get("fairtune:dataset")),
-        ("model", attrs.get("fairtune:model")),
-        ("metric", attrs.get("fairtune:metric")),
-        ("limits", ", ".join(attrs[LIMITS_KEY]) if attrs.get(LIMITS_KEY) else None),
-        ("validation", attrs.get("fairtune:validation")),
-        ("mitigation", ", ".join(attrs.get("fairtune:mitigation") or []) or None),
-    ]
-    lines = [f"{what.capitalize():<11} {value}" for what, value in rows if value]
-    if attrs.get("fairtune:metric") == "roc_auc":
-        lines.append("Note        roc_auc scores the probabilities; the fairness values are "
-                     "measured on the 0/1 predictions (threshold 0.5).")
-    return lines
+        report(study).write_html(path, fairness_metric=fairness_metric)
+        out.write(f"HTML report written to {path}\n")
 
 
 def _report(
@@ -1030,132 +986,17 @@ def _report(
     fairness_metric: str | None = None,
     curve: str | None = None,
 ) -> None:
-    from optuna.trial import TrialState
+    from fairtune.report import report
 
-    from fairtune.fairness import best_fair_trial, fairness_values, is_fair, study_limits
-    from fairtune.tuning.objective import (
-        METRIC_KEY,
-        POSITIVE_RATE_KEY,
-        POSITIVE_RATES_KEY,
-        predicts_one_class,
-    )
-
-    limits = study_limits(study)
-    trials = study.get_trials(deepcopy=False)
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    failed = sum(t.state == TrialState.FAIL for t in trials)
-    fair = [t for t in complete if is_fair(t, limits)]
-    out.write(
-        f"Study {study.study_name}: {len(trials)} trials, {len(complete)} complete"
-        + (f", {failed} failed" if failed else "")
-        + f", {len(fair)} fair.\n"
-    )
-    out.write("".join(line + "\n" for line in _setup_lines(study)))
-    out.write(_running_line(study))
-    stored = study.user_attrs.get(_TEST_SCORES_KEY)
-    if not complete:
-        out.write("No completed trial yet.\n")
+    page = report(study)
+    out.write(page.text())
+    if page.best is None:
         return
-    one_class = [t for t in complete if predicts_one_class(t) is not None]
-    best = best_fair_trial(study, limits)
-    if best is not None:
-        out.write(f"Best fair trial: #{best.number}\n")
-    else:
-        def unfairness(t: Any) -> float:
-            values = fairness_values(t)
-            total = 0.0
-            for name, limit in limits.items():
-                if limit is not None and name in values:
-                    total += max(limit.violation(values[name]), 0.0)
-                elif name in t.constraints:
-                    total += max(t.constraints[name], 0.0)
-                else:
-                    return float("inf")
-            return total
-
-        best = min(complete, key=unfairness)
-        out.write(f"No trial meets every limit yet; the least unfair one is #{best.number}.\n")
-    metric_name = study.user_attrs.get(METRIC_KEY, "value")
-    rows = [[str(metric_name), f"{best.value:.4f}", ""]]
-    values = fairness_values(best)
-    for name, limit in limits.items():
-        if name in values:
-            status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
-                                                else f"violated ({limit})")
-            rows.append([name, f"{values[name]:.4f}", status])
-        elif name in best.constraints:  # set by hand (trial.set_constraint): <= 0 is ok
-            violation = best.constraints[name]
-            rows.append([f"constraint {name}", f"{violation:.4g}",
-                         "ok" if violation <= 0 else "violated"])
-        else:
-            rows.append([name, "-", "not measured"])
-    for name, value in values.items():
-        if name not in limits:
-            rows.append([name, f"{value:.4f}", ""])
-    if POSITIVE_RATE_KEY in best.user_attrs:
-        rows.append(["predicted positive rate", f"{best.user_attrs[POSITIVE_RATE_KEY]:.4f}", ""])
-        for group, rate in (best.user_attrs.get(POSITIVE_RATES_KEY) or {}).items():
-            rows.append([f"  group {group}", f"{rate:.4f}", ""])
-    for name, value in best.params.items():
-        rows.append([name, f"{value:.6g}" if isinstance(value, float) else str(value), "param"])
-    out.write(_format_table(["", "value", ""], rows, right_aligned={1}))
-    out.write("".join(line + "\n" for line in _deployment_lines(best)))
-    label = predicts_one_class(best)
-    if label is not None:
-        out.write(
-            f"Warning: trial #{best.number} predicts one class ({label}) for everyone: its "
-            f"{metric_name} is that of a constant guess and its fairness gaps are trivially 0 "
-            f"({len(one_class)} of {len(complete)} complete trials do so). Tighter limits are "
-            "met this way; check the model before trusting it.\n"
-        )
-    elif one_class:
-        out.write(f"{len(one_class)} of {len(complete)} complete trials predict one class for "
-                  "everyone.\n")
-    if stored and stored.get("lines"):
-        out.write(f"Test scores recorded by `fairtune tune` for trial #{stored.get('trial')}:\n")
-        out.write("".join(f"  {line}\n" for line in stored["lines"]))
     for path, draw in ((plot, "tradeoff"), (curve, "curve")):
         if path:
             _save_plot(study, path, draw, fairness_metric)
             what = "Trade-off plot" if draw == "tradeoff" else "Best-fair curve"
             out.write(f"{what} written to {path}\n")
-
-
-def _running_line(study: Any) -> str:
-    """The RUNNING trials and how long ago they started ('' if none)."""
-    running = running_trials(study)
-    if not running:
-        return ""
-
-    def age(seconds: float) -> str:
-        if seconds < 120:
-            return f"{seconds:.0f} s"
-        return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
-
-    shown = ", ".join(f"#{n} (started {age(s)} ago)" for n, s in running[:10])
-    more = f" and {len(running) - 10} more" if len(running) > 10 else ""
-    return (f"Running     {shown}{more}: still in progress, or their worker died (a storage "
-            "with a heartbeat fails those; see --heartbeat).\n")
-
-
-def _deployment_lines(trial: Any) -> list[str]:
-    """Which mitigation a trial used and what its deployed model needs at prediction time."""
-    from fairtune.tuning.mitigation import MITIGATIONS
-    from fairtune.tuning.objective import MITIGATION_USED_KEY, SENSITIVE_AT_PREDICTION_KEY
-
-    lines = []
-    used = trial.user_attrs.get(MITIGATION_USED_KEY)
-    if used in MITIGATIONS:
-        lines.append(f"Mitigation: {used} ({MITIGATIONS[used].implementation}).")
-        if used in ("threshold", "reduction"):
-            lines.append("Its predictions are randomized: the trial's validation values are "
-                         "their expected values.")
-    how = trial.user_attrs.get(SENSITIVE_AT_PREDICTION_KEY)
-    if how == "no":
-        lines.append("Sensitive feature at prediction: not needed.")
-    elif how:
-        lines.append(f"Sensitive feature at prediction: needed, as {how}.")
-    return lines
 
 
 def _save_plot(study: Any, path: str, draw: str, fairness_metric: str | None) -> None:

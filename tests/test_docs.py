@@ -146,6 +146,7 @@ PACKAGES = {
     "fairtune.tenancy": "tenancy.rst",
     "fairtune.collaboration": "collaboration.rst",
     "fairtune.visualization": "visualization.rst",
+    "fairtune.report": "report.rst",
 }
 _PUBLIC = [(package, name) for package in PACKAGES
            for name in importlib.import_module(package).__all__]

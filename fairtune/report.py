@@ -1,0 +1,489 @@
+"""The study report: what a reviewer signs a fair model off on, as text or as one HTML page.
+
+:func:`report` reads a single-objective study (any storage) and returns a :class:`StudyReport`:
+the setup the study was tuned with, the best fair trial (its metric, every limited fairness
+value, the predicted positive rate per group, its parameters), what its deployed model needs at
+prediction time, how many trials predict one class for everyone, and the test split's scores
+with their intervals when the objective (or ``fairtune tune --test-size``) recorded them.
+:meth:`StudyReport.text` is what ``fairtune report`` prints; :meth:`StudyReport.html` is a
+self-contained page (no external file: the trade-off plot and the best-fair curve are inline
+images) that ``fairtune report --html`` and ``tune --html`` write.
+
+Example:
+    >>> from fairtune.tuning import FairObjective
+    >>> objective = FairObjective("german", "random_forest", limits="dsp<=0.05", test_size=0.25)
+    >>> study = objective.create_study(seed=0)
+    >>> study.optimize(objective, n_trials=4)
+    >>> page = report(study, objective=objective)
+    >>> page.text().splitlines()[0]  # doctest: +ELLIPSIS
+    'Study ...: 4 trials, 4 complete, ... fair.'
+    >>> page.html().startswith("<!DOCTYPE html>")
+    True
+"""
+
+from __future__ import annotations
+
+import base64
+import html as html_lib
+import io
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fairtune.tuning import FairObjective
+
+__all__ = [
+    "TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "deployment_lines", "format_table",
+    "least_unfair_trial", "report", "running_line", "scores_on_test_split", "with_interval",
+]
+
+TEST_SCORES_KEY = "fairtune:test_scores"
+"""Study user attribute: the test split's score lines of the best fair trial, as
+``{"trial": number, "lines": [...]}`` (written by :func:`scores_on_test_split` with ``store``)."""
+TEST_CONFIDENCE = 0.95
+"""The level of the fairness metrics' bootstrap intervals on the test split."""
+
+
+def format_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int]
+) -> str:
+    """A plain-text table: the header, a rule, the rows; columns padded to their widest cell."""
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+
+    def fmt(line: Sequence[str]) -> str:
+        cells = [
+            cell.rjust(width) if i in right_aligned else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths))
+        ]
+        return "  ".join(cells).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([fmt(header), rule, *(fmt(row) for row in rows)]) + "\n"
+
+
+def with_interval(value: float, interval: tuple[float, float] | None, label: str = "") -> str:
+    """``value`` to four decimals, followed by its interval (if any) in brackets."""
+    text = f"{value:.4f}"
+    return text if interval is None else f"{text} ({label}{interval[0]:.4f}-{interval[1]:.4f})"
+
+
+def scores_on_test_split(
+    study: optuna.Study, objective: FairObjective, best: optuna.trial.FrozenTrial, *,
+    store: bool = False,
+) -> list[str]:
+    """The best fair trial's scores on the objective's test split, one line per refit.
+
+    The model one deploys after refitting on all the tuning rows is not the one that was
+    validated: both are scored (the validated one only with a single validation split), each
+    fairness metric with its bootstrap interval, and a limit that lies inside its interval is
+    named, since this many test rows cannot tell whether it holds on new data.
+
+    Args:
+        study: The objective's study.
+        objective: A :class:`~fairtune.tuning.FairObjective` with a test split.
+        best: The trial to score (the best fair one).
+        store: Also store the lines with the study (:data:`TEST_SCORES_KEY`), so that a later
+            report of the stored study shows them. Defaults to False.
+    """
+    fits = [("tuning", "best fair trial refitted on the other rows")]
+    if objective.cv is None:
+        fits.append(("training", "the validated model (training split only)"))
+    lines = []
+    rows = len(objective.X_test)
+    for on, what in fits:
+        scores = objective.evaluate(objective.refit_best(study, trial=best, on=on),
+                                    confidence_level=TEST_CONFIDENCE)
+        fair = scores.pop("fair")
+        intervals = scores.pop("intervals")
+        values = ", ".join(
+            f"{k} " + with_interval(v, intervals.get(k), f"{TEST_CONFIDENCE:.0%} interval ")
+            for k, v in scores.items()
+        )
+        verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
+        unresolved = [str(limit) for limit in objective.limits
+                      if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]]
+        if unresolved:
+            verdict += (f", but {rows} test rows cannot tell whether {' and '.join(unresolved)} "
+                        "holds on new data (the limit lies inside the interval)")
+        lines.append(f"Test split ({rows} rows), {what}: {values}; {verdict}.")
+    if store:
+        study.set_user_attr(TEST_SCORES_KEY, {"trial": best.number, "lines": lines})
+    return lines
+
+
+def running_line(study: optuna.Study) -> str:
+    """The line about the study's RUNNING trials, as the reports print it ('' if none)."""
+    running = _running(study)
+    return f"{'Running':<11} {running}\n" if running else ""
+
+
+def _running(study: optuna.Study) -> str:
+    """The RUNNING trials and how long ago they started ('' if none)."""
+    from fairtune._storage import running_trials
+
+    running = running_trials(study)
+    if not running:
+        return ""
+
+    def age(seconds: float) -> str:
+        if seconds < 120:
+            return f"{seconds:.0f} s"
+        return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+    shown = ", ".join(f"#{n} (started {age(s)} ago)" for n, s in running[:10])
+    more = f" and {len(running) - 10} more" if len(running) > 10 else ""
+    return (f"{shown}{more}: still in progress, or their worker died (a storage with a "
+            "heartbeat fails those; see --heartbeat).")
+
+
+def _setup(study: optuna.Study) -> list[tuple[str, str]]:
+    from fairtune.fairness.constraints import LIMITS_KEY
+    from fairtune.tuning._trial import (
+        DATASET_KEY,
+        METRIC_KEY,
+        MITIGATION_SETUP_KEY,
+        MODEL_KEY,
+        VALIDATION_KEY,
+    )
+
+    attrs = study.user_attrs
+    rows = [
+        ("dataset", attrs.get(DATASET_KEY)),
+        ("model", attrs.get(MODEL_KEY)),
+        ("metric", attrs.get(METRIC_KEY)),
+        ("limits", ", ".join(attrs[LIMITS_KEY]) if attrs.get(LIMITS_KEY) else None),
+        ("validation", attrs.get(VALIDATION_KEY)),
+        ("mitigation", ", ".join(attrs.get(MITIGATION_SETUP_KEY) or []) or None),
+    ]
+    setup = [(what.capitalize(), str(value)) for what, value in rows if value]
+    if attrs.get(METRIC_KEY) == "roc_auc":
+        setup.append(("Note", "roc_auc scores the probabilities; the fairness values are "
+                              "measured on the 0/1 predictions (threshold 0.5)."))
+    return setup
+
+
+def deployment_lines(trial: optuna.trial.FrozenTrial) -> list[str]:
+    """Which mitigation a trial used and what its deployed model needs at prediction time."""
+    from fairtune.tuning._trial import MITIGATION_USED_KEY, SENSITIVE_AT_PREDICTION_KEY
+    from fairtune.tuning.mitigation import MITIGATIONS
+
+    lines = []
+    used = trial.user_attrs.get(MITIGATION_USED_KEY)
+    if used in MITIGATIONS:
+        lines.append(f"Mitigation: {used} ({MITIGATIONS[used].implementation}).")
+        if used in ("threshold", "reduction"):
+            lines.append("Its predictions are randomized: the trial's validation values are "
+                         "their expected values.")
+    how = trial.user_attrs.get(SENSITIVE_AT_PREDICTION_KEY)
+    if how == "no":
+        lines.append("Sensitive feature at prediction: not needed.")
+    elif how:
+        lines.append(f"Sensitive feature at prediction: needed, as {how}.")
+    return lines
+
+
+def least_unfair_trial(
+    trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
+) -> optuna.trial.FrozenTrial:
+    """The completed trial whose fairness values exceed the limits by the least in total (a
+    limit it has no value for counts as infinitely exceeded)."""
+    from fairtune.fairness import fairness_values
+
+    def unfairness(t: optuna.trial.FrozenTrial) -> float:
+        values = fairness_values(t)
+        total = 0.0
+        for name, limit in limits.items():
+            if limit is not None and name in values:
+                total += max(limit.violation(values[name]), 0.0)
+            elif name in t.constraints:
+                total += max(t.constraints[name], 0.0)
+            else:
+                return float("inf")
+        return total
+
+    return min(trials, key=unfairness)
+
+
+@dataclass
+class StudyReport:
+    """A single-objective study's report; :func:`report` builds it.
+
+    Attributes:
+        study: The study reported on.
+        counts: ``(trials, complete, failed, fair)``.
+        setup: ``(what, value)`` rows of the stored setup (dataset, model, metric, limits,
+            validation, mitigation).
+        running: A line about trials still RUNNING ('' if none).
+        best: The best fair trial, or the least unfair one when no trial is fair (None without
+            completed trials).
+        best_is_fair: Whether ``best`` meets every limit.
+        metric: The name of the study's value (e.g. ``"accuracy"``).
+        rows: ``(name, value, status)`` rows of ``best``: the metric, each fairness value
+            (``"ok"`` or ``"violated (...)"``), the predicted positive rate overall and per
+            group, the parameters (status ``"param"``).
+        deployment: What ``best``'s deployed model uses and needs at prediction time.
+        one_class: The number of completed trials that predict one class for everyone.
+        best_one_class: The class ``best`` predicts for everyone, or None.
+        test_trial: The trial the test lines belong to (None without them).
+        test_lines: The test split's score lines (:func:`scores_on_test_split`).
+        test_recorded: Whether the test lines are those ``fairtune tune`` stored with the
+            study (rather than computed for this report).
+    """
+
+    study: Any
+    counts: tuple[int, int, int, int]
+    setup: list[tuple[str, str]]
+    running: str
+    best: Any
+    best_is_fair: bool
+    metric: str
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    deployment: list[str] = field(default_factory=list)
+    one_class: int = 0
+    best_one_class: int | None = None
+    test_trial: int | None = None
+    test_lines: list[str] = field(default_factory=list)
+    test_recorded: bool = False
+
+    def _summary(self) -> str:
+        trials, complete, failed, fair = self.counts
+        return (f"Study {self.study.study_name}: {trials} trials, {complete} complete"
+                + (f", {failed} failed" if failed else "") + f", {fair} fair.")
+
+    def _findings(self) -> list[str]:
+        """The best trial's headline and the warnings about it, one line each."""
+        complete = self.counts[1]
+        lines = []
+        if self.best_one_class is not None:
+            lines.append(
+                f"Warning: trial #{self.best.number} predicts one class ({self.best_one_class}) "
+                f"for everyone: its {self.metric} is that of a constant guess and its fairness "
+                f"gaps are trivially 0 ({self.one_class} of {complete} complete trials do so). "
+                "Tighter limits are met this way; check the model before trusting it."
+            )
+        elif self.one_class:
+            lines.append(f"{self.one_class} of {complete} complete trials predict one class for "
+                         "everyone.")
+        return lines
+
+    def _headline(self) -> str:
+        if self.best is None:
+            return "No completed trial yet."
+        if self.best_is_fair:
+            return f"Best fair trial: #{self.best.number}"
+        return f"No trial meets every limit yet; the least unfair one is #{self.best.number}."
+
+    def text(self) -> str:
+        """The report as ``fairtune report`` prints it."""
+        out = [self._summary() + "\n"]
+        out += [f"{what:<11} {value}\n" for what, value in self.setup]
+        if self.running:
+            out.append(f"{'Running':<11} {self.running}\n")
+        out.append(self._headline() + "\n")
+        if self.best is None:
+            return "".join(out)
+        out.append(format_table(["", "value", ""], [list(r) for r in self.rows],
+                                right_aligned={1}))
+        out += [line + "\n" for line in self.deployment + self._findings()]
+        if self.test_lines:
+            source = "recorded by `fairtune tune` " if self.test_recorded else ""
+            out.append(f"Test scores {source}for trial #{self.test_trial}:\n")
+            out += [f"  {line}\n" for line in self.test_lines]
+        return "".join(out)
+
+    def html(self, *, fairness_metric: str | None = None) -> str:
+        """The report as one self-contained HTML page, the plots inline.
+
+        Args:
+            fairness_metric: The trade-off plot's x axis. Defaults to None: the study's first
+                limit.
+        """
+        e = html_lib.escape
+        title = f"fairtune report: {self.study.study_name}"
+        parts = [
+            "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{e(title)}</title>", f"<style>{_CSS}</style></head><body>",
+            f"<h1>{e(title)}</h1>", f"<p class=summary>{e(self._summary())}</p>",
+        ]
+        if self.setup:
+            parts.append("<h2>Setup</h2><table class=setup>")
+            parts += [f"<tr><th>{e(what)}</th><td>{e(value)}</td></tr>"
+                      for what, value in self.setup]
+            parts.append("</table>")
+        if self.running:
+            parts.append(f"<p class=note>Running: {e(self.running)}</p>")
+        parts.append(f"<h2>{e(self._headline())}</h2>")
+        if self.best is not None:
+            findings = self._findings()
+            parts += [f'<p class="{"warning" if line.startswith("Warning") else "note"}">'
+                      f"{e(line)}</p>" for line in findings]
+            scores = [row for row in self.rows if row[2] != "param"]
+            params = [row for row in self.rows if row[2] == "param"]
+            parts.append("<div class=tables><table class=best><caption>Validation scores"
+                         "</caption><tr><th></th><th>value</th><th></th></tr>")
+            for name, value, status in scores:
+                cls = "bad" if status.startswith("violated") else "ok" if status == "ok" else ""
+                indent = " class=group" if name.startswith("  ") else ""
+                parts.append(f"<tr class='{cls}'><td{indent}>{e(name.strip())}</td>"
+                             f"<td class=num>{e(value)}</td><td>{e(status)}</td></tr>")
+            parts.append("</table>")
+            if params:
+                parts.append("<table class=params><caption>Parameters</caption>")
+                parts += [f"<tr><td>{e(name)}</td><td class=num>{e(value)}</td></tr>"
+                          for name, value, _ in params]
+                parts.append("</table>")
+            parts.append("</div>")
+            if self.deployment:
+                parts.append("<h2>The deployed model</h2><ul>")
+                parts += [f"<li>{e(line)}</li>" for line in self.deployment]
+                parts.append("</ul>")
+            if self.test_lines:
+                parts.append(f"<h2>Test split (trial #{self.test_trial})</h2><ul>")
+                parts += [f"<li>{e(line)}</li>" for line in self.test_lines]
+                parts.append("</ul>")
+            parts.append("<h2>Trade-off and progress</h2><div class=plots>")
+            for draw, caption in (
+                ("tradeoff", "Every trial's validation value against its fairness value, the "
+                             "limit and the best fair trial."),
+                ("curve", "The best fair validation value after each trial."),
+            ):
+                image = _plot_png(self.study, draw, fairness_metric)
+                if image:
+                    parts.append(f'<figure><img alt="{e(caption)}" '
+                                 f'src="data:image/png;base64,{image}">'
+                                 f"<figcaption>{e(caption)}</figcaption></figure>")
+            parts.append("</div>")
+        parts.append("</body></html>")
+        return "\n".join(parts) + "\n"
+
+    def write_html(self, path: str, *, fairness_metric: str | None = None) -> None:
+        """Write :meth:`html` to ``path`` (UTF-8)."""
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(self.html(fairness_metric=fairness_metric))
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+    "color:#222}h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:1.6rem}"
+    "table{border-collapse:collapse}td,th{padding:.2rem .7rem;text-align:left;"
+    "border-bottom:1px solid #ddd}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.group{padding-left:1.8rem}tr.ok td:last-child{color:#1a7f37}"
+    "tr.bad td:last-child{color:#b42318;font-weight:600}tr.param td{color:#555}"
+    ".warning{background:#fff4e5;border-left:4px solid #f79009;padding:.5rem .8rem}"
+    ".note{color:#444}caption{text-align:left;font-weight:600;padding:.3rem 0}"
+    ".tables{display:flex;flex-wrap:wrap;gap:2.5rem;align-items:flex-start}"
+    ".plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:1rem}"
+    "figure{margin:0}.plots img{width:100%;display:block}"
+    "figcaption{color:#555;font-size:.9rem}"
+)
+
+
+def _plot_png(study: Any, draw: str, fairness_metric: str | None) -> str | None:
+    """A plot of ``study`` as base64 PNG text, or None when there is nothing to draw (or no
+    matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError:  # pragma: no cover - the plot extra is not installed
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fairtune.visualization import plot_best_feasible, plot_tradeoff
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ax = (plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
+                  else plot_best_feasible(study))
+    except ValueError:  # no trial with fairness values to draw
+        return None
+    buffer = io.BytesIO()
+    try:
+        ax.figure.tight_layout()
+        ax.figure.savefig(buffer, format="png", dpi=110)
+    finally:
+        plt.close(ax.figure)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def report(study: optuna.Study, *, objective: FairObjective | None = None) -> StudyReport:
+    """The report of a single-objective study.
+
+    Args:
+        study: A single-objective study (fairtune's trials record their fairness values).
+        objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with; with a
+            test split, the best fair trial is refitted and scored on it
+            (:func:`scores_on_test_split`). Defaults to None: the test lines that ``fairtune tune``
+            stored with the study, if any.
+
+    Raises:
+        ValueError: If the study has several objectives.
+    """
+    from optuna.trial import TrialState
+
+    from fairtune.fairness import best_fair_trial, fairness_values, is_fair, study_limits
+    from fairtune.tuning._trial import (
+        METRIC_KEY,
+        POSITIVE_RATE_KEY,
+        POSITIVE_RATES_KEY,
+        predicts_one_class,
+    )
+
+    if len(study.directions) != 1:
+        raise ValueError(
+            f"`study` must have one objective for this report, but got "
+            f"{len(study.directions)} directions; `fairtune report` shows a multi-objective "
+            "study's Pareto-optimal trials."
+        )
+    limits = study_limits(study)
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    fair = [t for t in complete if is_fair(t, limits)]
+    failed = sum(t.state == TrialState.FAIL for t in trials)
+    page = StudyReport(
+        study=study, counts=(len(trials), len(complete), failed, len(fair)),
+        setup=_setup(study), running=_running(study), best=None, best_is_fair=False,
+        metric=str(study.user_attrs.get(METRIC_KEY, "value")),
+    )
+    if not complete:
+        return page
+    best = best_fair_trial(study, limits)
+    page.best_is_fair = best is not None
+    page.best = best if best is not None else least_unfair_trial(complete, limits)
+    best = page.best
+    rows = [(page.metric, f"{best.value:.4f}", "")]
+    values = fairness_values(best)
+    for name, limit in limits.items():
+        if name in values:
+            status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
+                                                else f"violated ({limit})")
+            rows.append((name, f"{values[name]:.4f}", status))
+        elif name in best.constraints:  # set by hand (trial.set_constraint): <= 0 is ok
+            violation = best.constraints[name]
+            rows.append((f"constraint {name}", f"{violation:.4g}",
+                         "ok" if violation <= 0 else "violated"))
+        else:
+            rows.append((name, "-", "not measured"))
+    rows += [(name, f"{value:.4f}", "") for name, value in values.items() if name not in limits]
+    if POSITIVE_RATE_KEY in best.user_attrs:
+        rows.append(("predicted positive rate", f"{best.user_attrs[POSITIVE_RATE_KEY]:.4f}", ""))
+        rows += [(f"  group {group}", f"{rate:.4f}", "")
+                 for group, rate in (best.user_attrs.get(POSITIVE_RATES_KEY) or {}).items()]
+    rows += [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
+             for name, value in best.params.items()]
+    page.rows = rows
+    page.deployment = deployment_lines(best)
+    page.one_class = sum(predicts_one_class(t) is not None for t in complete)
+    page.best_one_class = predicts_one_class(best)
+    if objective is not None and objective.X_test is not None and page.best_is_fair:
+        page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
+    else:
+        stored = study.user_attrs.get(TEST_SCORES_KEY) or {}
+        page.test_trial, page.test_lines = stored.get("trial"), list(stored.get("lines") or [])
+        page.test_recorded = bool(page.test_lines)
+    return page
