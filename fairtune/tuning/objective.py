@@ -198,6 +198,86 @@ def _proxy_columns(
     return exact, naming
 
 
+def _check_validation(
+    metric: Any, validation_size: Any, test_size: Any, cv: Any
+) -> None:
+    """The metric and the validation options, or a ValueError naming the bad one."""
+    if metric not in METRIC_NAMES:
+        raise ValueError(f"`metric` must be one of {list(METRIC_NAMES)}, but got metric={metric!r}.")
+    for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
+        if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
+            raise ValueError(f"`{name}` must be a float in (0, 1), but got {name}={fraction!r}.")
+    if cv is not None:
+        if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
+            raise ValueError(f"`cv` must be None or an integer >= 2, but got cv={cv!r}.")
+        if validation_size is not None:
+            raise ValueError(
+                "`validation_size` and `cv` cannot be combined: cross-validation uses every "
+                f"tuning row for validation, but got validation_size={validation_size!r} and "
+                f"cv={cv!r}."
+            )
+
+
+def _space_of(model: Any) -> Space:
+    if isinstance(model, str):
+        return get_space(model)
+    if callable(model):
+        return Space(getattr(model, "__name__", "custom"), model, needs_scaling=True)
+    raise ValueError(
+        f"`model` must be a space name or a callable trial -> estimator, but got {model!r}."
+    )
+
+
+def _checked_mitigation(mitigation: Any, limits: list[Any], metric: str) -> list[str]:
+    """The mitigation names, which need a limit to aim at and labels, not scores."""
+    names = parse_mitigation(mitigation)
+    if names and not limits:
+        raise ValueError(
+            "`mitigation` aims at a fairness limit, so `limits` must be given with it, but "
+            f"got limits=None and mitigation={mitigation!r}."
+        )
+    randomized = [m for m in names if m in ("threshold", "reduction")]
+    if randomized and metric == "roc_auc":
+        raise ValueError(
+            f"`mitigation` {randomized[0]!r} predicts randomized labels, not scores: "
+            "`metric` must not be 'roc_auc' with it, but got metric='roc_auc' and "
+            f"mitigation={mitigation!r}."
+        )
+    return names
+
+
+def _warn_of_proxies(
+    X: pd.DataFrame, sensitive: Any, sensitive_names: list[Any], sensitive_name: str
+) -> None:
+    """Warn (at the caller of FairObjective) of the columns left in X that reveal the group."""
+    proxies, naming = _proxy_columns(X, sensitive)
+    if proxies:
+        warnings.warn(
+            f"use_sensitive_feature=False drops {sensitive_names} from the model's "
+            f"inputs, but the columns {proxies} determine {sensitive_name} exactly (each of "
+            "their values belongs to one group), so the model can still read it; to "
+            f"hide it, drop them too: `drop_columns` {','.join(proxies)}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if naming:
+        described = "; ".join(
+            f"{column!r} on {share:.0%} of the rows (values "
+            f"{', '.join(map(repr, named[:5]))}"
+            f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})"
+            for column, (share, named) in naming.items()
+        )
+        warnings.warn(
+            f"use_sensitive_feature=False drops {sensitive_names} from the model's "
+            f"inputs, but some columns name {sensitive_name} on many rows, "
+            f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
+            f"{described}; the model can still read it there. To hide it, drop them "
+            f"too: `drop_columns` {','.join(naming)}.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 class FairObjective:
     """An Optuna objective: train a model, score it, and record its fairness as constraints.
 
@@ -374,30 +454,8 @@ class FairObjective:
         margin: float = 0.0,
         pos_label: Any = None,
     ) -> None:
-        from sklearn.model_selection import StratifiedKFold, train_test_split
-
-        if metric not in METRIC_NAMES:
-            raise ValueError(f"`metric` must be one of {list(METRIC_NAMES)}, but got metric={metric!r}.")
-        for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
-            if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
-                raise ValueError(f"`{name}` must be a float in (0, 1), but got {name}={fraction!r}.")
-        if cv is not None:
-            if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
-                raise ValueError(f"`cv` must be None or an integer >= 2, but got cv={cv!r}.")
-            if validation_size is not None:
-                raise ValueError(
-                    "`validation_size` and `cv` cannot be combined: cross-validation uses every "
-                    f"tuning row for validation, but got validation_size={validation_size!r} and "
-                    f"cv={cv!r}."
-                )
-        if isinstance(model, str):
-            self.space = get_space(model)
-        elif callable(model):
-            self.space = Space(getattr(model, "__name__", "custom"), model, needs_scaling=True)
-        else:
-            raise ValueError(
-                f"`model` must be a space name or a callable trial -> estimator, but got {model!r}."
-            )
+        _check_validation(metric, validation_size, test_size, cv)
+        self.space = _space_of(model)
         self.objectives, self.directions = _parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
         self.margin = margin
@@ -405,19 +463,7 @@ class FairObjective:
         warn_if_cannot_bind(self.limits, stacklevel=2)
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
-        self.mitigation = parse_mitigation(mitigation)
-        if self.mitigation and not self.limits:
-            raise ValueError(
-                "`mitigation` aims at a fairness limit, so `limits` must be given with it, but "
-                f"got limits=None and mitigation={mitigation!r}."
-            )
-        randomized = [m for m in self.mitigation if m in ("threshold", "reduction")]
-        if randomized and self.metric == "roc_auc":
-            raise ValueError(
-                f"`mitigation` {randomized[0]!r} predicts randomized labels, not scores: "
-                "`metric` must not be 'roc_auc' with it, but got metric='roc_auc' and "
-                f"mitigation={mitigation!r}."
-            )
+        self.mitigation = _checked_mitigation(mitigation, self.limits, self.metric)
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -439,32 +485,7 @@ class FairObjective:
         )
         if not use_sensitive_feature:
             X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
-            proxies, naming = _proxy_columns(X, sensitive)
-            if proxies:
-                warnings.warn(
-                    f"use_sensitive_feature=False drops {sensitive_names} from the model's "
-                    f"inputs, but the columns {proxies} determine {self.sensitive_name} exactly (each of "
-                    "their values belongs to one group), so the model can still read it; to "
-                    f"hide it, drop them too: `drop_columns` {','.join(proxies)}.",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            if naming:
-                described = "; ".join(
-                    f"{column!r} on {share:.0%} of the rows (values "
-                    f"{', '.join(map(repr, named[:5]))}"
-                    f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})"
-                    for column, (share, named) in naming.items()
-                )
-                warnings.warn(
-                    f"use_sensitive_feature=False drops {sensitive_names} from the model's "
-                    f"inputs, but some columns name {self.sensitive_name} on many rows, "
-                    f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
-                    f"{described}; the model can still read it there. To hide it, drop them "
-                    f"too: `drop_columns` {','.join(naming)}.",
-                    UserWarning,
-                    stacklevel=2,
-                )
+            _warn_of_proxies(X, sensitive, sensitive_names, self.sensitive_name)
         self.X, self.y, self.sensitive = X, y, sensitive
         self._sensitive_columns = [c for c in sensitive_names if c in X.columns]
         if "correlation_remover" in self.mitigation and (
@@ -484,21 +505,29 @@ class FairObjective:
         # odds most rows are predicted at random, and one draw's noise in the accuracy and
         # the gaps is what a search over many trials would select on.
         self._score_expected = True
+        self._fingerprint: str | None = None
+        # Studies whose setup this objective has checked and stored.
+        self._recorded: set[tuple[int, int]] = set()
+        self._split(X, y, sensitive)
+
+    def _split(self, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> None:
+        """The test split (with ``test_size``), then the validation split or the folds."""
+        from sklearn.model_selection import StratifiedKFold, train_test_split
+
+        random_state = self.random_state
         self.X_test = self.y_test = self.s_test = None
-        if test_size is None:
+        if self.test_size is None:
             self.X_dev, self.y_dev, self.s_dev = X, y, sensitive
         else:
             (self.X_dev, self.X_test, self.y_dev, self.y_test, self.s_dev, self.s_test) = (
                 train_test_split(
-                    X, y, sensitive, test_size=test_size, stratify=y, random_state=random_state
+                    X, y, sensitive, test_size=self.test_size, stratify=y,
+                    random_state=random_state,
                 )
             )
         self.X_train = self.X_valid = self.y_train = self.y_valid = None
         self.s_train = self.s_valid = None
         self._folds: list[tuple[np.ndarray, np.ndarray]] = []
-        self._fingerprint: str | None = None
-        # Studies whose setup this objective has checked and stored.
-        self._recorded: set[tuple[int, int]] = set()
         if self.cv is None:
             (self.X_train, self.X_valid, self.y_train, self.y_valid, self.s_train, self.s_valid) = (
                 train_test_split(

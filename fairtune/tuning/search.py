@@ -787,30 +787,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ValueError: See the class docstring.
         """
         import optuna
-        from sklearn.model_selection import check_cv
-        from sklearn.utils import assert_all_finite, indexable
-        from sklearn.utils.multiclass import (
-            check_classification_targets,
-            type_of_target,
-        )
+        from sklearn.utils import indexable
 
         self._check_options()
         limits = tightened(self._check_limits(), self.margin)
-        if y is not None and np.asarray(y).dtype.kind == "f":
-            assert_all_finite(y, input_name="y")  # before type_of_target casts inf to int
-        check_classification_targets(y)
-        y_array = np.asarray(y)
-        if y_array.ndim == 2 and y_array.shape[1] == 1:
-            y_array = y_array.ravel()
-        target = type_of_target(y_array, input_name="y", raise_unknown=True)
-        if target != "binary" or len(np.unique(y_array)) != 2:
-            classes = np.unique(y_array)
-            raise ValueError(
-                "Only binary classification is supported: `y` must have two classes (the "
-                "fairness metrics compare the rates of the favourable outcome), but got "
-                f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
-                f"{classes[:10].tolist()} (a {target} target)."
-            )
+        y_array = self._binary_target(y)
         X, y = indexable(X, y)
         n = len(y_array)
         self._check_sensitive(sensitive_features, n)
@@ -821,34 +802,13 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         build = self._builder(space_or_distributions, mitigation, limits, seed)
         if not isinstance(space_or_distributions, dict):
             self._check_space_class(space_or_distributions)
-        if self.scoring == "roc_auc" and not mitigation and not (
-            hasattr(self.estimator, "predict_proba") or hasattr(self.estimator, "decision_function")
-        ):
-            raise ValueError(
-                "`scoring` 'roc_auc' needs the estimator's predict_proba or decision_function, "
-                f"but {type(self.estimator).__name__} has neither."
-            )
+        self._check_scores_for_roc_auc(mitigation)
 
-        y01, _ = favourable_labels(y_array, self.pos_label)
-        positive = 1 if self.pos_label is None else self.pos_label
-        self._positive_label = positive
-        others = [v for v in np.unique(y_array) if v != positive]
-        self._other_label = others[0] if others else 0
+        y01, positive = self._favourable(y_array)
         fit_all, predict_all, split_params = self._fold_params(
             sensitive_features, fit_params, mitigation
         )
-        cv = check_cv(self.cv, y_array, classifier=True)
-        folds = [(np.asarray(train), np.asarray(test))
-                 for train, test in cv.split(X, y_array, **split_params)]
-        tested = np.zeros(n, dtype=int)
-        for _, test in folds:
-            tested[test] += 1
-        if not folds or tested.max() > 1:
-            raise ValueError(
-                "`cv` must give test folds that do not overlap (each row gets at most one "
-                f"out-of-fold prediction), but got cv={self.cv!r}."
-            )
-        covered = np.flatnonzero(tested)
+        folds, covered = self._folds(X, y_array, split_params)
 
         self._remember_groups(X, sensitive_features)
         fingerprint = data_fingerprint(X, y01, sensitive_features, folds=folds)
@@ -876,36 +836,107 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         self.study_ = study
         self.n_splits_ = len(folds)
+        best = self._select(study, limits, numbers_before)
+        if best is not None and self.refit:
+            estimator = build(optuna.trial.FixedTrial(best.params))
+            self._refit(estimator, X, y, self._with_sensitive(
+                estimator, "fit", fit_all, sensitive_features, bool(mitigation)))
+        return self
+
+    def _select(
+        self, study: Any, limits: list[FairnessLimit], numbers_before: set[int]
+    ) -> optuna.trial.FrozenTrial | None:
+        """``cv_results_`` and the best fair trial (None, with a warning, when no trial is
+        fair and ``refit=False``); this fit's failures are reported."""
         trials = self._finished_trials(study)
         self.cv_results_ = self._results(trials, limits)
         self.n_trials_ = len(trials)
         self._report_failures(
             [t for t in trials if t.number not in numbers_before], limits
         )
-
-        limit_map = {limit.metric: limit for limit in limits}
-        best = best_fair_trial(study, limit_map)
+        best = best_fair_trial(study, {limit.metric: limit for limit in limits})
         if best is None:
             message = self._no_fair_trial_message(trials, limits)
             if self.refit:
                 raise ValueError(message)
-            warnings.warn(message, UserWarning, stacklevel=2)
-            return self
+            warnings.warn(message, UserWarning, stacklevel=3)
+            return None
         self.best_trial_ = best
         self._warn_if_one_class(best)
         self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
         self.best_params_ = dict(best.params)
         self.best_score_ = float(best.value)
-        if self.refit:
-            best_estimator = build(optuna.trial.FixedTrial(best.params))
-            full_fit = self._with_sensitive(best_estimator, "fit", fit_all, sensitive_features,
-                                            bool(mitigation))
-            start = time.perf_counter()
-            with limit_training_threads():
-                best_estimator.fit(X, y, **full_fit)
-            self.refit_time_ = time.perf_counter() - start
-            self.best_estimator_ = best_estimator
-        return self
+        return best
+
+    def _check_scores_for_roc_auc(self, mitigation: list[str]) -> None:
+        if self.scoring == "roc_auc" and not mitigation and not (
+            hasattr(self.estimator, "predict_proba") or hasattr(self.estimator, "decision_function")
+        ):
+            raise ValueError(
+                "`scoring` 'roc_auc' needs the estimator's predict_proba or decision_function, "
+                f"but {type(self.estimator).__name__} has neither."
+            )
+
+    def _favourable(self, y: np.ndarray) -> tuple[np.ndarray, Any]:
+        """(0/1 labels with 1 = the favourable label, that label), remembered with the other
+        label for the predictions' checks and messages."""
+        y01, _ = favourable_labels(y, self.pos_label)
+        positive = 1 if self.pos_label is None else self.pos_label
+        self._positive_label = positive
+        others = [v for v in np.unique(y) if v != positive]
+        self._other_label = others[0] if others else 0
+        return y01, positive
+
+    def _refit(self, estimator: Any, X: Any, y: Any, fit_params: dict[str, Any]) -> None:
+        """Fit the best configuration on all the rows as ``best_estimator_``."""
+        start = time.perf_counter()
+        with limit_training_threads():
+            estimator.fit(X, y, **fit_params)
+        self.refit_time_ = time.perf_counter() - start
+        self.best_estimator_ = estimator
+
+    @staticmethod
+    def _binary_target(y: Any) -> np.ndarray:
+        """``y`` as a 1-d array of a binary target, or scikit-learn's errors and ours."""
+        from sklearn.utils import assert_all_finite
+        from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
+        if y is not None and np.asarray(y).dtype.kind == "f":
+            assert_all_finite(y, input_name="y")  # before type_of_target casts inf to int
+        check_classification_targets(y)
+        y_array = np.asarray(y)
+        if y_array.ndim == 2 and y_array.shape[1] == 1:
+            y_array = y_array.ravel()
+        target = type_of_target(y_array, input_name="y", raise_unknown=True)
+        if target != "binary" or len(np.unique(y_array)) != 2:
+            classes = np.unique(y_array)
+            raise ValueError(
+                "Only binary classification is supported: `y` must have two classes (the "
+                "fairness metrics compare the rates of the favourable outcome), but got "
+                f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
+                f"{classes[:10].tolist()} (a {target} target)."
+            )
+        return y_array
+
+    def _folds(
+        self, X: Any, y: np.ndarray, split_params: dict[str, Any]
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+        """The (train, test) folds of ``cv`` and the rows in some test fold; the test folds
+        must not overlap (each row gets at most one out-of-fold prediction)."""
+        from sklearn.model_selection import check_cv
+
+        cv = check_cv(self.cv, y, classifier=True)
+        folds = [(np.asarray(train), np.asarray(test))
+                 for train, test in cv.split(X, y, **split_params)]
+        tested = np.zeros(len(y), dtype=int)
+        for _, test in folds:
+            tested[test] += 1
+        if not folds or tested.max() > 1:
+            raise ValueError(
+                "`cv` must give test folds that do not overlap (each row gets at most one "
+                f"out-of-fold prediction), but got cv={self.cv!r}."
+            )
+        return folds, np.flatnonzero(tested)
 
     def _untuned_params(
         self, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit]
@@ -962,7 +993,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
             "cv_results_['predicts_one_class'] marks such trials.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
     def _remember_groups(self, X: Any, sensitive: Any) -> None:
@@ -1139,7 +1170,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             f"error_score={self.error_score!r}; the first error (trial {first.number}, params "
             f"{first.params}): {reason}",
             FitFailedWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
     def _no_fair_trial_message(
@@ -1338,89 +1369,93 @@ class _SearchObjective:
     def __call__(self, trial: optuna.Trial) -> float:
         from sklearn.utils import _safe_indexing
 
-        search = self.search
         estimator = self.build(trial)
-        n = len(self.y01)
-        split_scores: list[float] = []
-        fit_times: list[float] = []
-        score_times: list[float] = []
-        with_scores = search.scoring == "roc_auc"
-
-        def fit_predict(fit_rows: np.ndarray, valid_rows: np.ndarray) -> tuple[Any, Any]:
-            model = clone(estimator)
-            fit = search._with_sensitive(
-                model, "fit", _rows_of(self.fit_params, fit_rows, n),
-                _safe_indexing(self.sensitive, fit_rows), bool(self.mitigation),
-            )
-            start = time.perf_counter()
-            try:
-                with limit_training_threads():
-                    model.fit(_safe_indexing(self.X, fit_rows), _safe_indexing(self.y, fit_rows),
-                              **fit)
-            finally:
-                fit_times.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            X_valid = _safe_indexing(self.X, valid_rows)
-            s_valid = _safe_indexing(self.sensitive, valid_rows)
-
-            def params(method: str) -> dict[str, Any]:
-                return search._with_sensitive(
-                    model, method, _rows_of(self.predict_params.get(method, {}), valid_rows, n),
-                    s_valid, bool(self.mitigation),
-                )
-
-            with limit_training_threads():
-                if isinstance(model, (ThresholdClassifier, ReductionClassifier)):
-                    # A randomized mitigation is scored by its expected predictions, as
-                    # FairObjective scores it: P(predict returns the positive label).
-                    proba = model.predict_proba(X_valid, **params("predict"))
-                    classes = list(model.classes_)
-                    y_pred = (proba[:, classes.index(self.positive)]
-                              if self.positive in classes else np.zeros(len(proba)))
-                else:
-                    predict = params("predict")
-                    if "random_state" not in predict and takes_random_state(model.predict,
-                                                                           var_keyword=False):
-                        # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at
-                        # random from numpy's global generator unless given one: fix it, so
-                        # that a trial is reproducible.
-                        predict["random_state"] = self.seed
-                    y_pred = (np.asarray(model.predict(X_valid, **predict)).ravel()
-                              == self.positive).astype(int)
-                if with_scores:
-                    method = ("predict_proba" if hasattr(model, "predict_proba")
-                              else "decision_function")
-                    y_score = _positive_scores(model, X_valid, self.positive, params(method))
-                else:
-                    y_score = None
-            split_scores.append(
-                metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
-            )
-            score_times.append(time.perf_counter() - start)
-            return y_pred, y_score
-
+        log: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
+                                       SPLIT_SCORES_KEY: []}
         try:
             y_pred, y_score = out_of_fold_predictions(
-                self.folds, n, fit_predict, with_scores=with_scores
+                self.folds, len(self.y01),
+                lambda fit_rows, valid_rows: self._fit_predict(estimator, fit_rows, valid_rows,
+                                                               log),
+                with_scores=self.search.scoring == "roc_auc",
             )
             rows = self.covered
             record_validation(trial, self.y01[rows], y_pred[rows],
-                               _safe_indexing(self.sensitive, rows), self.limits)
-            value = metric_score(search.scoring, self.y01[rows], y_pred[rows],
-                                  None if y_score is None else y_score[rows])
+                              _safe_indexing(self.sensitive, rows), self.limits)
+            value = metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
+                                 None if y_score is None else y_score[rows])
         except Exception as error:
-            trial.set_user_attr(FIT_TIMES_KEY, fit_times)
-            trial.set_user_attr(SCORE_TIMES_KEY, score_times)
-            trial.set_user_attr(SPLIT_SCORES_KEY, split_scores)
+            for key, values in log.items():
+                trial.set_user_attr(key, values)
             trial.set_user_attr(ERROR_KEY, f"{type(error).__name__}: {error}")
-            if search.error_score == "raise":
+            if self.search.error_score == "raise":
                 raise
             raise _TrialFailed(f"{type(error).__name__}: {error}") from error
-        trial.set_user_attr(FIT_TIMES_KEY, fit_times)
-        trial.set_user_attr(SCORE_TIMES_KEY, score_times)
-        trial.set_user_attr(SPLIT_SCORES_KEY, split_scores)
+        for key, values in log.items():
+            trial.set_user_attr(key, values)
         if self.mitigation:
             trial.set_user_attr(
                 MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
             )
         return value
+
+    def _fit_predict(
+        self, estimator: Any, fit_rows: np.ndarray, valid_rows: np.ndarray,
+        log: dict[str, list[float]],
+    ) -> tuple[Any, Any]:
+        """Fit a clone of ``estimator`` on ``fit_rows``, predict ``valid_rows``: 0/1 labels (1
+        = the favourable one), or a randomized mitigation's probabilities of it, and the
+        positive class's scores for roc_auc; the times and the fold's score go to ``log``."""
+        from sklearn.utils import _safe_indexing
+
+        search, n = self.search, len(self.y01)
+        model = clone(estimator)
+        fit = search._with_sensitive(
+            model, "fit", _rows_of(self.fit_params, fit_rows, n),
+            _safe_indexing(self.sensitive, fit_rows), bool(self.mitigation),
+        )
+        start = time.perf_counter()
+        try:
+            with limit_training_threads():
+                model.fit(_safe_indexing(self.X, fit_rows), _safe_indexing(self.y, fit_rows),
+                          **fit)
+        finally:
+            log[FIT_TIMES_KEY].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        X_valid = _safe_indexing(self.X, valid_rows)
+        s_valid = _safe_indexing(self.sensitive, valid_rows)
+
+        def params(method: str) -> dict[str, Any]:
+            return search._with_sensitive(
+                model, method, _rows_of(self.predict_params.get(method, {}), valid_rows, n),
+                s_valid, bool(self.mitigation),
+            )
+
+        with limit_training_threads():
+            y_pred = self._favourable_predictions(model, X_valid, params("predict"))
+            y_score = None
+            if search.scoring == "roc_auc":
+                method = ("predict_proba" if hasattr(model, "predict_proba")
+                          else "decision_function")
+                y_score = _positive_scores(model, X_valid, self.positive, params(method))
+        log[SPLIT_SCORES_KEY].append(
+            metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
+        )
+        log[SCORE_TIMES_KEY].append(time.perf_counter() - start)
+        return y_pred, y_score
+
+    def _favourable_predictions(self, model: Any, X: Any, predict: dict[str, Any]) -> Any:
+        """1 where ``model`` predicts the favourable label, or a randomized mitigation's
+        probability of predicting it (its expected predictions, as FairObjective scores it)."""
+        if isinstance(model, (ThresholdClassifier, ReductionClassifier)):
+            proba = model.predict_proba(X, **predict)
+            classes = list(model.classes_)
+            return (proba[:, classes.index(self.positive)] if self.positive in classes
+                    else np.zeros(len(proba)))
+        if "random_state" not in predict and takes_random_state(model.predict,
+                                                                var_keyword=False):
+            # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at random from
+            # numpy's global generator unless given one: fix it, so that a trial is
+            # reproducible.
+            predict = {**predict, "random_state": self.seed}
+        return (np.asarray(model.predict(X, **predict)).ravel() == self.positive).astype(int)

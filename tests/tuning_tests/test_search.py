@@ -64,8 +64,9 @@ def fitted() -> tuple[FairSearchCV, pd.DataFrame, pd.Series, pd.Series]:
     # Under this tight limit the most accurate fair trial is a constant model, and fit says so.
     with pytest.warns(UserWarning, match=r"The best fair trial \(trial \d+\) predicts 0 for "
                                          r"every out-of-fold row: its accuracy 0\.\d+ is that "
-                                         r"of a constant model"):
+                                         r"of a constant model") as record:
         fitted = search().fit(X, y, sensitive_features=group)
+    assert record[0].filename == __file__  # at the caller's fit
     assert fitted.cv_results_["predicts_one_class"][fitted.best_index_]
     return fitted, X, y, group
 
@@ -568,8 +569,9 @@ def test_a_failing_trial_scores_error_score_and_the_search_goes_on(error_score: 
     model = search(_FailsAboveOne(), {"C": FloatDistribution(1e-4, 10.0, log=True)},
                    study=_study_with(5.0, 1e-4), n_trials=2, cv=2, error_score=error_score)
     with pytest.warns(FitFailedWarning, match=r"1 of 2 trials failed .*RuntimeError: cannot "
-                                              r"fit with C=5.0"):
+                                              r"fit with C=5.0") as record:
         model.fit(X, y, sensitive_features=group)
+    assert record[0].filename == __file__
     results = model.cv_results_
     assert results["params"][0] == {"C": 5.0}
     np.testing.assert_array_equal(
