@@ -21,3 +21,13 @@ def test_unknown_attribute_raises_attribute_error() -> None:
         assert "no_such_name" in str(e)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_the_gp_engine_lists_every_module() -> None:
+    from pathlib import Path
+
+    import fairtune._gp as engine
+
+    folder = Path(engine.__file__).parent
+    for module in sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__"):
+        assert f"``{module}``" in engine.__doc__, module
