@@ -18,7 +18,7 @@ installed and one start after another otherwise, which is slower; install it (``
 Thread settings: users do not set ``OMP_NUM_THREADS``, so each table is measured twice, each
 time in a fresh process: at default settings (every thread variable removed from the
 environment: torch and OpenBLAS then start one thread per core, and FairBOSampler's engine limits
-itself, see ``fairtune._gp.threads``) and pinned (``OMP_NUM_THREADS=1``), with both samplers
+itself, see ``fairtune._threads``) and pinned (``OMP_NUM_THREADS=1``), with both samplers
 measured the same way in the same process. ``--threads default`` or ``--threads pinned`` runs one
 of them in the current process (as it is: the script does not change its own environment).
 

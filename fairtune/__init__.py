@@ -19,8 +19,8 @@ _LAZY_ATTRS = {
     "CGPSampler": "fairtune.samplers",
     "MTKBSampler": "fairtune.samplers",
     "FairSearchCV": "fairtune.tuning",
-    "set_num_threads": "fairtune._gp.threads",
-    "get_num_threads": "fairtune._gp.threads",
+    "set_num_threads": "fairtune._threads",
+    "get_num_threads": "fairtune._threads",
 }
 _SUBMODULES = {
     "collaboration",

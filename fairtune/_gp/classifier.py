@@ -50,7 +50,7 @@ import torch
 
 from fairtune._gp.gp import KernelParams
 from fairtune._gp.kernels import matern52
-from fairtune._gp.threads import with_thread_limit
+from fairtune._threads import with_thread_limit
 
 _MAX_SWEEPS = 100
 _DAMPING = 0.5

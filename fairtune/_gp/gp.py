@@ -41,7 +41,7 @@ import scipy.optimize
 import torch
 
 from fairtune._gp.kernels import matern52, matern52_from_squared_distance
-from fairtune._gp.threads import with_thread_limit
+from fairtune._threads import with_thread_limit
 
 MIN_NOISE_VAR = 1e-6
 _JITTER = 1e-8

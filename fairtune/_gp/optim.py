@@ -32,7 +32,7 @@ import scipy.optimize
 import torch
 
 from fairtune._gp.search_space import NEAR_TOLERANCE, SearchSpace
-from fairtune._gp.threads import with_thread_limit
+from fairtune._threads import with_thread_limit
 
 AcqFunc = Callable[[torch.Tensor], torch.Tensor]  # (b, q, d) -> (b,)
 

@@ -24,7 +24,7 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 
 from fairtune._gp.search_space import SearchSpace
-from fairtune._gp.threads import limit_threads
+from fairtune._threads import limit_threads
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
 
 if TYPE_CHECKING:

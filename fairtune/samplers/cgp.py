@@ -22,7 +22,7 @@ from fairtune._gp.fantasy import FantasyModels, reject
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
-from fairtune._gp.threads import limit_threads
+from fairtune._threads import limit_threads
 from fairtune.collaboration import Board, _check_agent, _space_json, sliced_lhs_value
 from fairtune.samplers._base import (
     GPSamplerBase,

@@ -66,7 +66,7 @@ from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
-from fairtune._gp.threads import limit_threads
+from fairtune._threads import limit_threads
 from fairtune._storage import read_text, write_study_text
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (

@@ -21,7 +21,7 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
-from fairtune._gp.threads import limit_threads
+from fairtune._threads import limit_threads
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune.samplers._base import GPSamplerBase, collect_trials
 

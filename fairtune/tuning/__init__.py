@@ -20,7 +20,12 @@ from fairtune.tuning.objective import (
 )
 from fairtune.tuning.search import FairSearchCV
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
-from fairtune.tuning.threads import limit_training_threads, set_training_threads, training_threads
+from fairtune._threads import (
+    get_training_threads,
+    limit_training_threads,
+    set_training_threads,
+    training_threads,
+)
 
 __all__ = [
     "CNN_PARAMS",
@@ -41,6 +46,7 @@ __all__ = [
     "Space",
     "cnn_space",
     "get_space",
+    "get_training_threads",
     "limit_training_threads",
     "predicts_one_class",
     "register_space",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fairtune.tuning.threads import limit_training_threads
+from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
     import optuna

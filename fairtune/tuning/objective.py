@@ -54,7 +54,7 @@ from fairtune.tuning.mitigation import (
     suggest_mitigation_params,
 )
 from fairtune.tuning.spaces import Space, get_space
-from fairtune.tuning.threads import limit_training_threads
+from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
     import optuna

@@ -101,7 +101,7 @@ from fairtune.tuning._trial import (
     tightened,
     warn_if_cannot_bind,
 )
-from fairtune.tuning.threads import limit_training_threads
+from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
     import optuna
