@@ -16,8 +16,11 @@ storage that holds no trial of the agent.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 import warnings
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -277,3 +280,139 @@ def running_trials(study: optuna.Study) -> list[tuple[int, float]]:
         (t.number, (now - t.datetime_start).total_seconds() if t.datetime_start else 0.0)
         for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     ]
+
+
+# -- opening and checking a storage named by a URL ------------------------------------------------
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def create_or_load_named_study(
+    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
+    directions: list[str] | None = None,
+) -> Any:
+    """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it
+    (several ``fairtune tune`` processes started together on a new database; see
+    :func:`create_or_load_study`). ``storage`` is opened by
+    :func:`open_storage` (Journal files, heartbeats).
+    """
+    import optuna
+
+    def create() -> Any:
+        opened = None if storage is None else open_storage(
+            storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
+        )
+        return optuna.create_study(
+            study_name=name, storage=opened, directions=directions or ["maximize"],
+            load_if_exists=True,
+        )
+
+    return create_or_load_study(create)
+
+
+def can_create_in(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (tried: permissions, read-only mounts)."""
+    if not os.access(folder, os.W_OK):
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`") -> None:
+    """Check an Optuna storage URL before Optuna opens (and maybe creates) it.
+
+    Args:
+        url: The storage URL; None is an in-memory study.
+        create: Whether a new SQLite file may be created (``tune``); ``report`` only reads.
+        flag: How the messages name the URL (the command line's ``"--storage"``).
+
+    Raises:
+        ValueError: A malformed URL or an unknown scheme.
+        RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
+            written, is not an SQLite database or is damaged, or holds no Optuna study.
+    """
+    if url is None:
+        return
+    if url.startswith(JOURNAL_PREFIX):
+        if not url[len(JOURNAL_PREFIX):]:
+            raise ValueError(f"{flag} must be journal:<file> for a Journal file, but got {url!r}.")
+        check_storage_file(Path(url[len(JOURNAL_PREFIX):]).expanduser(), f"{flag} {url!r}",
+                    create=create)
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    examples = "e.g. sqlite:///fairtune.db or postgresql://user:password@host/database"
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"{flag} must be a database URL ({examples}), but got {url!r}.") from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        raise ValueError(
+            f"{flag} {url!r} has an unknown scheme {parsed.drivername!r}; use a database "
+            f"URL, {examples}."
+        ) from None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return
+    if parsed.query.get("uri") or parsed.database.startswith("file:"):
+        return  # an SQLite URI with its own options: SQLite checks it
+    path = Path(parsed.database).expanduser()
+    where = f"{flag} {url!r}"
+    if not check_storage_file(path, where, create=create):
+        return  # a new file, created by `tune`
+    with open(path, "rb") as f:
+        header = f.read(len(SQLITE_HEADER))
+    if header and header != SQLITE_HEADER:
+        raise RuntimeError(f"{where}: {str(path)!r} is not an SQLite database.")
+    tables = sqlite_tables(path, where)
+    if not create and "studies" not in tables:
+        raise RuntimeError(f"{where}: {str(path)!r} holds no Optuna study.")
+
+
+def check_storage_file(path: Path, where: str, *, create: bool) -> bool:
+    """Whether the storage file exists; raises if it cannot be used (or created, with create).
+
+    Only `tune` (``create``) may create it: `report` never writes a storage.
+    """
+    if not path.exists():
+        if not create:
+            raise RuntimeError(f"{where}: no such file {str(path)!r}.")
+        folder = path.resolve().parent
+        if not folder.is_dir():
+            raise RuntimeError(f"{where}: no folder {str(folder)!r} to create the file in.")
+        if not can_create_in(folder):
+            raise RuntimeError(f"{where}: the folder {str(folder)!r} is read-only.")
+        return False
+    if path.is_dir():
+        raise RuntimeError(f"{where}: {str(path)!r} is a folder, not a file.")
+    if not os.access(path, os.R_OK):
+        raise RuntimeError(f"{where}: {str(path)!r} cannot be read (permissions).")
+    if create and not (os.access(path, os.W_OK) and can_create_in(path.resolve().parent)):
+        raise RuntimeError(
+            f"{where}: {str(path)!r} is read-only (the storage writes the file and a lock or "
+            "journal file beside it); `fairtune report` can read it."
+        )
+    return True
+
+
+def sqlite_tables(path: Path, where: str) -> set[str]:
+    """The tables of an SQLite file, opened read-only; a damaged file is an error."""
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            check = connection.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise sqlite3.DatabaseError(str(check[0] if check else "no answer"))
+            rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            return {row[0] for row in rows}
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as e:
+        raise RuntimeError(f"{where}: {str(path)!r} is damaged ({e}).") from None

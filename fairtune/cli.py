@@ -22,7 +22,6 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +30,9 @@ from typing import Any, NoReturn, TextIO
 
 from fairtune._storage import (
     JOURNAL_PREFIX,
-    create_or_load_study,
+    can_create_in,
+    check_storage_url,
+    create_or_load_named_study,
     open_storage,
 )
 from fairtune.report import TEST_CONFIDENCE, format_table, running_line, with_interval
@@ -128,7 +129,6 @@ _SETUP_FLAGS = {
     "fairtune:validation": "--cv, --test-size and --seed",
     "fairtune:mitigation": "--mitigation",
 }
-_SQLITE_HEADER = b"SQLite format 3\x00"
 _METRIC_HELP = (
     "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy; not with --objectives, "
     "which name their own metric). The fairness limits are "
@@ -743,31 +743,8 @@ def _open_tune_study(
     heartbeat = (
         args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
     )
-    return _create_or_load_study(name, args.storage, heartbeat=heartbeat,
-                                 max_retry=args.retry_failed, directions=directions)
-
-
-def _create_or_load_study(
-    name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
-    directions: list[str] | None = None,
-) -> Any:
-    """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it
-    (several ``fairtune tune`` processes started together on a new database; see
-    :func:`fairtune._storage.create_or_load_study`). ``storage`` is opened by
-    :func:`fairtune._storage.open_storage` (Journal files, heartbeats).
-    """
-    import optuna
-
-    def create() -> Any:
-        opened = None if storage is None else open_storage(
-            storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
-        )
-        return optuna.create_study(
-            study_name=name, storage=opened, directions=directions or ["maximize"],
-            load_if_exists=True,
-        )
-
-    return create_or_load_study(create)
+    return create_or_load_named_study(name, args.storage, heartbeat=heartbeat,
+                                      max_retry=args.retry_failed, directions=directions)
 
 
 def _check_output(flag: str, path: str | None) -> None:
@@ -791,116 +768,18 @@ def _check_output(flag: str, path: str | None) -> None:
                           f"(no folder {str(folder)!r}).")
     if target.is_dir():
         raise _UsageError(f"{flag} must be a file, but got the folder {path!r}.")
-    writable = os.access(target, os.W_OK) if target.exists() else _can_create_in(folder)
+    writable = os.access(target, os.W_OK) if target.exists() else can_create_in(folder)
     if not writable:
         raise _UsageError(f"{flag} {path!r} cannot be written (read-only file or folder).")
 
 
-def _can_create_in(folder: Path) -> bool:
-    """Whether a file can be created in ``folder`` (tried: permissions, read-only mounts)."""
-    if not os.access(folder, os.W_OK):
-        return False
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
-
-
 def _check_storage(url: str | None, *, create: bool) -> None:
-    """Check an Optuna storage URL before Optuna opens (and maybe creates) it.
-
-    Args:
-        url: The ``--storage`` value; None is an in-memory study.
-        create: Whether a new SQLite file may be created (``tune``); ``report`` only reads.
-
-    Raises:
-        _UsageError: A malformed URL or an unknown scheme.
-        RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
-            written, is not an SQLite database or is damaged, or holds no Optuna study.
-    """
-    if url is None:
-        return
-    if url.startswith(JOURNAL_PREFIX):
-        if not url[len(JOURNAL_PREFIX):]:
-            raise _UsageError(f"--storage must be journal:<file> for a Journal file, but got {url!r}.")
-        _check_file(Path(url[len(JOURNAL_PREFIX):]).expanduser(), f"--storage {url!r}",
-                    create=create)
-        return
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    examples = "e.g. sqlite:///fairtune.db or postgresql://user:password@host/database"
+    """:func:`fairtune._storage.check_storage_url` for ``--storage``: a malformed URL or an
+    unknown scheme is bad usage."""
     try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise _UsageError(f"--storage must be a database URL ({examples}), but got {url!r}.") from None
-    try:
-        parsed.get_dialect()
-    except NoSuchModuleError:
-        raise _UsageError(
-            f"--storage {url!r} has an unknown scheme {parsed.drivername!r}; use a database "
-            f"URL, {examples}."
-        ) from None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return
-    if parsed.query.get("uri") or parsed.database.startswith("file:"):
-        return  # an SQLite URI with its own options: SQLite checks it
-    path = Path(parsed.database).expanduser()
-    where = f"--storage {url!r}"
-    if not _check_file(path, where, create=create):
-        return  # a new file, created by `tune`
-    with open(path, "rb") as f:
-        header = f.read(len(_SQLITE_HEADER))
-    if header and header != _SQLITE_HEADER:
-        raise RuntimeError(f"{where}: {str(path)!r} is not an SQLite database.")
-    tables = _sqlite_tables(path, where)
-    if not create and "studies" not in tables:
-        raise RuntimeError(f"{where}: {str(path)!r} holds no Optuna study.")
-
-
-def _check_file(path: Path, where: str, *, create: bool) -> bool:
-    """Whether the storage file exists; raises if it cannot be used (or created, with create).
-
-    Only `tune` (``create``) may create it: `report` never writes a storage.
-    """
-    if not path.exists():
-        if not create:
-            raise RuntimeError(f"{where}: no such file {str(path)!r}.")
-        folder = path.resolve().parent
-        if not folder.is_dir():
-            raise RuntimeError(f"{where}: no folder {str(folder)!r} to create the file in.")
-        if not _can_create_in(folder):
-            raise RuntimeError(f"{where}: the folder {str(folder)!r} is read-only.")
-        return False
-    if path.is_dir():
-        raise RuntimeError(f"{where}: {str(path)!r} is a folder, not a file.")
-    if not os.access(path, os.R_OK):
-        raise RuntimeError(f"{where}: {str(path)!r} cannot be read (permissions).")
-    if create and not (os.access(path, os.W_OK) and _can_create_in(path.resolve().parent)):
-        raise RuntimeError(
-            f"{where}: {str(path)!r} is read-only (the storage writes the file and a lock or "
-            "journal file beside it); `fairtune report` can read it."
-        )
-    return True
-
-
-def _sqlite_tables(path: Path, where: str) -> set[str]:
-    """The tables of an SQLite file, opened read-only; a damaged file is an error."""
-    import sqlite3
-
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            check = connection.execute("PRAGMA quick_check").fetchone()
-            if check is None or check[0] != "ok":
-                raise sqlite3.DatabaseError(str(check[0] if check else "no answer"))
-            rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            return {row[0] for row in rows}
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError as e:
-        raise RuntimeError(f"{where}: {str(path)!r} is damaged ({e}).") from None
+        check_storage_url(url, create=create, flag="--storage")
+    except ValueError as e:
+        raise _UsageError(str(e)) from None
 
 
 @contextlib.contextmanager

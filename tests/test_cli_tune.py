@@ -358,16 +358,17 @@ def test_tune_and_report_on_a_journal_file(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_rdb_storages_get_a_heartbeat_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fairtune._storage as storage
     import fairtune.cli as cli
 
     opened: list[optuna.storages.BaseStorage | str] = []
-    real = cli.open_storage
+    real = storage.open_storage
 
     def spy(*args: object, **kwargs: object) -> optuna.storages.BaseStorage | str:
         opened.append(real(*args, **kwargs))  # type: ignore[arg-type]
         return opened[-1]
 
-    monkeypatch.setattr(cli, "open_storage", spy)
+    monkeypatch.setattr(storage, "open_storage", spy)
     assert main(_tune(tmp_path, n_trials=1)) == 0
     assert isinstance(opened[-1], optuna.storages.RDBStorage)
     assert opened[-1].get_heartbeat_interval() == cli._DEFAULT_HEARTBEAT
