@@ -20,8 +20,8 @@ import os
 import tempfile
 import time
 import warnings
-from pathlib import Path
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
-import signal
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from fairtune._interrupts import one_line as _one_line
+from fairtune._interrupts import optimize_guarded
 from fairtune._storage import (
     JOURNAL_PREFIX,
     can_create_in,
@@ -319,93 +318,6 @@ def _metric_names() -> tuple[str, ...]:
     return METRIC_NAMES
 
 
-class _Interrupts:
-    """Ctrl-C during ``study.optimize`` that always leaves the study consistent.
-
-    Optuna 5.0.0 finishes a trial (``tell``) outside the objective; a KeyboardInterrupt there
-    ends in "cannot access local variable 'updated_state'" and can leave the trial RUNNING.
-    While this handler is installed, Ctrl-C raises KeyboardInterrupt only inside the objective
-    (in the main thread), where Optuna stores the trial as FAIL and re-raises it. Anywhere
-    else (asking the sampler, telling the storage, other threads' trials with --n-jobs) it is
-    remembered: the next trial fails at once with it, and a callback stops the study.
-    """
-
-    def __init__(self, objective: Callable[[Any], Any]) -> None:
-        self.objective = objective
-        self.interrupted = False
-        self.first_error: str | None = None
-        # The trials this process ran: the only ones an interrupt may touch (other workers on
-        # the same storage have RUNNING trials of their own).
-        self.numbers: set[int] = set()
-        self._inside = False
-        self._lock = threading.Lock()
-
-    def __call__(self, trial: Any) -> Any:
-        from optuna import TrialPruned
-
-        with self._lock:
-            self.numbers.add(trial.number)
-        main = threading.current_thread() is threading.main_thread()
-        if self.interrupted:
-            raise KeyboardInterrupt
-        self._inside = main
-        try:
-            return self.objective(trial)
-        except TrialPruned:
-            raise
-        except Exception as e:
-            with self._lock:
-                if self.first_error is None:
-                    self.first_error = f"trial {trial.number} failed: {_one_line(e)}"
-            raise
-        finally:
-            if main:
-                self._inside = False
-
-    def handler(self, signum: int, frame: Any) -> None:
-        self.interrupted = True
-        if self._inside:
-            self._inside = False
-            raise KeyboardInterrupt
-
-    def callback(self, study: Any, trial: Any) -> None:
-        if self.interrupted:
-            study.stop()
-
-
-def _caused_by_interrupt(error: BaseException | None) -> bool:
-    """Whether ``error`` is, or was raised while handling, a KeyboardInterrupt."""
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
-@contextlib.contextmanager
-def _quiet_interrupt_echoes() -> Iterator[None]:
-    """Writes the ``sqlalchemy`` loggers' warnings to stderr, except those Ctrl-C caused.
-
-    A KeyboardInterrupt that lands while the objective reads the study's database makes
-    SQLAlchemy fail to close the cursor and log "Error closing cursor" with a traceback; the
-    study itself is intact and the CLI reports the interrupt in one line. Any other record is
-    written as Python's last-resort handler would write it.
-    """
-    logger = logging.getLogger("sqlalchemy")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.addFilter(
-        lambda record: not (record.exc_info and _caused_by_interrupt(record.exc_info[1]))
-    )
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-
-
 def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
     """The library's warnings as one line each, in the words of the command line: flags for
     argument names, and a dataset's known issues without the Python advice on silencing them."""
@@ -413,10 +325,6 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
         message = warning.message
         text = getattr(message, "issues", "") or _one_line(message)  # type: ignore[arg-type]
         print(f"{PROG}: warning: {_in_flags(text)}", file=sys.stderr)
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _underlying(error: BaseException) -> BaseException:
@@ -491,7 +399,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                 "another --study-name."
             )
         objective.prepare(study, sampler=args.sampler, seed=args.seed)
-        guard, run = _optimize_guarded(study, objective, args)
+        guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+                                      show_progress_bar=not args.no_progress)
         completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
         if objective.margin:
             out.write(
@@ -516,32 +425,6 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             _report_test_scores(study, objective, best, out=out)
         _write_html(study, args.html, out=out)
     return EXIT_OK
-
-
-def _optimize_guarded(study: Any, objective: Any, args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    """``study.optimize`` under :class:`_Interrupts`: (the guard, the trials this process ran).
-
-    On Ctrl-C, the trials this process left RUNNING are stored as FAIL; the other workers'
-    trials on the same storage are left alone.
-    """
-    guard = _Interrupts(objective)
-    installed = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
-    try:
-        with _quiet_interrupt_echoes():
-            study.optimize(
-                guard, n_trials=args.n_trials, n_jobs=args.n_jobs, catch=(Exception,),
-                callbacks=[guard.callback], show_progress_bar=not args.no_progress,
-            )
-    except KeyboardInterrupt:
-        guard.interrupted = True
-    finally:
-        if installed:
-            signal.signal(signal.SIGINT, previous)
-    if guard.interrupted:
-        _fail_running(study, guard.numbers)
-    run = [t for t in study.get_trials(deepcopy=False) if t.number in guard.numbers]
-    return guard, run
 
 
 def _interrupted(args: argparse.Namespace, run: list[Any]) -> int:
@@ -596,7 +479,8 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
             objective.prepare(study, sampler=args.sampler, seed=args.seed)
         except ValueError as e:
             raise _UsageError(f"--study-name {name!r}: {e}") from None
-        guard, run = _optimize_guarded(study, objective, args)
+        guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+                                      show_progress_bar=not args.no_progress)
         _report_pareto(study, out=out, plot=args.plot)
         if guard.interrupted:
             return _interrupted(args, run)
@@ -690,18 +574,6 @@ def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
         ax.figure.savefig(plot, dpi=120)
         plt.close(ax.figure)
         out.write(f"Pareto front plot written to {plot}\n")
-
-
-def _fail_running(study: Any, numbers: set[int]) -> None:
-    """Store as FAIL the trials of this process (``numbers``) that an interrupt left RUNNING."""
-    from optuna.trial import TrialState
-
-    for trial in study.get_trials(deepcopy=False):
-        if trial.number in numbers and trial.state == TrialState.RUNNING:
-            try:
-                study.tell(trial.number, state=TrialState.FAIL)
-            except (RuntimeError, ValueError):  # finished meanwhile (another thread)
-                pass
 
 
 def _report_test_scores(study: Any, objective: Any, best: Any, *, out: TextIO) -> None:

@@ -426,7 +426,12 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
     """
     from optuna.trial import TrialState
 
-    from fairtune.fairness import best_fair_trial, fairness_values, is_fair, study_limits
+    from fairtune.fairness import (
+        best_fair_trial,
+        fairness_values,
+        is_fair,
+        study_limits,
+    )
     from fairtune.tuning._trial import (
         METRIC_KEY,
         POSITIVE_RATE_KEY,

@@ -266,9 +266,9 @@ def test_ctrl_c_of_a_real_process(tmp_path: Path) -> None:
 
 
 _DATABASE_READ_INTERRUPTED = """
-import argparse, sqlite3, sys
+import sqlite3, sys
 import optuna, sqlalchemy
-from fairtune.cli import _optimize_guarded
+from fairtune._interrupts import optimize_guarded
 
 class BrokenCursor:
     def close(self):
@@ -287,8 +287,7 @@ def objective(trial):
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 study = optuna.create_study()
-guard, run = _optimize_guarded(study, objective, argparse.Namespace(
-    n_trials=3, n_jobs=1, no_progress=True))
+guard, run = optimize_guarded(study, objective, n_trials=3)
 print(guard.interrupted, [t.state.name for t in run], len(study.trials))
 """
 
