@@ -34,7 +34,7 @@ from fairtune._storage import (
     create_or_load_named_study,
     open_storage,
 )
-from fairtune.report import TEST_CONFIDENCE, format_table, running_line, with_interval
+from fairtune.report import format_table
 
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
@@ -500,76 +500,28 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
 
 
 def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> None:
-    """Each Pareto-optimal trial refitted on the tuning rows and scored on the test split."""
-    front = sorted(study.best_trials, key=lambda t: t.number)
-    if not front:
-        return
-    rows, header = [], ["trial"]
-    for trial in front:
-        scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"),
-                                    confidence_level=TEST_CONFIDENCE)
-        fair = scores.pop("fair", None)
-        intervals = scores.pop("intervals")
-        header = ["trial", *scores, *(["limits"] if fair is not None else [])]
-        rows.append([f"#{trial.number}",
-                     *(with_interval(v, intervals.get(k)) for k, v in scores.items()),
-                     *(["met" if fair else "violated"] if fair is not None else [])])
-    out.write(f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted "
-              f"on the tuning rows (fairness metrics with their {TEST_CONFIDENCE:.0%} "
-              "interval):\n")
-    out.write(format_table(header, rows, right_aligned=set(range(1, len(header)))))
+    from fairtune.report import pareto_test_text
+
+    out.write(pareto_test_text(study, objective))
 
 
 def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
     """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
     from optuna.trial import TrialState
 
-    from fairtune._storage import stored_task_correlation
-    from fairtune.tuning.objective import OBJECTIVES_KEY, predicts_one_class
+    from fairtune.report import pareto_text
 
-    names = study.user_attrs.get(OBJECTIVES_KEY) or [
-        f"objective {i}" for i in range(len(study.directions))
-    ]
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    out.write(f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n")
-    out.write(running_line(study))
-    if not trials:
-        out.write("No completed trial yet.\n")
-        return
-    best = sorted(study.best_trials, key=lambda t: t.number)
-    out.write(f"Pareto-optimal trials ({len(best)}):\n")
-    directions = [d.name.lower() for d in study.directions]
-    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
-    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
-    # A constant model (the base rate's accuracy, every fairness gap 0) is Pareto-optimal by
-    # construction: mark it, as the single-objective report warns about it.
-    labels = [predicts_one_class(t) for t in best]
-    if any(label is not None for label in labels):
-        header.append("")
-        for row, label in zip(rows, labels):
-            row.append("" if label is None else f"predicts {label} for everyone")
-    out.write(format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
-    one_class = sum(predicts_one_class(t) is not None for t in trials)
-    if one_class:
-        out.write(f"{one_class} of {len(trials)} complete trials predict one class for everyone: "
-                  "their fairness gaps are trivially 0; check a model before trusting it.\n")
-    correlation = stored_task_correlation(study)
-    if correlation is not None and correlation.shape == (len(names), len(names)):
-        out.write("Task correlation learned by MTKBSampler (of the objectives as defined):\n")
-        out.write(format_table(
-            ["", *names],
-            [[a, *(f"{correlation[i, j]:+.2f}" for j in range(len(names)))]
-             for i, a in enumerate(names)],
-            right_aligned=set(range(1, len(names) + 1)),
-        ))
-    if plot:
+    out.write(pareto_text(study))
+    if plot and study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         import matplotlib.pyplot as plt
         import optuna
         from optuna.visualization.matplotlib import plot_pareto_front
 
+        from fairtune.report import objective_names
+
         with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            ax = plot_pareto_front(study, target_names=list(names))
+            ax = plot_pareto_front(study, target_names=objective_names(study))
         ax.figure.tight_layout()
         ax.figure.savefig(plot, dpi=120)
         plt.close(ax.figure)

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "deployment_lines", "format_table",
-    "least_unfair_trial", "report", "running_line", "scores_on_test_split", "with_interval",
+    "least_unfair_trial", "objective_names", "pareto_test_text", "pareto_text", "report",
+    "running_line", "scores_on_test_split", "with_interval",
 ]
 
 TEST_SCORES_KEY = "fairtune:test_scores"
@@ -492,3 +493,80 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
         page.test_trial, page.test_lines = stored.get("trial"), list(stored.get("lines") or [])
         page.test_recorded = bool(page.test_lines)
     return page
+
+
+# -- multi-objective studies ------------------------------------------------------------------
+
+
+def objective_names(study: optuna.Study) -> list[str]:
+    """The names of a multi-objective study's objectives as stored (``objective i`` if not)."""
+    from fairtune.tuning._trial import OBJECTIVES_KEY
+
+    return list(study.user_attrs.get(OBJECTIVES_KEY) or [
+        f"objective {i}" for i in range(len(study.directions))
+    ])
+
+
+def pareto_text(study: optuna.Study) -> str:
+    """A multi-objective study's report: its Pareto-optimal (feasible) trials, marked where
+    they predict one class for everyone, and the task correlation MTKBSampler learned."""
+    from optuna.trial import TrialState
+
+    from fairtune._storage import stored_task_correlation
+    from fairtune.tuning._trial import predicts_one_class
+
+    names = objective_names(study)
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    out = [f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n",
+           running_line(study)]
+    if not trials:
+        return "".join(out) + "No completed trial yet.\n"
+    best = sorted(study.best_trials, key=lambda t: t.number)
+    out.append(f"Pareto-optimal trials ({len(best)}):\n")
+    directions = [d.name.lower() for d in study.directions]
+    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
+    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
+    # A constant model (the base rate's accuracy, every fairness gap 0) is Pareto-optimal by
+    # construction: mark it, as the single-objective report warns about it.
+    labels = [predicts_one_class(t) for t in best]
+    if any(label is not None for label in labels):
+        header.append("")
+        for row, label in zip(rows, labels):
+            row.append("" if label is None else f"predicts {label} for everyone")
+    out.append(format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
+    one_class = sum(predicts_one_class(t) is not None for t in trials)
+    if one_class:
+        out.append(f"{one_class} of {len(trials)} complete trials predict one class for "
+                   "everyone: their fairness gaps are trivially 0; check a model before "
+                   "trusting it.\n")
+    correlation = stored_task_correlation(study)
+    if correlation is not None and correlation.shape == (len(names), len(names)):
+        out.append("Task correlation learned by MTKBSampler (of the objectives as defined):\n")
+        out.append(format_table(
+            ["", *names],
+            [[a, *(f"{correlation[i, j]:+.2f}" for j in range(len(names)))]
+             for i, a in enumerate(names)],
+            right_aligned=set(range(1, len(names) + 1)),
+        ))
+    return "".join(out)
+
+
+def pareto_test_text(study: optuna.Study, objective: FairObjective) -> str:
+    """Each Pareto-optimal trial refitted on the tuning rows and scored on the objective's
+    test split, the fairness metrics with their intervals ('' without Pareto-optimal trials)."""
+    front = sorted(study.best_trials, key=lambda t: t.number)
+    if not front:
+        return ""
+    rows, header = [], ["trial"]
+    for trial in front:
+        scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"),
+                                    confidence_level=TEST_CONFIDENCE)
+        fair = scores.pop("fair", None)
+        intervals = scores.pop("intervals")
+        header = ["trial", *scores, *(["limits"] if fair is not None else [])]
+        rows.append([f"#{trial.number}",
+                     *(with_interval(v, intervals.get(k)) for k, v in scores.items()),
+                     *(["met" if fair else "violated"] if fair is not None else [])])
+    return (f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted on "
+            f"the tuning rows (fairness metrics with their {TEST_CONFIDENCE:.0%} interval):\n"
+            + format_table(header, rows, right_aligned=set(range(1, len(header)))))
