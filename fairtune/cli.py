@@ -346,40 +346,82 @@ def _underlying(error: BaseException) -> BaseException:
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    from fairtune.fairness import best_fair_trial, parse_limits
-    from fairtune.tuning import FairObjective
+    from fairtune.fairness import best_fair_trial
 
     _check_output("--plot", args.plot)
     _check_output("--html", args.html)
     _check_storage(args.storage, create=True)
+    multi = bool(args.objectives)
+    args.sampler = args.sampler or ("mtkb" if multi else "fairbo")
+    objective = _tune_objective(args)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    with _storage_errors(args.storage):
+        study = _open_tune_study(args, name, directions=objective.directions or None)
+        _prepare_tune_study(study, objective, args, name)
+        guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
+                                      show_progress_bar=not args.no_progress)
+        if multi:
+            _report_pareto(study, out=out, plot=args.plot)
+        else:
+            if objective.margin:
+                out.write(
+                    f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
+                    f"(the limits less a margin of {objective.margin:g}); the test split is "
+                    f"judged against {objective.limits_text}.\n"
+                )
+            _report(study, out=out, plot=args.plot)
+        if guard.interrupted:
+            return _interrupted(args, run)
+        _check_run(guard, run)
+        if args.test_size and multi:
+            _report_pareto_test_scores(study, objective, out=out)
+        best = None if multi else best_fair_trial(study)
+        if args.test_size and best is not None:
+            _report_test_scores(study, objective, best, out=out)
+        _write_html(study, args.html, out=out)
+    return EXIT_OK
+
+
+def _tune_objective(args: argparse.Namespace) -> Any:
+    """The FairObjective of ``tune``'s flags (its warnings printed as one line each)."""
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning import FairObjective
+
     if args.objectives:
-        args.sampler = args.sampler or "mtkb"
-        return _cmd_tune_multi(args, out=out)
-    args.sampler = args.sampler or "fairbo"
-    if not args.limit:
-        raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
-    try:
-        limits = parse_limits(args.limit)
-    except ValueError as e:
-        raise _UsageError(_in_flags(str(e))) from None
+        _check_multi_objective_flags(args)
+        kwargs: dict[str, Any] = {"objectives": [o for o in args.objectives.split(",") if o],
+                                  "limits": args.limit or None}
+    else:
+        if not args.limit:
+            raise _UsageError("--limit is required (or --objectives for a multi-objective "
+                              "study).")
+        try:
+            kwargs = {"limits": parse_limits(args.limit), "metric": args.metric or "accuracy"}
+        except ValueError as e:
+            raise _UsageError(_in_flags(str(e))) from None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             objective = FairObjective(
-                args.dataset, args.model, limits=limits, metric=args.metric or "accuracy",
-                cv=args.cv,
-                test_size=args.test_size, random_state=args.seed, mitigation=_mitigation(args),
-                margin=args.margin, use_sensitive_feature=not args.hide_sensitive,
-                drop_columns=args.drop_columns,
+                args.dataset, args.model, cv=args.cv, test_size=args.test_size,
+                random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
+                use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
+                **kwargs,
             )
         except ValueError as e:
             raise _UsageError(_in_flags(str(e))) from None
     _print_warnings(caught)
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
-    with _storage_errors(args.storage):
-        study = _open_tune_study(args, name)
-        if len(study.directions) != 1 or study.direction != optuna.study.StudyDirection.MAXIMIZE:
+    return objective
+
+
+def _prepare_tune_study(study: Any, objective: Any, args: argparse.Namespace, name: str) -> None:
+    """Refuse a stored study of another kind or setup (naming the flag), then prepare it."""
+    import optuna
+
+    if not objective.objectives:
+        maximize = optuna.study.StudyDirection.MAXIMIZE
+        if len(study.directions) != 1 or study.direction != maximize:
             raise _UsageError(
                 f"--study-name {name!r} in the storage is not a single-objective maximization "
                 "study; use another --study-name."
@@ -388,6 +430,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         # on another dataset, model, metric, limits or validation.
         for key, stored, wanted in objective.setup_differences(study):
             flag = _SETUP_FLAGS[key]
+
             def show(value: Any) -> str:
                 return ", ".join(value) or "none" if isinstance(value, list) else str(value)
 
@@ -398,33 +441,28 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                 f"run asks for {show(wanted)!r}{validated}; use the same {flag} as before or "
                 "another --study-name."
             )
+    try:
         objective.prepare(study, sampler=args.sampler, seed=args.seed)
-        guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
-                                      show_progress_bar=not args.no_progress)
-        completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
-        if objective.margin:
-            out.write(
-                f"Trials validated against {', '.join(map(str, objective.tuning_limits))} (the "
-                f"limits less a margin of {objective.margin:g}); the test split is judged "
-                f"against {objective.limits_text}.\n"
-            )
-        _report(study, out=out, plot=args.plot)
-        if guard.interrupted:
-            return _interrupted(args, run)
-        failed = sum(t.state == optuna.trial.TrialState.FAIL for t in run)
-        if completed == 0:
-            raise RuntimeError(
-                f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
-                f"{guard.first_error or 'no value returned'}"
-            )
-        if failed:
-            print(f"{PROG}: warning: {failed} of {len(run)} trials of this run failed; the "
-                  f"first: {guard.first_error}", file=sys.stderr)
-        best = best_fair_trial(study)
-        if args.test_size and best is not None:
-            _report_test_scores(study, objective, best, out=out)
-        _write_html(study, args.html, out=out)
-    return EXIT_OK
+    except ValueError as e:
+        if not objective.objectives:
+            raise
+        raise _UsageError(f"--study-name {name!r}: {e}") from None
+
+
+def _check_run(guard: Any, run: list[Any]) -> None:
+    """Raise when every trial of this run failed; warn when some did."""
+    from optuna.trial import TrialState
+
+    completed = sum(t.state == TrialState.COMPLETE for t in run)
+    if run and completed == 0:
+        raise RuntimeError(
+            f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
+            f"{guard.first_error or 'no value returned'}"
+        )
+    failed = sum(t.state == TrialState.FAIL for t in run)
+    if failed:
+        print(f"{PROG}: warning: {failed} of {len(run)} trials of this run failed; the "
+              f"first: {guard.first_error}", file=sys.stderr)
 
 
 def _interrupted(args: argparse.Namespace, run: list[Any]) -> int:
@@ -437,12 +475,8 @@ def _interrupted(args: argparse.Namespace, run: list[Any]) -> int:
     return EXIT_INTERRUPTED
 
 
-def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
-    """``tune --objectives``: a multi-objective study of FairObjective's multi-objective form."""
-    import optuna
-
-    from fairtune.tuning import FairObjective
-
+def _check_multi_objective_flags(args: argparse.Namespace) -> None:
+    """The flags ``tune --objectives`` refuses: a single-objective sampler, --html, --metric."""
     if args.sampler not in _MULTI_OBJECTIVE_SAMPLERS:
         raise _UsageError(
             f"--sampler {args.sampler} cannot tune several --objectives (FairBOSampler is "
@@ -458,45 +492,6 @@ def _cmd_tune_multi(args: argparse.Namespace, *, out: TextIO) -> int:
             f"the objectives instead (e.g. --objectives {args.metric},demographic_parity), but "
             f"got --metric {args.metric}."
         )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            objective = FairObjective(
-                args.dataset, args.model, objectives=[o for o in args.objectives.split(",") if o],
-                limits=args.limit or None, cv=args.cv, test_size=args.test_size,
-                random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
-                use_sensitive_feature=not args.hide_sensitive,
-                drop_columns=args.drop_columns,
-            )
-        except ValueError as e:
-            raise _UsageError(_in_flags(str(e))) from None
-    _print_warnings(caught)
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
-    with _storage_errors(args.storage):
-        study = _open_tune_study(args, name, directions=objective.directions)
-        try:
-            objective.prepare(study, sampler=args.sampler, seed=args.seed)
-        except ValueError as e:
-            raise _UsageError(f"--study-name {name!r}: {e}") from None
-        guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
-                                      show_progress_bar=not args.no_progress)
-        _report_pareto(study, out=out, plot=args.plot)
-        if guard.interrupted:
-            return _interrupted(args, run)
-        completed = sum(t.state == optuna.trial.TrialState.COMPLETE for t in run)
-        if run and completed == 0:
-            raise RuntimeError(
-                f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
-                f"{guard.first_error or 'no value returned'}"
-            )
-        failed = sum(t.state == optuna.trial.TrialState.FAIL for t in run)
-        if failed:
-            print(f"{PROG}: warning: {failed} of {len(run)} trials of this run failed; the "
-                  f"first: {guard.first_error}", file=sys.stderr)
-        if args.test_size:
-            _report_pareto_test_scores(study, objective, out=out)
-    return EXIT_OK
 
 
 def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> None:
