@@ -15,7 +15,15 @@ from optuna.samplers import BaseSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
-from fairtune._gp import acquisition
+from fairtune._gp.acqf import (
+    ConstrainedMES,
+    Constraints,
+    FeasibilityPhase,
+    LogConstrainedEI,
+    RepeatPenalty,
+    incumbent,
+    sample_max_values,
+)
 from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
@@ -261,79 +269,36 @@ class FairBOSampler(GPSamplerBase):
 
         y, _, _ = standardize(sign * np.array([t.value for t in complete], dtype=float))
         objective_gp = self._fit(study, "objective", X, y, ss, self._deterministic)
-        feasible = np.ones(len(complete), dtype=bool)
-        # Each constraint model as a function x (..., d) -> (mean, var) or log PoF.
-        regression: list[tuple[GPRegressor, float]] = []  # (gp, standardized threshold)
-        classifiers: list[GPClassifier] = []
-        for name in names:
-            raw = np.array([t.constraints.get(name, np.nan) for t in complete], dtype=float)
-            missing = np.isnan(raw)
-            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
-            if self._is_binary(name):
-                labels = (~missing) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
-                classifiers.append(self._fit_classifier(study, "c:" + name, X, labels, ss))
-                continue
-            # A missing constraint value counts as infeasible: impute a clear violation.
-            c, mean, std = standardize(impute_violations(raw))
-            gp = self._fit(study, "c:" + name, X, c, ss)
-            regression.append((gp, (0.0 - mean) / std))
-
+        constraints, feasible = self._fit_constraints(study, names, complete, X, ss)
         if X_pending is not None:
             # Fantasies: the posterior mean at pending points shrinks the variance there.
             with torch.no_grad():
                 objective_gp = objective_gp.condition_on(
                     X_pending, objective_gp.posterior(X_pending)[0]
                 )
-                regression = [
-                    (gp.condition_on(X_pending, gp.posterior(X_pending)[0]), thr)
-                    for gp, thr in regression
-                ]
-
+            constraints = constraints.condition_on(X_pending)
         # Step 7: the probability of a new outcome, once there is something to improve on.
-        new_outcome: list[GPClassifier] = []
+        repeat = RepeatPenalty()
         if names and feasible.any() and self._repeat_min_count is not None:
             repeated = _repeated_outcomes(complete, names, self._repeat_min_count)
             if repeated.any():
-                new_outcome.append(
+                repeat = RepeatPenalty([
                     self._fit_classifier(study, _REPEATED_MODEL_KEY, X, ~repeated, ss)
-                )
-
-        def sum_log_pof(x: torch.Tensor) -> torch.Tensor:
-            return _sum_log_pof(regression, x) + _sum_log_prob_positive(classifiers, x)
-
-        has_constraints = bool(names)
-        if has_constraints and not feasible.any():
+                ])
+        acqf: Callable[[torch.Tensor], torch.Tensor]
+        if names and not feasible.any():
             # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.
-            feasibility = self._feasibility_log_prob(regression, classifiers, ss)
-
-            def acqf(x: torch.Tensor) -> torch.Tensor:
-                return feasibility(x[..., 0, :])
-
+            probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
+            acqf = FeasibilityPhase.of(constraints, probe,
+                                       list(self._feasibility_lengthscale_factors),
+                                       self._feasibility_trust_level)
         elif self._acquisition == "cmes":
-            y_star = self._sample_max_values(objective_gp, regression, classifiers, ss,
-                                             y[feasible] if has_constraints else y, rng)
-
-            def acqf(x: torch.Tensor) -> torch.Tensor:
-                x = x[..., 0, :]
-                mean, var = objective_gp.posterior(x)
-                moments = []
-                for gp, thr in regression:
-                    m, v = gp.posterior(x)
-                    moments.append((m - thr, v))  # feasible iff (c - thr) <= 0
-                log_probs = [clf.log_prob_positive(x) for clf in classifiers]
-                value = acquisition.cmes(mean, var, y_star, moments, log_probs)
-                return value * _log_weight_of_new(new_outcome, x).exp()
-
+            acqf = ConstrainedMES(objective_gp, self._sample_max_values(
+                objective_gp, constraints, ss, y[feasible] if names else y, rng,
+            ), constraints, repeat)
         else:
-            best_f = _incumbent(objective_gp, X[torch.from_numpy(feasible)] if has_constraints else X)
-
-            def acqf(x: torch.Tensor) -> torch.Tensor:
-                x = x[..., 0, :]
-                mean, var = objective_gp.posterior(x)
-                return (
-                    acquisition.log_ei(mean, var, best_f) + sum_log_pof(x)
-                    + _log_weight_of_new(new_outcome, x)
-                )
+            best_f = incumbent(objective_gp, X[torch.from_numpy(feasible)] if names else X)
+            acqf = LogConstrainedEI(objective_gp, best_f, constraints, repeat)
 
         # Warm start from the best feasible point (or the best point when none is feasible).
         order = np.argsort(-np.where(feasible, y, y - 1e6))
@@ -358,134 +323,48 @@ class FairBOSampler(GPSamplerBase):
         )
         return ss.decode(x_best[0])
 
-    def _feasibility_log_prob(
-        self,
-        regression: list[tuple[GPRegressor, float]],
-        classifiers: list[GPClassifier],
-        ss: SearchSpace,
-    ) -> Callable[[torch.Tensor], torch.Tensor]:
-        """log P(all constraints hold at x), x (..., d) -> (...), for the feasibility phase.
-
-        The probability is taken under an equal-weight mixture of the fitted constraint GPs and
-        the same GPs with every lengthscale shortened by the factors in
-        ``_feasibility_lengthscale_factors``. Lengthscales fitted to a few trials that are all
-        infeasible say little about where the feasible region is, yet a single fitted GP is
-        confident far from the data: its probability of feasibility is then a far-tail event
-        everywhere (log PoF of -30 to -70 on the COMPAS benchmark), largest at the corners of the
-        box where its variance is largest, so the search visits corners instead of the
-        neighbourhood of the least violating trials, where fair configurations usually sit.
-        Shorter lengthscales keep plausible dips near those trials in the running (shrinking
-        lengthscales to stay robust to misspecified ones, as in Berkenkamp et al. 2019, "No-regret
-        Bayesian optimization with unknown hyperparameters"). The mixture is used only when the
-        fitted GPs give every point of a fixed quasi-random probe set a probability of
-        feasibility below ``_feasibility_trust_level`` (1 %), the symptom of that
-        overconfidence; otherwise the fitted GPs are trusted as they are. Classifiers of binary
-        constraints enter every mixture component unchanged.
-        """
-        components: list[list[tuple[GPRegressor, float]]] = [regression]
-        factors = [f for f in self._feasibility_lengthscale_factors if f != 1.0]
-        if regression and factors:
-            # Trust the fitted GPs where they find a fair configuration plausible somewhere;
-            # only otherwise build the shorter-lengthscale copies (a Cholesky each).
-            probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
-            with torch.no_grad():
-                fitted = _sum_log_pof(regression, probe)
-            if float(fitted.max()) < math.log(self._feasibility_trust_level):
-                components += [
-                    [(_shorten_lengthscales(gp, factor), thr) for gp, thr in regression]
-                    for factor in factors
-                ]
-        log_k = math.log(len(components))
-
-        def log_prob(x: torch.Tensor) -> torch.Tensor:
-            shared = _sum_log_prob_positive(classifiers, x)
-            if not regression:
-                return shared
-            terms = torch.stack([shared + _sum_log_pof(models, x) for models in components])
-            return torch.logsumexp(terms, 0) - log_k
-
-        return log_prob
+    def _fit_constraints(
+        self, study: Study, names: list[str], complete: Sequence[FrozenTrial],
+        X: torch.Tensor, ss: SearchSpace,
+    ) -> tuple[Constraints, np.ndarray]:
+        """A model per constraint (a GP regressor of its value, or a GP classifier of binary
+        feedback) and the mask (n,) of the trials that met every constraint."""
+        feasible = np.ones(len(complete), dtype=bool)
+        constraints = Constraints()
+        for name in names:
+            raw = np.array([t.constraints.get(name, np.nan) for t in complete], dtype=float)
+            missing = np.isnan(raw)
+            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+            if self._is_binary(name):
+                labels = (~missing) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+                constraints.classifiers.append(
+                    self._fit_classifier(study, "c:" + name, X, labels, ss))
+                continue
+            # A missing constraint value counts as infeasible: impute a clear violation.
+            c, mean, std = standardize(impute_violations(raw))
+            gp = self._fit(study, "c:" + name, X, c, ss)
+            constraints.regression.append((gp, (0.0 - mean) / std))
+        return constraints, feasible
 
     def _sample_max_values(
         self,
         objective_gp: GPRegressor,
-        regression: list[tuple[GPRegressor, float]],
-        classifiers: list[GPClassifier],
+        constraints: Constraints,
         ss: SearchSpace,
         y_feasible: np.ndarray,
         rng: np.random.RandomState,
     ) -> torch.Tensor:
-        """Samples of the maximum feasible objective (standardized), shape (S,).
-
-        Objective and constraints are drawn independently at each point of a candidate set
-        (quasi-random points and the evaluated ones); a sample's maximum is the largest
-        objective draw among the points whose constraint draws are all feasible, floored at the
-        best feasible observation (``y_feasible`` is not empty: cMES runs only once a feasible
-        trial exists, or in a study without constraints, where every trial counts).
-        """
-        S = self._n_max_value_samples
+        """Samples of the maximum feasible objective (standardized), shape (S,), drawn at
+        quasi-random candidates and the evaluated points (:func:`fairtune._gp.acqf.
+        sample_max_values`), floored at the best feasible observation (``y_feasible`` is not
+        empty: cMES runs only once a feasible trial exists, or in a study without
+        constraints, where every trial counts)."""
         candidates = torch.cat(
             [torch.from_numpy(ss.sample(self._n_max_value_candidates, rng)), objective_gp.X_train]
         )
         generator = torch.Generator().manual_seed(int(rng.randint(0, 2**31 - 1)))
-        with torch.no_grad():
-            mean, var = objective_gp.posterior(candidates)
-            f = mean + var.sqrt() * torch.randn(S, len(mean), generator=generator,
-                                                dtype=torch.float64)
-            ok = torch.ones_like(f, dtype=torch.bool)
-            for gp, thr in regression:
-                m, v = gp.posterior(candidates)
-                draws = m + v.sqrt() * torch.randn(S, len(m), generator=generator,
-                                                   dtype=torch.float64)
-                ok &= draws <= thr
-            for clf in classifiers:
-                p = clf.log_prob_positive(candidates).exp()
-                ok &= torch.rand(S, len(p), generator=generator, dtype=torch.float64) < p
-            masked = torch.where(ok, f, torch.full_like(f, -math.inf)).max(-1).values
-            # A draw without any feasible candidate (masked = -inf) gets the floor.
-            y_star = torch.maximum(masked, torch.tensor(float(y_feasible.max()), dtype=torch.float64))
-        return y_star + 1e-6
-
-
-def _log_weight_of_new(new_outcome: list[GPClassifier], x: torch.Tensor) -> torch.Tensor:
-    """log min(1, 2 P(new outcome at x)) for step 7, x (..., d) -> (...); 0 without a model.
-
-    Only points where a repeat is more likely than not are held back. The classifier is
-    undecided at the plateau's edge, and in fairness-constrained tuning that edge is where the
-    fair, useful models lie (a model that predicts the positive class for a few people only is
-    both). Weighting by the plain probability there as well pushed the search away from them:
-    with the quickstart's XGBoost on 12,000 Adult rows (40 seeds), the best fair trial was the
-    one-class model in 12 seeds, against 6 without step 7 and 3 with this weight.
-    """
-    if not new_outcome:
-        return torch.zeros(x.shape[:-1], dtype=torch.float64)
-    return (_sum_log_prob_positive(new_outcome, x) + math.log(2.0)).clamp(max=0.0)
-
-
-def _shorten_lengthscales(gp: GPRegressor, factor: float) -> GPRegressor:
-    """The same GP with every lengthscale multiplied by ``factor``."""
-    params = KernelParams(
-        gp.params.inverse_squared_lengthscales / factor**2, gp.params.outputscale,
-        gp.params.noise_var,
-    )
-    return GPRegressor(gp.X_train, gp.y_train, params, gp.is_categorical)
-
-
-def _sum_log_pof(models: list[tuple[GPRegressor, float]], x: torch.Tensor) -> torch.Tensor:
-    """sum_j log P(c_j(x) <= threshold_j) over regression constraint models, x (..., d)."""
-    total = torch.zeros(x.shape[:-1], dtype=torch.float64)
-    for gp, threshold in models:
-        mean, var = gp.posterior(x)
-        total = total + acquisition.log_pof(mean, var, threshold)
-    return total
-
-
-def _sum_log_prob_positive(classifiers: list[GPClassifier], x: torch.Tensor) -> torch.Tensor:
-    """sum_j log P(constraint j satisfied at x) over binary-constraint classifiers, x (..., d)."""
-    total = torch.zeros(x.shape[:-1], dtype=torch.float64)
-    for clf in classifiers:
-        total = total + clf.log_prob_positive(x)
-    return total
+        return sample_max_values(objective_gp, constraints, candidates,
+                                 self._n_max_value_samples, generator, float(y_feasible.max()))
 
 
 def _plateau_boxes(
@@ -561,15 +440,3 @@ def _repeated_outcomes(
     outcomes = [_outcome(t, names) for t in complete]
     counts = Counter(o for o in outcomes if o is not None)
     return np.array([o is not None and counts[o] >= min_count for o in outcomes], dtype=bool)
-
-
-def _incumbent(gp: GPRegressor, X_feasible: torch.Tensor) -> float:
-    """The value EI improves on: the largest posterior mean at the feasible trials.
-
-    This is the plug-in incumbent for noisy observations (Picheny et al. 2013, "A benchmark of
-    kriging-based infill criteria for noisy optimization"): with a negligible fitted noise it is
-    the best observed value; with a noisy or rugged objective, one lucky observation does not
-    make every other region look unpromising.
-    """
-    with torch.no_grad():
-        return float(gp.posterior(X_feasible)[0].max())

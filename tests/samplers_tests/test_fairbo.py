@@ -288,17 +288,17 @@ def test_a_repeated_model_region_is_proposed_less_often(acquisition: str) -> Non
 
 def test_the_weight_of_a_new_outcome_spares_the_plateau_edge() -> None:
     from fairtune._gp.classifier import fit_gp_classifier
-    from fairtune.samplers.fairbo import _log_weight_of_new
+    from fairtune._gp.acqf import RepeatPenalty
 
     X = torch.linspace(0.0, 1.0, 11, dtype=torch.float64)[:, None]
     new = (X[:, 0] > 0.5).to(torch.float64)  # repeated below 0.5, new above
     clf = fit_gp_classifier(X, new, np.array([False]))
     x = torch.tensor([[0.0], [0.5], [1.0]], dtype=torch.float64)
-    weight = _log_weight_of_new([clf], x).exp()
+    weight = RepeatPenalty([clf])(x).exp()
     p_new = clf.log_prob_positive(x).exp()
     assert p_new[0] < 0.5 and weight[0] == pytest.approx(2.0 * p_new[0])  # inside: held back
     assert weight[2] == 1.0 and p_new[2] > 0.5  # a likely new outcome: full weight
-    assert _log_weight_of_new([], x).tolist() == [0.0, 0.0, 0.0]  # no repeats: no weight
+    assert RepeatPenalty()(x).tolist() == [0.0, 0.0, 0.0]  # no repeats: no weight
 
 
 def test_no_repeated_outcome_model_without_repeats_or_constraints() -> None:
@@ -786,7 +786,7 @@ def test_gp_classifier_far_from_the_data_reverts_to_the_prior_predictive() -> No
 
 def test_incumbent_is_the_best_observation_without_noise_and_shrinks_a_lucky_one() -> None:
     from fairtune._gp.gp import GPRegressor, KernelParams
-    from fairtune.samplers.fairbo import _incumbent
+    from fairtune._gp.acqf import incumbent as _incumbent
 
     X = torch.linspace(0, 1, 9, dtype=torch.float64)[:, None]
     y = torch.sin(3 * X[:, 0])
