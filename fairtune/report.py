@@ -412,6 +412,38 @@ def _plot_png(study: Any, draw: str, fairness_metric: str | None) -> str | None:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _best_rows(
+    best: optuna.trial.FrozenTrial, limits: dict[str, Any], metric: str
+) -> list[tuple[str, str, str]]:
+    """The report's rows of a trial: its metric, each limited fairness value with its status,
+    the other fairness values, the predicted positive rate overall and per group, and its
+    parameters."""
+    from fairtune.fairness import fairness_values
+    from fairtune.tuning._trial import POSITIVE_RATE_KEY, POSITIVE_RATES_KEY
+
+    rows = [(metric, f"{best.value:.4f}", "")]
+    values = fairness_values(best)
+    for name, limit in limits.items():
+        if name in values:
+            status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
+                                                else f"violated ({limit})")
+            rows.append((name, f"{values[name]:.4f}", status))
+        elif name in best.constraints:  # set by hand (trial.set_constraint): <= 0 is ok
+            violation = best.constraints[name]
+            rows.append((f"constraint {name}", f"{violation:.4g}",
+                         "ok" if violation <= 0 else "violated"))
+        else:
+            rows.append((name, "-", "not measured"))
+    rows += [(name, f"{value:.4f}", "") for name, value in values.items() if name not in limits]
+    if POSITIVE_RATE_KEY in best.user_attrs:
+        rows.append(("predicted positive rate", f"{best.user_attrs[POSITIVE_RATE_KEY]:.4f}", ""))
+        rows += [(f"  group {group}", f"{rate:.4f}", "")
+                 for group, rate in (best.user_attrs.get(POSITIVE_RATES_KEY) or {}).items()]
+    rows += [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
+             for name, value in best.params.items()]
+    return rows
+
+
 def report(study: optuna.Study, *, objective: FairObjective | None = None) -> StudyReport:
     """The report of a single-objective study.
 
@@ -429,14 +461,11 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
 
     from fairtune.fairness import (
         best_fair_trial,
-        fairness_values,
         is_fair,
         study_limits,
     )
     from fairtune.tuning._trial import (
         METRIC_KEY,
-        POSITIVE_RATE_KEY,
-        POSITIVE_RATES_KEY,
         predicts_one_class,
     )
 
@@ -462,27 +491,7 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
     page.best_is_fair = best is not None
     page.best = best if best is not None else least_unfair_trial(complete, limits)
     best = page.best
-    rows = [(page.metric, f"{best.value:.4f}", "")]
-    values = fairness_values(best)
-    for name, limit in limits.items():
-        if name in values:
-            status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
-                                                else f"violated ({limit})")
-            rows.append((name, f"{values[name]:.4f}", status))
-        elif name in best.constraints:  # set by hand (trial.set_constraint): <= 0 is ok
-            violation = best.constraints[name]
-            rows.append((f"constraint {name}", f"{violation:.4g}",
-                         "ok" if violation <= 0 else "violated"))
-        else:
-            rows.append((name, "-", "not measured"))
-    rows += [(name, f"{value:.4f}", "") for name, value in values.items() if name not in limits]
-    if POSITIVE_RATE_KEY in best.user_attrs:
-        rows.append(("predicted positive rate", f"{best.user_attrs[POSITIVE_RATE_KEY]:.4f}", ""))
-        rows += [(f"  group {group}", f"{rate:.4f}", "")
-                 for group, rate in (best.user_attrs.get(POSITIVE_RATES_KEY) or {}).items()]
-    rows += [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
-             for name, value in best.params.items()]
-    page.rows = rows
+    page.rows = _best_rows(best, limits, page.metric)
     page.deployment = deployment_lines(best)
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
     page.best_one_class = predicts_one_class(best)
