@@ -1,4 +1,5 @@
-"""The acquisition functions of FairBOSampler as small objects over fitted models.
+"""The acquisition functions of FairBOSampler and MTKBSampler as small objects over fitted
+models.
 
 Notation (standardized units): f(x) ~ GP (mean mu, variance s^2) is the objective, to be
 maximized; c_j(x) ~ GP are the constraint models with standardized thresholds t_j (feasible iff
@@ -13,6 +14,7 @@ Every acquisition takes ``x`` of shape (..., 1, d), the batch of one point that
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -22,8 +24,8 @@ from fairtune._gp.classifier import GPClassifier
 from fairtune._gp.gp import GPRegressor, KernelParams
 
 __all__ = [
-    "ConstrainedMES", "Constraints", "FeasibilityPhase", "LogConstrainedEI", "RepeatPenalty",
-    "incumbent", "sample_max_values", "shorten_lengthscales",
+    "ConstrainedMES", "Constraints", "FeasibilityPhase", "LogConstrainedEI", "LogFeasibility",
+    "PenalizedUCB", "RepeatPenalty", "incumbent", "sample_max_values", "shorten_lengthscales",
 ]
 
 
@@ -219,3 +221,34 @@ def sample_max_values(
         # A draw without any feasible candidate (masked = -inf) gets the floor.
         y_star = torch.maximum(masked, torch.tensor(float(floor), dtype=torch.float64))
     return y_star + 1e-6
+
+
+@dataclass
+class LogFeasibility:
+    """``sum_j log P(c_j(x) <= t_j)``: MTKBSampler's acquisition until a trial is feasible."""
+
+    constraints: Constraints
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return _sum_log_pof(self.constraints.regression, x[..., 0, :])
+
+
+@dataclass
+class PenalizedUCB:
+    """``ucb(x) - penalty * sum_j max(0, LCB_j(x) - t_j)``: MT-KB's optimistic utility, with
+    a point whose constraints are violated even optimistically (``LCB_j = m_j - beta s_j``)
+    held back in proportion to the violation."""
+
+    ucb: Callable[[torch.Tensor], torch.Tensor]  # x (..., d) -> (...)
+    constraints: Constraints
+    beta: float
+    penalty: float
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        x = x[..., 0, :]
+        value = self.ucb(x)
+        for gp, thr in self.constraints.regression:
+            m, v = gp.posterior(x)
+            violation = (acquisition.lcb(m, v, self.beta * self.beta) - thr).clamp_min(0.0)
+            value = value - self.penalty * violation
+        return value

@@ -16,9 +16,9 @@ from optuna.samplers import BaseSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
-from fairtune._gp import acquisition
 from fairtune._gp import multitask as mt
-from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
+from fairtune._gp.acqf import Constraints, LogFeasibility, PenalizedUCB
+from fairtune._gp.gp import KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._threads import limit_threads
@@ -452,52 +452,16 @@ class MTKBSampler(GPSamplerBase):
 
         # Constraint models (single-task GPs, as FairBOSampler's).
         names = sorted({name for tr in complete for name in tr.constraints})
-        feasible = np.ones(len(complete), dtype=bool)
-        constraint_gps: list[GPRegressor] = []
-        thresholds: list[float] = []
-        for name in names:
-            raw = np.array([tr.constraints.get(name, np.nan) for tr in complete], dtype=float)
-            missing = np.isnan(raw)
-            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
-            c, c_mean, c_std = standardize(impute_violations(raw))  # missing: infeasible
-            key = (study.study_name, "c:" + name)
-            with self._cache_lock:
-                warm: KernelParams | None = self._cache.get(key)
-            gp = fit_gp(X, torch.from_numpy(c), ss.is_categorical, warm_start=warm)
-            with self._cache_lock:
-                self._cache[key] = gp.params
-            constraint_gps.append(gp)
-            thresholds.append((0.0 - c_mean) / c_std)
-
+        constraints, feasible = self._fit_constraints(study, names, complete, X, ss)
         if X_pending is not None:
             with torch.no_grad():
                 model = model.condition_on(X_pending, model.posterior(X_pending)[0])
-                constraint_gps = [
-                    gp.condition_on(X_pending, gp.posterior(X_pending)[0]) for gp in constraint_gps
-                ]
-
+            constraints = constraints.condition_on(X_pending)
         ucb = mt.mtkb_ucb(model, weights, self._scalarization, beta, z, self._width)
-        if names and not feasible.any():
-
-            def acqf(x: torch.Tensor) -> torch.Tensor:
-                x = x[..., 0, :]
-                total = torch.zeros(x.shape[:-1], dtype=torch.float64)
-                for gp, thr in zip(constraint_gps, thresholds):
-                    m, v = gp.posterior(x)
-                    total = total + acquisition.log_pof(m, v, thr)
-                return total
-
-        else:
-
-            def acqf(x: torch.Tensor) -> torch.Tensor:
-                x = x[..., 0, :]
-                value = ucb(x)
-                for gp, thr in zip(constraint_gps, thresholds):
-                    m, v = gp.posterior(x)
-                    violation = (acquisition.lcb(m, v, beta * beta) - thr).clamp_min(0.0)
-                    value = value - _CONSTRAINT_PENALTY * violation
-                return value
-
+        acqf: Callable[[torch.Tensor], torch.Tensor] = (
+            LogFeasibility(constraints) if names and not feasible.any()
+            else PenalizedUCB(ucb, constraints, beta, _CONSTRAINT_PENALTY)
+        )
         with torch.no_grad():
             utility = mt.expected_utility(Y, weights, self._scalarization, z).numpy()
         order = np.argsort(-np.where(feasible, utility, utility - 1e6))
@@ -516,6 +480,28 @@ class MTKBSampler(GPSamplerBase):
             exclude=ss.round(exclude) if exclude is not None else None,
         )
         return ss.decode(x_best[0])
+
+    def _fit_constraints(
+        self, study: Study, names: list[str], complete: Sequence[FrozenTrial],
+        X: torch.Tensor, ss: SearchSpace,
+    ) -> tuple[Constraints, np.ndarray]:
+        """A GP per constraint (warm-started from the last fit) with its standardized
+        threshold, and the mask (n,) of the trials that met every constraint."""
+        feasible = np.ones(len(complete), dtype=bool)
+        constraints = Constraints()
+        for name in names:
+            raw = np.array([tr.constraints.get(name, np.nan) for tr in complete], dtype=float)
+            missing = np.isnan(raw)
+            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+            c, c_mean, c_std = standardize(impute_violations(raw))  # missing: infeasible
+            key = (study.study_name, "c:" + name)
+            with self._cache_lock:
+                warm: KernelParams | None = self._cache.get(key)
+            gp = fit_gp(X, torch.from_numpy(c), ss.is_categorical, warm_start=warm)
+            with self._cache_lock:
+                self._cache[key] = gp.params
+            constraints.regression.append((gp, (0.0 - c_mean) / c_std))
+        return constraints, feasible
 
     def _reference(
         self, Y: np.ndarray, signs: np.ndarray, means: np.ndarray, stds: np.ndarray

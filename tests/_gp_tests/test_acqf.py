@@ -84,3 +84,23 @@ def test_the_feasibility_phase_trusts_fitted_models_that_find_a_feasible_region(
                      for m in mixture.components]
     expected = torch.log(0.5 * (per_component[0].exp() + per_component[1].exp()))
     torch.testing.assert_close(mixture.log_prob(x), expected)
+
+
+def test_mtkb_acquisitions_penalize_optimistic_violations_only() -> None:
+    from fairtune._gp.acqf import LogFeasibility, PenalizedUCB
+
+    f, constraints, _ = models()
+    regression_only = Constraints(constraints.regression)
+    x = torch.tensor([[[0.0]], [[1.0]]], dtype=torch.float64)  # c = x - 0.5: ok, violated
+
+    def ucb(z: torch.Tensor) -> torch.Tensor:
+        return f.posterior(z)[0]
+
+    penalized = PenalizedUCB(ucb, regression_only, beta=0.0, penalty=10.0)(x)
+    (c, threshold), = regression_only.regression
+    c_mean = c.posterior(x[..., 0, :])[0]
+    expected = ucb(x[..., 0, :]) - 10.0 * (c_mean - threshold).clamp_min(0.0)
+    torch.testing.assert_close(penalized, expected)
+    assert penalized[0] == ucb(x[..., 0, :])[0]  # no violation: the UCB itself
+    torch.testing.assert_close(LogFeasibility(regression_only)(x),
+                               regression_only.log_pof(x[..., 0, :]))
