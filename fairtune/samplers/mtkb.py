@@ -216,59 +216,9 @@ class MTKBSampler(GPSamplerBase):
                 "`n_weight_samples` must be a positive integer, but got "
                 f"n_weight_samples={n_weight_samples!r}."
             )
-        self._fixed_weights: np.ndarray | None = None
-        self._weights_fn: Callable[[np.random.RandomState], Any] | None = None
-        if callable(weights):
-            self._weights_fn = weights
-        elif weights is not None:
-            w = np.asarray(weights, dtype=float)
-            if w.ndim != 1 or len(w) == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or (
-                w.sum() <= 0
-            ):
-                raise ValueError(
-                    "`weights` must be None, a callable or a vector of non-negative weights "
-                    f"with a positive sum, but got weights={weights!r}."
-                )
-            self._fixed_weights = w / w.sum()
-        self._reference_point: np.ndarray | None = None
-        if reference_point is not None:
-            z = np.asarray(reference_point, dtype=float)
-            if z.ndim != 1 or len(z) == 0 or not np.all(np.isfinite(z)):
-                raise ValueError(
-                    "`reference_point` must be None or a vector of finite values, but got "
-                    f"reference_point={reference_point!r}."
-                )
-            self._reference_point = z
-        self._task_covariance: str | np.ndarray
-        if isinstance(task_covariance, str):
-            if task_covariance not in _TASK_COVARIANCES:
-                raise ValueError(
-                    f"`task_covariance` must be one of {list(_TASK_COVARIANCES)}, a float in "
-                    f"[0, 1] or a p.s.d. matrix, but got task_covariance={task_covariance!r}."
-                )
-            self._task_covariance = task_covariance
-            self._omega: float | None = None
-        elif isinstance(task_covariance, numbers.Real) and not isinstance(task_covariance, bool):
-            if not 0.0 <= float(task_covariance) <= 1.0:
-                raise ValueError(
-                    "`task_covariance` as a float (omega) must be in [0, 1], but got "
-                    f"task_covariance={task_covariance!r}."
-                )
-            self._task_covariance = "omega"
-            self._omega = float(task_covariance)
-        else:
-            B = np.asarray(task_covariance, dtype=float)
-            if (
-                B.ndim != 2 or B.shape[0] != B.shape[1] or not np.all(np.isfinite(B))
-                or not np.allclose(B, B.T) or np.linalg.eigvalsh(B).min() < -1e-10
-                or np.any(np.diag(B) <= 0)
-            ):
-                raise ValueError(
-                    "`task_covariance` as a matrix must be square, symmetric and positive "
-                    f"semi-definite with a positive diagonal, but got task_covariance={B!r}."
-                )
-            self._task_covariance = B
-            self._omega = None
+        self._fixed_weights, self._weights_fn = _checked_weights(weights)
+        self._reference_point = _checked_reference_point(reference_point)
+        self._task_covariance, self._omega = _checked_task_covariance(task_covariance)
         if not isinstance(budgeted, bool):
             raise ValueError(f"`budgeted` must be a bool, but got budgeted={budgeted!r}.")
         if q is not None and not (isinstance(q, numbers.Real) and math.isfinite(q) and q >= 1.0):
@@ -568,3 +518,63 @@ def _store_correlation(study: Study, params: mt.ICMParams) -> None:
     write_study_text(
         study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
     )
+
+
+def _checked_weights(
+    weights: Any,
+) -> tuple[np.ndarray | None, Callable[[np.random.RandomState], Any] | None]:
+    """(fixed weights normalized to sum 1, or a callable drawing them), or a ValueError."""
+    if callable(weights):
+        return None, weights
+    if weights is None:
+        return None, None
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or len(w) == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or (
+        w.sum() <= 0
+    ):
+        raise ValueError(
+            "`weights` must be None, a callable or a vector of non-negative weights "
+            f"with a positive sum, but got weights={weights!r}."
+        )
+    return w / w.sum(), None
+
+
+def _checked_reference_point(reference_point: Any) -> np.ndarray | None:
+    if reference_point is None:
+        return None
+    z = np.asarray(reference_point, dtype=float)
+    if z.ndim != 1 or len(z) == 0 or not np.all(np.isfinite(z)):
+        raise ValueError(
+            "`reference_point` must be None or a vector of finite values, but got "
+            f"reference_point={reference_point!r}."
+        )
+    return z
+
+
+def _checked_task_covariance(task_covariance: Any) -> tuple[str | np.ndarray, float | None]:
+    """(``"learned"``, ``"independent"``, ``"omega"`` or a fixed matrix B, omega or None)."""
+    if isinstance(task_covariance, str):
+        if task_covariance not in _TASK_COVARIANCES:
+            raise ValueError(
+                f"`task_covariance` must be one of {list(_TASK_COVARIANCES)}, a float in "
+                f"[0, 1] or a p.s.d. matrix, but got task_covariance={task_covariance!r}."
+            )
+        return task_covariance, None
+    if isinstance(task_covariance, numbers.Real) and not isinstance(task_covariance, bool):
+        if not 0.0 <= float(task_covariance) <= 1.0:
+            raise ValueError(
+                "`task_covariance` as a float (omega) must be in [0, 1], but got "
+                f"task_covariance={task_covariance!r}."
+            )
+        return "omega", float(task_covariance)
+    B = np.asarray(task_covariance, dtype=float)
+    if (
+        B.ndim != 2 or B.shape[0] != B.shape[1] or not np.all(np.isfinite(B))
+        or not np.allclose(B, B.T) or np.linalg.eigvalsh(B).min() < -1e-10
+        or np.any(np.diag(B) <= 0)
+    ):
+        raise ValueError(
+            "`task_covariance` as a matrix must be square, symmetric and positive "
+            f"semi-definite with a positive diagonal, but got task_covariance={B!r}."
+        )
+    return B, None
