@@ -234,35 +234,7 @@ class CGPSampler(GPSamplerBase):
                 raise ValueError("`agent` must be given when `board` is, but got agent=None.")
             agent = "agent"
         _check_agent(agent)
-        if acquisition not in _ACQUISITIONS:
-            raise ValueError(
-                f"`acquisition` must be one of {list(_ACQUISITIONS)}, but got "
-                f"acquisition={acquisition!r}."
-            )
-        for name, value, low in (("group_size", group_size, 1), ("n_raw_samples", n_raw_samples, 1),
-                                 ("quorum", quorum, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(
-                    f"`{name}` must be an integer >= {low}, but got {name}={value!r}."
-                )
-        if quorum > n_raw_samples:
-            raise ValueError(
-                "`quorum <= n_raw_samples` must hold, but got "
-                f"(quorum={quorum}, n_raw_samples={n_raw_samples})."
-            )
-        for name, value in (("eta", eta), ("beta", beta)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and value >= 0
-            ):
-                raise ValueError(f"`{name}` must be a finite number >= 0, but got {name}={value!r}.")
-        if design_noise is not None and (
-            isinstance(design_noise, bool) or not isinstance(design_noise, (int, float))
-            or not (math.isfinite(design_noise) and design_noise > 0)
-        ):
-            raise ValueError(
-                f"`design_noise` must be None or a positive number, but got "
-                f"design_noise={design_noise!r}."
-            )
+        _check_settings(acquisition, group_size, eta, beta, n_raw_samples, quorum, design_noise)
         super().__init__(
             seed=seed,
             independent_sampler=independent_sampler,
@@ -553,3 +525,39 @@ class CGPSampler(GPSamplerBase):
             candidates = candidates[allowed]
         draw = fantasies.sample_path(torch.from_numpy(candidates), s, generator)
         return candidates[int(torch.argmax(draw))]
+
+
+def _check_settings(
+    acquisition: Any, group_size: Any, eta: Any, beta: Any, n_raw_samples: Any, quorum: Any,
+    design_noise: Any,
+) -> None:
+    """CGPSampler's numeric and string settings, or a ValueError naming the bad one."""
+    if acquisition not in _ACQUISITIONS:
+        raise ValueError(
+            f"`acquisition` must be one of {list(_ACQUISITIONS)}, but got "
+            f"acquisition={acquisition!r}."
+        )
+    for name, value, low in (("group_size", group_size, 1), ("n_raw_samples", n_raw_samples, 1),
+                             ("quorum", quorum, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(
+                f"`{name}` must be an integer >= {low}, but got {name}={value!r}."
+            )
+    if quorum > n_raw_samples:
+        raise ValueError(
+            "`quorum <= n_raw_samples` must hold, but got "
+            f"(quorum={quorum}, n_raw_samples={n_raw_samples})."
+        )
+    for name, value in (("eta", eta), ("beta", beta)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and value >= 0
+        ):
+            raise ValueError(f"`{name}` must be a finite number >= 0, but got {name}={value!r}.")
+    if design_noise is not None and (
+        isinstance(design_noise, bool) or not isinstance(design_noise, (int, float))
+        or not (math.isfinite(design_noise) and design_noise > 0)
+    ):
+        raise ValueError(
+            f"`design_noise` must be None or a positive number, but got "
+            f"design_noise={design_noise!r}."
+        )
