@@ -127,6 +127,7 @@ _SETUP_FLAGS = {
     "fairtune:limits": "--limit",
     "fairtune:validation": "--cv, --test-size and --seed",
     "fairtune:mitigation": "--mitigation",
+    "fairtune:data_fingerprint": "--dataset data (its rows, labels, groups and splits)",
 }
 _METRIC_HELP = (
     "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy; not with --objectives, "
