@@ -127,6 +127,15 @@ class LazyRandomState:
         self.rng.seed()
 
 
+def constraint_values(
+    complete: Sequence[FrozenTrial], name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(values (n,), met (n,)) of constraint ``name`` over the trials: a missing value is NaN
+    and counts as not met (a trial that lacks a constraint is infeasible)."""
+    raw = np.array([t.constraints.get(name, np.nan) for t in complete], dtype=float)
+    return raw, ~np.isnan(raw) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+
+
 def check_single_objective(study: Study, sampler_name: str) -> None:
     if len(study.directions) > 1:
         raise ValueError(

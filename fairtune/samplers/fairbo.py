@@ -28,7 +28,7 @@ from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
-from fairtune.samplers._base import GPSamplerBase
+from fairtune.samplers._base import GPSamplerBase, constraint_values
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -332,13 +332,11 @@ class FairBOSampler(GPSamplerBase):
         feasible = np.ones(len(complete), dtype=bool)
         constraints = Constraints()
         for name in names:
-            raw = np.array([t.constraints.get(name, np.nan) for t in complete], dtype=float)
-            missing = np.isnan(raw)
-            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+            raw, met = constraint_values(complete, name)
+            feasible &= met
             if self._is_binary(name):
-                labels = (~missing) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
                 constraints.classifiers.append(
-                    self._fit_classifier(study, "c:" + name, X, labels, ss))
+                    self._fit_classifier(study, "c:" + name, X, met, ss))
                 continue
             # A missing constraint value counts as infeasible: impute a clear violation.
             c, mean, std = standardize(impute_violations(raw))

@@ -23,7 +23,7 @@ from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._threads import limit_threads
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
-from fairtune.samplers._base import GPSamplerBase, collect_trials
+from fairtune.samplers._base import GPSamplerBase, collect_trials, constraint_values
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -440,9 +440,8 @@ class MTKBSampler(GPSamplerBase):
         feasible = np.ones(len(complete), dtype=bool)
         constraints = Constraints()
         for name in names:
-            raw = np.array([tr.constraints.get(name, np.nan) for tr in complete], dtype=float)
-            missing = np.isnan(raw)
-            feasible &= ~missing & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+            raw, met = constraint_values(complete, name)
+            feasible &= met
             c, c_mean, c_std = standardize(impute_violations(raw))  # missing: infeasible
             key = (study.study_name, "c:" + name)
             with self._cache_lock:
