@@ -473,96 +473,13 @@ def fit_icm(
         raise ValueError("`X` and `Y` must be finite (standardize each column of `Y`).")
     X = X.detach().to(torch.float64)
     Y = Y.detach().to(torch.float64)
-    t, d = X.shape
-    n = Y.shape[1]
     is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
-    if isinstance(task_covariance, str):
-        if task_covariance not in ("learned", "independent"):
-            raise ValueError(
-                "`task_covariance` must be one of ['learned', 'independent'] or a matrix, but "
-                f"got task_covariance={task_covariance!r}."
-            )
-        mode = task_covariance
-        B_fixed = None
-    else:
-        mode = "fixed"
-        B_fixed = torch.as_tensor(task_covariance, dtype=torch.float64)
-        if B_fixed.shape != (n, n):
-            raise ValueError(
-                f"`task_covariance` must have shape ({n}, {n}), but got {tuple(B_fixed.shape)}."
-            )
-    n_b = {"learned": _n_tril(n) + n, "independent": n, "fixed": 0}[mode]
-    sqd = (X.unsqueeze(-2) - X.unsqueeze(-3))
-    if bool(is_cat.any()):
-        sqd = torch.where(is_cat, (sqd.abs() > 1e-9).to(sqd.dtype), sqd)
-    sqd = sqd * sqd  # (t, t, d)
-    fixed_noise = MIN_NOISE_VAR if deterministic else None
-
-    def unpack(raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        isl = raw[:d].exp()
-        if mode == "learned":
-            B = _b_from_raw(raw[d : d + n_b], n)
-        elif mode == "independent":
-            B = torch.diag(raw[d : d + n_b].exp())
-        else:
-            assert B_fixed is not None
-            B = B_fixed
-        eta = torch.tensor(fixed_noise, dtype=torch.float64) if fixed_noise else raw[-1].exp()
-        return isl, B, eta
-
-    def loss(raw_np: np.ndarray) -> tuple[float, np.ndarray]:
-        raw = torch.tensor(raw_np, dtype=torch.float64, requires_grad=True)
-        isl, B, eta = unpack(raw)
-        K = matern52_from_squared_distance(sqd @ isl)
-        nll = _ICMNegLogLik.apply(K, B, eta + _JITTER, Y)
-        log_prior = -_ISL_PRIOR_WEIGHT * (isl + 1.0 / isl).sum()
-        if mode != "fixed":
-            b = B.diagonal()
-            log_prior = log_prior + (b.log() - b).sum()  # Gamma(2, 1) on each task variance
-        if mode == "learned" and n > 1:
-            R = covariance_to_correlation(B)
-            log_prior = log_prior + (_LKJ_ETA - 1.0) * torch.logdet(R + 1e-12 * torch.eye(n))
-        if not fixed_noise:
-            log_prior = log_prior + (_NOISE_PRIOR_SHAPE - 1.0) * eta.log() - _NOISE_PRIOR_RATE * eta
-        value = (nll - log_prior) / (t * n)
-        (grad,) = torch.autograd.grad(value, raw)
-        return float(value.detach()), np.nan_to_num(grad.numpy())
-
-    default_isl = KernelParams.default(d).inverse_squared_lengthscales.log().numpy()
-    if mode == "learned":
-        default_b = _b_to_raw(torch.eye(n, dtype=torch.float64))
-    elif mode == "independent":
-        default_b = np.zeros(n)
-    else:
-        default_b = np.zeros(0)
-    default = np.concatenate([default_isl, default_b, [math.log(1e-2)]])
-    starts = []
-    if (
-        warm_start is not None
-        and warm_start.inverse_squared_lengthscales.shape == (d,)
-        and warm_start.task_covariance.shape == (n, n)
-    ):
-        if mode == "learned":
-            wb = _b_to_raw(warm_start.task_covariance)
-        elif mode == "independent":
-            wb = warm_start.task_covariance.diagonal().clamp_min(1e-6).log().numpy()
-        else:
-            wb = np.zeros(0)
-        starts.append(
-            np.concatenate(
-                [warm_start.inverse_squared_lengthscales.log().numpy(), wb,
-                 [math.log(float(warm_start.noise_var))]]
-            )
-        )
-    starts.append(default)
-    lower = np.concatenate([np.full(d, -12.0), np.full(n_b, -np.inf), [math.log(MIN_NOISE_VAR)]])
-    upper = np.concatenate([np.full(d, 12.0), np.full(n_b, np.inf), [math.log(10.0)]])
-    if mode == "learned":
-        lower[d + _n_tril(n) : d + n_b] = -12.0
-        upper[d + _n_tril(n) : d + n_b] = 5.0
-    elif mode == "independent":
-        lower[d : d + n_b] = -12.0
-        upper[d : d + n_b] = 5.0
+    mode, B_fixed = _task_covariance_mode(task_covariance, Y.shape[1])
+    problem = _ICMFit(X, Y, is_cat, mode, B_fixed, MIN_NOISE_VAR if deterministic else None)
+    unpack, loss, default = problem.unpack, problem.loss, problem.default()
+    warm_start_raw = problem.start(warm_start)
+    starts = ([] if warm_start_raw is None else [warm_start_raw]) + [default]
+    lower, upper = problem.bounds()
     bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
               for lo, hi in zip(lower, upper)]
     best: scipy.optimize.OptimizeResult | None = None
@@ -594,6 +511,127 @@ def fit_icm(
     with torch.no_grad():
         isl, B, eta = unpack(torch.tensor(default, dtype=torch.float64))
     return ICMParams(isl.detach(), B.detach().clone(), eta.detach().reshape(()))
+
+
+def _task_covariance_mode(
+    task_covariance: BMode | torch.Tensor, n: int
+) -> tuple[str, torch.Tensor | None]:
+    """(``"learned"``, ``"independent"`` or ``"fixed"``, the fixed B or None)."""
+    if isinstance(task_covariance, str):
+        if task_covariance not in ("learned", "independent"):
+            raise ValueError(
+                "`task_covariance` must be one of ['learned', 'independent'] or a matrix, but "
+                f"got task_covariance={task_covariance!r}."
+            )
+        return task_covariance, None
+    B_fixed = torch.as_tensor(task_covariance, dtype=torch.float64)
+    if B_fixed.shape != (n, n):
+        raise ValueError(
+            f"`task_covariance` must have shape ({n}, {n}), but got {tuple(B_fixed.shape)}."
+        )
+    return "fixed", B_fixed
+
+
+class _ICMFit:
+    """The MAP problem of :func:`fit_icm` over a raw parameter vector: log inverse squared
+    lengthscales (d), the task covariance's raw parameters (by ``mode``), log eta.
+
+    Args:
+        X: (t, d) inputs; Y: (t, n) standardized outputs; is_cat: (d,) categorical mask;
+        mode: ``"learned"``, ``"independent"`` or ``"fixed"`` (with ``B_fixed``);
+        fixed_noise: eta when it is not fitted (None: fitted).
+    """
+
+    def __init__(
+        self, X: torch.Tensor, Y: torch.Tensor, is_cat: torch.Tensor, mode: str,
+        B_fixed: torch.Tensor | None, fixed_noise: float | None,
+    ) -> None:
+        self.t, self.d = X.shape
+        self.n = Y.shape[1]
+        self.Y, self.mode, self.B_fixed, self.fixed_noise = Y, mode, B_fixed, fixed_noise
+        self.n_b = {"learned": _n_tril(self.n) + self.n, "independent": self.n, "fixed": 0}[mode]
+        sqd = (X.unsqueeze(-2) - X.unsqueeze(-3))
+        if bool(is_cat.any()):
+            sqd = torch.where(is_cat, (sqd.abs() > 1e-9).to(sqd.dtype), sqd)
+        self.sqd = sqd * sqd  # (t, t, d)
+
+    def unpack(self, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        d, n, n_b = self.d, self.n, self.n_b
+        isl = raw[:d].exp()
+        if self.mode == "learned":
+            B = _b_from_raw(raw[d : d + n_b], n)
+        elif self.mode == "independent":
+            B = torch.diag(raw[d : d + n_b].exp())
+        else:
+            assert self.B_fixed is not None
+            B = self.B_fixed
+        eta = (torch.tensor(self.fixed_noise, dtype=torch.float64) if self.fixed_noise
+               else raw[-1].exp())
+        return isl, B, eta
+
+    def loss(self, raw_np: np.ndarray) -> tuple[float, np.ndarray]:
+        """The negative log posterior per observation and its gradient."""
+        n, mode = self.n, self.mode
+        raw = torch.tensor(raw_np, dtype=torch.float64, requires_grad=True)
+        isl, B, eta = self.unpack(raw)
+        K = matern52_from_squared_distance(self.sqd @ isl)
+        nll = _ICMNegLogLik.apply(K, B, eta + _JITTER, self.Y)
+        log_prior = -_ISL_PRIOR_WEIGHT * (isl + 1.0 / isl).sum()
+        if mode != "fixed":
+            b = B.diagonal()
+            log_prior = log_prior + (b.log() - b).sum()  # Gamma(2, 1) on each task variance
+        if mode == "learned" and n > 1:
+            R = covariance_to_correlation(B)
+            log_prior = log_prior + (_LKJ_ETA - 1.0) * torch.logdet(R + 1e-12 * torch.eye(n))
+        if not self.fixed_noise:
+            log_prior = log_prior + (_NOISE_PRIOR_SHAPE - 1.0) * eta.log() - _NOISE_PRIOR_RATE * eta
+        value = (nll - log_prior) / (self.t * n)
+        (grad,) = torch.autograd.grad(value, raw)
+        return float(value.detach()), np.nan_to_num(grad.numpy())
+
+    def default(self) -> np.ndarray:
+        """The start from the defaults: unit-ish lengthscales, B = I, eta = 0.01."""
+        n = self.n
+        default_isl = KernelParams.default(self.d).inverse_squared_lengthscales.log().numpy()
+        if self.mode == "learned":
+            default_b = _b_to_raw(torch.eye(n, dtype=torch.float64))
+        elif self.mode == "independent":
+            default_b = np.zeros(n)
+        else:
+            default_b = np.zeros(0)
+        return np.concatenate([default_isl, default_b, [math.log(1e-2)]])
+
+    def start(self, warm_start: ICMParams | None) -> np.ndarray | None:
+        """The start from a previous fit of the same shape, or None."""
+        if (
+            warm_start is None
+            or warm_start.inverse_squared_lengthscales.shape != (self.d,)
+            or warm_start.task_covariance.shape != (self.n, self.n)
+        ):
+            return None
+        if self.mode == "learned":
+            wb = _b_to_raw(warm_start.task_covariance)
+        elif self.mode == "independent":
+            wb = warm_start.task_covariance.diagonal().clamp_min(1e-6).log().numpy()
+        else:
+            wb = np.zeros(0)
+        return np.concatenate(
+            [warm_start.inverse_squared_lengthscales.log().numpy(), wb,
+             [math.log(float(warm_start.noise_var))]]
+        )
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        d, n, n_b = self.d, self.n, self.n_b
+        lower = np.concatenate([np.full(d, -12.0), np.full(n_b, -np.inf),
+                                [math.log(MIN_NOISE_VAR)]])
+        upper = np.concatenate([np.full(d, 12.0), np.full(n_b, np.inf), [math.log(10.0)]])
+        if self.mode == "learned":
+            lower[d + _n_tril(n) : d + n_b] = -12.0
+            upper[d + _n_tril(n) : d + n_b] = 5.0
+        elif self.mode == "independent":
+            lower[d : d + n_b] = -12.0
+            upper[d : d + n_b] = 5.0
+        return lower, upper
 
 
 # -- scalarizations and acquisition --------------------------------------------------------------
