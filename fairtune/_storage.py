@@ -15,12 +15,13 @@ storage that holds no trial of the agent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -416,3 +417,34 @@ def sqlite_tables(path: Path, where: str) -> set[str]:
             connection.close()
     except sqlite3.DatabaseError as e:
         raise RuntimeError(f"{where}: {str(path)!r} is damaged ({e}).") from None
+
+
+def reported_error(error: BaseException) -> BaseException:
+    """The error to report for ``error``: an assertion raised while another error was being
+    handled stands for that error.
+
+    When storing a finished trial fails (a locked or lost database), Optuna 5.0.0 finds the
+    trial still RUNNING and stops on its own ``assert False, "Should not reach."``, raised
+    while the storage error is handled; the storage error is what the user must see.
+    """
+    seen: set[int] = set()
+    while (isinstance(error, AssertionError) and error.__context__ is not None
+           and id(error) not in seen):
+        seen.add(id(error))
+        error = error.__context__
+    return error
+
+
+@contextlib.contextmanager
+def database_errors(flag: str, url: str | None) -> Iterator[None]:
+    """Turn the database's errors (SQLAlchemy, also behind an assertion of Optuna's that they
+    caused: see :func:`reported_error`) into one line that names the storage (``flag``)."""
+    try:
+        yield
+    except Exception as raised:
+        error = reported_error(raised)
+        if not type(error).__module__.startswith("sqlalchemy"):
+            raise
+        cause = getattr(error, "orig", None) or error
+        reason = (" ".join(str(cause).split()) or type(cause).__name__).split(" [SQL:")[0]
+        raise RuntimeError(f"{flag} {url!r}: the database failed: {reason}") from None

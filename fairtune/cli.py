@@ -17,11 +17,10 @@ never a traceback. Messages name the flags the user typed, not Python argument n
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -31,6 +30,8 @@ from fairtune._storage import (
     JOURNAL_PREFIX,
     can_create_in,
     check_storage_url,
+    database_errors,
+    reported_error,
     create_or_load_named_study,
     open_storage,
 )
@@ -328,22 +329,6 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
         print(f"{PROG}: warning: {_in_flags(text)}", file=sys.stderr)
 
 
-def _underlying(error: BaseException) -> BaseException:
-    """The error to report for ``error``: an assertion raised while another error was being
-    handled stands for that error.
-
-    When storing a finished trial fails (a locked or lost database), Optuna 5.0.0 finds the
-    trial still RUNNING and stops on its own ``assert False, "Should not reach."``, raised
-    while the storage error is handled; the storage error is what the user must see.
-    """
-    seen: set[int] = set()
-    while (isinstance(error, AssertionError) and error.__context__ is not None
-           and id(error) not in seen):
-        seen.add(id(error))
-        error = error.__context__
-    return error
-
-
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
@@ -357,7 +342,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     objective = _tune_objective(args)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
-    with _storage_errors(args.storage):
+    with database_errors("--storage", args.storage):
         study = _open_tune_study(args, name, directions=objective.directions or None)
         _prepare_tune_study(study, objective, args, name)
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
@@ -602,20 +587,6 @@ def _check_storage(url: str | None, *, create: bool) -> None:
         raise _UsageError(str(e)) from None
 
 
-@contextlib.contextmanager
-def _storage_errors(url: str | None) -> Iterator[None]:
-    """Turn the database's errors (SQLAlchemy, also behind an assertion of Optuna's that they
-    caused: see :func:`_underlying`) into one line that names --storage."""
-    try:
-        yield
-    except Exception as raised:
-        error = _underlying(raised)
-        if not type(error).__module__.startswith("sqlalchemy"):
-            raise
-        reason = _one_line(getattr(error, "orig", None) or error).split(" [SQL:")[0]
-        raise RuntimeError(f"--storage {url!r}: the database failed: {reason}") from None
-
-
 def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
@@ -633,7 +604,7 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     _check_output("--curve", args.curve)
     _check_storage(args.storage, create=False)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    with _storage_errors(args.storage):
+    with database_errors("--storage", args.storage):
         name = args.study_name
         storage = open_storage(args.storage)
         if name is None:
@@ -685,7 +656,7 @@ def _report(
     fairness_metric: str | None = None,
     curve: str | None = None,
 ) -> None:
-    from fairtune.report import report
+    from fairtune.report import report, save_plot
 
     page = report(study)
     out.write(page.text())
@@ -693,28 +664,9 @@ def _report(
         return
     for path, draw in ((plot, "tradeoff"), (curve, "curve")):
         if path:
-            _save_plot(study, path, draw, fairness_metric)
+            save_plot(study, path, draw, fairness_metric=fairness_metric)
             what = "Trade-off plot" if draw == "tradeoff" else "Best-fair curve"
             out.write(f"{what} written to {path}\n")
-
-
-def _save_plot(study: Any, path: str, draw: str, fairness_metric: str | None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from fairtune.visualization import plot_best_feasible, plot_tradeoff
-
-    ax = (
-        plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
-        else plot_best_feasible(study)
-    )
-    ax.figure.tight_layout()
-    try:
-        ax.figure.savefig(path, dpi=120)
-    finally:
-        plt.close(ax.figure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -780,7 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
-        message = _one_line(_underlying(e))
+        message = _one_line(reported_error(e))
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "deployment_lines", "format_table",
     "least_unfair_trial", "objective_names", "pareto_test_text", "pareto_text", "report",
-    "running_line", "scores_on_test_split", "with_interval",
+    "running_line", "save_plot", "scores_on_test_split", "with_interval",
 ]
 
 TEST_SCORES_KEY = "fairtune:test_scores"
@@ -384,23 +384,44 @@ _CSS = (
 )
 
 
+def _axes(study: Any, draw: str, fairness_metric: str | None) -> Any:
+    """The trade-off plot (``draw="tradeoff"``) or the best-fair curve (``"curve"``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fairtune.visualization import plot_best_feasible, plot_tradeoff
+
+    return (plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
+            else plot_best_feasible(study))
+
+
+def save_plot(
+    study: optuna.Study, path: str, draw: str = "tradeoff", *,
+    fairness_metric: str | None = None,
+) -> None:
+    """Write the trade-off plot (``draw="tradeoff"``, x axis ``fairness_metric``, by default
+    the first limit) or the best-fair curve (``"curve"``) of ``study`` to an image file."""
+    import matplotlib.pyplot as plt
+
+    ax = _axes(study, draw, fairness_metric)
+    ax.figure.tight_layout()
+    try:
+        ax.figure.savefig(path, dpi=120)
+    finally:
+        plt.close(ax.figure)
+
+
 def _plot_png(study: Any, draw: str, fairness_metric: str | None) -> str | None:
     """A plot of ``study`` as base64 PNG text, or None when there is nothing to draw (or no
     matplotlib)."""
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - the plot extra is not installed
         return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from fairtune.visualization import plot_best_feasible, plot_tradeoff
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ax = (plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
-                  else plot_best_feasible(study))
+            ax = _axes(study, draw, fairness_metric)
     except ValueError:  # no trial with fairness values to draw
         return None
     buffer = io.BytesIO()
