@@ -713,14 +713,17 @@ class FairObjective:
             seed: The sampler's seed (the command line's ``--seed``). Defaults to 0.
             storage: An Optuna storage or its URL. Defaults to None (in memory).
             study_name: The study's name. Defaults to None (a new name; with ``storage``,
-                give one to resume).
+                give one to resume, or to run the same study from several workers).
         """
         import optuna
 
-        study = optuna.create_study(
+        from fairtune._storage import create_or_load_study
+
+        # Workers started together on a new database race to create it: retried.
+        study = create_or_load_study(lambda: optuna.create_study(
             directions=self.directions or ["maximize"], storage=storage,
             study_name=study_name, load_if_exists=study_name is not None,
-        )
+        ))
         self.prepare(study, sampler=sampler or ("mtkb" if self.objectives else "fairbo"),
                      seed=seed)
         return study

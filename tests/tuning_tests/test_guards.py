@@ -296,3 +296,21 @@ def test_search_starts_from_the_untuned_configuration_once_per_study() -> None:
                           n_trials=1, random_state=0)
     spaced.fit(X[["x1", "x2"]], y, sensitive_features=sex)
     assert spaced.study_.trials[0].params == get_space("random_forest").defaults
+
+
+def test_create_study_resumes_a_stored_study_without_repeating_the_untuned_model(tmp_path) -> None:
+    X, y, sex = data()
+    objective = FairObjective((X, y, sex), "random_forest", limits="dsp<=0.5")
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = objective.create_study(storage=storage, study_name="s", seed=3)
+    study.optimize(objective, n_trials=2)
+    again = objective.create_study(storage=storage, study_name="s", seed=3)
+    again.optimize(objective, n_trials=1)
+    params = [t.params for t in again.trials]
+    assert params[0] == objective.default_params() and len(params) == 3
+    assert params.count(objective.default_params()) == 1
+    # Another objective's data is refused by the stored study.
+    other = FairObjective((X.iloc[:100], y.iloc[:100], sex.iloc[:100]), "random_forest",
+                          limits="dsp<=0.5")
+    with pytest.raises(ValueError, match=r"holds trials scored on other data"):
+        other.create_study(storage=storage, study_name="s")
