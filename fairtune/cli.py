@@ -113,12 +113,13 @@ def _cmd_datasets(args: argparse.Namespace, *, out: TextIO) -> int:
 _SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _MULTI_OBJECTIVE_SAMPLERS = ("mtkb", "gp", "tpe", "random")
 _DATASETS = ("adult", "german", "compas")
-# FairObjective's argument names -> the flags a user types (for its error messages).
+# FairObjective's argument names -> the flags a user types: the library's messages name these
+# (fairtune._names.argument_names).
 _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
     "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
     "mitigation": "--mitigation", "objectives": "--objectives", "margin": "--margin",
-    "drop_columns": "--drop-columns",
+    "drop_columns": "--drop-columns", "use_sensitive_feature=False": "--hide-sensitive",
 }
 # The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
 _SETUP_FLAGS = {
@@ -139,11 +140,6 @@ _METRIC_HELP = (
 )
 
 
-def _in_flags(message: str) -> str:
-    """A FairObjective / parse_limits message with Python argument names as the CLI's flags."""
-    for name, flag in _FLAGS.items():
-        message = message.replace(f"`{name}`", flag).replace(f" {name}=", f" {flag} ")
-    return message.replace("use_sensitive_feature=False", "--hide-sensitive")
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -326,7 +322,7 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
     for warning in caught:
         message = warning.message
         text = getattr(message, "issues", "") or _one_line(message)  # type: ignore[arg-type]
-        print(f"{PROG}: warning: {_in_flags(text)}", file=sys.stderr)
+        print(f"{PROG}: warning: {text}", file=sys.stderr)
 
 
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
@@ -370,25 +366,24 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
 
 
 def _tune_objective(args: argparse.Namespace) -> Any:
-    """The FairObjective of ``tune``'s flags (its warnings printed as one line each)."""
+    """The FairObjective of ``tune``'s flags (its warnings printed as one line each); the
+    library's messages name the flags (:data:`_FLAGS`)."""
+    from fairtune._names import argument_names
     from fairtune.fairness import parse_limits
     from fairtune.tuning import FairObjective
 
     if args.objectives:
         _check_multi_objective_flags(args)
-        kwargs: dict[str, Any] = {"objectives": [o for o in args.objectives.split(",") if o],
-                                  "limits": args.limit or None}
-    else:
-        if not args.limit:
-            raise _UsageError("--limit is required (or --objectives for a multi-objective "
-                              "study).")
-        try:
-            kwargs = {"limits": parse_limits(args.limit), "metric": args.metric or "accuracy"}
-        except ValueError as e:
-            raise _UsageError(_in_flags(str(e))) from None
-    with warnings.catch_warnings(record=True) as caught:
+    elif not args.limit:
+        raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
+    with warnings.catch_warnings(record=True) as caught, argument_names(_FLAGS):
         warnings.simplefilter("always")
         try:
+            kwargs: dict[str, Any] = (
+                {"objectives": [o for o in args.objectives.split(",") if o],
+                 "limits": args.limit or None} if args.objectives
+                else {"limits": parse_limits(args.limit), "metric": args.metric or "accuracy"}
+            )
             objective = FairObjective(
                 args.dataset, args.model, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
@@ -396,7 +391,7 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 **kwargs,
             )
         except ValueError as e:
-            raise _UsageError(_in_flags(str(e))) from None
+            raise _UsageError(str(e)) from None
     _print_warnings(caught)
     return objective
 

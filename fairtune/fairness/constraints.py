@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 
+from fairtune._names import arg, got
+
 from fairtune.fairness.metrics import METRICS, MetricSpec, get_metric
 
 if TYPE_CHECKING:
@@ -63,13 +65,15 @@ _MSG_SENSE = (
 )
 _MSG_BOUND = "`bound` must be {rule} for {metric}, but got bound={bound!r}."
 _MSG_LIMIT_BOUND = "`{arg}` must give {metric} a bound that is {rule}, but got {text!r}."
+# {name} is how the caller names the argument (`limits`, or the command line's --limit), {given}
+# the argument with its value.
 _MSG_TYPE = (
-    "`limits` must be a string, a FairnessLimit, a dict from metric to bound, or a list of "
-    "strings / FairnessLimit objects, but got limits={limits!r}."
+    "{name} must be a string, a FairnessLimit, a dict from metric to bound, or a list of "
+    "strings / FairnessLimit objects, but got {given}."
 )
-_MSG_ENTRY_TYPE = "`limits` entries must be strings or FairnessLimit objects, but got {item!r}."
-_MSG_EMPTY = "`limits` must contain at least one fairness limit, but got limits={limits!r}."
-_MSG_DUPLICATE = "`limits` must limit each metric once, but got {metric} twice in {limits!r}."
+_MSG_ENTRY_TYPE = "{name} entries must be strings or FairnessLimit objects, but got {item!r}."
+_MSG_EMPTY = "{name} must contain at least one fairness limit, but got {given}."
+_MSG_DUPLICATE = "{name} must limit each metric once, but got {metric} twice in {limits!r}."
 _MSG_ALREADY_SET = (
     "`trial` already has a constraint named {name!r}: Optuna keeps the first value of a "
     "constraint, so set_fairness_constraints must be called once per trial and metric."
@@ -194,6 +198,12 @@ LimitsLike = Union[
 """Every form :func:`parse_limits` accepts."""
 
 
+def _limits_name() -> str:
+    """The name ``_parse``'s messages give the argument (they put it in backticks)."""
+    name = arg("limits")
+    return name[1:-1] if name.startswith("`") else name
+
+
 def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
     """Normalize fairness limits given in any accepted form to a list of :class:`FairnessLimit`.
 
@@ -213,19 +223,20 @@ def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
     if isinstance(limits, FairnessLimit):
         items = [limits]
     elif isinstance(limits, str):
-        items = [_parse(limits, arg="limits")]
+        items = [_parse(limits, arg=_limits_name())]
     elif isinstance(limits, Mapping):
         items = [_from_item(name, bound) for name, bound in limits.items()]
     elif isinstance(limits, Sequence):
         items = [_one(item) for item in limits]
     else:
-        raise ValueError(_MSG_TYPE.format(limits=limits))
+        raise ValueError(_MSG_TYPE.format(name=arg("limits"), given=got("limits", limits)))
     if not items:
-        raise ValueError(_MSG_EMPTY.format(limits=limits))
+        raise ValueError(_MSG_EMPTY.format(name=arg("limits"), given=got("limits", limits)))
     seen: set[str] = set()
     for item in items:
         if item.metric in seen:
-            raise ValueError(_MSG_DUPLICATE.format(metric=item.metric, limits=limits))
+            raise ValueError(_MSG_DUPLICATE.format(name=arg("limits"), metric=item.metric,
+                                                   limits=limits))
         seen.add(item.metric)
     return items
 
@@ -245,8 +256,8 @@ def _one(item: Any) -> FairnessLimit:
     if isinstance(item, FairnessLimit):
         return item
     if isinstance(item, str):
-        return _parse(item, arg="limits")
-    raise ValueError(_MSG_ENTRY_TYPE.format(item=item))
+        return _parse(item, arg=_limits_name())
+    raise ValueError(_MSG_ENTRY_TYPE.format(name=arg("limits"), item=item))
 
 
 def set_fairness_constraints(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from fairtune._names import arg, got
 from fairtune.fairness import set_fairness_constraints
 from fairtune.fairness.constraints import cannot_bind
 
@@ -230,25 +231,25 @@ def tightened(limits: list[Any], margin: Any) -> list[Any]:
 
     if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) \
             or not 0.0 <= float(margin) < 1.0:
-        raise ValueError(f"`margin` must be a number in [0, 1), but got margin={margin!r}.")
+        raise ValueError(
+            f"{arg('margin')} must be a number in [0, 1), but got {got('margin', margin)}."
+        )
     margin = float(margin)
     if margin and not limits:
         raise ValueError(
-            f"`margin` tightens the fairness limits, so `limits` must be given with it, but got "
-            f"limits=None and margin={margin!r}."
+            f"{arg('margin')} tightens the fairness limits, so {arg('limits')} must be given with "
+            f"it, but got {got('limits', None)} and {got('margin', margin)}."
         )
     result = []
     for limit in limits:
         bound = limit.bound - margin if limit.sense == "upper" else limit.bound + margin
         if margin and (bound <= 0.0 if limit.sense == "upper" else bound > 1.0):
             raise ValueError(
-                f"`margin` must leave room under the limit {limit}: the tightened bound would "
-                f"be {bound:g}, but got margin={margin!r}."
+                f"{arg('margin')} must leave room under the limit {limit}: the tightened bound "
+                f"would be {bound:g}, but got {got('margin', margin)}."
             )
         result.append(FairnessLimit(limit.metric, round(bound, 10)) if margin else limit)
     return result
-
-
 
 
 def warn_if_cannot_bind(limits: Sequence[Any], *, stacklevel: int) -> None:
@@ -257,7 +258,7 @@ def warn_if_cannot_bind(limits: Sequence[Any], *, stacklevel: int) -> None:
     for limit in limits:
         if cannot_bind(limit):
             warnings.warn(
-                f"`limits`: {limit} holds for every model ({limit.metric} lies in [0, 1]), "
+                f"{arg('limits')}: {limit} holds for every model ({limit.metric} lies in [0, 1]), "
                 "so it does not constrain the study; did you mean a smaller bound?",
                 UserWarning,
                 stacklevel=stacklevel + 1,

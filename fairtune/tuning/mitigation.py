@@ -45,6 +45,8 @@ from sklearn.base import (
     clone,
 )
 
+from fairtune._names import arg, got
+
 if TYPE_CHECKING:
     import optuna
 
@@ -174,8 +176,8 @@ def parse_mitigation(mitigation: Any) -> list[str]:
         isinstance(n, str) and n in MITIGATIONS for n in names
     ):
         raise ValueError(
-            f"`mitigation` must be None, one of {valid} or a non-empty list of them, but got "
-            f"mitigation={mitigation!r}."
+            f"{arg('mitigation')} must be None, one of {valid} or a non-empty list of them, but "
+            f"got {got('mitigation', mitigation)}."
         )
     return list(dict.fromkeys(names))
 

@@ -16,6 +16,7 @@ from fairtune.fairness.constraints import (
     LimitsLike,
     best_fair_trial,
 )
+from fairtune._names import arg, got
 from fairtune.tuning._data import data_fingerprint as _digest
 from fairtune.tuning._data import favourable_labels
 from fairtune.tuning._trial import (
@@ -94,8 +95,8 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, Any, Any, str]:
     if isinstance(dataset, str):
         if dataset not in _BUNDLED:
             raise ValueError(
-                f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, "
-                f"sensitive) tuple, but got dataset={dataset!r}."
+                f"{arg('dataset')} must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, "
+                f"sensitive) tuple, but got {got('dataset', dataset)}."
             )
         # German and COMPAS warn (once per process) about their known issues, here too.
         bunch = getattr(datasets, f"load_{dataset}")()
@@ -107,8 +108,8 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, Any, Any, str]:
         (X, y, s), name = dataset, "data"
     else:
         raise ValueError(
-            f"`dataset` must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, sensitive) "
-            f"tuple, but got {type(dataset).__name__}."
+            f"{arg('dataset')} must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, "
+            f"sensitive) tuple, but got {type(dataset).__name__}."
         )
     if isinstance(X, pd.DataFrame):
         X = X.copy()
@@ -123,7 +124,7 @@ def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, Any, Any, str]:
     try:
         y, s = aligned(X, y, "y"), aligned(X, s, "sensitive")
     except ValueError as error:
-        raise ValueError(f"`dataset` (X, y, sensitive): {error}") from None
+        raise ValueError(f"{arg('dataset')} (X, y, sensitive): {error}") from None
     return X, y, s, name
 
 
@@ -133,19 +134,20 @@ def _checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
         isinstance(c, str) for c in drop_columns
     ):
         raise ValueError(
-            "`drop_columns` must be a list of column names, but got "
-            f"drop_columns={drop_columns!r}."
+            f"{arg('drop_columns')} must be a list of column names, but got "
+            f"{got('drop_columns', drop_columns)}."
         )
     unknown = [c for c in drop_columns if c not in X.columns]
     if unknown:
         raise ValueError(
-            f"`drop_columns` must name columns of X, but got drop_columns={list(drop_columns)!r} "
+            f"{arg('drop_columns')} must name columns of X, but got "
+            f"{got('drop_columns', list(drop_columns))} "
             f"and X has no column {unknown} (its columns: {list(map(str, X.columns))})."
         )
     if set(X.columns) <= set(drop_columns):
         raise ValueError(
-            "`drop_columns` must leave the model at least one column of X, but got "
-            f"drop_columns={list(drop_columns)!r}, every column."
+            f"{arg('drop_columns')} must leave the model at least one column of X, but got "
+            f"{got('drop_columns', list(drop_columns))}, every column."
         )
     return list(dict.fromkeys(drop_columns))
 
@@ -203,18 +205,22 @@ def _check_validation(
 ) -> None:
     """The metric and the validation options, or a ValueError naming the bad one."""
     if metric not in METRIC_NAMES:
-        raise ValueError(f"`metric` must be one of {list(METRIC_NAMES)}, but got metric={metric!r}.")
+        raise ValueError(
+            f"{arg('metric')} must be one of {list(METRIC_NAMES)}, but got {got('metric', metric)}."
+        )
     for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
         if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
-            raise ValueError(f"`{name}` must be a float in (0, 1), but got {name}={fraction!r}.")
+            raise ValueError(
+                f"{arg(name)} must be a float in (0, 1), but got {got(name, fraction)}."
+            )
     if cv is not None:
         if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
-            raise ValueError(f"`cv` must be None or an integer >= 2, but got cv={cv!r}.")
+            raise ValueError(f"{arg('cv')} must be None or an integer >= 2, but got {got('cv', cv)}.")
         if validation_size is not None:
             raise ValueError(
-                "`validation_size` and `cv` cannot be combined: cross-validation uses every "
-                f"tuning row for validation, but got validation_size={validation_size!r} and "
-                f"cv={cv!r}."
+                f"{arg('validation_size')} and {arg('cv')} cannot be combined: cross-validation "
+                f"uses every tuning row for validation, but got "
+                f"{got('validation_size', validation_size)} and {got('cv', cv)}."
             )
 
 
@@ -224,7 +230,7 @@ def _space_of(model: Any) -> Space:
     if callable(model):
         return Space(getattr(model, "__name__", "custom"), model, needs_scaling=True)
     raise ValueError(
-        f"`model` must be a space name or a callable trial -> estimator, but got {model!r}."
+        f"{arg('model')} must be a space name or a callable trial -> estimator, but got {model!r}."
     )
 
 
@@ -233,15 +239,15 @@ def _checked_mitigation(mitigation: Any, limits: list[Any], metric: str) -> list
     names = parse_mitigation(mitigation)
     if names and not limits:
         raise ValueError(
-            "`mitigation` aims at a fairness limit, so `limits` must be given with it, but "
-            f"got limits=None and mitigation={mitigation!r}."
+            f"{arg('mitigation')} aims at a fairness limit, so {arg('limits')} must be given with "
+            f"it, but got {got('limits', None)} and {got('mitigation', mitigation)}."
         )
     randomized = [m for m in names if m in ("threshold", "reduction")]
     if randomized and metric == "roc_auc":
         raise ValueError(
-            f"`mitigation` {randomized[0]!r} predicts randomized labels, not scores: "
-            "`metric` must not be 'roc_auc' with it, but got metric='roc_auc' and "
-            f"mitigation={mitigation!r}."
+            f"{arg('mitigation')} {randomized[0]!r} predicts randomized labels, not scores: "
+            f"{arg('metric')} must not be 'roc_auc' with it, but got {got('metric', 'roc_auc')} "
+            f"and {got('mitigation', mitigation)}."
         )
     return names
 
@@ -253,10 +259,10 @@ def _warn_of_proxies(
     proxies, naming = _proxy_columns(X, sensitive)
     if proxies:
         warnings.warn(
-            f"use_sensitive_feature=False drops {sensitive_names} from the model's "
+            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
             f"inputs, but the columns {proxies} determine {sensitive_name} exactly (each of "
             "their values belongs to one group), so the model can still read it; to "
-            f"hide it, drop them too: `drop_columns` {','.join(proxies)}.",
+            f"hide it, drop them too: {arg('drop_columns')} {','.join(proxies)}.",
             UserWarning,
             stacklevel=3,
         )
@@ -268,11 +274,11 @@ def _warn_of_proxies(
             for column, (share, named) in naming.items()
         )
         warnings.warn(
-            f"use_sensitive_feature=False drops {sensitive_names} from the model's "
+            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
             f"inputs, but some columns name {sensitive_name} on many rows, "
             f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
             f"{described}; the model can still read it there. To hide it, drop them "
-            f"too: `drop_columns` {','.join(naming)}.",
+            f"too: {arg('drop_columns')} {','.join(naming)}.",
             UserWarning,
             stacklevel=3,
         )
@@ -472,7 +478,7 @@ class FairObjective:
         self.drop_columns = _checked_drop_columns(drop_columns, X)
         X = X.drop(columns=self.drop_columns)
         self.pos_label = pos_label
-        y = pd.Series(favourable_labels(y, pos_label, argument="`dataset` labels")[0],
+        y = pd.Series(favourable_labels(y, pos_label, argument=f"{arg('dataset')} labels")[0],
                       index=X.index, name="target")
         self._check_sensitive(sensitive, "the rows")
         self.sensitive_name = (
@@ -492,7 +498,7 @@ class FairObjective:
             len(self._sensitive_columns) != len(sensitive_names)
         ):
             raise ValueError(
-                "`mitigation` 'correlation_remover' decorrelates the columns of X from the "
+                f"{arg('mitigation')} 'correlation_remover' decorrelates the columns of X from the "
                 "sensitive ones, so the sensitive features must be columns of X (named alike, "
                 "and use_sensitive_feature=True), but X has no column "
                 f"{[c for c in sensitive_names if c not in X.columns]}."
@@ -540,8 +546,8 @@ class FairObjective:
             smallest_class = int(np.bincount(self.y_dev.to_numpy(), minlength=2).min())
             if self.cv > smallest_class:
                 raise ValueError(
-                    f"`cv` must be at most the number of tuning rows of the smaller class "
-                    f"({smallest_class}), but got cv={self.cv}."
+                    f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
+                    f"({smallest_class}), but got {got('cv', self.cv)}."
                 )
             splitter = StratifiedKFold(self.cv, shuffle=True, random_state=random_state)
             self._folds = list(splitter.split(self.X_dev, self.y_dev))
@@ -552,7 +558,7 @@ class FairObjective:
             check_groups(sensitive)
         except ValueError as e:
             raise ValueError(
-                f"`dataset` sensitive features must define two or more groups without missing "
+                f"{arg('dataset')} sensitive features must define two or more groups without missing "
                 f"values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
             ) from None
 
@@ -1103,16 +1109,16 @@ def _parse_objectives(
     if objectives is None:
         if limits is None:
             raise ValueError(
-                "`limits` must be given for a single-objective FairObjective (or `objectives` "
-                "for a multi-objective one), but got limits=None."
+                f"{arg('limits')} must be given for a single-objective FairObjective (or "
+                f"{arg('objectives')} for a multi-objective one), but got {got('limits', None)}."
             )
         return [], []
     if isinstance(objectives, str) or not (
         isinstance(objectives, Sequence) and all(isinstance(o, str) for o in objectives)
     ) or len(objectives) < 2:
         raise ValueError(
-            "`objectives` must be a list of two or more metric names, e.g. "
-            f"['accuracy', 'demographic_parity'], but got objectives={objectives!r}."
+            f"{arg('objectives')} must be a list of two or more metric names, e.g. "
+            f"['accuracy', 'demographic_parity'], but got {got('objectives', objectives)}."
         )
     names: list[str] = []
     for name in objectives:
@@ -1124,14 +1130,14 @@ def _parse_objectives(
             names.append(get_metric(name).name)
         except ValueError:
             raise ValueError(
-                f"`objectives` must name performance metrics {list(METRIC_NAMES)} or fairness "
-                f"metrics {sorted(METRICS)} (or their aliases), but got {name!r} in "
-                f"objectives={list(objectives)!r}."
+                f"{arg('objectives')} must name performance metrics {list(METRIC_NAMES)} or "
+                f"fairness metrics {sorted(METRICS)} (or their aliases), but got {name!r} in "
+                f"{got('objectives', list(objectives))}."
             ) from None
     if len(set(names)) != len(names) or sum(n in METRIC_NAMES for n in names) > 1:
         raise ValueError(
-            "`objectives` must name each metric once and at most one of "
-            f"{list(METRIC_NAMES)}, but got objectives={list(objectives)!r}."
+            f"{arg('objectives')} must name each metric once and at most one of "
+            f"{list(METRIC_NAMES)}, but got {got('objectives', list(objectives))}."
         )
     directions = [
         "maximize" if n in METRIC_NAMES or METRICS[n].sense == "lower" else "minimize"

@@ -45,6 +45,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fairtune._names import arg, got
+
 if TYPE_CHECKING:
     import optuna
 
@@ -198,7 +200,9 @@ SPACES: dict[str, Space] = {
 def get_space(name: str) -> Space:
     """Look up a registered space; unknown names list the valid ones."""
     if name not in SPACES:
-        raise ValueError(f"`model` must be one of {sorted(SPACES)}, but got model={name!r}.")
+        raise ValueError(
+            f"{arg('model')} must be one of {sorted(SPACES)}, but got {got('model', name)}."
+        )
     return SPACES[name]
 
 

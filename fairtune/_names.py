@@ -1,0 +1,46 @@
+"""How the library's error messages name the arguments its caller typed.
+
+A message names an argument as Python code does, `` `margin` `` and ``margin=0.5``; an entrance
+whose users type other names (the command line's ``--margin 0.5``) runs the library under
+:func:`argument_names` with its mapping, and the same messages name the flags. Messages are
+built with :func:`arg` and :func:`got`, never rewritten after the fact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+__all__ = ["arg", "argument_names", "got"]
+
+_NAMES: ContextVar[Mapping[str, str]] = ContextVar("fairtune_argument_names", default={})
+
+
+@contextlib.contextmanager
+def argument_names(names: Mapping[str, str]) -> Iterator[None]:
+    """Name the arguments of the messages raised or warned inside as ``names`` says:
+    ``{"margin": "--margin"}``; a key ``"<name>=<value repr>"`` names one setting
+    (``{"use_sensitive_feature=False": "--hide-sensitive"}``)."""
+    token = _NAMES.set(dict(names))
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)
+
+
+def arg(name: str) -> str:
+    """The argument ``name`` as a message names it: `` `name` ``, or the caller's flag."""
+    flag = _NAMES.get().get(name)
+    return flag if flag else f"`{name}`"
+
+
+def got(name: str, value: Any) -> str:
+    """An argument and its value: ``name=value``, or ``--flag value`` for the caller's flag."""
+    names = _NAMES.get()
+    setting = f"{name}={value!r}"
+    if setting in names:
+        return names[setting]
+    flag = names.get(name)
+    return f"{flag} {value!r}" if flag else setting
