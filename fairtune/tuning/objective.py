@@ -215,7 +215,9 @@ def _check_validation(
             )
     if cv is not None:
         if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
-            raise ValueError(f"{arg('cv')} must be None or an integer >= 2, but got {got('cv', cv)}.")
+            raise ValueError(
+                f"{arg('cv')} must be None or an integer >= 2, but got {got('cv', cv)}."
+            )
         if validation_size is not None:
             raise ValueError(
                 f"{arg('validation_size')} and {arg('cv')} cannot be combined: cross-validation "
@@ -558,8 +560,8 @@ class FairObjective:
             check_groups(sensitive)
         except ValueError as e:
             raise ValueError(
-                f"{arg('dataset')} sensitive features must define two or more groups without missing "
-                f"values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
+                f"{arg('dataset')} sensitive features must define two or more groups without "
+                f"missing values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
             ) from None
 
     @property

@@ -86,21 +86,7 @@ from fairtune.tuning.mitigation import (
     parse_mitigation,
     suggest_mitigation_params,
 )
-from fairtune.tuning._trial import (
-    DATA_KEY,
-    METRIC_KEY,
-    METRIC_NAMES,
-    MITIGATION_USED_KEY,
-    check_groups,
-    metric_score,
-    other_data_message,
-    out_of_fold_predictions,
-    predicts_one_class,
-    record_validation,
-    takes_random_state,
-    tightened,
-    warn_if_cannot_bind,
-)
+from fairtune.tuning import _trial as trial_path
 from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
@@ -370,8 +356,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             aimed at the first limit: ``"threshold"`` (fairlearn's ``ThresholdOptimizer`` on the
             estimator; the deployed model needs ``predict(X, sensitive_features=...)``) or
             ``"reduction"`` (``ExponentiatedGradient``), or a list of both (the mitigation is
-            then a categorical parameter ``"mitigation"``). Both predict at random for some rows; a trial is scored by the expected
-            metric and gaps over those random predictions (their ``predict_proba``), as
+            then a categorical parameter ``"mitigation"``). Both predict at random for some
+            rows; a trial is scored by the expected metric and gaps over those random
+            predictions (their ``predict_proba``), as
             :class:`~fairtune.tuning.FairObjective` scores it. (``CorrelationRemover`` is a
             pipeline step: put it in ``estimator``.) Defaults to None.
         random_state: Seed of the default sampler, of the estimators a fairtune space builds
@@ -466,13 +453,14 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _check_limits(self) -> list[FairnessLimit]:
         limits = parse_limits(self.limits)  # its errors name `limits`
-        warn_if_cannot_bind(limits, stacklevel=3)
+        trial_path.warn_if_cannot_bind(limits, stacklevel=3)
         return limits
 
     def _check_options(self) -> None:
-        if self.scoring not in METRIC_NAMES:
+        if self.scoring not in trial_path.METRIC_NAMES:
             raise ValueError(
-                f"`scoring` must be one of {list(METRIC_NAMES)}, but got scoring={self.scoring!r}."
+                f"`scoring` must be one of {list(trial_path.METRIC_NAMES)}, but got "
+                f"scoring={self.scoring!r}."
             )
         n_trials, timeout = self.n_trials, self.timeout
         if n_trials is not None and (
@@ -602,7 +590,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sensitive_features=None."
             )
         try:
-            check_groups(sensitive_features)
+            trial_path.check_groups(sensitive_features)
         except ValueError as error:
             raise ValueError(
                 f"`sensitive_features` must give each row of X one of two or more groups: "
@@ -670,8 +658,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 estimator = clone(self.estimator).set_params(**params)
             else:
                 function = space_or_distributions.build
-                model = (function(trial, random_state=seed) if takes_random_state(function)
-                         else function(trial))
+                model = (function(trial, random_state=seed)
+                         if trial_path.takes_random_state(function) else function(trial))
                 estimator = clone(self.estimator)
                 if isinstance(estimator, Pipeline):
                     estimator.set_params(**{estimator.steps[-1][0]: model})
@@ -790,7 +778,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         from sklearn.utils import indexable
 
         self._check_options()
-        limits = tightened(self._check_limits(), self.margin)
+        limits = trial_path.tightened(self._check_limits(), self.margin)
         y_array = self._binary_target(y)
         X, y = indexable(X, y)
         n = len(y_array)
@@ -981,7 +969,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return params
 
     def _warn_if_one_class(self, best: optuna.trial.FrozenTrial) -> None:
-        one_class = predicts_one_class(best)
+        one_class = trial_path.predicts_one_class(best)
         if one_class is None:
             return
         label = self._positive_label if one_class == 1 else self._other_label
@@ -1042,8 +1030,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         stored = {
             LIMITS_KEY: sorted(str(limit) for limit in limits),
-            METRIC_KEY: self.scoring,
-            DATA_KEY: fingerprint,
+            trial_path.METRIC_KEY: self.scoring,
+            trial_path.DATA_KEY: fingerprint,
         }
         if self.study is None:
             if self.sampler is None:
@@ -1063,8 +1051,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 )
             for key, value in stored.items():
                 old = study.user_attrs.get(key)
-                if key == DATA_KEY and old is not None and old != value:
-                    raise ValueError(other_data_message(study, fingerprint) + (
+                if key == trial_path.DATA_KEY and old is not None and old != value:
+                    raise ValueError(trial_path.other_data_message(study, fingerprint) + (
                         " A clone of the search (scikit-learn's clone, cross_validate) shares "
                         "a database study: give each fit a study of its own, or study=None."
                     ))
@@ -1143,7 +1131,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         results["fair"] = fair
         results["predicts_one_class"] = np.array(
-            [predicts_one_class(t) is not None for t in trials], dtype=bool
+            [trial_path.predicts_one_class(t) is not None for t in trials], dtype=bool
         )
         results["trial_number"] = np.array([t.number for t in trials], dtype=int)
         return results
@@ -1277,7 +1265,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         y_true = (np.asarray(y).ravel() == positive).astype(int)
         y_pred = (np.asarray(best.predict(X, **params)) == positive).astype(int)
         y_score = _positive_scores(best, X, positive, {}) if self.scoring == "roc_auc" else None
-        return metric_score(self.scoring, y_true, y_pred, y_score)
+        return trial_path.metric_score(self.scoring, y_true, y_pred, y_score)
 
     @property
     def classes_(self) -> np.ndarray:
@@ -1373,16 +1361,16 @@ class _SearchObjective:
         log: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
                                        SPLIT_SCORES_KEY: []}
         try:
-            y_pred, y_score = out_of_fold_predictions(
+            y_pred, y_score = trial_path.out_of_fold_predictions(
                 self.folds, len(self.y01),
                 lambda fit_rows, valid_rows: self._fit_predict(estimator, fit_rows, valid_rows,
                                                                log),
                 with_scores=self.search.scoring == "roc_auc",
             )
             rows = self.covered
-            record_validation(trial, self.y01[rows], y_pred[rows],
+            trial_path.record_validation(trial, self.y01[rows], y_pred[rows],
                               _safe_indexing(self.sensitive, rows), self.limits)
-            value = metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
+            value = trial_path.metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
                                  None if y_score is None else y_score[rows])
         except Exception as error:
             for key, values in log.items():
@@ -1395,7 +1383,7 @@ class _SearchObjective:
             trial.set_user_attr(key, values)
         if self.mitigation:
             trial.set_user_attr(
-                MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
+                trial_path.MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
             )
         return value
 
@@ -1439,7 +1427,7 @@ class _SearchObjective:
                           else "decision_function")
                 y_score = _positive_scores(model, X_valid, self.positive, params(method))
         log[SPLIT_SCORES_KEY].append(
-            metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
+            trial_path.metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
         )
         log[SCORE_TIMES_KEY].append(time.perf_counter() - start)
         return y_pred, y_score
@@ -1452,7 +1440,7 @@ class _SearchObjective:
             classes = list(model.classes_)
             return (proba[:, classes.index(self.positive)] if self.positive in classes
                     else np.zeros(len(proba)))
-        if "random_state" not in predict and takes_random_state(model.predict,
+        if "random_state" not in predict and trial_path.takes_random_state(model.predict,
                                                                 var_keyword=False):
             # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at random from
             # numpy's global generator unless given one: fix it, so that a trial is
