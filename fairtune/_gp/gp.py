@@ -40,7 +40,11 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from fairtune._gp.kernels import matern52, matern52_from_squared_distance
+from fairtune._gp.kernels import (
+    matern52,
+    matern52_from_squared_distance,
+    squared_distance_per_dimension,
+)
 from fairtune._threads import with_thread_limit
 
 MIN_NOISE_VAR = 1e-6
@@ -416,6 +420,26 @@ def _negative_log_posterior(
     return (nll - prior) * scale, ((grad - prior_grad) * scale).numpy()
 
 
+def _starts(dim: int, warm_start: KernelParams | None) -> list[np.ndarray]:
+    """The raw parameters to fit from: the warm start (if it has this dimension), then the
+    defaults."""
+    starts = []
+    if warm_start is not None and warm_start.inverse_squared_lengthscales.shape == (dim,):
+        starts.append(warm_start.to_raw())
+    starts.append(KernelParams.default(dim).to_raw())
+    return starts
+
+
+def _bounds(dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of the raw parameters: log lengthscale terms and log outputscale in [-12, 12],
+    log noise variance in [log MIN_NOISE_VAR, log 10]."""
+    lower = np.full(dim + 2, -12.0)
+    upper = np.full(dim + 2, 12.0)
+    lower[-1] = math.log(MIN_NOISE_VAR)
+    upper[-1] = math.log(10.0)
+    return lower, upper
+
+
 @with_thread_limit(lambda X, *args, **kwargs: len(X))
 def fit_gp(
     X: torch.Tensor,  # (n, d)
@@ -456,19 +480,9 @@ def fit_gp(
     dim = X.shape[-1]
     is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
     fixed_noise = MIN_NOISE_VAR if deterministic else None
-    starts = []
-    if warm_start is not None and warm_start.inverse_squared_lengthscales.shape == (dim,):
-        starts.append(warm_start.to_raw())
-    starts.append(KernelParams.default(dim).to_raw())
-    lower = np.full(dim + 2, -12.0)
-    upper = np.full(dim + 2, 12.0)
-    lower[-1] = math.log(MIN_NOISE_VAR)
-    upper[-1] = math.log(10.0)
+    starts, (lower, upper) = _starts(dim, warm_start), _bounds(dim)
 
-    diff = X.unsqueeze(-2) - X.unsqueeze(-3)  # (n, n, d)
-    if bool(is_cat.any()):
-        diff = torch.where(is_cat, (diff.abs() > 1e-9).to(diff.dtype), diff)
-    sqd = diff * diff
+    sqd = squared_distance_per_dimension(X, X, is_cat)  # (n, n, d)
 
     def loss_and_grad(raw_np: np.ndarray) -> tuple[float, np.ndarray]:
         return _negative_log_posterior(torch.from_numpy(raw_np), sqd, y, fixed_noise)

@@ -16,17 +16,27 @@ import torch
 _SQRT5 = math.sqrt(5.0)
 
 
+def squared_distance_per_dimension(
+    X1: torch.Tensor,  # (..., n1, d)
+    X2: torch.Tensor,  # (..., n2, d)
+    is_categorical: torch.Tensor,  # (d,) bool
+) -> torch.Tensor:  # (..., n1, n2, d)
+    """dist_j^2 per dimension (the kernel fits precompute it once per fit)."""
+    diff = X1.unsqueeze(-2) - X2.unsqueeze(-3)  # (..., n1, n2, d)
+    if bool(is_categorical.any()):
+        # Hamming distance: categories are equal or not; their encoded order means nothing.
+        diff = torch.where(is_categorical, (diff.abs() > 1e-9).to(diff.dtype), diff)
+    return diff * diff
+
+
 def squared_distance(
     X1: torch.Tensor,  # (..., n1, d)
     X2: torch.Tensor,  # (..., n2, d)
     inverse_squared_lengthscales: torch.Tensor,  # (d,)
     is_categorical: torch.Tensor,  # (d,) bool
 ) -> torch.Tensor:  # (..., n1, n2)
-    diff = X1.unsqueeze(-2) - X2.unsqueeze(-3)  # (..., n1, n2, d)
-    if bool(is_categorical.any()):
-        # Hamming distance: categories are equal or not; their encoded order means nothing.
-        diff = torch.where(is_categorical, (diff.abs() > 1e-9).to(diff.dtype), diff)
-    return (diff * diff * inverse_squared_lengthscales).sum(-1)
+    return (squared_distance_per_dimension(X1, X2, is_categorical)
+            * inverse_squared_lengthscales).sum(-1)
 
 
 def matern52_from_squared_distance(r2: torch.Tensor) -> torch.Tensor:

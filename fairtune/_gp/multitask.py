@@ -98,8 +98,17 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from fairtune._gp.gp import _ISL_PRIOR_WEIGHT, MIN_NOISE_VAR, KernelParams, _robust_cholesky
-from fairtune._gp.kernels import matern52_from_squared_distance, squared_distance
+from fairtune._gp.gp import (
+    _ISL_PRIOR_WEIGHT,
+    MIN_NOISE_VAR,
+    KernelParams,
+    _robust_cholesky,
+)
+from fairtune._gp.kernels import (
+    matern52_from_squared_distance,
+    squared_distance,
+    squared_distance_per_dimension,
+)
 
 Scalarization = Literal["linear", "chebyshev"]
 SCALARIZATIONS: tuple[str, ...] = ("linear", "chebyshev")
@@ -550,10 +559,7 @@ class _ICMFit:
         self.n = Y.shape[1]
         self.Y, self.mode, self.B_fixed, self.fixed_noise = Y, mode, B_fixed, fixed_noise
         self.n_b = {"learned": _n_tril(self.n) + self.n, "independent": self.n, "fixed": 0}[mode]
-        sqd = (X.unsqueeze(-2) - X.unsqueeze(-3))
-        if bool(is_cat.any()):
-            sqd = torch.where(is_cat, (sqd.abs() > 1e-9).to(sqd.dtype), sqd)
-        self.sqd = sqd * sqd  # (t, t, d)
+        self.sqd = squared_distance_per_dimension(X, X, is_cat)  # (t, t, d)
 
     def unpack(self, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         d, n, n_b = self.d, self.n, self.n_b
