@@ -21,21 +21,18 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from fairtune._interrupts import one_line as _one_line
 from fairtune._interrupts import optimize_guarded
 from fairtune._storage import (
     JOURNAL_PREFIX,
-    can_create_in,
     check_storage_url,
     database_errors,
     reported_error,
     create_or_load_named_study,
     open_storage,
 )
-from fairtune.report import format_table
 
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
@@ -77,31 +74,9 @@ def _add_datasets_parser(subparsers: Any) -> None:
 
 
 def _cmd_datasets(args: argparse.Namespace, *, out: TextIO) -> int:
-    from fairtune.datasets import describe_datasets
+    from fairtune.datasets import describe_datasets_text
 
-    table = describe_datasets()
-    rows = [
-        [
-            str(r.name),
-            f"{r.loader}()",
-            f"{r.rows:,}",
-            str(r.features),
-            f"{r.positive_rate:.3f}",
-            str(r.favourable),
-            str(r.sensitive),
-            "; ".join(f"{group}: {size:,}" for group, size in r.groups.items()),
-        ]
-        for r in table.itertuples(index=False)
-    ]
-    header = [
-        "name", "loader", "rows", "features", "pos. rate", "target = 1", "sensitive", "groups"
-    ]
-    right_aligned = {2, 3, 4}
-    out.write(format_table(header, rows, right_aligned=right_aligned))
-    out.write(
-        "\nTarget 1 is the favourable outcome. German credit and COMPAS have known fairness\n"
-        "issues and warn when loaded: read load_german().DESCR and load_compas().DESCR.\n"
-    )
+    out.write(describe_datasets_text())
     return EXIT_OK
 
 
@@ -549,28 +524,13 @@ def _open_tune_study(
 
 def _check_output(flag: str, path: str | None) -> None:
     """Fail before a study runs (or loads) if a plot (or the ``--html`` page) could not be
-    written to ``path`` after."""
-    if path is None:
-        return
-    from matplotlib.backend_bases import FigureCanvasBase
+    written to ``path`` after (:func:`fairtune.report.check_output_path`)."""
+    from fairtune.report import check_output_path
 
-    formats = ["html"] if flag == "--html" else sorted(FigureCanvasBase.get_supported_filetypes())
-    target = Path(path).expanduser()
-    suffix = target.suffix.lower().lstrip(".")
-    if suffix not in formats:
-        raise _UsageError(
-            f"{flag} must be a file name ending in one of {['.' + f for f in formats]}, but got "
-            f"{path!r}."
-        )
-    folder = target.resolve().parent
-    if not folder.is_dir():
-        raise _UsageError(f"{flag} must be a file in an existing folder, but got {path!r} "
-                          f"(no folder {str(folder)!r}).")
-    if target.is_dir():
-        raise _UsageError(f"{flag} must be a file, but got the folder {path!r}.")
-    writable = os.access(target, os.W_OK) if target.exists() else can_create_in(folder)
-    if not writable:
-        raise _UsageError(f"{flag} {path!r} cannot be written (read-only file or folder).")
+    try:
+        check_output_path(path, flag=flag, html=flag == "--html")
+    except ValueError as e:
+        raise _UsageError(str(e)) from None
 
 
 def _check_storage(url: str | None, *, create: bool) -> None:

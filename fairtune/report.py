@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "deployment_lines", "format_table",
     "least_unfair_trial", "objective_names", "pareto_test_text", "pareto_text", "report",
-    "running_line", "save_plot", "scores_on_test_split", "with_interval",
+    "check_output_path", "running_line", "save_plot", "scores_on_test_split", "with_interval",
 ]
 
 TEST_SCORES_KEY = "fairtune:test_scores"
@@ -600,3 +600,41 @@ def pareto_test_text(study: optuna.Study, objective: FairObjective) -> str:
     return (f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted on "
             f"the tuning rows (fairness metrics with their {TEST_CONFIDENCE:.0%} interval):\n"
             + format_table(header, rows, right_aligned=set(range(1, len(header)))))
+
+
+def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = False) -> None:
+    """Fail before any work if an image (or, with ``html``, the HTML page) could not be written
+    to ``path``: an extension matplotlib (or HTML) knows, an existing folder, not a folder
+    itself, and writable. None passes.
+
+    Raises:
+        ValueError: Naming ``flag`` and what is wrong with the path.
+    """
+    import os
+    from pathlib import Path
+
+    from fairtune._storage import can_create_in
+
+    if path is None:
+        return
+    if html:
+        formats = ["html"]
+    else:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    target = Path(path).expanduser()
+    if target.suffix.lower().lstrip(".") not in formats:
+        raise ValueError(
+            f"{flag} must be a file name ending in one of {['.' + f for f in formats]}, but got "
+            f"{path!r}."
+        )
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"{flag} must be a file in an existing folder, but got {path!r} "
+                         f"(no folder {str(folder)!r}).")
+    if target.is_dir():
+        raise ValueError(f"{flag} must be a file, but got the folder {path!r}.")
+    writable = os.access(target, os.W_OK) if target.exists() else can_create_in(folder)
+    if not writable:
+        raise ValueError(f"{flag} {path!r} cannot be written (read-only file or folder).")

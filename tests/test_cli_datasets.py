@@ -66,7 +66,7 @@ def test_command_failure_is_one_line_and_nonzero(
     def broken() -> None:
         raise ValueError("bundled file is\ncorrupted")
 
-    monkeypatch.setattr(fairtune.datasets, "describe_datasets", broken)
+    monkeypatch.setattr(fairtune.datasets._summary, "describe_datasets", broken)
     assert main(["datasets"]) == 1
     captured = capsys.readouterr()
     assert captured.err == "fairtune: error: bundled file is corrupted\n"

@@ -33,7 +33,7 @@ from fairtune.datasets._femnist import (
     fetch_femnist,
 )
 from fairtune.datasets._german import load_german
-from fairtune.datasets._summary import describe_datasets
+from fairtune.datasets._summary import describe_datasets, describe_datasets_text
 
 __all__ = [
     "FEMNIST_LABEL_NAMES",
@@ -43,6 +43,7 @@ __all__ = [
     "FederatedDataset",
     "TenantData",
     "describe_datasets",
+    "describe_datasets_text",
     "federated_digits",
     "fetch_femnist",
     "get_data_home",

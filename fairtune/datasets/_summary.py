@@ -70,3 +70,24 @@ def describe_datasets() -> pd.DataFrame:
         )
     table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     return table.astype({"rows": "int64", "features": "int64"})
+
+
+def describe_datasets_text() -> str:
+    """:func:`describe_datasets` as the table ``fairtune datasets`` prints, with its note."""
+    from fairtune.report import format_table
+
+    rows = [
+        [
+            str(r.name), f"{r.loader}()", f"{r.rows:,}", str(r.features),
+            f"{r.positive_rate:.3f}", str(r.favourable), str(r.sensitive),
+            "; ".join(f"{group}: {size:,}" for group, size in r.groups.items()),
+        ]
+        for r in describe_datasets().itertuples(index=False)
+    ]
+    header = [
+        "name", "loader", "rows", "features", "pos. rate", "target = 1", "sensitive", "groups"
+    ]
+    return format_table(header, rows, right_aligned={2, 3, 4}) + (
+        "\nTarget 1 is the favourable outcome. German credit and COMPAS have known fairness\n"
+        "issues and warn when loaded: read load_german().DESCR and load_compas().DESCR.\n"
+    )
