@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["aligned", "data_fingerprint", "favourable_labels"]
+__all__ = ["aligned", "data_fingerprint", "favourable_labels", "shown"]
 
 
-def _shown(values: Iterable[Any], limit: int = 10) -> str:
+def shown(values: Iterable[Any], limit: int = 10) -> str:
+    """Up to ``limit`` values as a sorted list for a message (``...`` when there are more)."""
     values = list(values)
     text = ", ".join(repr(v.item() if isinstance(v, np.generic) else v)
                      for v in sorted(values[:limit], key=repr))
@@ -58,13 +59,13 @@ def favourable_labels(
     if len(found) > 2:
         raise ValueError(
             f"{argument} must hold two distinct labels (a binary decision), but got {len(found)}: "
-            f"{_shown(found)}."
+            f"{shown(found)}."
         )
     if pos_label is not None:
         matches = [v for v in found if v == pos_label]
         if not matches:
             raise ValueError(
-                f"`pos_label` must be one of the labels of {argument} {_shown(found)}, but got "
+                f"`pos_label` must be one of the labels of {argument} {shown(found)}, but got "
                 f"pos_label={pos_label!r}."
             )
         return (values == pos_label).to_numpy().astype(int), np.asarray(sorted(found))
@@ -78,7 +79,7 @@ def favourable_labels(
     if not binary:
         raise ValueError(
             f"{argument} must be 0/1 (1 = the favourable outcome) or booleans, or "
-            f"`pos_label` must name the favourable one, but got the labels {_shown(found)} and "
+            f"`pos_label` must name the favourable one, but got the labels {shown(found)} and "
             "pos_label=None."
         )
     return values.to_numpy().astype(float).astype(int), np.array([0, 1])
@@ -113,7 +114,7 @@ def aligned(X: pd.DataFrame, other: Any, argument: str) -> Any:
         if len(missing):
             raise ValueError(
                 f"`{argument}` is matched to the rows of X by index label, but its index lacks "
-                f"{len(missing)} of X's labels, e.g. {_shown(missing[:5])}; pass arrays "
+                f"{len(missing)} of X's labels, e.g. {shown(missing[:5])}; pass arrays "
                 "(`.to_numpy()`) to match by position."
             )
         return other.reindex(X.index)

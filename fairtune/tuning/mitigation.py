@@ -46,6 +46,7 @@ from sklearn.base import (
 )
 
 from fairtune._names import arg, got
+from fairtune.tuning._data import shown
 
 if TYPE_CHECKING:
     import optuna
@@ -311,12 +312,6 @@ def unseen_values(values: Any, known: Any) -> list[Any]:
     return list(pd.unique(values[~values.isin(known_index)]))
 
 
-def _describe(values: Any, limit: int = 10) -> str:
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
-    shown = sorted(values[:limit], key=repr)
-    return "[" + ", ".join(map(repr, shown)) + (", ..." if len(values) > limit else "") + "]"
-
-
 def check_known_groups(
     values: Any, known: Any, *, argument: str, where: str, what: str = "groups",
     why: str = "",
@@ -325,8 +320,8 @@ def check_known_groups(
     unseen = unseen_values(values, known)
     if unseen:
         raise ValueError(_MSG_UNSEEN_GROUPS.format(
-            argument=argument, where=where, what=what, unseen=_describe(unseen),
-            known=_describe(list(known)), why=why,
+            argument=argument, where=where, what=what, unseen=shown(unseen),
+            known=shown(list(known)), why=why,
         ).rstrip())
 
 
