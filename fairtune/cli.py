@@ -25,6 +25,7 @@ from typing import Any, NoReturn, TextIO
 
 from fairtune._interrupts import one_line as _one_line
 from fairtune._interrupts import optimize_guarded
+from fairtune._names import argument_names
 from fairtune._storage import (
     JOURNAL_PREFIX,
     check_storage_url,
@@ -95,16 +96,7 @@ _FLAGS = {
     "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
     "mitigation": "--mitigation", "objectives": "--objectives", "margin": "--margin",
     "drop_columns": "--drop-columns", "use_sensitive_feature=False": "--hide-sensitive",
-}
-# The stored setup of a study (FairObjective.setup keys) -> the flags that choose it.
-_SETUP_FLAGS = {
-    "fairtune:dataset": "--dataset (and --hide-sensitive, --drop-columns)",
-    "fairtune:model": "--model",
-    "fairtune:metric": "--metric",
-    "fairtune:limits": "--limit",
-    "fairtune:validation": "--cv, --test-size and --seed",
-    "fairtune:mitigation": "--mitigation",
-    "fairtune:data_fingerprint": "--dataset data (its rows, labels, groups and splits)",
+    "use_sensitive_feature": "--hide-sensitive", "study": "study", "study_name": "--study-name",
 }
 _METRIC_HELP = (
     "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy; not with --objectives, "
@@ -343,7 +335,6 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
 def _tune_objective(args: argparse.Namespace) -> Any:
     """The FairObjective of ``tune``'s flags (its warnings printed as one line each); the
     library's messages name the flags (:data:`_FLAGS`)."""
-    from fairtune._names import argument_names
     from fairtune.fairness import parse_limits
     from fairtune.tuning import FairObjective
 
@@ -382,27 +373,14 @@ def _prepare_tune_study(study: Any, objective: Any, args: argparse.Namespace, na
                 f"--study-name {name!r} in the storage is not a single-objective maximization "
                 "study; use another --study-name."
             )
+    try:
         # The setup is stored with the study: a resumed study must not mix values measured
         # on another dataset, model, metric, limits or validation.
-        for key, stored, wanted in objective.setup_differences(study):
-            flag = _SETUP_FLAGS[key]
-
-            def show(value: Any) -> str:
-                return ", ".join(value) or "none" if isinstance(value, list) else str(value)
-
-            validated = (" (the limits the trials are validated against: --limit less "
-                         "--margin)" if key == "fairtune:limits" else "")
-            raise _UsageError(
-                f"study {name!r} in the storage was tuned with {flag} {show(stored)!r}, but this "
-                f"run asks for {show(wanted)!r}{validated}; use the same {flag} as before or "
-                "another --study-name."
-            )
-    try:
-        objective.prepare(study, sampler=args.sampler, seed=args.seed)
+        with argument_names(_FLAGS):
+            objective.prepare(study, sampler=args.sampler, seed=args.seed)
     except ValueError as e:
-        if not objective.objectives:
-            raise
-        raise _UsageError(f"--study-name {name!r}: {e}") from None
+        raise _UsageError(f"--study-name {name!r}: {e}" if objective.objectives else str(e)
+                          ) from None
 
 
 def _check_run(guard: Any, run: list[Any]) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "MITIGATION_USED_KEY", "MODEL_KEY", "OBJECTIVES_KEY", "POSITIVE_RATES_KEY",
     "POSITIVE_RATE_KEY", "SENSITIVE_AT_PREDICTION_KEY", "VALIDATION_ERROR_KEY", "VALIDATION_KEY",
     "check_groups", "expected_scoring", "fairness_value", "metric_score", "other_data_message",
+    "other_setup_message",
     "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
     "tightened", "warn_if_cannot_bind",
 ]
@@ -217,11 +218,54 @@ def record_validation(
 def other_data_message(study: optuna.Study, fingerprint: str) -> str:
     """Why a study whose trials were scored on other data cannot be used here, and what to do."""
     return (
-        f"`study` {study.study_name!r} holds trials scored on other data (data fingerprint "
-        f"{study.user_attrs.get(DATA_KEY)!r} there, {fingerprint!r} here: other rows, labels, "
-        "groups or validation splits), so its best trial would be chosen on scores that do not "
-        "measure these rows; create a new study for this data (e.g. optuna.create_study("
-        "storage=..., study_name='<a name of its own>'))."
+        f"{arg('study')} {study.study_name!r} holds trials scored on other data (data "
+        f"fingerprint {study.user_attrs.get(DATA_KEY)!r} there, {fingerprint!r} here: other "
+        "rows, labels, groups or validation splits), so its best trial would be chosen on "
+        "scores that do not measure these rows; create a new study for this data (another "
+        f"{arg('study_name')})."
+    )
+
+
+# The arguments that choose each entry of a study's setup (LIMITS_KEY: "fairtune:limits").
+_SETUP_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    DATASET_KEY: ("dataset", "use_sensitive_feature", "drop_columns"),
+    MODEL_KEY: ("model",),
+    METRIC_KEY: ("metric",),
+    "fairtune:limits": ("limits",),
+    VALIDATION_KEY: ("cv", "test_size", "random_state"),
+    MITIGATION_SETUP_KEY: ("mitigation",),
+    OBJECTIVES_KEY: ("objectives",),
+}
+
+
+def other_setup_message(study: optuna.Study, differences: list[tuple[str, Any, Any]]) -> str:
+    """Why ``study`` cannot take trials scored with another setup: ``differences`` are
+    ``(key, stored value, this run's value)``; the message names the arguments that choose each
+    entry (the other data only when nothing else differs: other settings explain it)."""
+    named_differences = [d for d in differences if d[0] != DATA_KEY]
+    if not named_differences:
+        return other_data_message(study, differences[0][2])
+
+    def named(key: str) -> str:
+        names = [arg(name) for name in _SETUP_ARGUMENTS.get(key, (key,))]
+        if key == DATASET_KEY:  # the data and what the model is shown of it
+            return f"{names[0]} (and {', '.join(names[1:])})"
+        return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+    def show(value: Any) -> str:
+        return repr(", ".join(value) or "none" if isinstance(value, list) else str(value))
+
+    what = "; ".join(
+        f"{named(key)} {show(stored)}, but this run asks for {show(wanted)}"
+        + (f" (the limits the trials are validated against: {arg('limits')} less "
+           f"{arg('margin')})" if key == "fairtune:limits" else "")
+        for key, stored, wanted in named_differences
+    )
+    return (
+        f"{arg('study')} {study.study_name!r} was tuned with {what}: its values are not "
+        f"comparable with this run's; use the same "
+        f"{' and '.join(named(key) for key, _, _ in named_differences)} as before or another "
+        f"{arg('study_name')}."
     )
 
 

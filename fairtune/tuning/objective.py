@@ -12,7 +12,6 @@ import pandas as pd
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import (
     LIMITS_KEY,
-    USER_ATTR_PREFIX,
     LimitsLike,
     best_fair_trial,
 )
@@ -38,6 +37,7 @@ from fairtune.tuning._trial import (
     fairness_value,
     metric_score,
     other_data_message,
+    other_setup_message,
     out_of_fold_predictions,
     predicts_one_class,
     record_validation,
@@ -786,17 +786,8 @@ class FairObjective:
                 "create the study with direction='maximize'."
             )
         differences = self.setup_differences(study)
-        if any(key == DATA_KEY for key, _, _ in differences):
-            raise ValueError(other_data_message(study, self.data_fingerprint))
         if differences:
-            what = "; ".join(
-                f"{key[len(USER_ATTR_PREFIX):]} {old!r} there, {new!r} here"
-                for key, old, new in differences
-            )
-            raise ValueError(
-                f"`study` {study.study_name!r} was tuned with another setup ({what}): its "
-                "values are not comparable with this objective's; use another study."
-            )
+            raise ValueError(other_setup_message(study, differences))
         for key, value in self.setup.items():
             if key not in study.user_attrs:
                 study.set_user_attr(key, value)

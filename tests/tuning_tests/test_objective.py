@@ -483,9 +483,11 @@ def test_a_study_remembers_its_setup_and_refuses_another() -> None:
     study.optimize(again, n_trials=1)  # the same limits in another order
     other = FairObjective((X, y, s), "linear", limits="dsp<=0.2", metric="f1")
     with pytest.raises(ValueError, match=re.escape(
-            "was tuned with another setup (metric 'accuracy' there, 'f1' here; limits "
-            "['demographic_parity<=0.1', 'equal_opportunity<=0.3'] there, "
-            "['demographic_parity<=0.2'] here)")):
+            "was tuned with `metric` 'accuracy', but this run asks for 'f1'; `limits` "
+            "'demographic_parity<=0.1, equal_opportunity<=0.3', but this run asks for "
+            "'demographic_parity<=0.2' (the limits the trials are validated against: `limits` "
+            "less `margin`): its values are not comparable with this run's; use the same "
+            "`metric` and `limits` as before or another `study_name`.")):
         study.optimize(other, n_trials=1)
     assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "FAIL"]
 
