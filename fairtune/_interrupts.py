@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["InterruptGuard", "caused_by_interrupt", "fail_running", "one_line",
+__all__ = ["InterruptGuard", "caused_by_interrupt", "check_run", "fail_running", "one_line",
            "optimize_guarded", "quiet_interrupt_echoes"]
 
 
@@ -151,3 +151,18 @@ def fail_running(study: Any, numbers: set[int]) -> None:
                 study.tell(trial.number, state=TrialState.FAIL)
             except (RuntimeError, ValueError):  # finished meanwhile (another thread)
                 pass
+
+
+def check_run(guard: InterruptGuard, run: list[Any]) -> str | None:
+    """Raise when every trial of this process's run failed; else a warning when some did."""
+    from optuna.trial import TrialState
+
+    completed = sum(t.state == TrialState.COMPLETE for t in run)
+    if run and completed == 0:
+        raise RuntimeError(
+            f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
+            f"{guard.first_error or 'no value returned'}"
+        )
+    failed = sum(t.state == TrialState.FAIL for t in run)
+    return (f"{failed} of {len(run)} trials of this run failed; the first: {guard.first_error}"
+            if failed else None)

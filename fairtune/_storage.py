@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairtune._names import arg
+
 if TYPE_CHECKING:
     import optuna
     from optuna.storages import BaseStorage
@@ -309,6 +311,30 @@ def create_or_load_named_study(
         )
 
     return create_or_load_study(create)
+
+
+def load_named_study(url: str, name: str | None = None) -> Any:
+    """The study ``name`` of the storage ``url`` (opened by :func:`open_storage`), or its only
+    study when ``name`` is None.
+
+    Raises:
+        ValueError: If ``name`` is None and the storage holds no study or several.
+        RuntimeError: If the storage holds no study named ``name``.
+    """
+    import optuna
+
+    storage = open_storage(url)
+    if name is None:
+        names = optuna.get_all_study_names(storage)
+        if len(names) != 1:
+            raise ValueError(
+                f"{arg('study_name')} is needed: the storage holds {len(names)} studies {names}."
+            )
+        name = names[0]
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        raise RuntimeError(f"no study named {name!r} in {url}.") from None
 
 
 def can_create_in(folder: Path) -> bool:

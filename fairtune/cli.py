@@ -23,17 +23,18 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
+from fairtune._interrupts import check_run, optimize_guarded
 from fairtune._interrupts import one_line as _one_line
-from fairtune._interrupts import optimize_guarded
 from fairtune._names import argument_names
 from fairtune._storage import (
     JOURNAL_PREFIX,
     check_storage_url,
-    database_errors,
-    reported_error,
     create_or_load_named_study,
-    open_storage,
+    database_errors,
+    load_named_study,
+    reported_error,
 )
+from fairtune.report import check_output_path
 
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
@@ -219,6 +220,12 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
+    _add_run_arguments(parser)
+    parser.set_defaults(func=_cmd_tune)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a study is stored, how its workers run and what the run writes."""
     parser.add_argument(
         "--storage",
         help="Optuna storage: an RDB URL (sqlite:///fairtune.db, "
@@ -242,7 +249,6 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--html", metavar="FILE",
                         help="write the report as one self-contained HTML page (plots inline)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.set_defaults(func=_cmd_tune)
 
 
 def _mitigation_names() -> tuple[str, ...]:
@@ -296,10 +302,11 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
     from fairtune.fairness import best_fair_trial
+    from fairtune.report import pareto_test_text, print_report, scores_on_test_split
 
-    _check_output("--plot", args.plot)
-    _check_output("--html", args.html)
-    _check_storage(args.storage, create=True)
+    _usage(check_output_path, args.plot, flag="--plot")
+    _usage(check_output_path, args.html, flag="--html", html=True)
+    _usage(check_storage_url, args.storage, create=True, flag="--storage")
     multi = bool(args.objectives)
     args.sampler = args.sampler or ("mtkb" if multi else "fairbo")
     objective = _tune_objective(args)
@@ -310,24 +317,28 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         _prepare_tune_study(study, objective, args, name)
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
                                       show_progress_bar=not args.no_progress)
-        if multi:
-            _report_pareto(study, out=out, plot=args.plot)
-        else:
-            if objective.margin:
-                out.write(
-                    f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
-                    f"(the limits less a margin of {objective.margin:g}); the test split is "
-                    f"judged against {objective.limits_text}.\n"
-                )
-            _report(study, out=out, plot=args.plot)
+        if objective.margin and not multi:
+            out.write(
+                f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
+                f"(the limits less a margin of {objective.margin:g}); the test split is "
+                f"judged against {objective.limits_text}.\n"
+            )
+        print_report(study, out, plot=args.plot)
         if guard.interrupted:
-            return _interrupted(args, run)
-        _check_run(guard, run)
-        if args.test_size and multi:
-            _report_pareto_test_scores(study, objective, out=out)
+            where = (f"run the same command again (the study is stored in {args.storage})"
+                     if args.storage else
+                     "this study was in memory; use --storage to be able to resume")
+            print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
+        failed = check_run(guard, run)
+        if failed:
+            print(f"{PROG}: warning: {failed}", file=sys.stderr)
         best = None if multi else best_fair_trial(study)
-        if args.test_size and best is not None:
-            _report_test_scores(study, objective, best, out=out)
+        if args.test_size and (multi or best is not None):
+            # Stored, so that `report` shows them (for the trial they belong to).
+            out.write(pareto_test_text(study, objective) if multi else "".join(
+                line + "\n" for line in scores_on_test_split(study, objective, best, store=True)))
         _write_html(study, args.html, out=out)
     return EXIT_OK
 
@@ -383,32 +394,6 @@ def _prepare_tune_study(study: Any, objective: Any, args: argparse.Namespace, na
                           ) from None
 
 
-def _check_run(guard: Any, run: list[Any]) -> None:
-    """Raise when every trial of this run failed; warn when some did."""
-    from optuna.trial import TrialState
-
-    completed = sum(t.state == TrialState.COMPLETE for t in run)
-    if run and completed == 0:
-        raise RuntimeError(
-            f"every trial of this run failed ({len(run)} of {len(run)}); the first: "
-            f"{guard.first_error or 'no value returned'}"
-        )
-    failed = sum(t.state == TrialState.FAIL for t in run)
-    if failed:
-        print(f"{PROG}: warning: {failed} of {len(run)} trials of this run failed; the "
-              f"first: {guard.first_error}", file=sys.stderr)
-
-
-def _interrupted(args: argparse.Namespace, run: list[Any]) -> int:
-    where = (
-        f"run the same command again (the study is stored in {args.storage})"
-        if args.storage else "this study was in memory; use --storage to be able to resume"
-    )
-    print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
-          file=sys.stderr)
-    return EXIT_INTERRUPTED
-
-
 def _check_multi_objective_flags(args: argparse.Namespace) -> None:
     """The flags ``tune --objectives`` refuses: a single-objective sampler, --html, --metric."""
     if args.sampler not in _MULTI_OBJECTIVE_SAMPLERS:
@@ -426,43 +411,6 @@ def _check_multi_objective_flags(args: argparse.Namespace) -> None:
             f"the objectives instead (e.g. --objectives {args.metric},demographic_parity), but "
             f"got --metric {args.metric}."
         )
-
-
-def _report_pareto_test_scores(study: Any, objective: Any, *, out: TextIO) -> None:
-    from fairtune.report import pareto_test_text
-
-    out.write(pareto_test_text(study, objective))
-
-
-def _report_pareto(study: Any, *, out: TextIO, plot: str | None) -> None:
-    """The Pareto-optimal (feasible) trials of a multi-objective study, and Optuna's front plot."""
-    from optuna.trial import TrialState
-
-    from fairtune.report import pareto_text
-
-    out.write(pareto_text(study))
-    if plot and study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        import matplotlib.pyplot as plt
-        import optuna
-        from optuna.visualization.matplotlib import plot_pareto_front
-
-        from fairtune.report import objective_names
-
-        with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            ax = plot_pareto_front(study, target_names=objective_names(study))
-        ax.figure.tight_layout()
-        ax.figure.savefig(plot, dpi=120)
-        plt.close(ax.figure)
-        out.write(f"Pareto front plot written to {plot}\n")
-
-
-def _report_test_scores(study: Any, objective: Any, best: Any, *, out: TextIO) -> None:
-    from fairtune.report import scores_on_test_split
-
-    # Stored, so that `report` shows them (for the trial they belong to).
-    lines = scores_on_test_split(study, objective, best, store=True)
-    out.write("".join(line + "\n" for line in lines))
 
 
 def _add_report_parser(subparsers: Any) -> None:
@@ -500,22 +448,10 @@ def _open_tune_study(
                                       max_retry=args.retry_failed, directions=directions)
 
 
-def _check_output(flag: str, path: str | None) -> None:
-    """Fail before a study runs (or loads) if a plot (or the ``--html`` page) could not be
-    written to ``path`` after (:func:`fairtune.report.check_output_path`)."""
-    from fairtune.report import check_output_path
-
+def _usage(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call the library on the flags' values: its ValueError is bad usage."""
     try:
-        check_output_path(path, flag=flag, html=flag == "--html")
-    except ValueError as e:
-        raise _UsageError(str(e)) from None
-
-
-def _check_storage(url: str | None, *, create: bool) -> None:
-    """:func:`fairtune._storage.check_storage_url` for ``--storage``: a malformed URL or an
-    unknown scheme is bad usage."""
-    try:
-        check_storage_url(url, create=create, flag="--storage")
+        return call(*args, **kwargs)
     except ValueError as e:
         raise _UsageError(str(e)) from None
 
@@ -524,6 +460,7 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
     from fairtune.fairness import fairness_values, get_metric
+    from fairtune.report import print_report
 
     if args.metric is not None:
         if args.plot is None:
@@ -532,25 +469,14 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
             args.metric = get_metric(args.metric).name
         except ValueError as e:
             raise _UsageError(f"--metric {str(e).replace('`metric` ', '', 1)}") from None
-    _check_output("--plot", args.plot)
-    _check_output("--html", args.html)
-    _check_output("--curve", args.curve)
-    _check_storage(args.storage, create=False)
+    for flag in ("--plot", "--html", "--curve"):
+        _usage(check_output_path, getattr(args, flag[2:]), flag=flag, html=flag == "--html")
+    _usage(check_storage_url, args.storage, create=False, flag="--storage")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     with database_errors("--storage", args.storage):
-        name = args.study_name
-        storage = open_storage(args.storage)
-        if name is None:
-            names = optuna.get_all_study_names(storage)
-            if len(names) != 1:
-                raise _UsageError(
-                    f"--study-name is needed: the storage holds {len(names)} studies {names}."
-                )
-            name = names[0]
-        try:
-            study = optuna.load_study(study_name=name, storage=storage)
-        except KeyError:
-            raise RuntimeError(f"no study named {name!r} in {args.storage}.") from None
+        with argument_names(_FLAGS):
+            study = _usage(load_named_study, args.storage, args.study_name)
+        name = study.study_name
         if len(study.directions) > 1:
             for flag, value in (("--curve", args.curve), ("--metric", args.metric),
                                 ("--html", args.html)):
@@ -560,14 +486,12 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
                         f"{len(study.directions)} objectives, whose trade-off --plot draws as "
                         "a Pareto front (the best-fair curve and its axis need one objective)."
                     )
-            _report_pareto(study, out=out, plot=args.plot)
-            return EXIT_OK
-        if args.metric is not None and not any(
+        elif args.metric is not None and not any(
             args.metric in fairness_values(t) for t in study.get_trials(deepcopy=False)
         ):
             raise RuntimeError(f"--metric {args.metric}: no trial of study {name!r} has a value "
                                "for it.")
-        _report(study, out=out, plot=args.plot, fairness_metric=args.metric, curve=args.curve)
+        print_report(study, out, plot=args.plot, curve=args.curve, fairness_metric=args.metric)
         _write_html(study, args.html, fairness_metric=args.metric, out=out)
     return EXIT_OK
 
@@ -579,27 +503,6 @@ def _write_html(study: Any, path: str | None, *, fairness_metric: str | None = N
 
         report(study).write_html(path, fairness_metric=fairness_metric)
         out.write(f"HTML report written to {path}\n")
-
-
-def _report(
-    study: Any,
-    *,
-    out: TextIO,
-    plot: str | None,
-    fairness_metric: str | None = None,
-    curve: str | None = None,
-) -> None:
-    from fairtune.report import report, save_plot
-
-    page = report(study)
-    out.write(page.text())
-    if page.best is None:
-        return
-    for path, draw in ((plot, "tradeoff"), (curve, "curve")):
-        if path:
-            save_plot(study, path, draw, fairness_metric=fairness_metric)
-            what = "Trade-off plot" if draw == "tradeoff" else "Best-fair curve"
-            out.write(f"{what} written to {path}\n")
 
 
 # --------------------------------------------------------------------------------------------

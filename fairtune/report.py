@@ -37,9 +37,22 @@ if TYPE_CHECKING:
     from fairtune.tuning import FairObjective
 
 __all__ = [
-    "TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "deployment_lines", "format_table",
-    "least_unfair_trial", "objective_names", "pareto_test_text", "pareto_text", "report",
-    "check_output_path", "running_line", "save_plot", "scores_on_test_split", "with_interval",
+    "TEST_CONFIDENCE",
+    "TEST_SCORES_KEY",
+    "StudyReport",
+    "check_output_path",
+    "deployment_lines",
+    "format_table",
+    "least_unfair_trial",
+    "objective_names",
+    "pareto_test_text",
+    "pareto_text",
+    "print_report",
+    "report",
+    "running_line",
+    "save_plot",
+    "scores_on_test_split",
+    "with_interval",
 ]
 
 TEST_SCORES_KEY = "fairtune:test_scores"
@@ -385,12 +398,20 @@ _CSS = (
 
 
 def _axes(study: Any, draw: str, fairness_metric: str | None) -> Any:
-    """The trade-off plot (``draw="tradeoff"``) or the best-fair curve (``"curve"``)."""
+    """The trade-off plot (``draw="tradeoff"``), the best-fair curve (``"curve"``) or, of a
+    multi-objective study, Optuna's Pareto-front plot (``"pareto"``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from fairtune.visualization import plot_best_feasible, plot_tradeoff
 
+    if draw == "pareto":
+        import optuna
+        from optuna.visualization.matplotlib import plot_pareto_front
+
+        with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return plot_pareto_front(study, target_names=objective_names(study))
     return (plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
             else plot_best_feasible(study))
 
@@ -400,7 +421,8 @@ def save_plot(
     fairness_metric: str | None = None,
 ) -> None:
     """Write the trade-off plot (``draw="tradeoff"``, x axis ``fairness_metric``, by default
-    the first limit) or the best-fair curve (``"curve"``) of ``study`` to an image file."""
+    the first limit), the best-fair curve (``"curve"``) or, of a multi-objective study, the
+    Pareto front (``"pareto"``) of ``study`` to an image file."""
     import matplotlib.pyplot as plt
 
     ax = _axes(study, draw, fairness_metric)
@@ -600,6 +622,32 @@ def pareto_test_text(study: optuna.Study, objective: FairObjective) -> str:
     return (f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted on "
             f"the tuning rows (fairness metrics with their {TEST_CONFIDENCE:.0%} interval):\n"
             + format_table(header, rows, right_aligned=set(range(1, len(header)))))
+
+
+def print_report(
+    study: optuna.Study, out: Any, *, plot: str | None = None, curve: str | None = None,
+    fairness_metric: str | None = None,
+) -> None:
+    """Write ``study``'s text report to the stream ``out`` (:meth:`StudyReport.text`, or
+    :func:`pareto_text` for a multi-objective study) and save the plots asked for: ``plot``
+    the trade-off (the Pareto front), ``curve`` the best-fair curve, each once there is a trial
+    to draw."""
+    from optuna.trial import TrialState
+
+    if len(study.directions) > 1:
+        out.write(pareto_text(study))
+        drawn = [(plot, "pareto")] if study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE,)) else []
+    else:
+        page = report(study)
+        out.write(page.text())
+        drawn = [] if page.best is None else [(plot, "tradeoff"), (curve, "curve")]
+    names = {"tradeoff": "Trade-off plot", "curve": "Best-fair curve",
+             "pareto": "Pareto front plot"}
+    for path, draw in drawn:
+        if path:
+            save_plot(study, path, draw, fairness_metric=fairness_metric)
+            out.write(f"{names[draw]} written to {path}\n")
 
 
 def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = False) -> None:

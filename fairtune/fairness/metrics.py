@@ -33,7 +33,7 @@ constraint never rests on a meaningless number:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -536,6 +536,24 @@ def _check_confidence_level(confidence_level: Any) -> None:
         )
 
 
+def _group_rates(
+    rates: Sequence[str], y_true: np.ndarray, y_pred: np.ndarray, groups: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's ``rates`` (shape (groups, rates)) and the number of rows each is a
+    proportion of (all the group's rows, or those of one true label)."""
+    codes, uniques = pd.factorize(groups)
+    shape = (len(uniques), len(rates))
+    sample, sizes = np.empty(shape), np.empty(shape, dtype=np.int64)
+    for column, rate in enumerate(rates):
+        label = _RATE_CONDITION[rate][0]
+        rows = slice(None) if label is None else y_true == label
+        sizes[:, column] = np.bincount(codes[rows], minlength=len(uniques))
+        sample[:, column] = np.bincount(
+            codes[rows], weights=y_pred[rows], minlength=len(uniques)
+        ) / sizes[:, column]
+    return sample, sizes
+
+
 def metric_interval(
     metric: str,
     y_true: Any,
@@ -559,11 +577,9 @@ def metric_interval(
     such a difference under resampling, gives ``[max(0, gap - c), gap + c]``. A ratio is
     treated the same way on the logarithms of the rates (``[ratio * e**-c, ratio * e**c]``,
     at most 1). So a gap of 0 is inside the interval whenever the sample cannot tell it from 0,
-    which the plain percentiles of the resampled gaps (all above 0) would never allow. With two
-    groups and one rate (a demographic-parity gap between two groups) the coverage is the
-    ``confidence_level`` for a gap of 0 or one well away from 0, and higher in between; with more
-    groups, or both rates of equalized odds, the interval also holds differences that the metric
-    may not depend on, and covers it more often (it is wider than it needs to be).
+    which the plain percentiles of the resampled gaps (all above 0) would never allow. The
+    coverage is ``confidence_level`` for two groups and one rate, higher (a wider interval than
+    needed) with more groups or both rates of equalized odds.
 
     Args:
         metric: A name or alias of :data:`METRICS`, e.g. ``"demographic_parity"``.
@@ -602,18 +618,9 @@ def metric_interval(
         )
     y_true_, y_pred_, groups, _ = _validate(y_true, y_pred, sensitive_features, None)
     _check_rates_defined(spec.rates, y_true_, groups, None)
-    codes, uniques = pd.factorize(groups)
+    sample, sizes = _group_rates(spec.rates, y_true_, y_pred_, groups)
     rng = np.random.default_rng(random_state)
-    shape = (len(uniques), len(spec.rates))
-    sample, sizes = np.empty(shape), np.empty(shape, dtype=np.int64)
-    for column, rate in enumerate(spec.rates):
-        label = _RATE_CONDITION[rate][0]
-        rows = slice(None) if label is None else y_true_ == label
-        sizes[:, column] = np.bincount(codes[rows], minlength=len(uniques))
-        sample[:, column] = np.bincount(
-            codes[rows], weights=y_pred_[rows], minlength=len(uniques)
-        ) / sizes[:, column]
-    resampled = rng.binomial(sizes, sample, size=(int(n_resamples), *shape)) / sizes
+    resampled = rng.binomial(sizes, sample, size=(int(n_resamples), *sample.shape)) / sizes
     value = float(_aggregate(sample, spec.aggregate))
     if spec.aggregate == "difference":
         change = _aggregate(resampled - sample, "difference")
