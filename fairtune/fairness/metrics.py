@@ -569,10 +569,9 @@ def metric_interval(
 
     A gap measured on a few hundred rows is uncertain by about as much as a typical fairness
     limit: whether a model "meets ``demographic_parity<=0.05`` on the test split" is only
-    resolved when the whole interval lies on one side of 0.05. The rows are resampled with
-    replacement within each group (within each group and label for the true and false positive
-    rates: each group's rate is resampled as a binomial proportion of its own rows). The
-    interval holds every pairwise difference of the group rates at once (the metric is their
+    resolved when the whole interval lies on one side of 0.05. Each group's rate is resampled
+    as a binomial proportion of its own rows (of one label for true and false positive rates).
+    The interval holds every pairwise difference of the group rates at once (the metric is their
     largest absolute value): ``c``, the ``confidence_level`` quantile of the largest change of
     such a difference under resampling, gives ``[max(0, gap - c), gap + c]``. A ratio is
     treated the same way on the logarithms of the rates (``[ratio * e**-c, ratio * e**c]``,
@@ -596,8 +595,7 @@ def metric_interval(
 
     Raises:
         ValueError: For an unknown metric, a ``confidence_level`` outside (0, 1), fewer than 100
-            resamples, or the inputs the metric itself refuses (e.g. a group without positive
-            samples for a true positive rate).
+            resamples, or inputs the metric refuses (a group without positives for a TPR).
 
     Example:
         >>> import numpy as np
