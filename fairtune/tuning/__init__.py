@@ -1,8 +1,6 @@
 """Tuning real models: search spaces, fairlearn's mitigations, the FairObjective for fairness
-limits, FairSearchCV (the same search as a scikit-learn estimator), and the CNN of
-the collaborative FEMNIST experiment (torch is imported only when a CNN is trained)."""
+limits and FairSearchCV (the same search as a scikit-learn estimator)."""
 
-from fairtune.tuning.cnn import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
 from fairtune.tuning.mitigation import (
     MITIGATION_PARAMS,
     MITIGATIONS,
@@ -28,9 +26,6 @@ from fairtune._threads import (
 )
 
 __all__ = [
-    "CNN_PARAMS",
-    "CNNClassifier",
-    "CNNTenantObjective",
     "METRIC_NAMES",
     "MITIGATIONS",
     "MITIGATION_PARAMS",
@@ -44,7 +39,6 @@ __all__ = [
     "MitigationSpec",
     "ReductionClassifier",
     "Space",
-    "cnn_space",
     "get_space",
     "get_training_threads",
     "limit_training_threads",

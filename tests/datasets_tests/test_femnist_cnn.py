@@ -13,7 +13,7 @@ import pytest
 from fairtune.datasets import TenantData, federated_digits
 from fairtune.samplers import CollaborativeUCBSampler
 from fairtune.tenancy import tenant_of
-from fairtune.tuning import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
+from fairtune.datasets.femnist import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
 
 SMALL = {"channels": (2, 4), "hidden": 8}
 

@@ -1,4 +1,7 @@
-"""The CNN of Sim et al.'s FEMNIST experiment, its 3-parameter space and a tenant objective.
+"""The network of the collaborative FEMNIST experiment: a CNN, its 3-parameter space and the
+objective of tenants who tune it on their writers' images (the tenants of
+:func:`fairtune.datasets.fetch_femnist`): ``from fairtune.datasets.femnist import
+CNNClassifier, CNNTenantObjective, cnn_space``.
 
 Sim, Zhang, Low and Jaillet (ICML 2021, "Collaborative Bayesian Optimization with Fair Regret",
 section 5) let n = 10 parties, each holding the handwriting of 10 FEMNIST writers, tune a CNN
@@ -16,7 +19,7 @@ Training: plain SGD on the cross-entropy with weight decay ``l2`` (the loss plus
 ``lr_k = learning_rate / (1 + lr_decay * k)`` at optimizer step k. A run whose loss becomes
 non-finite stops; the diverged network predicts class 0 for every image.
 
-torch is imported when a network is built or trained, so that ``import fairtune.tuning`` stays
+torch is imported when a network is built or trained, so that importing this module stays
 light.
 """
 
@@ -90,7 +93,7 @@ class CNNClassifier:
 
     Example:
         >>> import numpy as np
-        >>> from fairtune.tuning import CNNClassifier
+        >>> from fairtune.datasets.femnist import CNNClassifier
         >>> X = np.zeros((20, 8, 8), dtype=np.float32); y = np.arange(20) % 2
         >>> X[y == 1, 2:6, 3:5] = 1.0
         >>> clf = CNNClassifier(learning_rate=0.1, epochs=20, channels=(4, 8), hidden=16)
