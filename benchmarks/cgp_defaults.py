@@ -51,13 +51,13 @@ The development screen and the held-out confirmation both used it (on a shared 2
 the sampler's own optimizer did not fit the time).
 
 Usage (``OMP_NUM_THREADS=1``; every command behind the page is in its Reproduce section):
-    python benchmarks/cgp_defaults.py run --families camel2-low rastrigin3-high --seeds 0 1 \
+    python -m benchmarks.cgp_defaults run --families camel2-low rastrigin3-high --seeds 0 1 \
         --settings ei "ei,share" --light --out benchmarks/results/cgp_defaults_dev.csv.gz
-    python benchmarks/cgp_defaults.py run --families hartmann3-high michalewicz5-low \
+    python -m benchmarks.cgp_defaults run --families hartmann3-high michalewicz5-low \
         griewank8-high --seeds $(seq 100 139) --settings ei --light \
         --out benchmarks/results/cgp_defaults_heldout.csv.gz
-    python benchmarks/cgp_defaults.py screen benchmarks/results/cgp_defaults_dev.csv.gz
-    python benchmarks/cgp_defaults.py summarize benchmarks/results/cgp_defaults_dev.csv.gz \
+    python -m benchmarks.cgp_defaults screen benchmarks/results/cgp_defaults_dev.csv.gz
+    python -m benchmarks.cgp_defaults summarize benchmarks/results/cgp_defaults_dev.csv.gz \
         benchmarks/results/cgp_defaults_heldout.csv.gz --setting ei \
         --plot docs/images/cgp_defaults.png
 """
@@ -76,8 +76,8 @@ from typing import Any
 import numpy as np
 import optuna
 
-from _compare import checkpoints, wins_ties_losses
-from cgp_paper import _append, _small, shifts
+from benchmarks._common import checkpoints, wins_ties_losses
+from benchmarks.cgp_paper import _append, _small, shifts
 
 from fairtune.collaboration import Board, simulate
 from fairtune.samplers import CGPSampler

@@ -9,28 +9,23 @@ acquisition's value at the chosen design against the best kept design (and the o
 there), and how much the fantasies lift the mean at the chosen design (standardized units).
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/cgp_diagnose.py --function cosine8 --method CGP-UCB \\
+    OMP_NUM_THREADS=1 python -m benchmarks.cgp_diagnose --function cosine8 --method CGP-UCB \\
         --rounds 10 --rep 0
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import cgp_paper  # noqa: E402
-
-from fairtune._gp import acquisition  # noqa: E402
-from fairtune._gp.fantasy import FantasyModels  # noqa: E402
-from fairtune._gp.optim import maximize_acqf  # noqa: E402
-from fairtune.samplers import CGPSampler  # noqa: E402
+from benchmarks import cgp_paper
+from fairtune._gp import acquisition
+from fairtune._gp.fantasy import FantasyModels
+from fairtune._gp.optim import maximize_acqf
+from fairtune.samplers import CGPSampler
 
 RECORDS: list[dict[str, Any]] = []
 _original = CGPSampler._sample_relative_impl

@@ -43,15 +43,15 @@ after the initial designs) to fit a 2-core machine; docs/benchmarks/cgp.md gives
 rounds.
 
 Usage (each piece under 15 minutes; rows are appended to the CSV):
-    OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py fig3 --functions hartmann6 --reps 0 1 2 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper fig3 --functions hartmann6 --reps 0 1 2 \\
         --rounds 15 --out benchmarks/results/cgp_fig3.csv
-    OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py fig4 --reps 0 1 --rounds 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper fig4 --reps 0 1 --rounds 10 \\
         --out benchmarks/results/cgp_fig4.csv
-    OMP_NUM_THREADS=1 python benchmarks/cgp_paper.py hetero --reps 0 1 2 --rounds 15 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper hetero --reps 0 1 2 --rounds 15 \\
         --out benchmarks/results/cgp_hetero.csv
-    python benchmarks/cgp_paper.py summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
-    python benchmarks/cgp_paper.py summarize results.csv --round 30   # tables at round 30
-    python benchmarks/cgp_paper.py summarize a.csv.gz b.csv.gz        # rows of both, pooled
+    python -m benchmarks.cgp_paper summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
+    python -m benchmarks.cgp_paper summarize results.csv --round 30   # tables at round 30
+    python -m benchmarks.cgp_paper summarize a.csv.gz b.csv.gz        # rows of both, pooled
 The results in ``benchmarks/results/``: fig3 at 60 rounds, run per function and replication, in
 ``cgp_fig3_r60.csv.gz`` (its first 30 rounds are the 30-round tables: ``summarize --round 30``;
 gzip: give --out a .gz path), fig4 and hetero at 30 rounds in ``*_r30.csv``, and a side
@@ -78,7 +78,7 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial
 
-from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
+from benchmarks.collaborative_fair_regret import neg_hartmann6
 
 import torch
 

@@ -17,8 +17,8 @@ run) and pinned (``OMP_NUM_THREADS=1``), each in a fresh process (``--threads`` 
 to ``--out`` with ``_default`` or ``_pinned`` added to its name.
 
 Usage:
-    python benchmarks/cgp_speed.py --out benchmarks/results/cgp_speed.csv
-    python benchmarks/cgp_speed.py --acquisitions ei --raw-samples 10000 --agents 16 \
+    python -m benchmarks.cgp_speed --out benchmarks/results/cgp_speed.csv
+    python -m benchmarks.cgp_speed --acquisitions ei --raw-samples 10000 --agents 16 \
         --out benchmarks/results/cgp_defaults_speed.csv     # the default acquisition, 16 agents
 """
 
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-from _compare import THREAD_LABELS, run_in_both_thread_settings
+from benchmarks._common import THREAD_LABELS, run_in_both_thread_settings
 from optuna.distributions import FloatDistribution
 
-from collaborative_fair_regret import neg_hartmann6  # (benchmarks/ is the script's folder)
+from benchmarks.collaborative_fair_regret import neg_hartmann6
 
 from fairtune.collaboration import Board
 from fairtune.samplers import CGPSampler
@@ -110,7 +110,7 @@ def main() -> None:
               "| borrowed | kept | seconds per suggestion | CPU seconds |")
         print("|---|---|---|---|---|---|---|---|---|", flush=True)
     if args.threads == "both":
-        run_in_both_thread_settings(__file__, sys.argv[1:])
+        run_in_both_thread_settings("benchmarks.cgp_speed", sys.argv[1:])
         return
     label = THREAD_LABELS[args.threads]
     args.out = args.out.with_name(f"{args.out.stem}_{args.threads}{args.out.suffix}")

@@ -34,13 +34,13 @@ already there are skipped, so that a long run can be done in pieces (``--seed-st
 FEMNIST-sized tenant (random images, 28 x 28) and one round of the embedded default.
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/collaborative_fair_regret.py hartmann --seeds 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret hartmann --seeds 10 \\
         --rounds 30 --out benchmarks/results/collaborative_hartmann.csv
-    OMP_NUM_THREADS=1 python benchmarks/collaborative_fair_regret.py hpo --seeds 5 --rounds 15
-    OMP_NUM_THREADS=1 python benchmarks/collaborative_fair_regret.py scale
-    OMP_NUM_THREADS=1 python benchmarks/collaborative_fair_regret.py femnist --seeds 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret hpo --seeds 5 --rounds 15
+    OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret scale
+    OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret femnist --seeds 10 \\
         --rounds 10 --rho-eval 0.2 --out benchmarks/results/collaborative_femnist.csv
-    OMP_NUM_THREADS=1 python benchmarks/collaborative_fair_regret.py femnist-timing
+    OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret femnist-timing
 """
 
 from __future__ import annotations
@@ -390,7 +390,7 @@ def summarize_femnist(rows: list[dict[str, str]], args: argparse.Namespace) -> N
     both = df[df["setting"] == "both"]
     df = pd.concat([df[df["setting"] != "both"], both.assign(setting="fixed c1"),
                     both.assign(setting="varying c1")])
-    from _compare import wins_ties_losses
+    from benchmarks._common import wins_ties_losses
 
     print(f"\n| data | c1 | rho | R_T/n (mean +- se) | S_T (mean +- se) | avg inequality "
           f"U_t/n - g_t (mean +- se) | inequality vs rho = 1: lower / tie / higher (sign test) "

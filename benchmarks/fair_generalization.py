@@ -17,17 +17,17 @@ refitted on the 5,000 tuning rows (``refit_best``) and scored on the test split 
 Both protocols of a seed share the tuning / test split and the sampler seed.
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fair_generalization run --models xgboost \\
         random_forest --seeds 20 --n-trials 30 --out benchmarks/results/fair_generalization.csv
-    python benchmarks/fair_generalization.py summarize benchmarks/results/fair_generalization.csv
+    python -m benchmarks.fair_generalization summarize benchmarks/results/fair_generalization.csv
 
 Samplers other than FairBO (``--sampler GPSampler`` or ``TPESampler``, with their defaults) on
 the same splits, and the table that compares them with FairBO on the seeds all of them ran:
-    OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fair_generalization run --models xgboost \\
         --protocols holdout --sampler GPSampler --seeds 40 --out gp.csv
-    OMP_NUM_THREADS=1 python benchmarks/fair_generalization.py run --models xgboost \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fair_generalization run --models xgboost \\
         --protocols holdout --first-seed 20 --seeds 20 --out fairbo_20_39.csv
-    python benchmarks/fair_generalization.py summarize --compare-samplers \\
+    python -m benchmarks.fair_generalization summarize --compare-samplers \\
         benchmarks/results/fair_generalization.csv gp.csv fairbo_20_39.csv
 """
 
@@ -43,7 +43,7 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from _compare import wins_ties_losses
+from benchmarks._common import wins_ties_losses
 
 from fairtune.datasets import load_adult
 from fairtune.fairness import is_feasible

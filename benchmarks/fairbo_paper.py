@@ -21,23 +21,23 @@ Every trial's DSP is stored, so the best *feasible* accuracy after each trial is
 same way for every method, including BO, which never sees the constraint.
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets german compas \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets german compas \\
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_paper_rf.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets adult --seeds 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets adult --seeds 10 \\
         --n-trials 20 --out benchmarks/results/fairbo_paper_rf_adult.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py rf --datasets adult --first-seed 0 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets adult --first-seed 0 \\
         --seeds 25 --n-trials 20 --out adult_a.csv   # and --first-seed 25 into adult_b.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py linear --datasets adult german compas \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper linear --datasets adult german compas \\
         --seeds 3 --n-trials 40 --out benchmarks/results/fairbo_paper_linear.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py xgboost --datasets adult --seeds 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper xgboost --datasets adult --seeds 10 \\
         --n-trials 30 --methods FairBO GPSampler TPESampler \\
         --out benchmarks/results/fairbo_paper_xgboost_adult.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_paper.py mlp --datasets german --seeds 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper mlp --datasets german --seeds 10 \\
         --n-trials 40 --methods RS FairBO GPSampler TPESampler \\
         --out benchmarks/results/fairbo_paper_mlp_german.csv
-    python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_*.csv \\
+    python -m benchmarks.fairbo_paper summarize benchmarks/results/fairbo_paper_*.csv \\
         --plot docs/images/fairbo_paper.png
-    python benchmarks/fairbo_paper.py summarize benchmarks/results/fairbo_paper_rf_adult50.csv \\
+    python -m benchmarks.fairbo_paper summarize benchmarks/results/fairbo_paper_rf_adult50.csv \\
         --versus FairBO
 """
 
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from _compare import checkpoints, wins_ties_losses
+from benchmarks._common import checkpoints, wins_ties_losses
 
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import FairObjective

@@ -9,7 +9,7 @@ training. The table counts, over ``--studies`` studies, the trials whose paramet
 of the same study already had, and the studies with any such repeat.
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_parallel.py --studies 10 --workers 3 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_parallel --studies 10 --workers 3 \\
         --trials-per-worker 10
 """
 

@@ -23,7 +23,7 @@ measured the same way in the same process. ``--threads default`` or ``--threads 
 of them in the current process (as it is: the script does not change its own environment).
 
 Usage:
-    python benchmarks/fairbo_speed.py --n-trials 30 100 200 --repeats 5
+    python -m benchmarks.fairbo_speed --n-trials 30 100 200 --repeats 5
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution, IntDistribution
 
-from _compare import THREAD_LABELS, run_in_both_thread_settings
+from benchmarks._common import THREAD_LABELS, run_in_both_thread_settings
 
 from fairtune.samplers import FairBOSampler
 
@@ -111,7 +111,7 @@ def run_both(argv: list[str]) -> None:
     """Run the measurement at default thread settings and pinned, each in a fresh process."""
     print(gpsampler_mode())
     print(HEADER, flush=True)
-    run_in_both_thread_settings(__file__, argv)
+    run_in_both_thread_settings("benchmarks.fairbo_speed", argv)
 
 
 def main() -> None:

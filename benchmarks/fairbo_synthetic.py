@@ -26,31 +26,31 @@ trial index at which the first feasible trial appeared (a seed without one count
 than the last trial).
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems gardner gramacy \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems gardner gramacy \\
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_synthetic.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german compas \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german compas \\
         --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_rf.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --seeds 60 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german --seeds 60 \\
         --methods FairBO-cEI FairBO-cMES GPSampler TPESampler RandomSampler \\
         --out benchmarks/results/fairbo_german60.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
         --problems levy6 levy10 sphere8 sphere16 \\
         --methods FairBO-cEI GPSampler TPESampler RandomSampler --seeds 10 --n-trials 40 \\
         --out benchmarks/results/fairbo_highdim.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
         --problems levy6 levy10 sphere8 sphere16 --methods FairBO-cEI GPSampler \\
         --first-seed 10 --seeds 20 --n-trials 40 \\
         --out benchmarks/results/fairbo_highdim_seeds10_29.csv
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german_cv5 --seeds 30 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german_cv5 --seeds 30 \\
         --methods FairBO-cEI GPSampler TPESampler RandomSampler \\
         --out benchmarks/results/fairbo_german_cv5.csv
     (or in parallel: ``--first-seed 0 --seeds 20``, ``--first-seed 20 --seeds 20``, ... into
     separate files, then concatenated)
-    python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_synthetic.csv \\
+    python -m benchmarks.fairbo_synthetic --summarize benchmarks/results/fairbo_synthetic.csv \\
         benchmarks/results/fairbo_rf.csv --versus TPESampler
-    python benchmarks/fairbo_synthetic.py --summarize benchmarks/results/fairbo_german_heldout.csv \\
+    python -m benchmarks.fairbo_synthetic --summarize benchmarks/results/fairbo_german_heldout.csv \\
         --versus TPESampler --subsets 10000 --level 0.745
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --landscape 5000 --problems german \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --landscape 5000 --problems german \\
         --out benchmarks/results/german_landscape.csv
 
 ``--landscape N`` evaluates N uniformly random configurations of each problem (RandomSampler,
@@ -59,9 +59,9 @@ trials that reach it, and the chance that at least one of 35 random trials (a 40
 after its 5 initial ones) does. ``--resplit CSV`` re-trains the best fair forests of a German or
 COMPAS landscape on other train/validation splits:
 
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
         --resplit benchmarks/results/german_landscape.csv --splits 20 --top 15
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
         --resplit benchmarks/results/german_landscape.csv --splits 20 --top 5 \\
         --where "n_estimators > 40 and max_depth == 5"
 
@@ -69,10 +69,10 @@ COMPAS landscape on other train/validation splits:
 forest (at 20 and 40 trials) on SPLITS other splits; ``--summarize CSV --generalize 1`` prints
 its tables:
 
-    OMP_NUM_THREADS=1 python benchmarks/fairbo_synthetic.py --problems german --first-seed 100 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german --first-seed 100 \\
         --seeds 60 --methods FairBO-cEI GPSampler TPESampler RandomSampler --generalize 20 \\
         --out benchmarks/results/fairbo_german_heldout_generalize.csv
-    python benchmarks/fairbo_synthetic.py --generalize 1 --versus FairBO-cEI \\
+    python -m benchmarks.fairbo_synthetic --generalize 1 --versus FairBO-cEI \\
         --summarize benchmarks/results/fairbo_german_heldout_generalize.csv
 """
 
@@ -89,7 +89,7 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from _compare import checkpoints, wins_ties_losses
+from benchmarks._common import checkpoints, wins_ties_losses
 
 from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler

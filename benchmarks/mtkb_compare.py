@@ -15,9 +15,9 @@ seeds and MTKBSampler's paired wins / ties / losses against each method with a t
 test.
 
 Usage (append in pieces, then summarize):
-    OMP_NUM_THREADS=1 python benchmarks/mtkb_compare.py --problems sine4 --seeds 0 20 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.mtkb_compare --problems sine4 --seeds 0 20 \\
         --out benchmarks/results/mtkb_compare.csv
-    python benchmarks/mtkb_compare.py --summarize benchmarks/results/mtkb_compare.csv
+    python -m benchmarks.mtkb_compare --summarize benchmarks/results/mtkb_compare.csv
 """
 
 from __future__ import annotations
@@ -25,21 +25,18 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import sys
 import time
 
 import numpy as np
 import optuna
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks._common import wins_ties_losses
+from benchmarks._mtkb_problems import PROBLEMS, run
 
-from _compare import wins_ties_losses  # noqa: E402
-from _mtkb_problems import PROBLEMS, run  # noqa: E402
-
-from fairtune._gp.search_space import SearchSpace  # noqa: E402
-from fairtune.collaboration import sliced_lhs_value  # noqa: E402
-from fairtune.samplers import MTKBSampler  # noqa: E402
-from fairtune.samplers._base import name_code  # noqa: E402
+from fairtune._gp.search_space import SearchSpace
+from fairtune.collaboration import sliced_lhs_value
+from fairtune.samplers import MTKBSampler
+from fairtune.samplers._base import name_code
 
 
 class _LatinHypercubeStartup(MTKBSampler):

@@ -19,9 +19,9 @@ fitted (fairtune's Matern-5/2, not the paper's squared exponential with a known 
 Problems: benchmarks/_mtkb_problems.py.
 
 Usage (append to one CSV in pieces, then summarize):
-    OMP_NUM_THREADS=1 python benchmarks/mtkb_paper.py --problems rkhs2 --seeds 0 10 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.mtkb_paper --problems rkhs2 --seeds 0 10 \\
         --n-trials 60 --out benchmarks/results/mtkb_paper.csv
-    python benchmarks/mtkb_paper.py --summarize benchmarks/results/mtkb_paper.csv
+    python -m benchmarks.mtkb_paper --summarize benchmarks/results/mtkb_paper.csv
 """
 
 from __future__ import annotations
@@ -29,18 +29,15 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import sys
 import time
 
 import numpy as np
 import optuna
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks._mtkb_problems import PROBLEMS, Problem, run
 
-from _mtkb_problems import PROBLEMS, Problem, run  # noqa: E402
-
-from fairtune._gp.multitask import WIDTHS, sample_weights  # noqa: E402
-from fairtune.samplers import MTKBSampler  # noqa: E402
+from fairtune._gp.multitask import WIDTHS, sample_weights
+from fairtune.samplers import MTKBSampler
 
 METHODS = ("MT-KB", "MT-BKB", "IT-KB", "IT-BKB", "MOBO")
 KERNELS = ("known", "learned")
@@ -128,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
 def summarize(path: str, plot: str | None = None) -> None:
     import pandas as pd
 
-    from _compare import wins_ties_losses
+    from benchmarks._common import wins_ties_losses
 
     df = pd.read_csv(path)
     if "width" not in df:  # CSVs written before the width option: the paper's width, L = 1

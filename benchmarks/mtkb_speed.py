@@ -23,8 +23,8 @@ m_t <= 6 rho q (1 + kappa / eta) sum_s ||Gamma_s(x_s, x_s)|| sums the variances 
 the algorithm itself chose); every sampler is timed on the same history.
 
 Usage:
-    python benchmarks/mtkb_speed.py --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
-    python benchmarks/mtkb_speed.py --objectives 2 20 --q theorem 1 ...   # MT-BKB's q, two ways
+    python -m benchmarks.mtkb_speed --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
+    python -m benchmarks.mtkb_speed --objectives 2 20 --q theorem 1 ...   # MT-BKB's q, two ways
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
 
-from _compare import THREAD_LABELS, run_in_both_thread_settings
+from benchmarks._common import THREAD_LABELS, run_in_both_thread_settings
 
 from fairtune.samplers import MTKBSampler
 from fairtune.samplers.mtkb import DEFAULT_Q
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
               "| MT-BKB / GP |")
         print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
     if args.threads == "both":
-        run_in_both_thread_settings(__file__, sys.argv[1:] if argv is None else argv)
+        run_in_both_thread_settings("benchmarks.mtkb_speed", sys.argv[1:] if argv is None else argv)
         return
     label = THREAD_LABELS[args.threads]
     optuna.logging.set_verbosity(optuna.logging.WARNING)

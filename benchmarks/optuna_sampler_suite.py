@@ -20,10 +20,10 @@ tests (its row says "(default constructor)"). Give it an entry to choose its arg
 declare whether it supports multi-objective studies.
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/optuna_sampler_suite.py
-    python benchmarks/optuna_sampler_suite.py --samplers CollaborativeUCBSampler \\
+    OMP_NUM_THREADS=1 python -m benchmarks.optuna_sampler_suite
+    python -m benchmarks.optuna_sampler_suite --samplers CollaborativeUCBSampler \\
         -k test_reseed_rng_change_sampling
-    python benchmarks/optuna_sampler_suite.py --fetch-only   # cache Optuna's tests and stop
+    python -m benchmarks.optuna_sampler_suite --fetch-only   # cache Optuna's tests and stop
 
 Exit status: 0 when the run completed (whatever the tests' outcomes), 3 when Optuna's source
 distribution is neither cached nor downloadable, 1 on other errors.

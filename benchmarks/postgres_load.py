@@ -12,7 +12,7 @@ other (never at once: they would share the 2 cores), at default thread settings 
 does not set any thread variable; run it without them, as users do).
 
 Usage:
-    python benchmarks/postgres_load.py --workers 8 --trials 25
+    python -m benchmarks.postgres_load --workers 8 --trials 25
 """
 
 from __future__ import annotations

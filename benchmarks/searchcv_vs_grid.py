@@ -27,9 +27,9 @@ configuration counts as its worst outcome) and the test accuracy: wins / ties / 
 two-sided sign test (``scipy.stats.binomtest``), with medians and means.
 
 Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended):
-    nice -n 10 python benchmarks/searchcv_vs_grid.py run --seeds 20 \\
+    nice -n 10 python -m benchmarks.searchcv_vs_grid run --seeds 20 \\
         --out benchmarks/results/searchcv_vs_grid.csv
-    python benchmarks/searchcv_vs_grid.py summarize benchmarks/results/searchcv_vs_grid.csv \\
+    python -m benchmarks.searchcv_vs_grid summarize benchmarks/results/searchcv_vs_grid.csv \\
         --md benchmarks/results/searchcv_vs_grid.md
 """
 
@@ -330,9 +330,9 @@ def summarize(args: argparse.Namespace) -> str:
         "",
         "Command:",
         "",
-        "    " + (args.command_line or "nice -n 10 python benchmarks/searchcv_vs_grid.py run "
+        "    " + (args.command_line or "nice -n 10 python -m benchmarks.searchcv_vs_grid run "
                  "--seeds 20 --out benchmarks/results/searchcv_vs_grid.csv"),
-        "    python benchmarks/searchcv_vs_grid.py summarize "
+        "    python -m benchmarks.searchcv_vs_grid summarize "
         "benchmarks/results/searchcv_vs_grid.csv --md benchmarks/results/searchcv_vs_grid.md",
         "",
         f"Setup: Adult ({_describe(frame)}), `ColumnTransformer` (one-hot categories) + "

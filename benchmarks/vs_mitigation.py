@@ -74,17 +74,17 @@ the groups), on each split's test rows, and counts how often it is within the bo
 counts the methods of the CSVs given reached; ``timing``
 shows where the time of ``fairtune tune --mitigation ...`` goes, with no thread variable set
 and with ``OMP_NUM_THREADS=1``, each in a fresh process):
-    OMP_NUM_THREADS=1 python benchmarks/vs_mitigation.py run --datasets compas adult \\
+    OMP_NUM_THREADS=1 python -m benchmarks.vs_mitigation run --datasets compas adult \\
         --models xgboost --limits demographic_parity --splits 20 \\
         --out benchmarks/results/vs_mitigation.csv
-    python benchmarks/vs_mitigation.py summarize benchmarks/results/vs_mitigation.csv \\
+    python -m benchmarks.vs_mitigation summarize benchmarks/results/vs_mitigation.csv \\
         --plot docs/images/vs_mitigation.png
-    python benchmarks/vs_mitigation.py headline benchmarks/results/vs_mitigation.csv
-    python benchmarks/vs_mitigation.py frontier benchmarks/results/vs_mitigation.csv \
+    python -m benchmarks.vs_mitigation headline benchmarks/results/vs_mitigation.csv
+    python -m benchmarks.vs_mitigation frontier benchmarks/results/vs_mitigation.csv \
         benchmarks/results/vs_mitigation_sweep.csv
-    python benchmarks/vs_mitigation.py settle benchmarks/results/vs_mitigation_intervals.csv
-    python benchmarks/vs_mitigation.py noise benchmarks/results/vs_mitigation.csv
-    python benchmarks/vs_mitigation.py timing --datasets compas german --n-trials 50
+    python -m benchmarks.vs_mitigation settle benchmarks/results/vs_mitigation_intervals.csv
+    python -m benchmarks.vs_mitigation noise benchmarks/results/vs_mitigation.csv
+    python -m benchmarks.vs_mitigation timing --datasets compas german --n-trials 50
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from _compare import wins_ties_losses
+from benchmarks._common import wins_ties_losses
 
 from fairtune import datasets
 from fairtune.fairness import METRICS, best_fair_trial, metric_interval
@@ -783,12 +783,12 @@ def timing(args: argparse.Namespace) -> None:
     the pipelines' fits and their predictions.
     """
     if args.threads is None:
-        from _compare import run_in_both_thread_settings
+        from benchmarks._common import run_in_both_thread_settings
 
         print("| threads | mitigation | dataset | trials | `fairtune tune` end to end (s) | "
               "sampler (s) | fitting model + mitigation (s) | predicting (s) | the rest (s) |")
         print("|---|---|---|---:|---:|---:|---:|---:|---:|")
-        run_in_both_thread_settings(__file__, [
+        run_in_both_thread_settings("benchmarks.vs_mitigation", [
             "timing", "--datasets", *args.datasets, "--n-trials", str(args.n_trials),
             "--timing-mitigations", *args.timing_mitigations,
         ])
@@ -796,7 +796,7 @@ def timing(args: argparse.Namespace) -> None:
     import subprocess
     import sys
 
-    from _compare import THREAD_LABELS
+    from benchmarks._common import THREAD_LABELS
 
     for dataset in args.datasets:
         for mitigation in args.timing_mitigations:

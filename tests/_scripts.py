@@ -1,10 +1,9 @@
-"""Run a repository script (``benchmarks/*.py``) or a documented example in the test process.
+"""Run a benchmark (``python -m benchmarks.<name>``) or a documented example in the test process.
 
 Starting a fresh interpreter costs seconds of imports (torch, optuna, scikit-learn) per call;
 the benchmark tests call their scripts dozens of times and the documentation tests run every
-example, so they run them here instead, as their command line would: the script's folder on
-``sys.path`` (as ``python script.py`` puts it), ``sys.argv`` set, the working directory changed,
-standard output captured, and all of that restored afterwards. A documented example shows its
+example, so they run them here instead, as their command line would: ``sys.argv`` set, the
+working directory changed, standard output captured, and all of that restored afterwards. A documented example shows its
 warnings as ``python -c`` does; a benchmark script runs under the suite's warning filters.
 """
 
@@ -26,7 +25,7 @@ import optuna
 def _as_a_command(
     argv: list[str], cwd: Path, out: io.StringIO, err: io.StringIO, show_warnings: bool
 ) -> Iterator[None]:
-    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
     saved_verbosity = optuna.logging.get_verbosity()
     sys.argv = argv
     os.chdir(cwd)
@@ -41,18 +40,16 @@ def _as_a_command(
                 )
             yield
     finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
+        sys.argv = saved_argv
         os.chdir(saved_cwd)
         optuna.logging.set_verbosity(saved_verbosity)
 
 
 def _run(run: Callable[[], object], argv: list[str], cwd: Path, what: str,
-         script: Path | None = None) -> str:
-    """Run ``run`` as a command line; ``script`` None is a documented example (``python -c``)."""
+         example: bool = False) -> str:
+    """Run ``run`` as a command line; an ``example`` shows its warnings (``python -c``)."""
     out, err = io.StringIO(), io.StringIO()
-    with _as_a_command(argv, cwd, out, err, show_warnings=script is None):
-        if script is not None:
-            sys.path.insert(0, str(script.parent))
+    with _as_a_command(argv, cwd, out, err, show_warnings=example):
         try:
             run()
         except SystemExit as exit_:
@@ -63,15 +60,34 @@ def _run(run: Callable[[], object], argv: list[str], cwd: Path, what: str,
     return out.getvalue()
 
 
-def run_script(script: Path, *args: str, cwd: Path) -> str:
-    """Run ``python script args...`` in ``cwd`` in this process and return its standard output.
+def run_module(name: str, *args: str, cwd: Path) -> str:
+    """Run ``python -m name args...`` in ``cwd`` in this process and return its standard output
+    (the repository's root is importable in the tests, as ``python -m`` makes it from there).
 
     Raises:
-        AssertionError: If the script exits with a non-zero status; the message carries its
+        AssertionError: If the module exits with a non-zero status; the message carries its
             output and standard error.
     """
-    return _run(lambda: runpy.run_path(str(script), run_name="__main__"),
-                [str(script), *args], cwd, f"{script.name} {' '.join(args)}", script)
+    def run() -> None:
+        # A module a test imported runs afresh, as in a new interpreter (and without runpy's
+        # warning about a module already imported).
+        imported = sys.modules.pop(name, None)
+        try:
+            runpy.run_module(name, run_name="__main__", alter_sys=True)
+        finally:
+            if imported is not None:
+                sys.modules[name] = imported
+
+    return _run(run, [name, *args], cwd, f"{name} {' '.join(args)}")
+
+
+def module_command(name: str, *args: str) -> tuple[list[str], dict[str, str]]:
+    """``python -m name args...`` for a subprocess, and its environment: this one with the
+    repository's root importable from any working directory."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get(
+        "PYTHONPATH"))))}
+    return [sys.executable, "-m", name, *args], env
 
 
 def run_code(code: str, cwd: Path) -> str:
@@ -82,4 +98,4 @@ def run_code(code: str, cwd: Path) -> str:
     """
     return _run(lambda: exec(compile(code, "<documented example>", "exec"),
                              {"__name__": "__main__", "__builtins__": __builtins__}),
-                ["-c"], cwd, "the example")
+                ["-c"], cwd, "the example", example=True)

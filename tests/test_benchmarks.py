@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import csv
 import importlib.util
-import os
 import re
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,22 +15,18 @@ from typing import Any
 import optuna
 import pytest
 
-from tests._scripts import run_script
+from tests._scripts import module_command, run_module
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _run(tmp_path: Path, script: str, *args: str) -> str:
-    return run_script(BENCHMARKS / script, *args, cwd=tmp_path)
+    return run_module(f"benchmarks.{Path(script).stem}", *args, cwd=tmp_path)
 
 
 def _vs_mitigation(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """benchmarks/vs_mitigation.py as a module, its directory importable (for _compare)."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("vs_mitigation", BENCHMARKS / "vs_mitigation.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks.vs_mitigation as a module."""
+    return importlib.import_module("benchmarks.vs_mitigation")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -94,11 +88,10 @@ def test_fairbo_synthetic_subsets_compare_medians_with_infeasible_seeds_as_worst
     assert "| german | A | 12 | 1.000 / 1.000 |" in lines  # median 0.75 > 0.7
     assert "| german | B | 12 | 1.000 / 0.000 |" in lines  # median 0.7: reaches, not above
 
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "fairbo_synthetic.py"), "--summarize", "six.csv",
-         "--versus", "B", "--subsets", "3", "--subset-size", "13"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )
+    command, env = module_command("benchmarks.fairbo_synthetic", "--summarize", "six.csv",
+                                  "--versus", "B", "--subsets", "3", "--subset-size", "13")
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode != 0 and "`--subset-size` must be at most the 12 seeds" in (
         result.stderr)
 
@@ -123,11 +116,7 @@ def test_fairbo_synthetic_generalize_rescores_the_chosen_forest_on_other_splits(
 
     import optuna
 
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        bench = importlib.import_module("fairbo_synthetic")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
     pick = picks[0]
     params = {"n_estimators": int(pick["n_estimators"]),
               "min_samples_split": float(pick["min_samples_split"]),
@@ -156,11 +145,7 @@ def test_fairbo_synthetic_higher_dimensional_problems_have_their_stated_optima()
 
     import optuna
 
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        bench = importlib.import_module("fairbo_synthetic")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
     sphere = {f"x{i}": 0.3 for i in range(16)} | {"x0": 0.4, "x1": 0.4, "x2": 0.4}
     study = optuna.create_study()
     study.enqueue_trial({f"x{i}": 1.0 for i in range(10)})
@@ -231,10 +216,9 @@ def test_fairbo_synthetic_resplit_retrains_the_best_fair_forests_on_other_splits
     assert any(float(c[5].split("(")[0]) != float(c[4]) for c in table)
     _run(tmp_path, "fairbo_synthetic.py", "--landscape", "3", "--problems", "gardner",
          "--out", "x.csv")
-    failed = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "fairbo_synthetic.py"), "--resplit", "x.csv"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )
+    command, env = module_command("benchmarks.fairbo_synthetic", "--resplit", "x.csv")
+    failed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
     assert failed.returncode != 0 and "german or compas landscape" in failed.stderr
 
 
@@ -250,11 +234,7 @@ def test_fairbo_synthetic_cv_objective_validates_every_row_by_pooled_out_of_fold
     from fairtune import datasets
     from fairtune.fairness import demographic_parity_difference
 
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        bench = importlib.import_module("fairbo_synthetic")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
     params = {"n_estimators": 7, "min_samples_split": 0.02, "max_depth": 4,
               "criterion": "entropy"}
     study = optuna.create_study(direction="maximize")
@@ -372,10 +352,7 @@ def test_collaborative_femnist_runs_in_pieces_and_summarizes(
     assert sum(" / " in line and "(p = " in line for line in out.splitlines()) == 2
     assert out.count("| 2 |") == 4 and " nan" not in out  # 2 settings x 2 rhos, 2 seeds each
     # --summarize prints the same tables from the CSV alone.
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("cfr", BENCHMARKS / "collaborative_fair_regret.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("benchmarks.collaborative_fair_regret")
     module.summarize_femnist(_rows(tmp_path / "f.csv"), None)
     summary = capsys.readouterr().out
     assert summary.strip().splitlines()[-6:] == out.strip().splitlines()[-6:]
@@ -437,13 +414,7 @@ def test_fairbo_parallel_runs_workers_on_one_journal_file_and_counts_repeats(tmp
 
 
 def _suite_module() -> object:
-    spec = importlib.util.spec_from_file_location("optuna_sampler_suite",
-                                                  BENCHMARKS / "optuna_sampler_suite.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("benchmarks.optuna_sampler_suite")
 
 
 @pytest.mark.processes
@@ -453,12 +424,10 @@ def test_optuna_sampler_suite_runs_optunas_own_tests_on_fairtune_samplers(tmp_pa
     tests = ["test_reseed_rng_change_sampling", "test_sampler_reseed_rng",
              "test_raise_error_for_samplers_during_multi_objectives"]
     samplers = ["CollaborativeUCBSampler", "FairBOSampler"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "optuna_sampler_suite.py"), "--samplers", *samplers,
-         "-k", " or ".join(tests), "--out", str(tmp_path / "suite.csv")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )
+    command, env = module_command("benchmarks.optuna_sampler_suite", "--samplers", *samplers,
+                                  "-k", " or ".join(tests), "--out", str(tmp_path / "suite.csv"))
+    result = subprocess.run(command, cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "1"},
+                            capture_output=True, text=True, timeout=300)
     if result.returncode == _suite_module().EXIT_NO_SDIST:
         pytest.skip(f"Optuna's sdist is not cached and PyPI is unreachable: {result.stderr}")
     assert result.returncode == 0, result.stderr
@@ -526,11 +495,7 @@ def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
 def test_mtkb_compare_lhs_variant_starts_from_a_latin_hypercube() -> None:
     import optuna
 
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import mtkb_compare
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    from benchmarks import mtkb_compare
     study = optuna.create_study(directions=["maximize", "maximize"],
                                 sampler=mtkb_compare.METHODS["MTKBSampler-lhs"](3))
     study.optimize(lambda t: (t.suggest_float("x", 0, 1), -t.suggest_float("y", 0, 1)),
@@ -551,14 +516,11 @@ def test_mtkb_speed_runs(tmp_path: Path) -> None:
 
 
 def test_mtkb_speed_own_history_is_mtkb_s_run_shared_by_every_sampler(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import optuna
-        from mtkb_speed import build, own_history
+    import optuna
 
-        from fairtune.samplers import MTKBSampler
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    from benchmarks.mtkb_speed import build, own_history
+    from fairtune.samplers import MTKBSampler
+
     history = own_history(2, 9, 4.0, seed=0)
     assert len(history) == 9
     a = build(2, 7, MTKBSampler(seed=0), seed=0, history=history)
@@ -577,11 +539,7 @@ def test_mtkb_speed_own_history_is_mtkb_s_run_shared_by_every_sampler(tmp_path: 
 def test_mtkb_hypervolume_and_regret_by_hand() -> None:
     import numpy as np
 
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from _mtkb_problems import hypervolume, sine4, utility
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    from benchmarks._mtkb_problems import hypervolume, sine4, utility
     problem = sine4(0)
     # The box's top corner dominates everything; its bottom corner nothing.
     assert hypervolume(problem, problem.top[None]) == 1.0

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import csv
-import sys
+import importlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests._scripts import run_script
+from tests._scripts import run_module
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _run(tmp_path: Path, script: str, *args: str) -> str:
-    return run_script(BENCHMARKS / script, *args, cwd=tmp_path)
+    return run_module(f"benchmarks.{Path(script).stem}", *args, cwd=tmp_path)
 
 
 def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> None:
@@ -86,11 +86,7 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
 def test_posterior_mean_maximizer_finds_the_peak_of_a_smooth_function() -> None:
     import optuna
 
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import cgp_paper
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    from benchmarks import cgp_paper
     study = optuna.create_study(direction="maximize",
                                 sampler=optuna.samplers.RandomSampler(seed=0))
     study.optimize(lambda t: -(t.suggest_float("a", 0, 1) - 0.3) ** 2
@@ -119,11 +115,7 @@ def test_cgp_speed_runs(tmp_path: Path) -> None:
 
 
 def test_hetero_yardstick_is_ucb_alone_with_another_seed(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import cgp_paper
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    from benchmarks import cgp_paper
     kwargs = {"radius_factor": 5.0, "n_init": 3}
     ucb = cgp_paper.run("hartmann6", "UCB", 0, 3, 2, **kwargs)
     other = cgp_paper.run("hartmann6", cgp_paper.CONTROL, 0, 3, 2, **kwargs)
@@ -157,11 +149,7 @@ def test_cgp_diagnose_counts_leaders_and_kept_designs(tmp_path: Path) -> None:
 
 
 def _import_benchmark(name: str) -> Any:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 def test_cgp_paper_passes_every_tuning_argument_of_the_paper(monkeypatch: pytest.MonkeyPatch

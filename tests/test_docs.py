@@ -11,8 +11,8 @@ import importlib
 import inspect
 import pkgutil
 import re
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,16 +99,22 @@ def test_every_page_is_in_a_table_of_contents() -> None:
     assert pages <= listed, pages - listed
 
 
+def _docs_extension() -> Any:
+    """docs/_ext/fairtune_docs.py, the site's Sphinx extension, as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fairtune_docs", DOCS / "_ext" / "fairtune_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_every_example_has_a_gallery_title_and_a_small_budget() -> None:
     # sphinx-gallery takes an example's title from the first lines of its docstring (underlined
     # with "=") and runs it with the arguments docs/_ext/fairtune_docs.py gives it.
     import ast
 
-    sys.path.insert(0, str(DOCS / "_ext"))
-    try:
-        from fairtune_docs import GALLERY_ARGS
-    finally:
-        sys.path.remove(str(DOCS / "_ext"))
+    GALLERY_ARGS = _docs_extension().GALLERY_ARGS
     for path in sorted((ROOT / "examples").glob("*.py")):
         doc = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
         title, underline = (doc.splitlines() + ["", ""])[:2]
@@ -117,11 +123,8 @@ def test_every_example_has_a_gallery_title_and_a_small_budget() -> None:
 
 
 def test_every_gallery_page_says_it_ran_a_smaller_budget_than_its_run_block() -> None:
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("fairtune_docs", DOCS / "_ext" / "fairtune_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _docs_extension()
     page = "Tune a pipeline\n===============\n\nRun::\n\n    python examples/searchcv.py\n"
     noted = module.gallery_budget_note("auto_examples/searchcv", page)
     title, rest = noted.split("===============\n", 1)
@@ -153,12 +156,7 @@ _PUBLIC = [(package, name) for package in PACKAGES
 
 
 def _attribute_docs(package: str, name: str) -> list[str] | None:
-    sys.path.insert(0, str(DOCS / "_ext"))
-    try:
-        from fairtune_docs import attribute_docs  # the helper the site's build uses
-    finally:
-        sys.path.remove(str(DOCS / "_ext"))
-    return attribute_docs(package, name)
+    return _docs_extension().attribute_docs(package, name)  # the helper the site's build uses
 
 
 @pytest.mark.parametrize(("package", "name"), _PUBLIC, ids=[f"{p}.{n}" for p, n in _PUBLIC])

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests._scripts import run_script
+from tests._scripts import run_module
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 TINY = ["--seeds", "2", "--n-rows", "500", "--test-rows", "500", "--cv", "2", "--values", "2"]
 
 
 def _run(tmp_path: Path, *args: str) -> str:
-    return run_script(BENCHMARKS / "searchcv_vs_grid.py", *args, cwd=tmp_path)
+    return run_module("benchmarks.searchcv_vs_grid", *args, cwd=tmp_path)
 
 
 def test_runs_resumes_and_summarizes(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_runs_resumes_and_summarizes(tmp_path: Path) -> None:
                             "GridSearchCV + a post-hoc fairness filter in ")
     assert first.count(". ") >= 1 and "sign test" in first  # the result in two sentences
     assert "| grid | 2 |" in table and "| fairsearchcv | 2 |" in table
-    assert "| best fair CV accuracy |" in table and "searchcv_vs_grid.py run" in table
+    assert "| best fair CV accuracy |" in table and "benchmarks.searchcv_vs_grid run" in table
 
 
 def test_grid_baseline_pools_each_points_out_of_fold_predictions() -> None:
@@ -57,10 +57,7 @@ def test_grid_baseline_pools_each_points_out_of_fold_predictions() -> None:
 
     from fairtune.fairness import demographic_parity_difference
 
-    spec = importlib.util.spec_from_file_location("searchcv_vs_grid",
-                                                  BENCHMARKS / "searchcv_vs_grid.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("benchmarks.searchcv_vs_grid")
     data = module.split(3, 500, 300)
     X, y, sex = data[:3]
     folds = StratifiedKFold(2, shuffle=True, random_state=3)
