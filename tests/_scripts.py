@@ -99,3 +99,17 @@ def run_code(code: str, cwd: Path) -> str:
     return _run(lambda: exec(compile(code, "<documented example>", "exec"),
                              {"__name__": "__main__", "__builtins__": __builtins__}),
                 ["-c"], cwd, "the example", example=True)
+
+
+def run_benchmark(tmp_path: Path, script: str, *args: str) -> str:
+    """``python -m benchmarks.<script> args...`` (``script`` with or without ``.py``) in
+    ``tmp_path``: its standard output."""
+    return run_module(f"benchmarks.{Path(script).stem}", *args, cwd=tmp_path)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV file a benchmark wrote, as dicts."""
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))

@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests._scripts import run_module
+from tests._scripts import run_benchmark
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _run(tmp_path: Path, script: str, *args: str) -> str:
-    return run_module(f"benchmarks.{Path(script).stem}", *args, cwd=tmp_path)
+_run = run_benchmark
 
 
 def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> None:

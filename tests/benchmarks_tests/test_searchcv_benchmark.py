@@ -13,7 +13,7 @@ import pytest
 
 from tests._scripts import run_module
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 TINY = ["--seeds", "2", "--n-rows", "500", "--test-rows", "500", "--cv", "2", "--values", "2"]
 
 

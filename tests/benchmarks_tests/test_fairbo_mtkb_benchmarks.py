@@ -1,0 +1,384 @@
+"""The FairBOSampler and MTKBSampler benchmarks run end to end on tiny settings and summarize."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import re
+import subprocess
+import warnings
+from pathlib import Path
+
+import optuna
+import pytest
+
+from tests._scripts import module_command, read_rows as _rows, run_benchmark as _run
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
+    tmp_path: Path,
+) -> None:
+    _run(tmp_path, "fairbo_synthetic.py", "--problems", "gardner", "german", "--methods",
+         "FairBO-cEI", "RandomSampler", "--seeds", "2", "--n-trials", "7", "--out", "s.csv")
+    rows = _rows(tmp_path / "s.csv")
+    assert len(rows) == 2 * 2 * 2 * 7
+    for problem, sign in (("gardner", -1.0), ("german", 1.0)):
+        for seed in ("0", "1"):
+            best = [sign * float(r["best_feasible"]) for r in rows
+                    if r["problem"] == problem and r["seed"] == seed
+                    and r["method"] == "FairBO-cEI" and r["best_feasible"]]
+            assert best == sorted(best)  # the best feasible value never gets worse
+    # Both methods start from the same initial trials of a seed.
+    first = {(r["method"], r["seed"]): r["value"] for r in rows
+             if r["problem"] == "german" and r["trial"] == "1"}
+    assert first[("FairBO-cEI", "0")] == first[("RandomSampler", "0")]
+
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "s.csv", "--versus",
+               "RandomSampler")
+    lines = out.splitlines()
+    assert "best feasible @7" in lines[0] and "@20" not in lines[0]
+    assert sum(line.startswith("| gardner |") for line in lines) == 3  # 2 methods + versus
+    assert any("@7 vs RandomSampler" in line for line in lines)
+    assert len({line.count("|") for line in lines[:6]}) == 1  # header, rule, rows agree
+
+
+def test_fairbo_synthetic_subsets_compare_medians_with_infeasible_seeds_as_worst(
+    tmp_path: Path,
+) -> None:
+    def write(name: str, n_none: int) -> None:
+        # B is 0.70 on all 12 seeds; A is 0.75 except on n_none seeds without a feasible trial.
+        with open(tmp_path / name, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["problem", "method", "seed", "trial", "value", "feasible",
+                        "best_feasible", "seconds"])
+            for seed in range(12):
+                w.writerow(["german", "B", seed, 1, 0.7, 1, 0.7, 0.0])
+                a = "" if seed < n_none else 0.75
+                w.writerow(["german", "A", seed, 1, 0.75, int(a != ""), a, 0.0])
+
+    args = ("--versus", "B", "--subsets", "3", "--subset-size", "12")
+    write("five.csv", 5)  # median of A over all 12 seeds: 0.75
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "five.csv", *args)
+    assert "| german | A | 12 | 1.00 / 1.00 |" in out.splitlines()
+    write("six.csv", 6)  # median of A: halfway between "none" and 0.75, i.e. none
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "six.csv", *args)
+    assert "| german | A | 12 | 0.00 / 0.00 |" in out.splitlines()
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "five.csv", *args,
+               "--level", "0.7")
+    lines = out.splitlines()
+    assert "| german | A | 12 | 1.000 / 1.000 |" in lines  # median 0.75 > 0.7
+    assert "| german | B | 12 | 1.000 / 0.000 |" in lines  # median 0.7: reaches, not above
+
+    command, env = module_command("benchmarks.fairbo_synthetic", "--summarize", "six.csv",
+                                  "--versus", "B", "--subsets", "3", "--subset-size", "13")
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode != 0 and "`--subset-size` must be at most the 12 seeds" in (
+        result.stderr)
+
+
+def test_fairbo_synthetic_generalize_rescores_the_chosen_forest_on_other_splits(
+    tmp_path: Path,
+) -> None:
+    common = ("--problems", "german", "--methods", "FairBO-cEI", "RandomSampler", "--seeds",
+              "2", "--n-trials", "6")
+    _run(tmp_path, "fairbo_synthetic.py", *common, "--out", "q.csv")
+    out = _run(tmp_path, "fairbo_synthetic.py", "--generalize", "2", *common, "--out", "g.csv")
+    quality, picks = _rows(tmp_path / "q.csv"), _rows(tmp_path / "g.csv")
+    assert len(picks) == 2 * 2  # seeds x methods, one checkpoint (6 trials)
+    for pick in picks:
+        # The re-run study is the quality benchmark's study: the same best fair value.
+        last = [r for r in quality if r["method"] == pick["method"]
+                and r["seed"] == pick["seed"]][-1]
+        assert pick["value"] == last["best_feasible"]
+
+    # The chosen forest, re-trained on splits 1 and 2: the mean accuracy and fair share saved.
+    import importlib
+
+
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
+    pick = picks[0]
+    params = {"n_estimators": int(pick["n_estimators"]),
+              "min_samples_split": float(pick["min_samples_split"]),
+              "max_depth": int(pick["max_depth"]), "criterion": pick["criterion"]}
+    scores = []
+    for split in (0, 1, 2):
+        study = optuna.create_study(direction="maximize")
+        study.enqueue_trial(params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study.optimize(bench.make_rf_objective("german", split_seed=split), n_trials=1)
+        scores.append((study.trials[0].value, bench.is_feasible(study.trials[0])))
+    assert scores[0] == (float(pick["value"]), True)  # split 0 is the benchmark's own
+    assert float(pick["other_accuracy"]) == pytest.approx((scores[1][0] + scores[2][0]) / 2)
+    assert float(pick["other_fair_share"]) == (scores[1][1] + scores[2][1]) / 2
+
+    table = _run(tmp_path, "fairbo_synthetic.py", "--generalize", "1", "--summarize", "g.csv",
+                 "--versus", "RandomSampler").splitlines()
+    rows = {line.split(" | ")[1]: line for line in table if line.startswith("| german |")}
+    assert rows["RandomSampler"].endswith("| - |")
+    assert " / " in rows["FairBO-cEI"].split(" | ")[-1]  # wins / ties / losses against it
+
+
+def test_fairbo_synthetic_higher_dimensional_problems_have_their_stated_optima() -> None:
+    import importlib
+
+
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
+    sphere = {f"x{i}": 0.3 for i in range(16)} | {"x0": 0.4, "x1": 0.4, "x2": 0.4}
+    study = optuna.create_study()
+    study.enqueue_trial({f"x{i}": 1.0 for i in range(10)})
+    study.enqueue_trial({f"x{i}": 0.0 for i in range(10)})
+    study.optimize(bench.levy10, n_trials=2)
+    assert study.trials[0].value == pytest.approx(0.0, abs=1e-12)
+    assert study.trials[1].value > 0.5
+    study = optuna.create_study()
+    study.enqueue_trial(sphere)
+    study.enqueue_trial({f"x{i}": 0.3 for i in range(16)})  # better value, but infeasible
+    study.optimize(bench.sphere16, n_trials=2)
+    best, unconstrained = study.trials
+    assert best.value == pytest.approx(0.03) and bench.is_feasible(best)
+    assert unconstrained.value == pytest.approx(0.0) and not bench.is_feasible(unconstrained)
+    # The 6-d and 8-d versions have the same optima.
+    for name, dim, optimum, value in [
+        ("levy6", 6, {f"x{i}": 1.0 for i in range(6)}, 0.0),
+        ("sphere8", 8, {f"x{i}": 0.4 if i < 3 else 0.3 for i in range(8)}, 0.03),
+    ]:
+        study = optuna.create_study()
+        study.enqueue_trial(optimum)
+        study.optimize(bench.PROBLEMS[name][1](), n_trials=1)
+        (trial,) = study.trials
+        assert len(trial.params) == dim and bench.is_feasible(trial)
+        assert trial.value == pytest.approx(value, abs=1e-12)
+
+
+def test_fairbo_synthetic_landscape_counts_how_rare_each_feasible_value_is(
+    tmp_path: Path,
+) -> None:
+    out = _run(tmp_path, "fairbo_synthetic.py", "--landscape", "40", "--problems", "gardner",
+               "gramacy", "--out", "land.csv")
+    for problem, sign in (("gardner", -1.0), ("gramacy", -1.0)):
+        rows = _rows(tmp_path / f"land_{problem}.csv")
+        assert len(rows) == 40 and {r["problem"] for r in rows} == {problem}
+        feasible = sorted(
+            sign * float(r["value"]) for r in rows if r["feasible"] == "1"
+        )[::-1]
+        for r in rows:  # the feasibility column agrees with the stored constraint values
+            constraints = [float(r[k]) for k in r if k.startswith("c")]
+            assert r["feasible"] == str(int(all(c <= 0 for c in constraints)))
+        block = out.split(f"{problem}: 40 random trials")[1].split("random trials")[0]
+        table = [line.split("|") for line in block.splitlines() if line.startswith("| ")]
+        levels = [float(cells[1]) for cells in table[1:]]  # skip the header row
+        shares = [float(cells[2].strip(" %")) / 100 for cells in table[1:]]
+        # The table lists the best feasible values in order, with the share reaching each.
+        assert levels == [round(sign * v, 4) for v in feasible[: len(levels)]]
+        assert shares == [round((k + 1) / 40, 4) for k in range(len(levels))]
+
+
+def test_fairbo_synthetic_resplit_retrains_the_best_fair_forests_on_other_splits(
+    tmp_path: Path,
+) -> None:
+    _run(tmp_path, "fairbo_synthetic.py", "--landscape", "12", "--problems", "german",
+         "--out", "g.csv")
+    rows = [r for r in _rows(tmp_path / "g.csv") if r["feasible"] == "1"]
+    out = _run(tmp_path, "fairbo_synthetic.py", "--resplit", "g.csv", "--splits", "2",
+               "--top", "3", "--where", "max_depth >= 1")
+    table = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")][1:]
+    assert len(table) == min(3, len(rows)) and "with max_depth >= 1" in out
+    best = max(float(r["value"]) for r in rows)
+    assert float(table[0][4]) == round(best, 4)  # sorted by accuracy on the benchmark's split
+    for cells in table:
+        mean = float(cells[5].split("(")[0])
+        assert 0.5 < mean < 1.0 and cells[6].strip().endswith("/ 2")
+        # Another split is another forest: the mean is not the benchmark split's value
+        # copied over (the probability that two splits give that exact value is tiny).
+    assert any(float(c[5].split("(")[0]) != float(c[4]) for c in table)
+    _run(tmp_path, "fairbo_synthetic.py", "--landscape", "3", "--problems", "gardner",
+         "--out", "x.csv")
+    command, env = module_command("benchmarks.fairbo_synthetic", "--resplit", "x.csv")
+    failed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert failed.returncode != 0 and "german or compas landscape" in failed.stderr
+
+
+def test_fairbo_synthetic_cv_objective_validates_every_row_by_pooled_out_of_fold_predictions(
+) -> None:
+    import importlib
+
+    import pandas as pd
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from fairtune import datasets
+    from fairtune.fairness import demographic_parity_difference
+
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
+    params = {"n_estimators": 7, "min_samples_split": 0.02, "max_depth": 4,
+              "criterion": "entropy"}
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial(params)
+    study.enqueue_trial(params)
+    study.optimize(bench.make_rf_objective("german", cv=5), n_trials=1)
+    study.optimize(bench.make_rf_objective("german"), n_trials=1)
+    cv_trial, split_trial = study.trials
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", datasets.FairtuneDatasetWarning)
+        X, y, s = datasets.load_german(return_X_y=True)
+    X = pd.get_dummies(X.drop(columns=["personal_status_sex", "sex"]), dtype=float)
+    y_pred = cross_val_predict(
+        RandomForestClassifier(**params, random_state=0, n_jobs=1), X, y,
+        cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=0),
+    )
+    assert cv_trial.value == pytest.approx(float((y_pred == y.to_numpy()).mean()), abs=1e-12)
+    gap = demographic_parity_difference(y.to_numpy(), y_pred, sensitive_features=s.to_numpy())
+    assert cv_trial.constraints["demographic_parity"] == pytest.approx(gap - 0.05, abs=1e-12)
+    # Every one of the 1,000 rows is a validation row; the default holds out 300 of them.
+    assert cv_trial.value * 1000 == pytest.approx(round(cv_trial.value * 1000), abs=1e-9)
+    assert split_trial.value * 300 == pytest.approx(round(split_trial.value * 300), abs=1e-9)
+    assert cv_trial.value != split_trial.value
+
+
+def test_fairbo_paper_runs_its_experiments_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "fairbo_paper.py", "rf", "--datasets", "german", "--methods", "FairBO", "BO",
+         "--first-seed", "3", "--seeds", "1", "--n-trials", "6", "--out", "rf.csv")
+    _run(tmp_path, "fairbo_paper.py", "xgboost", "--datasets", "german", "--methods", "FairBO",
+         "--seeds", "1", "--n-trials", "6", "--out", "xgb.csv")
+    xgb = _rows(tmp_path / "xgb.csv")
+    assert {r["experiment"] for r in xgb} == {"xgboost"} and len(xgb) == 6
+    _run(tmp_path, "fairbo_paper.py", "mlp", "--datasets", "german", "--methods", "FairBO",
+         "--seeds", "1", "--n-trials", "6", "--out", "mlp.csv")
+    mlp = _rows(tmp_path / "mlp.csv")
+    assert {r["experiment"] for r in mlp} == {"mlp"} and len(mlp) == 6
+    assert "Experiment mlp:" in _run(tmp_path, "fairbo_paper.py", "summarize", "mlp.csv")
+    _run(tmp_path, "fairbo_paper.py", "linear", "--datasets", "german", "--seeds", "1",
+         "--n-trials", "6", "--out", "lin.csv")
+    rows = _rows(tmp_path / "rf.csv")
+    assert {r["seed"] for r in rows} == {"3"} and len(rows) == 2 * 6
+    for r in rows:  # feasibility is recomputed from the stored DSP, also for BO
+        assert r["feasible"] == str(int(float(r["dsp"]) <= 0.05))
+    out = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv", "lin.csv", "--versus", "BO",
+               "--plot", "fig.png")
+    assert "| german | FairBO | 1 | 6 |" in out
+    both = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv", "xgb.csv")
+    rf_table, xgb_table = both.split("Experiment xgboost:")
+    assert "| german | FairBO | 1 | 6 |" in rf_table and "| german | BO | 1 | 6 |" in rf_table
+    assert "| german | FairBO | 1 | 6 |" in xgb_table and "BO |" not in xgb_table.replace("FairBO", "")
+    assert "vs BO @6" in out
+    assert "| german | 0.196 |" in out  # the linear experiment next to the paper's table 2
+    assert (tmp_path / "fig.png").stat().st_size > 0
+
+
+def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
+    out = _run(tmp_path, "fairbo_speed.py", "--n-trials", "8", "--repeats", "1")
+    rows = [line for line in out.splitlines() if line.startswith("| ") and " | 8 | " in line]
+    # Measured at default thread settings and pinned, each in its own process.
+    assert [r.split("|")[1].strip() for r in rows] == [
+        "default (no variable set)", "OMP_NUM_THREADS=1"
+    ]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert len(cells) == 7  # threads, n, FairBO, GPSampler, ratio, binary, repeated outcome
+        assert all(float(c) > 0 for c in cells[2:])
+    # Which of GPSampler's code paths was timed is part of the result.
+    assert ("GPSampler's acquisition starts: batched (greenlet installed)" in out) == (
+        importlib.util.find_spec("greenlet") is not None
+    )
+
+
+@pytest.mark.processes
+def test_fairbo_parallel_runs_workers_on_one_journal_file_and_counts_repeats(tmp_path: Path) -> None:
+    out = _run(tmp_path, "fairbo_parallel.py", "--studies", "1", "--workers", "2",
+               "--trials-per-worker", "4")
+    header, _, row = out.strip().splitlines()
+    assert header.startswith("| workers | studies | trials |")
+    workers, studies, trials, repeated, with_repeat = (int(c) for c in row.strip("| ").split(" | "))
+    assert (workers, studies, trials) == (2, 1, 8)
+    assert 0 <= repeated < trials and with_repeat in (0, 1)
+
+
+def test_mtkb_paper_runs_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "mtkb_paper.py", "--problems", "sine4", "--methods", "MT-KB", "IT-KB", "MOBO",
+         "--kernels", "known", "--widths", "objectives", "norm", "--seeds", "0", "2",
+         "--n-trials", "7", "--out", "p.csv")
+    rows = _rows(tmp_path / "p.csv")
+    assert len(rows) == 2 * 2 * 3 * 7
+    # The first 5 trials are the shared random startup of the seed: same regrets.
+    first = {(r["method"], r["width"], r["seed"]): r["regret"] for r in rows if r["trial"] == "3"}
+    assert first[("MT-KB", "objectives", "0")] == first[("MOBO", "norm", "0")]
+    assert all(float(r["regret"]) >= 0 for r in rows)
+    out = _run(tmp_path, "mtkb_paper.py", "--summarize", "p.csv")
+    for width in ("objectives", "norm"):
+        assert f"| sine4 | known | {width} | MOBO | 2 |" in out
+        # MT-KB is paired with IT-KB, seed by seed.
+        assert re.search(rf"\| sine4 \| known \| {width} \| MT-KB \| 2 \|.*\(p = ", out)
+
+
+def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "mtkb_compare.py", "--problems", "rkhs2", "german_rf", "--methods",
+         "MTKBSampler", "RandomSampler", "--seeds", "0", "2", "--n-trials", "8", "--out", "c.csv")
+    rows = _rows(tmp_path / "c.csv")
+    assert len(rows) == 2 * 2 * 2  # one checkpoint (8 < 20) per run
+    assert all(0.0 <= float(r["hypervolume"]) <= 1.0 and float(r["cum_regret"]) >= 0
+               for r in rows)
+    out = _run(tmp_path, "mtkb_compare.py", "--summarize", "c.csv")
+    assert "| rkhs2 | 8 | RandomSampler | 2 |" in out and "(p = " in out
+
+
+def test_mtkb_compare_lhs_variant_starts_from_a_latin_hypercube() -> None:
+
+    from benchmarks import mtkb_compare
+    study = optuna.create_study(directions=["maximize", "maximize"],
+                                sampler=mtkb_compare.METHODS["MTKBSampler-lhs"](3))
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), -t.suggest_float("y", 0, 1)),
+                   n_trials=5)
+    for name in "xy":  # the 5 startup trials: one in each fifth of each range
+        assert sorted(int(t.params[name] * 5) for t in study.trials) == [0, 1, 2, 3, 4]
+
+
+def test_mtkb_speed_runs(tmp_path: Path) -> None:
+    out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "12", "16",
+               "--repeats", "1", "--gp-max-objectives", "0", "--q", "theorem", "1")
+    assert out.count("| 2 | 1") == 8 and "not run" in out and out.count("t^") == 4
+    # Measured at default thread settings and pinned, each in its own process, per q.
+    assert out.count("| default (no variable set) | random | 2 |") == 4
+    assert out.count("| OMP_NUM_THREADS=1 | random | 2 |") == 4
+    assert out.count("| theorem 3's |") == 4 and out.count("| 1 |") == 4
+    assert "MT-BKB (q = 1) time per suggestion ~ t^" in out
+
+
+def test_mtkb_speed_own_history_is_mtkb_s_run_shared_by_every_sampler(tmp_path: Path) -> None:
+
+    from benchmarks.mtkb_speed import build, own_history
+    from fairtune.samplers import MTKBSampler
+
+    history = own_history(2, 9, 4.0, seed=0)
+    assert len(history) == 9
+    a = build(2, 7, MTKBSampler(seed=0), seed=0, history=history)
+    b = build(2, 7, optuna.samplers.RandomSampler(seed=1), seed=0, history=history)
+    for study in (a, b):
+        assert [(t.params, t.values) for t in study.trials] == [tuple(h) for h in history[:7]]
+    # Without a history the trials are random points, not MT-BKB's.
+    c = build(2, 7, MTKBSampler(seed=0), seed=0)
+    assert [t.params for t in c.trials] != [h[0] for h in history[:7]]
+    out = _run(tmp_path, "mtkb_speed.py", "--objectives", "2", "--n-trials", "10", "12",
+               "--repeats", "1", "--gp-max-objectives", "0", "--q", "4", "--history", "own",
+               "--threads", "pinned")
+    assert out.count("| OMP_NUM_THREADS=1 | own | 2 |") == 2
+
+
+def test_mtkb_hypervolume_and_regret_by_hand() -> None:
+    import numpy as np
+
+    from benchmarks._mtkb_problems import hypervolume, sine4, utility
+    problem = sine4(0)
+    # The box's top corner dominates everything; its bottom corner nothing.
+    assert hypervolume(problem, problem.top[None]) == 1.0
+    assert hypervolume(problem, problem.z[None]) == 0.0
+    # One point at the middle of the box dominates 1/2^n of it (Monte Carlo, 2^14 points).
+    middle = (problem.z + problem.top) / 2
+    assert abs(hypervolume(problem, middle[None]) - 0.5**problem.n) < 0.02
+    w = np.array([[0.5, 0.5], [0.25, 0.75]])
+    assert np.allclose(utility(np.array([[1.0, 3.0]]), w, np.array([0.0, 1.0])), [0.5 * (0.5 + 0.25)])
