@@ -41,7 +41,7 @@ variance carries that 1 / lambda; the paper's formula reads it with eta = 1). Wi
 variance and the small eta of a fitted GP, a point observed many times had p ~ q eta / m << 1
 while in the dictionary and p = 1 once out of it: it left and re-entered in alternate steps, and
 the acquisition, seeing the prior's variance there every other step, chose it again and again
-(R_C/T 0.3-0.6 on 6 of 10 seeds of the 20-task RKHS problem). For ICM kernels the embedding
+(a regret that stopped falling on the many-task problem of docs/benchmarks/mtkb.md). For ICM kernels the embedding
 Phi~(x) = (G~^1/2)^+ G~(x) factorizes as phi(x) (x) B^1/2 with phi(x) = K_DD^(-1/2) k_D(x) (the
 reweighting by 1 / sqrt(p) cancels), so in the eigenbasis of B, with F = Phi^T Phi (m, m) over
 the t training points (Phi rows phi(x_s)) = R diag(f) R^T:

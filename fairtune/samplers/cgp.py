@@ -129,24 +129,12 @@ class CGPSampler(GPSamplerBase):
     Defaults are chosen for users, not for the paper: CGP-EI (beta = 1 should UCB be chosen),
     10 startup trials, groups of at most 4, leaders only, by a study on families of related
     agents (shifted, rotated and scaled versions of standard test functions other than the
-    paper's, 2-20 dimensions, 4-16 agents; docs/benchmarks/cgp_defaults.md). What it measured,
-    in regret per agent against the same agent alone with the same defaults:
-
-    - with 4 agents (held-out Hartmann-3, Michalewicz-5, Griewank-8; 40 seeds, 480 agents),
-      joining neither helps nor harms at 15 trials per agent (10 of them startup designs); it
-      helps at 60 (below alone for 265 of 480 agents, p = 0.025; mean regret 0.376 against
-      0.397), and at 30 by a margin 40 seeds barely resolve (262 of 480, p = 0.0496);
-    - the gain shows where the agents are alike and the budget gets them near an optimum:
-      none on Griewank-8, where 60 trials leave every method far from it;
-    - with 16 agents (held-out Powell-12, low heterogeneity, 20 seeds) it helps from 15 trials
-      on (below alone for 219, 213 and 185 of 320 agents at 15, 30 and 60 trials); with 8
-      dissimilar agents in 20 dimensions (Rosenbrock-20, 6 seeds) the gain was not resolved.
-
-    Against Optuna's ``GPSampler()`` alone the board was level at 15 trials and below it at 30
-    and 60 on the 4-agent held-out families (304 and 291 of 480 agents, p < 0.001). In no
-    family, development or held out, did joining harm more agents by more than noise than a
-    second run alone did. The paper's settings (CGP-UCB, beta = eta = 2, S_raw = 10^5) are one
-    argument away: ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
+    paper's, 2-20 dimensions, 4-16 agents) and checked on held-out families. Joining the board
+    helps an agent where the agents are alike and the budget brings them near an optimum, and
+    did not harm more agents than a second run alone would; the measurements are on
+    docs/benchmarks/cgp_defaults.md. The paper's settings (CGP-UCB, beta = eta = 2,
+    S_raw = 10^5) are one argument away:
+    ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
 
     Example:
         .. code-block:: python

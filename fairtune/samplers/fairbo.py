@@ -305,9 +305,9 @@ class FairBOSampler(GPSamplerBase):
         warm_starts = X_np[order[:1]][:, None, :]
         # Pending points exclude their neighbourhood (two workers must not train one model twice);
         # evaluated points only themselves: the GP knows their value, and a constrained optimum
-        # is refined along its boundary by steps finer than the neighbourhood (with it around
-        # evaluated points too, the best feasible value of Gramacy's problem after 40 trials was
-        # worse in 17 of 20 seeds, median 0.6000 against 0.5998). A point within the
+        # is refined along its boundary by steps finer than the neighbourhood (excluding it
+        # around evaluated points too made the best feasible value on a constrained test
+        # problem worse: docs/benchmarks/fairbo.md). A point within the
         # neighbourhood of a trial that finished while this one was chosen is caught by the
         # claim check (GPSamplerBase).
         evaluated = np.repeat(ss.round(X_np)[:, None, :], 2, axis=1)  # boxes of one point
@@ -381,10 +381,8 @@ def _plateau_boxes(
 
     Only studies with constraints qualify: a single number such as a validation accuracy
     (a multiple of one over the validation size) is often equal for different models by
-    coincidence, while the objective and a constraint together rarely are. On the German
-    random-forest benchmark, 7 of 29 same-accuracy pairs of an unconstrained search were
-    different forests; 1 of 68 pairs with the same accuracy and demographic parity were.
-    Continuous objectives never repeat a value exactly at distinct inputs and are unaffected.
+    coincidence (on German credit, same-accuracy pairs of random forests were often different
+    forests), while the objective and a constraint together rarely are. Continuous objectives never repeat a value exactly at distinct inputs and are unaffected.
     """
     empty = np.empty((0, 2, ss.dim))
     if not names or not ss.is_continuous.any():
@@ -428,12 +426,12 @@ def _repeated_outcomes(
     trials may differ in any parameter: a classifier that predicts one class for everyone (the
     commonest repeated model of fairness-constrained tuning, with a demographic parity gap of
     exactly 0) comes from too few trees, too small a learning rate or too strong a
-    regularization alike. On Adult with 5,000 rows and XGBoost under ``demographic_parity <=
-    0.05``, 18 of 30 trials of a study trained it before this term (mean over 40 seeds; random
-    search 17, so the GP was not learning to avoid it), about 15 with it. Only studies with
-    constraints call this: a single number such as an accuracy is often equal for different
-    models by coincidence, while the objective and a constraint together rarely are (1 of 68
-    same-accuracy pairs on German credit), and three times even less so.
+    regularization alike. On Adult with XGBoost under ``demographic_parity <= 0.05``, more than
+    half the trials of a study trained it before this term, about as many as random search (the
+    GP was not learning to avoid it), and fewer with it. Only studies with constraints call
+    this: a single number such as an accuracy is often equal for different models by
+    coincidence, while the objective and a constraint together rarely are, and three times even
+    less so.
     """
     outcomes = [_outcome(t, names) for t in complete]
     counts = Counter(o for o in outcomes if o is not None)

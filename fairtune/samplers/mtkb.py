@@ -150,12 +150,11 @@ class MTKBSampler(GPSamplerBase):
         q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
             slower): point i joins with probability min(q * leverage_i, 1), leverage_i its
             ridge leverage score (posterior variance over noise variance, at most 1), so the
-            dictionary holds about q times the effective number of parameters. Defaults to 4.
-            On the paper's problems q = 4 had the regret of the theorem's q (within 1 %), with
-            15-30 of 100 trials in the dictionary on the one-dimensional ones (nearly all on
-            Branin with 9 objectives); q = 1 had up to 3 times MT-KB's regret. Along its own
-            run on a 4-parameter problem its time per suggestion grew as t^0.3-0.7 from 100 to
-            500 trials (benchmarks/mtkb_paper.py, benchmarks/mtkb_speed.py). None: the paper's theorem 3,
+            dictionary holds about q times the effective number of parameters. Defaults to 4:
+            on the paper's problems it had the regret of the theorem's q with a fraction of the
+            trials in the dictionary, where q = 1 had several times MT-KB's regret, and its time
+            per suggestion grows slower than linearly in the trials (docs/benchmarks/mtkb.md).
+            None: the paper's theorem 3,
             q = 6 rho log(4t / delta) / eps^2 with eps = 0.5, delta = 0.1 (its experiments'
             values), rho = (1 + eps) / (1 - eps): about 500-600 for 100-1,000 trials, a
             worst-case constant that keeps every trial in the dictionary until leverage scores
@@ -167,11 +166,10 @@ class MTKBSampler(GPSamplerBase):
             for linear the same as "objectives"), ``"objectives"`` (the scalarized mean plus
             beta times each objective's posterior standard deviation, weighted as the
             scalarization weighs it) or ``"norm"`` (the paper's ``L ||Gamma_t(x,
-            x)||^(1/2)``). Defaults to "scalarized": against "objectives" it had less
-            cumulative regret on 20 of 20 held-out seeds on 4 of the 5 problems of
-            benchmarks/mtkb_compare.py (a quarter to four fifths of it) and on 13 of 20 on
-            the fifth, where it stayed at a boundary point on 2 seeds; "objectives" explores
-            more and covers more of the Pareto front (higher hypervolume on 3 of the 5).
+            x)||^(1/2)``). Defaults to "scalarized": it had less cumulative regret than
+            "objectives" on held-out seeds of every problem of benchmarks/mtkb_compare.py,
+            while "objectives" explores more and covers more of the Pareto front
+            (docs/benchmarks/mtkb.md).
         n_startup_trials: Number of random trials before the model is used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
             shared search space. Defaults to random draws seeded per (seed, trial number,
