@@ -65,7 +65,6 @@ Usage (``OMP_NUM_THREADS=1``; every command behind the page is in its Reproduce 
 from __future__ import annotations
 
 import argparse
-import gzip
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -76,9 +75,16 @@ from typing import Any
 import numpy as np
 import optuna
 
-from benchmarks._common import checkpoints, wins_ties_losses
-from benchmarks.cgp_paper import _append, _small, shifts
-
+from benchmarks._common import (
+    append_rows,
+    checkpoints,
+    done_keys,
+    figure,
+    save_figure,
+    sign_test,
+    wins_ties_losses,
+)
+from benchmarks.cgp_paper import _small, shifts
 from fairtune.collaboration import Board, simulate
 from fairtune.samplers import CGPSampler
 
@@ -331,9 +337,9 @@ def _read(paths: Sequence[Path]) -> Any:
 
 
 def done_runs(path: Path) -> set[tuple[str, int, str, str]]:
-    df = _read([path])
-    return {(f, int(s), m, str(t)) for f, s, m, t in
-            df[["family", "seed", "method", "setting"]].drop_duplicates().itertuples(index=False)}
+    """The (family, seed, method, setting) runs already in ``path``: a resumed run skips them."""
+    return {(f, int(seed), m, t)
+            for f, seed, m, t in done_keys(path, ("family", "seed", "method", "setting"))}
 
 
 # -- summaries ------------------------------------------------------------------------------------
@@ -369,8 +375,6 @@ def _paired(df: Any, setting: str, budget: int) -> dict[str, Any]:
 
 def comparison_table(df: Any, setting: str, families: Sequence[str]) -> str:
     """Board vs alone, vs GPSampler, and a second run alone vs the first, at each budget."""
-    from scipy.stats import binomtest
-
     lines = [
         "| trials | board mean (median) | alone | GPSampler | board vs alone W/T/L (p) | "
         "board vs GPSampler W/T/L (p) | mean change vs alone (worst) | harmed vs alone: "
@@ -400,7 +404,7 @@ def comparison_table(df: Any, setting: str, families: Sequence[str]) -> str:
                 join = (board[both] - r["alone"][both]) > HARM
                 chance = (r["alone (other seed)"][both] - r["alone"][both]) > HARM
                 more, fewer = int((join & ~chance).sum()), int((chance & ~join).sum())
-                p = binomtest(more, more + fewer, alternative="greater").pvalue if more + fewer else 1.0
+                p = sign_test(more, fewer, alternative="greater")
                 harmed = (f"{join.mean():.1%} / {chance.mean():.1%} (p = {p:.2f}, "
                           f"{len(both)} agents)")
         lines.append(f"| {budget} | {stat(board)} | {stat(r['alone'])} | {stat(r['GPSampler'])} "
@@ -493,15 +497,10 @@ def screen(paths: Sequence[Path], families: Sequence[str] | None = None) -> str:
 
 def _plot(df: Any, settings: dict[str, str], path: Path) -> None:
     """Mean regret per trial, a panel per family, for the family's setting in ``settings``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     families = [f for f in FAMILIES if f in settings]
     cols = 4
     rows = -(-len(families) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    fig, axes = figure(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
     for ax, family in zip(axes.flat, families):
         part = df[df["family"] == family]
         setting = settings[family]
@@ -521,8 +520,7 @@ def _plot(df: Any, settings: dict[str, str], path: Path) -> None:
         ax.axis("off")
     axes.flat[0].set_ylabel("mean normalized simple regret", fontsize=7)
     axes.flat[0].legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path)
 
 
 def main() -> None:
@@ -579,7 +577,7 @@ def main() -> None:
                         continue  # the same sampler as alone_setting(setting)'s runs alone
                     t0 = time.perf_counter()
                     rows = run(family, seed, method, setting, args.rounds, light=args.light)
-                    _append(args.out, rows, FIELDS)
+                    append_rows(args.out, rows, FIELDS)
                     done.add((family, seed, method, setting))
                     last = [float(r["regret"]) for r in rows if r["round"] == args.rounds]
                     print(f"{family} seed {seed} {method} {setting}: regret "

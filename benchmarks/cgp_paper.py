@@ -38,35 +38,25 @@ sub-regions (slabs of the first parameter), the weighted average of all agents' 
 e^2 for the agents assigned to that sub-region and 1 for the others (its distributed
 exploration). Both maximize over 2048 quasi-random points plus 512 around the agent's best.
 
-Rounds: the paper runs 50-100 rounds per function; this benchmark defaults to fewer (``--rounds``
-after the initial designs) to fit a 2-core machine; docs/benchmarks/cgp.md gives each table's
-rounds.
+Rounds: the paper runs 50-100 rounds per function; docs/benchmarks/cgp.md uses 60 (``--rounds``
+after the initial designs). ``--record-every K`` keeps every K-th round's rows (and the last),
+which is what the kept result files hold.
 
-Usage (each piece under 15 minutes; rows are appended to the CSV):
+Usage (each piece under 15 minutes on 2 cores; rows are appended to the CSV, gzip-compressed
+when its name ends in .gz):
     OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper fig3 --functions hartmann6 --reps 0 1 2 \\
-        --rounds 15 --out benchmarks/results/cgp_fig3.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper fig4 --reps 0 1 --rounds 10 \\
-        --out benchmarks/results/cgp_fig4.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper hetero --reps 0 1 2 --rounds 15 \\
-        --out benchmarks/results/cgp_hetero.csv
-    python -m benchmarks.cgp_paper summarize benchmarks/results/cgp_fig3.csv --plot fig3.png
-    python -m benchmarks.cgp_paper summarize results.csv --round 30   # tables at round 30
+        --rounds 60 --record-every 5 --out benchmarks/results/cgp_fig3_r60.csv.gz
+    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper fig4 --methods CGP-UCB UCB --reps 0 1 \\
+        --rounds 30 --record-every 5 --out benchmarks/results/cgp_fig4_r30.csv.gz
+    OMP_NUM_THREADS=1 python -m benchmarks.cgp_paper hetero --reps 0 1 2 --rounds 30 \\
+        --record-every 5 --out benchmarks/results/cgp_hetero_r30.csv.gz
+    python -m benchmarks.cgp_paper summarize benchmarks/results/cgp_fig3_r60.csv.gz --plot f.png
     python -m benchmarks.cgp_paper summarize a.csv.gz b.csv.gz        # rows of both, pooled
-The results in ``benchmarks/results/``: fig3 at 60 rounds, run per function and replication, in
-``cgp_fig3_r60.csv.gz`` (its first 30 rounds are the 30-round tables: ``summarize --round 30``;
-gzip: give --out a .gz path), fig4 and hetero at 30 rounds in ``*_r30.csv``, and a side
-experiment with ``--methods CGP-UCB UCB --beta 1`` (and ``--beta 2``) on replications 10-14.
-Replications 5-19 at 60 rounds (CGP-UCB, UCB and FTS-DE on every function, all methods on
-Hartmann-6, S_raw = 10^5) are in ``results/cgp_fig3_r60_reps5_19.csv.gz``; summarize them with
-the first five: ``summarize cgp_fig3_r60.csv.gz cgp_fig3_r60_reps5_19.csv.gz --override
-cgp_fig3_r60_sraw1e5.csv.gz``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -75,13 +65,12 @@ from typing import Any
 
 import numpy as np
 import optuna
+import torch
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial
 
+from benchmarks._common import append_rows, figure, paired, save_figure, sign_test
 from benchmarks.collaborative_fair_regret import neg_hartmann6
-
-import torch
-
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
@@ -254,12 +243,12 @@ def posterior_mean_maximizer(study: optuna.Study, names: list[str], seed: int) -
     return np.array([params[name] for name in names], dtype=float)
 
 
-def paper_settings(acquisition: str, n_init: int, *, beta: float = 2.0,
-                   n_raw_samples: int = 10000) -> dict[str, Any]:
+def paper_settings(acquisition: str, n_init: int, *, n_raw_samples: int = 100000
+                   ) -> dict[str, Any]:
     """Every tuning argument of CGPSampler as section 6 of the paper sets it (N_max = 4,
-    S_quorum = 5, eta = beta = 2), S_raw and beta as given: passed explicitly, so that the
-    figures do not change with CGPSampler's defaults."""
-    return {"acquisition": acquisition, "group_size": 4, "eta": 2.0, "beta": beta,
+    S_quorum = 5, eta = beta = 2), S_raw as given: passed explicitly, so that the figures do
+    not change with CGPSampler's defaults."""
+    return {"acquisition": acquisition, "group_size": 4, "eta": 2.0, "beta": 2.0,
             "n_raw_samples": n_raw_samples, "quorum": 5, "share_without_comparison": False,
             "design_noise": None, "n_startup_trials": n_init}
 
@@ -277,8 +266,8 @@ def _small(sampler: CGPSampler) -> CGPSampler:
 
 
 def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
-        radius_factor: float = 1.0, adversarial: bool = False, n_raw_samples: int = 10000,
-        n_init: int | None = None, beta: float = 2.0, rec_every: int = 10
+        radius_factor: float = 1.0, adversarial: bool = False, n_raw_samples: int = 100000,
+        n_init: int | None = None, rec_every: int = 10, record_every: int = 1
         ) -> list[dict[str, Any]]:
     f, dim, lb, ub, f_max, default_init = FUNCTIONS[function]
     n_init = n_init or default_init
@@ -293,14 +282,13 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
         if method.startswith("CGP-"):
             s: CGPSampler = CGPSampler(
                 board=board, agent=f"a{n:03d}", seed=seed,
-                **paper_settings(method[4:].lower(), n_init, beta=beta,
-                                 n_raw_samples=n_raw_samples))
+                **paper_settings(method[4:].lower(), n_init, n_raw_samples=n_raw_samples))
         elif method in ("UCB", "EI", "TS"):
             s = CGPSampler(board=None, seed=seed, **paper_settings(
-                method.lower(), n_init, beta=beta, n_raw_samples=n_raw_samples))
+                method.lower(), n_init, n_raw_samples=n_raw_samples))
         elif method == CONTROL:
             s = CGPSampler(board=None, seed=seed + 50_000, **paper_settings(
-                "ucb", n_init, beta=beta, n_raw_samples=n_raw_samples))
+                "ucb", n_init, n_raw_samples=n_raw_samples))
         else:
             s = FTSSampler(server=server, index=n, n_agents=n_agents,
                            region=(n % 4) if method == "FTS-DE" else None,
@@ -322,27 +310,25 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
         return {name: lb + (ub - lb) * float(v) for name, v in zip(names, u)}
 
     rows: list[dict[str, Any]] = []
-    started = time.perf_counter()
 
     def record(round_: int, studies: list[optuna.Study]) -> None:
-        if round_ < n_init - 1:
+        t = round_ + 1 - n_init
+        if t < 0 or (t % record_every and t != rounds):
             return
         for n, study in enumerate(studies):
             if adversarial and n == 0:
                 continue
             trials = study.trials
             best = max(trials, key=lambda t: t.value)
-            t = round_ + 1 - n_init
             rec_gap: float | str = ""
             if rec_every and (t % rec_every == 0 or t == rounds):
                 x_rec = posterior_mean_maximizer(study, names, 7919 * rep + 31 * n + t)
-                rec_gap = f_max - f(x_rec + psi[n])
+                rec_gap = _g6(f_max - f(x_rec + psi[n]))
             rows.append({
                 "function": function, "method": method, "rep": rep, "n_agents": n_agents,
                 "radius_factor": radius_factor, "adversarial": int(adversarial), "agent": n,
-                "round": round_ + 1 - n_init, "regret": f_max - trials[-1].user_attrs["true"],
-                "gap": f_max - best.user_attrs["true"], "rec_gap": rec_gap,
-                "seconds": time.perf_counter() - started,
+                "round": t, "regret": _g6(f_max - trials[-1].user_attrs["true"]),
+                "gap": _g6(f_max - best.user_attrs["true"]), "rec_gap": rec_gap,
             })
 
     simulate(objectives, samplers, n_rounds=n_init + rounds, callback=record,
@@ -351,53 +337,61 @@ def run(function: str, method: str, rep: int, n_agents: int, rounds: int, *,
 
 
 FIELDS = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial", "agent",
-          "round", "regret", "gap", "rec_gap", "seconds"]
+          "round", "regret", "gap", "rec_gap"]
 
 
-def _append(path: Path, rows: list[dict[str, Any]], fields: Sequence[str] = FIELDS) -> None:
-    """Append rows to a CSV; a path ending in .gz is gzip-compressed (each call adds a member,
-    which gzip and pandas read as one stream)."""
-    new = not path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "at", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(fields))
-        if new:
-            w.writeheader()
-        w.writerows(rows)
+def _g6(value: float) -> float:
+    # Six significant digits: the tables show three decimals, and the files stay small.
+    return float(f"{value:.6g}")
 
 
 # -- summaries ---------------------------------------------------------------------------------------
 
 
-def summarize(
-    path: Path | Sequence[Path], plot: Path | None, at_round: int | None = None,
-    override: Path | None = None, metric: str = "gap",
-) -> str:
-    """Tables at the last round (or at ``at_round``, for rows that reach it) and plots.
+NAMES = {"ackley5": "Ackley-5", "cosine8": "Cosine-8", "hartmann6": "Hartmann-6",
+         "levy20": "Levy-20"}
+
+
+def headline(last: Any) -> list[str]:
+    """The page's table: CGP-UCB, the same agents alone (UCB) and FTS-DE on each function at the
+    last round (16 agents, the paper's shifts), and in how many replications CGP-UCB's mean gap
+    over the agents is lower (two-sided sign test over replications)."""
+    lines = [("| function | CGPSampler on a board (CGP-UCB) | the same agents tuning alone (UCB) | "
+              "FTS-DE | replications where CGPSampler is below alone | ... below FTS-DE |"),
+             "|---|---:|---:|---:|---|---|"]
+    plain = last[(last["radius_factor"] == 1.0) & (last["adversarial"] == 0)]
+    for (function, _), part in plain.groupby(["function", "n_agents"]):
+        by_rep = part.groupby(["method", "rep"])["gap"].mean()
+        if not {"CGP-UCB", "UCB", "FTS-DE"} <= set(by_rep.index.get_level_values(0)):
+            continue
+        cells = [f"{part[part['method'] == m]['gap'].mean():#.3g}".rstrip(".") for m in
+                 ("CGP-UCB", "UCB", "FTS-DE")]
+        for other in ("UCB", "FTS-DE"):
+            reps = by_rep["CGP-UCB"].index.intersection(by_rep[other].index)
+            below, _, _, p = paired(by_rep["CGP-UCB"][reps], by_rep[other][reps], sign=-1.0)
+            cells.append(f"{below} of {len(reps)} " + ("(p < 0.001)" if p < 0.0005 else
+                                                        f"(p = {p:.3f})"))
+        lines.append(f"| {NAMES.get(function, function)} | " + " | ".join(cells) + " |")
+    return lines if len(lines) > 2 else []
+
+
+def summarize(path: Path | Sequence[Path], plot: Path | None, at_round: int | None = None,
+              metric: str = "gap") -> str:
+    """The page's table, then every method's table at the last round (or at ``at_round``, for
+    rows that reach it), and a plot of the gap per round.
 
     ``path``: one CSV or several, whose rows are pooled (e.g. more replications run later).
 
     ``metric``: which optimality gap the "gap" columns show: ``"gap"`` (the best observed
     design's, every round) or ``"rec_gap"`` (the paper's, at the posterior mean's maximizer, on
     the rounds where it was computed).
-
-    ``override``: a CSV whose runs (function, method, replication, N, shifts, adversary) replace
-    the same runs of ``path`` (e.g. the CGP methods re-run with another S_raw; the others do not
-    use it).
     """
     import pandas as pd
-    from scipy.stats import binomtest
 
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    if override is not None:
-        other = pd.read_csv(override)
-        keys = ["function", "method", "rep", "n_agents", "radius_factor", "adversarial"]
-        replaced = df.set_index(keys).index.isin(other.set_index(keys).index)
-        df = pd.concat([df[~replaced], other], ignore_index=True)
     if metric not in ("gap", "rec_gap"):
-        raise ValueError(f"metric must be 'gap' or 'rec_gap', got {metric!r}")
+        raise ValueError(f"metric must be one of ['gap', 'rec_gap'], but got metric={metric!r}")
     if metric == "rec_gap":
         if "rec_gap" not in df.columns:
             raise ValueError(f"{path} has no rec_gap column (written before the paper's gap was "
@@ -405,14 +399,14 @@ def summarize(
         df = df[df["rec_gap"].notna()].assign(gap=lambda d: d["rec_gap"])
     if at_round is not None:
         df = df[df["round"] <= at_round]
+    groups = ["function", "n_agents", "radius_factor", "adversarial"]
+    last = df[df["round"] == df.groupby(groups)["round"].transform("max")]
     lines: list[str] = [
         "gap: " + ("f* - f(argmax of the posterior mean), the paper's" if metric == "rec_gap"
-                   else "f* - f(the best observed design)")
+                   else "f* - f(the best observed design)"),
+        *headline(last),
     ]
-    last = df[df["round"] == df.groupby(["function", "n_agents", "radius_factor", "adversarial"])[
-        "round"].transform("max")]
-    for (function, n_agents, radius, adv), part in last.groupby(
-            ["function", "n_agents", "radius_factor", "adversarial"]):
+    for (function, n_agents, radius, adv), part in last.groupby(groups):
         reps = part["rep"].nunique()
         rounds = int(part["round"].max())
         lines.append(f"\n{function}, N = {n_agents}, shift radius x{radius:g}"
@@ -427,10 +421,11 @@ def summarize(
                 a = mine.set_index(["rep", "agent"])["gap"]
                 b = part[part["method"] == method[4:]].set_index(["rep", "agent"])["gap"]
                 common = a.index.intersection(b.index)
+                # A difference under 1e-12 is a tie (the same design found by both).
                 d = b[common].to_numpy() - a[common].to_numpy()
                 wins, losses = int((d > 1e-12).sum()), int((d < -1e-12).sum())
-                p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
-                versus = f"{wins} / {len(d) - wins - losses} / {losses} (p = {p:.3f})"
+                versus = (f"{wins} / {len(d) - wins - losses} / {losses} "
+                          f"(p = {sign_test(wins, losses):.3f})")
             lines.append(
                 f"| {method} | {mine['gap'].mean():.3f} | {mine['gap'].median():.3f} | "
                 f"{mine['regret'].mean():.3f} | {mine['regret'].median():.3f} | {versus} |"
@@ -445,9 +440,7 @@ def summarize(
         for a, b in pairs:
             if a in by_rep.index.get_level_values(0) and b in by_rep.index.get_level_values(0):
                 both = by_rep[a].index.intersection(by_rep[b].index)
-                below = int((by_rep[a][both] < by_rep[b][both]).sum())
-                above = int((by_rep[a][both] > by_rep[b][both]).sum())
-                p = binomtest(below, below + above).pvalue if below + above else 1.0
+                below, _, _, p = paired(by_rep[a][both], by_rep[b][both], sign=-1.0)
                 counts.append(f"{a} below {b} in {below} of {len(both)} (sign test p = {p:.3f})")
         if counts:
             lines.append("replications (mean gap over agents): " + "; ".join(counts))
@@ -466,50 +459,33 @@ def summarize(
                     f"{int((diff > 2 * NOISE_SD).sum())}, helped by more: "
                     f"{int((diff < -2 * NOISE_SD).sum())}"
                 )
-    # Several group sizes of one method (figure 4): gap and regret by N at a few rounds.
-    for (function, method), part in df.groupby(["function", "method"]):
-        if part["n_agents"].nunique() < 2:
-            continue
-        rounds = sorted(part["round"].unique())
-        marks = sorted({rounds[len(rounds) // 4], rounds[len(rounds) // 2], rounds[-1]})
-        lines.append(f"\n{function}, {method}, by number of agents N "
-                     "(mean over agents and reps; median over reps of the agents' mean gap)")
-        lines.append("| N | reps | " + " | ".join(f"gap @ round {r}" for r in marks)
-                     + f" | median gap @ round {marks[-1]} | regret @ round {marks[-1]} |")
-        lines.append("|---" * (len(marks) + 4) + "|")
-        for n, by_n in part.groupby("n_agents"):
-            gaps = [by_n[by_n["round"] == r]["gap"].mean() for r in marks]
-            final = by_n[by_n["round"] == marks[-1]]
-            median = final.groupby("rep")["gap"].mean().median()
-            lines.append(f"| {n} | {final['rep'].nunique()} | "
-                         + " | ".join(f"{g:.2f}" for g in gaps)
-                         + f" | {median:.2f} | {final['regret'].mean():.2f} |")
     if plot is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        groups = list(df.groupby(["function", "n_agents", "radius_factor", "adversarial"]))
-        fig, axes = plt.subplots(len(groups), 2, figsize=(10, 3.2 * len(groups)), squeeze=False)
-        for row, ((function, n_agents, radius, adv), part) in enumerate(groups):
-            for col, metric in enumerate(("gap", "regret")):
-                ax = axes[row, col]
-                for method in [m for m in METHODS if m in set(part["method"])]:
-                    curve = part[part["method"] == method].groupby(["round", "rep"])[metric].mean()
-                    by_round = curve.groupby("round")
-                    mean = by_round.mean()
-                    ax.plot(mean.index, mean.values, label=method,
-                            linestyle="-" if method.startswith(("CGP", "FTS")) else "--")
-                    ax.fill_between(mean.index, by_round.min().values, by_round.max().values,
-                                    alpha=0.1)
-                ax.set_yscale("log")
-                ax.set_title(f"{function} N={n_agents} {'optimality gap' if metric == 'gap' else 'instantaneous regret'}")
-                ax.set_xlabel("round")
-            axes[row, 0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(plot, dpi=80)
+        _plot(df, plot, groups)
     return "\n".join(lines)
+
+
+def _plot(df: Any, path: Path, groups: list[str]) -> None:
+    """Mean gap per round (over replications of the agents' mean), a panel per function or
+    setting; the band spans the replications' min to max."""
+    panels = list(df.groupby(groups))
+    fig, axes = figure(1, len(panels), figsize=(3.1 * len(panels), 3.0), squeeze=False)
+    for ax, ((function, n_agents, radius, adv), part) in zip(axes[0], panels):
+        for method in [m for m in METHODS + (CONTROL,) if m in set(part["method"])]:
+            curve = part[part["method"] == method].groupby(["round", "rep"])["gap"].mean()
+            by_round = curve.groupby("round")
+            mean = by_round.mean()
+            style = "-" if method.startswith("CGP") else ":" if method.startswith("FTS") else "--"
+            ax.plot(mean.index, mean.values, style, label=method,
+                    linewidth=2.0 if method in ("CGP-UCB", "UCB", "FTS-DE") else 1.0)
+            ax.fill_between(mean.index, by_round.min().values, by_round.max().values, alpha=0.08)
+        ax.set_yscale("log")
+        extra = (", one adversarial agent" if adv else "") + (
+            f", shifts x{radius:g}" if radius != 1.0 else "")
+        ax.set_title(f"{NAMES.get(function, function)}, N = {n_agents}{extra}")
+        ax.set_xlabel("round")
+    axes[0, 0].set_ylabel("optimality gap (best observed design)")
+    axes[0, 0].legend(fontsize=7)
+    save_figure(fig, path)
 
 
 def main() -> None:
@@ -520,7 +496,10 @@ def main() -> None:
         p.add_argument("--reps", type=int, nargs="+", default=[0])
         p.add_argument("--rounds", type=int, default=15)
         p.add_argument("--out", type=Path, default=Path(f"cgp_{name}.csv"))
-        p.add_argument("--n-raw-samples", type=int, default=10000)
+        p.add_argument("--n-raw-samples", type=int, default=100000,
+                       help="S_raw of the CGP methods (default: 10^5, the paper's)")
+        p.add_argument("--record-every", type=int, default=1,
+                       help="keep every K-th round's rows, and the last (default: every round)")
         p.add_argument("--rec-every", type=int, default=10,
                        help="rounds between the paper's optimality gaps (rec_gap; 0: never)")
         if name == "fig3":
@@ -529,9 +508,6 @@ def main() -> None:
             p.add_argument("--n-agents", type=int, default=16)
             p.add_argument("--n-init", type=int, default=None,
                            help="initial designs per agent (default: 10, 25 for levy20)")
-            p.add_argument("--beta", type=float, default=2.0,
-                           help="beta of CGP-UCB and UCB (default: 2, the paper's); a side "
-                                "experiment, written to its own CSV")
         if name == "fig4":
             p.add_argument("--n-agents", type=int, nargs="+", default=[1, 4, 16, 64])
             p.add_argument("--methods", nargs="+", default=["CGP-UCB"], choices=["CGP-UCB", "UCB"],
@@ -543,14 +519,12 @@ def main() -> None:
     s.add_argument("--plot", type=Path, default=None)
     s.add_argument("--round", type=int, default=None, dest="at_round",
                    help="tables (and plots) up to this round instead of the last")
-    s.add_argument("--override", type=Path, default=None,
-                   help="a CSV whose runs replace the same runs (function, method, ...) of csv")
     s.add_argument("--metric", choices=["gap", "rec_gap"], default="gap",
                    help="gap: the best observed design's; rec_gap: the paper's, at argmax of "
                         "the posterior mean")
     args = parser.parse_args()
     if args.command == "summarize":
-        print(summarize(args.csv, args.plot, args.at_round, args.override, args.metric))
+        print(summarize(args.csv, args.plot, args.at_round, args.metric))
         return
     jobs: list[tuple[str, str, int, int, dict[str, Any]]] = []
     for rep in args.reps:
@@ -564,9 +538,9 @@ def main() -> None:
     for function, method, rep, n_agents, extra in jobs:
         t0 = time.perf_counter()
         rows = run(function, method, rep, n_agents, args.rounds, n_raw_samples=args.n_raw_samples,
-                   n_init=getattr(args, "n_init", None), beta=getattr(args, "beta", 2.0),
-                   rec_every=args.rec_every, **extra)
-        _append(args.out, rows)
+                   n_init=getattr(args, "n_init", None), rec_every=args.rec_every,
+                   record_every=args.record_every, **extra)
+        append_rows(args.out, rows, FIELDS)
         last = [r for r in rows if r["round"] == args.rounds]
         print(f"{function} {method} rep {rep} N={n_agents} {extra}: "
               f"gap {np.mean([r['gap'] for r in last]):.3f} "

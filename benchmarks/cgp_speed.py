@@ -16,16 +16,20 @@ it adds up their time). Measured at default thread settings (no thread variable 
 run) and pinned (``OMP_NUM_THREADS=1``), each in a fresh process (``--threads`` picks one); the CSV of each goes
 to ``--out`` with ``_default`` or ``_pinned`` added to its name.
 
+``--summarize CSV ...`` prints the table of CSVs already written (the thread setting read from
+the ``_default`` / ``_pinned`` in the name), and the range of the seconds per suggestion.
+
 Usage:
     python -m benchmarks.cgp_speed --out benchmarks/results/cgp_speed.csv
-    python -m benchmarks.cgp_speed --acquisitions ei --raw-samples 10000 --agents 16 \
+    python -m benchmarks.cgp_speed --acquisitions ei ucb --raw-samples 10000 --agents 16 \
         --out benchmarks/results/cgp_defaults_speed.csv     # the default acquisition, 16 agents
+    python -m benchmarks.cgp_speed --summarize benchmarks/results/cgp_speed_default.csv \
+        benchmarks/results/cgp_speed_pinned.csv
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 import time
@@ -33,11 +37,15 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-from benchmarks._common import THREAD_LABELS, run_in_both_thread_settings
 from optuna.distributions import FloatDistribution
 
+from benchmarks._common import (
+    THREAD_LABELS,
+    append_rows,
+    read_rows,
+    run_in_both_thread_settings,
+)
 from benchmarks.collaborative_fair_regret import neg_hartmann6
-
 from fairtune.collaboration import Board
 from fairtune.samplers import CGPSampler
 
@@ -95,6 +103,30 @@ def measure(acquisition: str, n_raw: int, n_agents: int, repeats: int, near_kapp
             "kept": statistics.median(kept)}
 
 
+HEADER = ("| thread settings | acquisition | S_raw | agents on the board | peers' designs "
+          "| borrowed | kept | seconds per suggestion | CPU seconds |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+
+def _line(label: str, row: dict) -> str:
+    cpu = f"{float(row['cpu_seconds']):.2f}" if row.get("cpu_seconds") not in (None, "") else "-"
+    return (f"| {label} | {row['acquisition']} | {row['n_raw_samples']} | {row['n_agents']} | "
+            f"{row['designs']} | {row['borrowed']} | {float(row['kept']):g} | "
+            f"{float(row['seconds']):.2f} | {cpu} |")
+
+
+def summarize(paths: list[Path]) -> str:
+    """The table of result files already written, and the range of the seconds."""
+    lines, seconds = [HEADER], []
+    for path in paths:
+        setting = path.stem.rpartition("_")[2]
+        for row in read_rows(path):
+            lines.append(_line(THREAD_LABELS.get(setting, "not recorded"), row))
+            seconds.append(float(row["seconds"]))
+    lines.append(f"\nseconds per suggestion: {min(seconds):.2f}-{max(seconds):.2f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--acquisitions", nargs="+", default=["ucb", "ei", "ts"])
@@ -104,11 +136,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("cgp_speed.csv"))
     parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="CSV",
+                        help="print the table of these result files instead of measuring")
     args = parser.parse_args()
+    if args.summarize:
+        print(summarize(args.summarize))
+        return
     if not args.no_header:
-        print("| thread settings | acquisition | S_raw | agents on the board | peers' designs "
-              "| borrowed | kept | seconds per suggestion | CPU seconds |")
-        print("|---|---|---|---|---|---|---|---|---|", flush=True)
+        print(HEADER, flush=True)
     if args.threads == "both":
         run_in_both_thread_settings("benchmarks.cgp_speed", sys.argv[1:])
         return
@@ -123,14 +158,9 @@ def main() -> None:
         where = "near its kappa" if near else "near its best trial"
         rows.append({"acquisition": acquisition, "n_raw_samples": n_raw, "n_agents": n_agents,
                      "designs": where, **result})
-        print(f"| {label} | {acquisition} | {n_raw} | {n_agents} | {where} | {result['borrowed']} | "
-              f"{result['kept']:g} | {result['seconds']:.2f} | {result['cpu_seconds']:.2f} |",
-              flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+        print(_line(label, rows[-1]), flush=True)
+    args.out.unlink(missing_ok=True)  # a measurement replaces the last one
+    append_rows(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks._common import append_rows, read_rows
 from tests._scripts import run_benchmark
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -56,30 +57,25 @@ def test_cgp_paper_runs_every_kind_of_method_and_summarizes(tmp_path: Path) -> N
     assert "round 1, 1 reps" in early and "round 2" not in early
     ucb1 = [float(r["gap"]) for r in rows if r["method"] == "UCB" and r["round"] == "1"]
     assert f"| UCB | {sum(ucb1) / 4:.3f} |" in early
-    # --override: its runs replace the same method's rows; the other methods stay.
+    # Several CSVs are pooled (more replications run later).
     _run(tmp_path, "cgp_paper.py", "fig3", "--functions", "hartmann6", "--methods", "CGP-UCB",
-         "--n-agents", "4", "--rounds", "2", "--reps", "0", "--n-init", "3",
-         "--n-raw-samples", "50", "--out", "o.csv")
-    with open(tmp_path / "o.csv", newline="") as f:
-        other = [r for r in csv.DictReader(f) if r["round"] == "2"]
-    mixed = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "--override", "o.csv")
-    new_gap = sum(float(r["gap"]) for r in other) / 4
-    assert f"{new_gap:.3f}" != f"{gap['CGP-UCB']:.3f}"  # S_raw changed the run
-    assert f"| CGP-UCB | {new_gap:.3f} |" in mixed
-    assert f"| UCB | {gap['UCB']:.3f} |" in mixed and f"| FTS-DE | {gap['FTS-DE']:.3f} |" in mixed
-    assert "round 2, 1 reps" in mixed and mixed.count("| CGP-UCB |") == 1
-    # Several CSVs are pooled (more replications run later); --override replaces the same
-    # replications only.
-    _run(tmp_path, "cgp_paper.py", "fig3", "--functions", "hartmann6", "--methods", "CGP-UCB",
-         "UCB", "--n-agents", "4", "--rounds", "2", "--reps", "1", "--n-init", "3",
-         "--n-raw-samples", "200", "--out", "g.csv")
-    with open(tmp_path / "g.csv", newline="") as f:
-        rep1 = [r for r in csv.DictReader(f) if r["round"] == "2"]
-    pooled = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "g.csv", "--override", "o.csv")
-    cgp_ucb = (sum(float(r["gap"]) for r in other)
-               + sum(float(r["gap"]) for r in rep1 if r["method"] == "CGP-UCB")) / 8
+         "UCB", "FTS-DE", "--n-agents", "4", "--rounds", "2", "--reps", "1", "--n-init", "3",
+         "--n-raw-samples", "200", "--record-every", "2", "--out", "g.csv.gz")
+    rep1 = read_rows(tmp_path / "g.csv.gz")
+    # --record-every 2: round 0 and the last round only.
+    assert {r["round"] for r in rep1} == {"0", "2"}
+    pooled = _run(tmp_path, "cgp_paper.py", "summarize", "f.csv", "g.csv.gz")
+    cgp_ucb = (sum(float(r["gap"]) for r in rows if r["method"] == "CGP-UCB" and r["round"] == "2")
+               + sum(float(r["gap"]) for r in rep1 if r["method"] == "CGP-UCB"
+                     and r["round"] == "2")) / 8
     assert "round 2, 2 reps" in pooled and f"| CGP-UCB | {cgp_ucb:.3f} |" in pooled
     assert "CGP-UCB below UCB in" in pooled and " of 2 (sign test p = " in pooled
+    # The page's table: one row per function, in plain words.
+    assert "| function | CGPSampler on a board (CGP-UCB) | the same agents tuning alone (UCB) |" \
+        in pooled
+    (row,) = [line for line in pooled.splitlines() if line.startswith("| Hartmann-6 |")]
+    assert row.split("|")[2].strip() == f"{cgp_ucb:#.3g}".rstrip(".")
+    assert " of 2 (p = " in row
 
 
 def test_posterior_mean_maximizer_finds_the_peak_of_a_smooth_function() -> None:
@@ -95,8 +91,13 @@ def test_posterior_mean_maximizer_finds_the_peak_of_a_smooth_function() -> None:
     # Closer to the peak (0.3, 0.7) than the best of the 25 random trials.
     assert np.abs(x - [0.3, 0.7]).max() < 0.03
     assert np.linalg.norm(x - [0.3, 0.7]) < np.linalg.norm([best["a"] - 0.3, best["b"] - 0.7])
+
+def test_summarize_refuses_the_papers_gap_of_a_file_without_it(tmp_path: Path) -> None:
+    from benchmarks import cgp_paper
+    path = tmp_path / "old.csv"
+    path.write_text("function,method,rep,n_agents,radius_factor,adversarial,agent,round,"
+                    "regret,gap\nhartmann6,UCB,0,2,1.0,0,0,0,1.0,1.0\n")
     with pytest.raises(ValueError, match="no rec_gap column"):
-        path = BENCHMARKS / "results" / "cgp_fig3.csv"
         cgp_paper.summarize(path, None, metric="rec_gap")
 
 
@@ -111,6 +112,11 @@ def test_cgp_speed_runs(tmp_path: Path) -> None:
         kept = [float(line.split("|")[7]) for line in lines if "near its kappa" in line]
         assert kept and all(k >= 1 for k in kept)  # designs next to its own optimum are kept
     assert (tmp_path / "s_default.csv").exists() and (tmp_path / "s_pinned.csv").exists()
+    # --summarize prints the same rows from the files.
+    summary = _run(tmp_path, "cgp_speed.py", "--summarize", "s_default.csv", "s_pinned.csv")
+    measured = [line.rsplit("|", 3)[0] for line in out.splitlines() if line.startswith("| ")]
+    printed = [line.rsplit("|", 3)[0] for line in summary.splitlines() if line.startswith("| ")]
+    assert sorted(printed) == sorted(measured) and "seconds per suggestion: " in summary
 
 
 def test_hetero_yardstick_is_ucb_alone_with_another_seed(tmp_path: Path) -> None:
@@ -124,8 +130,8 @@ def test_hetero_yardstick_is_ucb_alone_with_another_seed(tmp_path: Path) -> None
     assert [r["regret"] for r in ucb if r["round"] > 0] != [
         r["regret"] for r in other if r["round"] > 0]
     path = tmp_path / "h.csv"
-    cgp_paper._append(path, ucb + other + cgp_paper.run("hartmann6", "CGP-UCB", 0, 3, 2,
-                                                        n_raw_samples=200, **kwargs))
+    append_rows(path, ucb + other + cgp_paper.run("hartmann6", "CGP-UCB", 0, 3, 2,
+                                                  n_raw_samples=200, **kwargs))
     out = cgp_paper.summarize(path, None)
     assert "paired CGP-UCB gap - UCB gap over 3 agent x rep pairs" in out
     assert f"paired {cgp_paper.CONTROL} gap - UCB gap over 3 agent x rep pairs" in out
@@ -133,18 +139,10 @@ def test_hetero_yardstick_is_ucb_alone_with_another_seed(tmp_path: Path) -> None
     gz = tmp_path / "h.csv.gz"
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    cgp_paper._append(gz, rows[:5])
-    cgp_paper._append(gz, rows[5:])
+    append_rows(gz, rows[:5])
+    append_rows(gz, rows[5:])
     assert gz.read_bytes()[:2] == b"\x1f\x8b"
     assert cgp_paper.summarize(gz, None) == out
-
-
-def test_cgp_diagnose_counts_leaders_and_kept_designs(tmp_path: Path) -> None:
-    out = _run(tmp_path, "cgp_diagnose.py", "--function", "hartmann6", "--rounds", "2",
-               "--n-agents", "4", "--n-init", "3")
-    assert "agent-rounds with a kept design:" in out
-    total = int(out.split("agent-rounds with a kept design:")[1].split("of")[1].split()[0])
-    assert total == 4 * 2  # every agent in each of the 2 rounds after its initial designs
 
 
 def _import_benchmark(name: str) -> Any:
@@ -181,7 +179,7 @@ def test_cgp_paper_passes_every_tuning_argument_of_the_paper(monkeypatch: pytest
                 assert kwargs[name] == CGPSampler.PAPER_SETTINGS[name], (method, name)
             assert kwargs["n_startup_trials"] == 2
             # FTS agents borrow nothing, so S_raw is unused there.
-            assert kwargs["n_raw_samples"] == (10000 if method.startswith("FTS") else 50)
+            assert kwargs["n_raw_samples"] == (100000 if method.startswith("FTS") else 50)
             expected = "ts" if method.startswith("FTS") else method.split("-")[-1].split()[0]
             assert kwargs["acquisition"] == expected.lower()
 
