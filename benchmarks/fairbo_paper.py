@@ -10,50 +10,34 @@ Methods, all starting from the same 5 random trials of a seed:
 * ``FairBO``: FairBOSampler with the DSP constraint;
 * ``GPSampler`` / ``TPESampler``: Optuna's samplers with the same constraint.
 
-Experiment ``xgboost``: the ``rf`` protocol with the XGBoost space (7-d, appendix A) instead
-of the random forest; not one of the paper's figures. Experiment ``mlp``: the same with the
-multi-layer perceptron space (11-d, appendix A), the largest of the paper's spaces.
-
 Experiment ``linear`` (paper table 2): FairBO tuning the linear model (6-d space) with
 DSP <= 0.1; reports the validation error of the best fair model.
 
 Every trial's DSP is stored, so the best *feasible* accuracy after each trial is computed the
 same way for every method, including BO, which never sees the constraint.
 
-Usage:
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets german compas \\
-        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_paper_rf.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets adult --seeds 10 \\
-        --n-trials 20 --out benchmarks/results/fairbo_paper_rf_adult.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets adult --first-seed 0 \\
-        --seeds 25 --n-trials 20 --out adult_a.csv   # and --first-seed 25 into adult_b.csv
+A run appends to ``--out`` and skips the (dataset, method, seed) studies already there.
+
+Usage (docs/benchmarks/fairbo.md):
+    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper rf --datasets adult --seeds 50 \\
+        --n-trials 20 --out benchmarks/results/fairbo_paper_rf_adult50.csv.gz
     OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper linear --datasets adult german compas \\
         --seeds 3 --n-trials 40 --out benchmarks/results/fairbo_paper_linear.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper xgboost --datasets adult --seeds 10 \\
-        --n-trials 30 --methods FairBO GPSampler TPESampler \\
-        --out benchmarks/results/fairbo_paper_xgboost_adult.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_paper mlp --datasets german --seeds 10 \\
-        --n-trials 40 --methods RS FairBO GPSampler TPESampler \\
-        --out benchmarks/results/fairbo_paper_mlp_german.csv
-    python -m benchmarks.fairbo_paper summarize benchmarks/results/fairbo_paper_*.csv \\
-        --plot docs/images/fairbo_paper.png
-    python -m benchmarks.fairbo_paper summarize benchmarks/results/fairbo_paper_rf_adult50.csv \\
-        --versus FairBO
+    python -m benchmarks.fairbo_paper summarize benchmarks/results/fairbo_paper_rf_adult50.csv.gz \\
+        benchmarks/results/fairbo_paper_linear.csv --versus FairBO
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import optuna
 
-from benchmarks._common import checkpoints, wins_ties_losses
+from benchmarks._common import append_rows, checkpoints, done_keys, wins_ties_losses
 
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import FairObjective
@@ -119,7 +103,7 @@ def run(experiment: str, dataset: str, method: str, seed: int, n_trials: int,
     return rows
 
 
-def paired(rf: Any, reference: str, wanted: tuple[int, ...] = (10, 20, 40)) -> None:
+def versus_table(rf: Any, reference: str, wanted: tuple[int, ...] = (10, 20, 40)) -> None:
     """Seed-by-seed comparison of every method with ``reference`` (random forest runs).
 
     At each checkpoint, a seed is a win for the method when its best fair accuracy is strictly
@@ -149,18 +133,13 @@ def paired(rf: Any, reference: str, wanted: tuple[int, ...] = (10, 20, 40)) -> N
               f"{' ; '.join(cells) if cells else '-'} |")
 
 
-def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> None:
+def summarize(paths: list[str], versus: str | None = None) -> None:
     import pandas as pd
 
     df = pd.concat([pd.read_csv(p) for p in paths])
-    for experiment in ("rf", "xgboost", "mlp"):
-        runs = df[df.experiment == experiment]
-        if not len(runs):
-            continue
-        # The random forest table keeps the paper's checkpoints; others add @30.
-        wanted = (10, 20, 40) if experiment == "rf" else (10, 20, 30, 40)
-        if experiment != "rf":
-            print(f"\nExperiment {experiment}:\n")
+    runs = df[df.experiment == "rf"]
+    if len(runs):
+        wanted = (10, 20, 40)
         print("| dataset | method | seeds | trials | best fair accuracy "
               + " | ".join(f"@{k}" for k in wanted)
               + " | first fair trial (median) | unfair trials after init |")
@@ -179,8 +158,7 @@ def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> 
                   f"{first.median():.0f} | {1 - after.feasible.mean():.0%} |")
         if versus:
             print()
-            paired(runs, versus, wanted)
-    rf = df[df.experiment == "rf"]
+            versus_table(runs, versus, wanted)
     lin = df[df.experiment == "linear"]
     if len(lin):
         print("\n| dataset | paper (table 2, FairBO) | fairtune FairBO: validation error of the"
@@ -190,34 +168,11 @@ def summarize(paths: list[str], plot: str | None, versus: str | None = None) -> 
             err = 1 - g.groupby("seed").best_feasible.last()
             print(f"| {dataset} | {PAPER_TABLE2[dataset]:.3f} | {err.median():.3f} "
                   f"[{err.min():.3f}, {err.max():.3f}] | {len(err)} |")
-    if plot and len(rf):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        datasets = list(dict.fromkeys(rf.dataset))
-        fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
-        for ax, dataset in zip(axes[0], datasets):
-            for method, g in rf[rf.dataset == dataset].groupby("method", sort=False):
-                curves = g.pivot(index="trial", columns="seed", values="best_feasible")
-                has = curves.notna().any(axis=1)
-                med = curves[has].median(axis=1)
-                q1, q3 = curves[has].quantile(0.25, axis=1), curves[has].quantile(0.75, axis=1)
-                (line,) = ax.plot(med.index, med.values, label=method)
-                ax.fill_between(med.index, q1.values, q3.values, color=line.get_color(), alpha=0.15)
-            ax.set_title(f"{dataset}: random forest, DSP <= 0.05")
-            ax.set_xlabel("trial")
-            ax.set_ylabel("best fair validation accuracy")
-        axes[0][0].legend(fontsize="small")
-        fig.tight_layout()
-        Path(plot).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(plot, dpi=110)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("experiment", choices=["rf", "xgboost", "mlp", "linear", "summarize"])
+    parser.add_argument("experiment", choices=["rf", "linear", "summarize"])
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--datasets", nargs="+", default=["adult", "german", "compas"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
@@ -225,37 +180,30 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seeds are first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--n-trials", type=int, default=40)
-    parser.add_argument("--out", default="benchmarks/results/fairbo_paper.csv")
-    parser.add_argument("--plot", help="with summarize: figure of best fair accuracy vs trial")
+    parser.add_argument("--out", default="benchmarks/results/fairbo_paper.csv.gz")
     parser.add_argument("--versus", metavar="METHOD",
                         help="with summarize: seed-by-seed wins / ties / losses against METHOD")
     args = parser.parse_args()
     if args.experiment == "summarize":
-        summarize(args.paths, args.plot, args.versus)
+        summarize(args.paths, args.versus)
         return
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     limit = 0.1 if args.experiment == "linear" else 0.05
-    model = {"rf": "random_forest", "xgboost": "xgboost", "mlp": "mlp", "linear": "linear"}[
-        args.experiment
-    ]
+    model = {"rf": "random_forest", "linear": "linear"}[args.experiment]
     methods = ["FairBO"] if args.experiment == "linear" else args.methods
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        writer = None
-        for dataset in args.datasets:
-            objective = FairObjective(dataset, model, limits=f"demographic_parity<={limit}")
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                for method in methods:
-                    rows = run(args.experiment, dataset, method, seed, args.n_trials, objective,
-                               limit)
-                    if writer is None:
-                        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-                        writer.writeheader()
-                    writer.writerows(rows)
-                    f.flush()
-                    print(f"{args.experiment} {dataset} seed={seed} {method}: best fair "
-                          f"{rows[-1]['best_feasible']:.4f} ({sum(r['seconds'] for r in rows):.0f}s)",
-                          flush=True)
+    done = done_keys(args.out, ("dataset", "method", "seed"))
+    for dataset in args.datasets:
+        objective = FairObjective(dataset, model, limits=f"demographic_parity<={limit}")
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for method in methods:
+                if (dataset, method, str(seed)) in done:
+                    continue
+                rows = run(args.experiment, dataset, method, seed, args.n_trials, objective,
+                           limit)
+                append_rows(args.out, rows)
+                print(f"{args.experiment} {dataset} seed={seed} {method}: best fair "
+                      f"{rows[-1]['best_feasible']:.4f} ({sum(r['seconds'] for r in rows):.0f}s)",
+                      flush=True)
 
 
 if __name__ == "__main__":

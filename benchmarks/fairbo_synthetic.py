@@ -12,8 +12,6 @@ Problems (each with a known or reference constrained optimum):
 * ``german`` / ``compas``: random forest tuning (the Fair BO paper's 4-d space: trees 1-64 log,
   min split fraction 0.01-0.5 log, max depth 1-5, criterion) maximizing validation accuracy
   s.t. demographic parity difference <= 0.05 (70/30 stratified split, fixed).
-* ``german_cv5``: the German forest scored by stratified 5-fold cross-validation instead, so
-  that all 1,000 rows are validation rows (pooled out-of-fold accuracy and demographic parity).
 * ``levy6``, ``levy10``, ``sphere8`` and ``sphere16``: more parameters than the problems above.
   Levy's function in 6 and 10 dimensions (unconstrained, minimum 0), and 8-d and 16-d
   quadratics with one linear constraint (minimum 0.03).
@@ -21,65 +19,27 @@ Problems (each with a known or reference constrained optimum):
 Every method gets the same 5 random initial trials for a seed (enqueued), then runs to
 ``--n-trials``. Constraints reach every sampler through ``trial.set_constraint`` (Optuna 5).
 Reported: median (and interquartile range) of the best feasible value after 20 and 40 trials
-over seeds, a seed without any feasible trial counting as the worst outcome, and the median
+over seeds, a seed without any feasible trial counting as the worst outcome, the median
 trial index at which the first feasible trial appeared (a seed without one counting as later
-than the last trial).
+than the last trial) and, with ``--versus``, seed-by-seed sign tests. A run appends to ``--out``
+and skips the (problem, method, seed) studies already there.
 
-Usage:
+Usage (docs/benchmarks/fairbo.md gives the commands behind each number):
     OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems gardner gramacy \\
-        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_synthetic.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german compas \\
-        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_rf.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german --seeds 60 \\
-        --methods FairBO-cEI FairBO-cMES GPSampler TPESampler RandomSampler \\
-        --out benchmarks/results/fairbo_german60.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
-        --problems levy6 levy10 sphere8 sphere16 \\
-        --methods FairBO-cEI GPSampler TPESampler RandomSampler --seeds 10 --n-trials 40 \\
-        --out benchmarks/results/fairbo_highdim.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
-        --problems levy6 levy10 sphere8 sphere16 --methods FairBO-cEI GPSampler \\
-        --first-seed 10 --seeds 20 --n-trials 40 \\
-        --out benchmarks/results/fairbo_highdim_seeds10_29.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german_cv5 --seeds 30 \\
-        --methods FairBO-cEI GPSampler TPESampler RandomSampler \\
-        --out benchmarks/results/fairbo_german_cv5.csv
-    (or in parallel: ``--first-seed 0 --seeds 20``, ``--first-seed 20 --seeds 20``, ... into
-    separate files, then concatenated)
-    python -m benchmarks.fairbo_synthetic --summarize benchmarks/results/fairbo_synthetic.csv \\
-        benchmarks/results/fairbo_rf.csv --versus TPESampler
-    python -m benchmarks.fairbo_synthetic --summarize benchmarks/results/fairbo_german_heldout.csv \\
-        --versus TPESampler --subsets 10000 --level 0.745
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --landscape 5000 --problems german \\
-        --out benchmarks/results/german_landscape.csv
+        --seeds 10 --n-trials 40 --out benchmarks/results/fairbo_synthetic.csv.gz
+    python -m benchmarks.fairbo_synthetic --summarize benchmarks/results/fairbo_synthetic.csv.gz \\
+        --versus FairBO-cEI --plot fairbo.png
 
 ``--landscape N`` evaluates N uniformly random configurations of each problem (RandomSampler,
-seed ``--first-seed``) and prints how rare each level of feasible value is: the share of random
-trials that reach it, and the chance that at least one of 35 random trials (a 40-trial study
-after its 5 initial ones) does. ``--resplit CSV`` re-trains the best fair forests of a German or
-COMPAS landscape on other train/validation splits:
-
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
-        --resplit benchmarks/results/german_landscape.csv --splits 20 --top 15
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic \\
-        --resplit benchmarks/results/german_landscape.csv --splits 20 --top 5 \\
-        --where "n_estimators > 40 and max_depth == 5"
-
-``--generalize SPLITS`` runs the German or COMPAS studies again and scores each study's best fair
-forest (at 20 and 40 trials) on SPLITS other splits; ``--summarize CSV --generalize 1`` prints
-its tables:
-
-    OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems german --first-seed 100 \\
-        --seeds 60 --methods FairBO-cEI GPSampler TPESampler RandomSampler --generalize 20 \\
-        --out benchmarks/results/fairbo_german_heldout_generalize.csv
-    python -m benchmarks.fairbo_synthetic --generalize 1 --versus FairBO-cEI \\
-        --summarize benchmarks/results/fairbo_german_heldout_generalize.csv
+seed ``--first-seed``), saves them to ``--out`` and prints how rare each level of feasible value
+is: the share of random trials that reach it, and the chance that at least one of 35 random
+trials (a 40-trial study after its 5 initial ones) does. ``--summarize`` of such a file prints
+the same table again.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import time
 import warnings
@@ -89,7 +49,8 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from benchmarks._common import checkpoints, wins_ties_losses
+from benchmarks._common import (append_rows, checkpoints, done_keys, figure,
+                                read_rows, save_figure, wins_ties_losses)
 
 from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler
@@ -147,18 +108,13 @@ sphere16 = make_sphere(16)
 
 
 def make_rf_objective(
-    dataset: str, drop_sensitive: bool = True, split_seed: int = 0, cv: int | None = None
+    dataset: str, drop_sensitive: bool = True, split_seed: int = 0
 ) -> Callable[[optuna.Trial], float]:
-    """Validation accuracy of the random forest under ``demographic_parity <= 0.05``.
-
-    By default the forest trains on 70 % of the rows and is scored on the other 30 % (one fixed
-    split). With ``cv=k`` every row is a validation row: stratified k-fold cross-validation,
-    accuracy and demographic parity computed on the pooled out-of-fold predictions (as
-    ``FairObjective(cv=k)`` does).
-    """
+    """Validation accuracy of the random forest under ``demographic_parity <= 0.05``: it trains
+    on 70 % of the rows and is scored on the other 30 % (one fixed stratified split)."""
     import pandas as pd
     from sklearn.ensemble import RandomForestClassifier
-    from sklearn.model_selection import StratifiedKFold, train_test_split
+    from sklearn.model_selection import train_test_split
 
     from fairtune import datasets
     from fairtune.fairness import set_fairness_constraints
@@ -171,18 +127,10 @@ def make_rf_objective(
         # enforced, because other features correlate with it.
         X = X.drop(columns=[c for c in ("race", "sex", "personal_status_sex") if c in X.columns])
     X = pd.get_dummies(X, dtype=float)
-    if cv is None:
-        X_tr, X_va, y_tr, y_va, _, s_va = train_test_split(
-            X, y, s, test_size=0.3, stratify=y, random_state=split_seed
-        )
-        folds = [(X_tr, y_tr, X_va)]
-        y_va, s_va = y_va.to_numpy(), s_va.to_numpy()
-    else:
-        splitter = StratifiedKFold(n_splits=cv, shuffle=True, random_state=split_seed)
-        index = list(splitter.split(X, y))
-        folds = [(X.iloc[tr], y.iloc[tr], X.iloc[va]) for tr, va in index]
-        order = np.concatenate([va for _, va in index])
-        y_va, s_va = y.to_numpy()[order], s.to_numpy()[order]
+    X_tr, X_va, y_tr, y_va, _, s_va = train_test_split(
+        X, y, s, test_size=0.3, stratify=y, random_state=split_seed
+    )
+    y_va, s_va = y_va.to_numpy(), s_va.to_numpy()
 
     def objective(trial: optuna.Trial) -> float:
         params = dict(
@@ -191,10 +139,8 @@ def make_rf_objective(
             max_depth=trial.suggest_int("max_depth", 1, 5),
             criterion=trial.suggest_categorical("criterion", ["gini", "entropy"]),
         )
-        y_pred = np.concatenate([
-            RandomForestClassifier(**params, random_state=0, n_jobs=1).fit(X_f, y_f).predict(X_v)
-            for X_f, y_f, X_v in folds
-        ])
+        forest = RandomForestClassifier(**params, random_state=0, n_jobs=1).fit(X_tr, y_tr)
+        y_pred = forest.predict(X_va)
         set_fairness_constraints(
             trial, y_va, y_pred, sensitive_features=s_va, limits="demographic_parity<=0.05"
         )
@@ -207,7 +153,6 @@ PROBLEMS: dict[str, tuple[str, Callable[[], Callable[[optuna.Trial], float]]]] =
     "gardner": ("minimize", lambda: gardner),
     "gramacy": ("minimize", lambda: gramacy),
     "german": ("maximize", lambda: make_rf_objective("german")),
-    "german_cv5": ("maximize", lambda: make_rf_objective("german", cv=5)),
     "compas": ("maximize", lambda: make_rf_objective("compas")),
     "levy6": ("minimize", lambda: make_levy(6)),
     "levy10": ("minimize", lambda: levy10),
@@ -239,12 +184,6 @@ def initial_params(objective: Callable[[optuna.Trial], float], direction: str, s
 
 def run(problem: str, method: str, seed: int, n_trials: int, initial: list) -> list[dict]:
     """One study of ``method`` on ``problem``: a CSV row per trial (best feasible so far)."""
-    return _run_study(problem, method, seed, n_trials, initial)[0]
-
-
-def _run_study(
-    problem: str, method: str, seed: int, n_trials: int, initial: list
-) -> tuple[list[dict], optuna.Study]:
     direction, factory = PROBLEMS[problem]
     objective = factory()
     study = optuna.create_study(direction=direction, sampler=METHODS[method](seed))
@@ -269,7 +208,7 @@ def _run_study(
                 "seconds": round(elapsed, 4),
             }
         )
-    return rows, study
+    return rows
 
 
 def _quantiles(values: np.ndarray, sign: float) -> str:
@@ -283,10 +222,21 @@ def _quantiles(values: np.ndarray, sign: float) -> str:
     return f"{cells[1]} [{low}, {high}]"
 
 
-def summarize(paths: list[str]) -> None:
+def summarize(paths: list[str], plot: str | None = None,
+              methods: list[str] | None = None) -> None:
+    """The quality table of result files (a landscape file: its rarity table); with ``plot``,
+    the figure of docs/benchmarks/fairbo.md."""
     import pandas as pd
 
+    landscapes = [p for p in paths if "method" not in pd.read_csv(p, nrows=0).columns]
+    for path in landscapes:
+        rarity(read_rows(path))
+    paths = [p for p in paths if p not in landscapes]
+    if not paths:
+        return
     df = pd.concat([pd.read_csv(p) for p in paths])
+    if methods:
+        df = df[df.method.isin(methods)]
     ks = checkpoints(int(df.trial.max()), (20, 40))
     print(f"| problem | method | best feasible @{ks[0]}: median [IQR] | "
           + "".join(f"@{k}: median [IQR] | " for k in ks[1:])
@@ -309,6 +259,44 @@ def summarize(paths: list[str]) -> None:
         first_text = f"{med_first:.0f}" if np.isfinite(med_first) else f"> {g.trial.max()}"
         print(f"| {problem} | {method} | {' | '.join(cells)} | {first_text} | "
               + " / ".join(str(m) for m in [*missing_at, missing]) + " |")
+    if plot:
+        plot_best(df, plot)
+
+
+LABELS = {"FairBO-cEI": "FairBOSampler", "FairBO-cMES": "FairBOSampler, cMES",
+          "FairBO-cEI-binary": "FairBOSampler, binary constraints"}
+TITLES = {"german": "German credit forest, DSP <= 0.05", "compas": "COMPAS forest, DSP <= 0.05"}
+
+
+def plot_best(df, path: str) -> None:
+    """One panel per problem against the trial number: the median best feasible value (shaded
+    between the quartiles), or, where some study has no feasible trial at the end, the share of
+    seeds with a feasible trial so far."""
+    problems = list(dict.fromkeys(df.problem))
+    fig, axes = figure(1, len(problems), figsize=(4.2 * len(problems), 3.4), squeeze=False)
+    for ax, problem in zip(axes[0], problems):
+        part = df[df.problem == problem]
+        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
+        last = part[part.trial == part.trial.max()]
+        rare = last.best_feasible.isna().any()
+        for method, g in part.groupby("method", sort=False):
+            color = f"C{list(METHODS).index(method)}"  # the same in every panel
+            curves = g.pivot(index="trial", columns="seed", values="best_feasible").astype(float)
+            if rare:
+                ax.step(curves.index, curves.notna().mean(axis=1), where="post",
+                        color=color, label=LABELS.get(method, method))
+                continue
+            worst_first = np.where(np.isnan(curves), -np.inf, sign * curves)
+            with np.errstate(invalid="ignore"):
+                q1, med, q3 = sign * np.percentile(worst_first, [25, 50, 75], axis=1)
+            ax.plot(curves.index, med, color=color, label=LABELS.get(method, method))
+            ax.fill_between(curves.index, q1, q3, color=color, alpha=0.12)
+        ax.set_title(f"{TITLES.get(problem, problem)}, {part.seed.nunique()} seeds")
+        ax.set_xlabel("trial")
+        ax.set_ylabel("share of seeds with a feasible trial" if rare
+                      else "best feasible value (median, IQR)")
+    axes[0][0].legend(fontsize="small")
+    save_figure(fig, path)
 
 
 def _versus(df, reference: str, ks: list[int]):
@@ -327,7 +315,7 @@ def _versus(df, reference: str, ks: list[int]):
         yield problem, method, sign, values
 
 
-def paired(paths: list[str], reference: str) -> None:
+def versus_table(paths: list[str], reference: str) -> None:
     """Per-seed comparison of every method with ``reference`` at 20 and 40 trials.
 
     A seed counts as a win when the method's best feasible value is strictly better than the
@@ -350,86 +338,9 @@ def paired(paths: list[str], reference: str) -> None:
         print(f"| {problem} | {method} | {n_seeds} | {' | '.join(cells)} |")
 
 
-def _draw_subsets(rng: np.random.Generator, n: int, size: int, n_subsets: int) -> np.ndarray:
-    """``n_subsets`` random sets of ``size`` of the indices 0..n-1 (rows, without replacement)."""
-    return np.array([rng.choice(n, size, replace=False) for _ in range(n_subsets)])
-
-
-def _subset_medians(values: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """The median of ``values`` over each row of index sets ``draws`` (-inf for no feasible)."""
-    with np.errstate(invalid="ignore"):
-        return np.median(values[draws], axis=1)
-
-
-def median_subsets(
-    paths: list[str], reference: str, n_subsets: int, size: int = 10, seed: int = 0,
-    level: float | None = None,
-) -> None:
-    """How often a method's median over ``size`` seeds beats ``reference``'s median.
-
-    The benchmark's tables compare medians over 10 seeds. Where best values are discrete (German
-    accuracy moves in steps of 1/300), whether one 10-seed median is strictly above another
-    depends on which 10 seeds were drawn. This draws ``n_subsets`` random sets of ``size`` seeds
-    (without replacement, from the seeds both methods ran) and prints, per method, the share of
-    draws in which its median is strictly better than the reference's, and at least as good. A
-    seed without a feasible trial counts as the worst outcome, as in the tables. With ``level``,
-    a second table gives for every method the share of draws whose median is at least as good
-    as ``level`` and strictly better than it.
-    """
-    import pandas as pd
-
-    df = pd.concat([pd.read_csv(p) for p in paths])
-    ks = checkpoints(int(df.trial.max()), (20, 40))
-    rng = np.random.default_rng(seed)
-    print(f"| problem | method | seeds | " + "".join(
-        f"@{k}: {size}-seed median better than {reference} / at least as good "
-        f"(share of {n_subsets} draws) | " for k in ks).rstrip())
-    print("|---|---|---|" + "---|" * len(ks))
-    for problem, method, sign, values in _versus(df, reference, ks):
-        cells = []
-        for mine, theirs in values:
-            seeds = mine.index.intersection(theirs.index)
-            if len(seeds) < size:
-                raise ValueError(
-                    f"`--subset-size` must be at most the {len(seeds)} seeds that {method} and "
-                    f"{reference} share on {problem}, but got {size}."
-                )
-            a = np.nan_to_num(sign * mine[seeds].to_numpy(), nan=-np.inf)
-            b = np.nan_to_num(sign * theirs[seeds].to_numpy(), nan=-np.inf)
-            draws = _draw_subsets(rng, len(seeds), size, n_subsets)
-            med_a, med_b = _subset_medians(a, draws), _subset_medians(b, draws)
-            cells.append(f"{np.mean(med_a > med_b):.2f} / {np.mean(med_a >= med_b):.2f}")
-        print(f"| {problem} | {method} | {len(seeds)} | {' | '.join(cells)} |")
-    if level is None:
-        return
-    print()
-    print(f"| problem | method | seeds | " + "".join(
-        f"@{k}: {size}-seed median at least as good as {level:g} / better "
-        f"(share of {n_subsets} draws) | " for k in ks).rstrip())
-    print("|---|---|---|" + "---|" * len(ks))
-    for (problem, method), g in df.groupby(["problem", "method"], sort=False):
-        sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
-        cells = []
-        for k in ks:
-            values = g[g.trial == k].sort_values("seed").best_feasible.astype(float).to_numpy()
-            values = np.nan_to_num(sign * values, nan=-np.inf)
-            if len(values) < size:
-                raise ValueError(
-                    f"`--subset-size` must be at most the {len(values)} seeds of {method} on "
-                    f"{problem}, but got {size}."
-                )
-            med = _subset_medians(values, _draw_subsets(rng, len(values), size, n_subsets))
-            # Medians are averages of grid values: compare with a tolerance for rounding.
-            tol = 1e-9 * max(1.0, abs(level))
-            cells.append(f"{np.mean(med >= sign * level - tol):.3f} / "
-                         f"{np.mean(med > sign * level + tol):.3f}")
-        print(f"| {problem} | {method} | {len(values)} | {' | '.join(cells)} |")
-
-
 def landscape(problem: str, n: int, seed: int, out: str) -> None:
     """Sample ``n`` random trials of ``problem``, save them to ``out`` and print a rarity table."""
     direction, factory = PROBLEMS[problem]
-    sign = 1.0 if direction == "maximize" else -1.0
     study = optuna.create_study(
         direction=direction, sampler=optuna.samplers.RandomSampler(seed=seed)
     )
@@ -439,16 +350,22 @@ def landscape(problem: str, n: int, seed: int, out: str) -> None:
     trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     names = sorted({k for t in trials for k in t.params})
     constraint_names = sorted({k for t in trials for k in t.constraints})
-    feasible = [is_feasible(t) for t in trials]
-    with open(out, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["problem", "trial", *names, "value", *constraint_names, "feasible"])
-        for t, ok in zip(trials, feasible):
-            writer.writerow([problem, t.number, *(t.params[k] for k in names), t.value,
-                             *(t.constraints.get(k, "") for k in constraint_names), int(ok)])
-    values = np.array([sign * t.value if ok else -np.inf for t, ok in zip(trials, feasible)])
+    rows = [{"problem": problem, "trial": t.number, **{k: t.params[k] for k in names},
+             "value": t.value, **{k: t.constraints.get(k, "") for k in constraint_names},
+             "feasible": int(is_feasible(t))} for t in trials]
+    Path(out).unlink(missing_ok=True)
+    append_rows(out, rows)
+    rarity(read_rows(out))
+
+
+def rarity(rows: list[dict[str, str]]) -> None:
+    """How rare each of the best feasible values of a landscape file is among its trials."""
+    problem = rows[0]["problem"]
+    sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
+    values = np.array([sign * float(r["value"]) if r["feasible"] == "1" else -np.inf
+                       for r in rows])
     levels = np.unique(values[np.isfinite(values)])[::-1][:8]
-    print(f"{problem}: {len(trials)} random trials, {np.isfinite(values).mean():.1%} feasible")
+    print(f"{problem}: {len(rows)} random trials, {np.isfinite(values).mean():.1%} feasible")
     print("| feasible value at least | share of random trials | P(one of 35 random trials "
           "reaches it) |")
     print("|---:|---:|---:|")
@@ -457,234 +374,60 @@ def landscape(problem: str, n: int, seed: int, out: str) -> None:
         print(f"| {sign * level:.4f} | {share:.2%} | {1 - (1 - share) ** 35:.0%} |")
 
 
-def _score_on_other_splits(
-    problem: str, configs: list[dict], n_splits: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Validation accuracy and fairness of each forest configuration (same forest seed) on the
-    stratified 70/30 splits with seeds 1, ..., n_splits; two arrays (len(configs), n_splits)."""
-    accuracy = np.zeros((len(configs), n_splits))
-    fair = np.zeros((len(configs), n_splits), dtype=bool)
-    for j in range(n_splits):
-        study = optuna.create_study(direction="maximize")
-        for params in configs:
-            study.enqueue_trial(params)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            study.optimize(make_rf_objective(problem, split_seed=j + 1), n_trials=len(configs))
-        for i, t in enumerate(study.trials):
-            accuracy[i, j] = t.value
-            fair[i, j] = is_feasible(t)
-    return accuracy, fair
-
-
 def _out_path(out: str, problem: str, problems: list[str]) -> str:
-    """``out``, or ``<stem>_<problem><suffix>`` when several problems write their own file."""
+    """``out``, or ``<stem>_<problem><suffixes>`` when several problems write their own file."""
+    if len(problems) == 1:
+        return out
     path = Path(out)
-    if len(problems) > 1:
-        path = path.with_name(f"{path.stem}_{problem}{path.suffix}")
-    return str(path)
-
-
-def resplit(landscape_csv: str, n_splits: int, top: int, where: str | None = None) -> None:
-    """Score the ``top`` best feasible forests of a landscape sample on ``n_splits`` other splits.
-
-    The benchmark validates on one fixed 70/30 split. A forest that is the best on that split
-    may only be lucky on those validation rows: this re-trains the same configurations (same
-    forest seed) on the splits with seeds 1, ..., n_splits and reports their mean validation
-    accuracy and how often they stay fair there. ``where`` (a pandas query on the landscape's
-    columns, e.g. ``"n_estimators > 40 and max_depth == 5"``) restricts the candidates first.
-    """
-    import pandas as pd
-
-    df = pd.read_csv(landscape_csv)
-    problem = str(df.problem.iloc[0])
-    if problem not in ("german", "compas"):
-        raise ValueError(f"resplit needs a german or compas landscape, but got {problem!r}.")
-    names = ["n_estimators", "min_samples_split", "max_depth", "criterion"]
-    if where:
-        df = df.query(where)
-    # Fractions that print the same are one forest here (a sample count of the split).
-    df = df.assign(_split=df.min_samples_split.round(4))
-    best = (df[df.feasible == 1]
-            .drop_duplicates(subset=["n_estimators", "_split", "max_depth", "criterion"])
-            .sort_values("value", ascending=False, kind="stable").head(top))
-    configs = [{k: (row[k].item() if hasattr(row[k], "item") else row[k]) for k in names}
-               for _, row in best.iterrows()]
-    accuracy, fair = _score_on_other_splits(problem, configs, n_splits)
-    print(f"{problem}: the {len(configs)} best fair configurations of {landscape_csv}"
-          + (f" with {where}" if where else "") + f", re-trained on {n_splits} other splits")
-    print("| trees | depth | criterion | min_samples_split | accuracy on the benchmark's split "
-          "| other splits: mean accuracy (sd) | fair on other splits |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
-    for i, (params, value) in enumerate(zip(configs, best.value)):
-        print(f"| {params['n_estimators']} | {params['max_depth']} | {params['criterion']} | "
-              f"{params['min_samples_split']:.4f} | {value:.4f} | {accuracy[i].mean():.4f} "
-              f"({accuracy[i].std():.4f}) | {fair[i].sum()} / {n_splits} |")
-
-
-def generalize(
-    problem: str, methods: list[str], seeds: range, n_trials: int, n_splits: int, out: str
-) -> None:
-    """Score each study's chosen forest on other splits: is a better benchmark value a better model?
-
-    For every seed and method the study of the quality benchmark is run again (the same
-    trials: samplers are seeded and the initial trials shared). At each checkpoint its best fair
-    trial (the earliest, among equal values) is the forest a user would deploy. That
-    configuration is re-trained, with the same forest seed, on the stratified 70/30 splits with
-    seeds 1, ..., ``n_splits`` (the benchmark validates on split 0). Its mean validation accuracy
-    and the share of those splits on which it met the limit are saved to ``out``.
-    """
-    if problem not in ("german", "compas"):
-        raise ValueError(f"--generalize needs german or compas, but got problem {problem!r}.")
-    direction, factory = PROBLEMS[problem]
-    ks = checkpoints(n_trials, (20, 40))
-    picks = []
-    for seed in seeds:
-        initial = initial_params(factory(), direction, seed)
-        for method in methods:
-            _, study = _run_study(problem, method, seed, n_trials, initial)
-            for k in ks:
-                fair = [t for t in study.trials[:k]
-                        if t.state == optuna.trial.TrialState.COMPLETE and is_feasible(t)]
-                best = max(fair, key=lambda t: t.value) if fair else None  # first of the best
-                picks.append({"problem": problem, "method": method, "seed": seed, "trials": k,
-                              "value": best.value if best else "",
-                              "params": dict(best.params) if best else None})
-            print(f"{problem} seed={seed} {method}: best fair={picks[-1]['value']}", flush=True)
-    configs = {tuple(sorted(p["params"].items())) for p in picks if p["params"]}
-    configs = sorted(configs)
-    accuracy, fair = _score_on_other_splits(problem, [dict(c) for c in configs], n_splits)
-    index = {config: i for i, config in enumerate(configs)}
-    names = ["n_estimators", "min_samples_split", "max_depth", "criterion"]
-    with open(out, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["problem", "method", "seed", "trials", "value", *names,
-                         "other_accuracy", "other_fair_share"])
-        for p in picks:
-            if p["params"] is None:
-                writer.writerow([p["problem"], p["method"], p["seed"], p["trials"], "",
-                                 *[""] * len(names), "", ""])
-                continue
-            i = index[tuple(sorted(p["params"].items()))]
-            writer.writerow([p["problem"], p["method"], p["seed"], p["trials"], p["value"],
-                             *(p["params"][n] for n in names), accuracy[i].mean(),
-                             fair[i].mean()])
-    summarize_generalization([out], methods[0])
-
-
-def summarize_generalization(paths: list[str], reference: str) -> None:
-    """Tables of a --generalize CSV: the chosen forests on the benchmark's split and elsewhere."""
-    import pandas as pd
-
-    df = pd.concat([pd.read_csv(p) for p in paths])
-    print("| problem | method | trials | seeds | best fair accuracy, benchmark split: median "
-          "(mean) | the same forest on other splits: mean accuracy, median (mean) over seeds "
-          "| fair on other splits (mean share) | other-split accuracy vs "
-          f"{reference}: wins / ties / losses (p) |")
-    print("|---|---|---:|---:|---|---|---:|---|")
-    for (problem, method, k), g in df.groupby(["problem", "method", "trials"], sort=False):
-        g = g.set_index("seed")
-        ref = df[(df.problem == problem) & (df.method == reference) & (df.trials == k)]
-        versus = "-"
-        if method != reference:
-            _, versus = wins_ties_losses(g.other_accuracy.astype(float),
-                                         ref.set_index("seed").other_accuracy.astype(float))
-        chosen = g.dropna(subset=["other_accuracy"])
-        missing = len(g) - len(chosen)
-        print(f"| {problem} | {method} | {k} | {len(g)}"
-              + (f" ({missing} without a fair trial)" if missing else "")
-              + f" | {chosen.value.median():.4f} ({chosen.value.mean():.4f}) | "
-              f"{chosen.other_accuracy.median():.4f} ({chosen.other_accuracy.mean():.4f}) | "
-              f"{chosen.other_fair_share.mean():.2f} | {versus} |")
+    suffixes = "".join(path.suffixes)
+    return str(path.with_name(f"{path.name[: len(path.name) - len(suffixes)]}_{problem}{suffixes}"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
+                        help="the methods to run, or with --summarize to show")
     parser.add_argument("--seeds", type=int, default=10, help="number of seeds")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seeds are first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--n-trials", type=int, default=40)
-    parser.add_argument("--out", default="benchmarks/results/fairbo_synthetic.csv")
+    parser.add_argument("--out", default="benchmarks/results/fairbo_synthetic.csv.gz")
     parser.add_argument("--summarize", nargs="+", metavar="CSV")
     parser.add_argument("--versus", metavar="METHOD",
                         help="with --summarize: per-seed wins / ties / losses against METHOD")
-    parser.add_argument("--subsets", type=int, metavar="N",
-                        help="with --summarize and --versus: in N random draws of "
-                             "--subset-size seeds, how often each method's median beats "
-                             "METHOD's")
-    parser.add_argument("--subset-size", type=int, default=10,
-                        help="with --subsets: seeds per draw")
-    parser.add_argument("--level", type=float,
-                        help="with --subsets: also how often each method's median reaches "
-                             "this value")
-    parser.add_argument("--generalize", type=int, metavar="SPLITS",
-                        help="german or compas: re-run the studies and score each one's best "
-                             "fair forest on SPLITS other splits (saved to --out); with "
-                             "--summarize, read such CSVs instead")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="with --summarize: best feasible value against the trial number")
     parser.add_argument("--landscape", type=int, metavar="N",
                         help="evaluate N random trials of each problem and print how rare "
                              "each feasible value is (saved to --out)")
-    parser.add_argument("--resplit", metavar="CSV",
-                        help="score the best fair forests of a --landscape CSV of german or "
-                             "compas on other train/validation splits")
-    parser.add_argument("--splits", type=int, default=20, help="with --resplit: other splits")
-    parser.add_argument("--top", type=int, default=15,
-                        help="with --resplit: how many of the best configurations")
-    parser.add_argument("--where", metavar="QUERY",
-                        help="with --resplit: only configurations matching this pandas query")
     args = parser.parse_args()
-    if args.resplit:
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        resplit(args.resplit, args.splits, args.top, args.where)
+    if args.summarize:
+        summarize(args.summarize, args.plot, args.methods)
+        if args.versus:
+            print()
+            versus_table(args.summarize, args.versus)
         return
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.landscape:
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
         for problem in args.problems:
             landscape(problem, args.landscape, args.first_seed,
                       _out_path(args.out, problem, args.problems))
         return
-    if args.summarize and args.generalize:
-        summarize_generalization(args.summarize, args.versus or "FairBO-cEI")
-        return
-    if args.generalize:
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        for problem in args.problems:
-            generalize(problem, args.methods, range(args.first_seed, args.first_seed + args.seeds),
-                       args.n_trials, args.generalize,
-                       _out_path(args.out, problem, args.problems))
-        return
-    if args.summarize:
-        summarize(args.summarize)
-        if args.versus:
-            print()
-            paired(args.summarize, args.versus)
-            if args.subsets:
-                print()
-                median_subsets(args.summarize, args.versus, args.subsets, args.subset_size,
-                               level=args.level)
-        elif args.subsets:
-            parser.error("--subsets needs --versus METHOD")
-        return
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        writer = None
-        for problem in args.problems:
-            direction, factory = PROBLEMS[problem]
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                initial = initial_params(factory(), direction, seed)
-                for method in args.methods:
-                    rows = run(problem, method, seed, args.n_trials, initial)
-                    if writer is None:
-                        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-                        writer.writeheader()
-                    writer.writerows(rows)
-                    f.flush()
-                    last = rows[-1]
-                    print(f"{problem} seed={seed} {method}: best feasible={last['best_feasible']}"
-                          f" ({sum(r['seconds'] for r in rows):.1f}s)", flush=True)
+    done = done_keys(args.out, ("problem", "method", "seed"))
+    for problem in args.problems:
+        direction, factory = PROBLEMS[problem]
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            todo = [m for m in args.methods if (problem, m, str(seed)) not in done]
+            if not todo:
+                continue
+            initial = initial_params(factory(), direction, seed)
+            for method in todo:
+                rows = run(problem, method, seed, args.n_trials, initial)
+                append_rows(args.out, rows)
+                print(f"{problem} seed={seed} {method}: best feasible="
+                      f"{rows[-1]['best_feasible']} ({sum(r['seconds'] for r in rows):.1f}s)",
+                      flush=True)
     summarize([args.out])
 
 

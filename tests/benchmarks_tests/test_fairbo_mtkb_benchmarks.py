@@ -12,6 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from benchmarks._common import read_rows as _read_rows
 from tests._scripts import module_command, read_rows as _rows, run_benchmark as _run
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -43,83 +44,13 @@ def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
     assert any("@7 vs RandomSampler" in line for line in lines)
     assert len({line.count("|") for line in lines[:6]}) == 1  # header, rule, rows agree
 
-
-def test_fairbo_synthetic_subsets_compare_medians_with_infeasible_seeds_as_worst(
-    tmp_path: Path,
-) -> None:
-    def write(name: str, n_none: int) -> None:
-        # B is 0.70 on all 12 seeds; A is 0.75 except on n_none seeds without a feasible trial.
-        with open(tmp_path / name, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["problem", "method", "seed", "trial", "value", "feasible",
-                        "best_feasible", "seconds"])
-            for seed in range(12):
-                w.writerow(["german", "B", seed, 1, 0.7, 1, 0.7, 0.0])
-                a = "" if seed < n_none else 0.75
-                w.writerow(["german", "A", seed, 1, 0.75, int(a != ""), a, 0.0])
-
-    args = ("--versus", "B", "--subsets", "3", "--subset-size", "12")
-    write("five.csv", 5)  # median of A over all 12 seeds: 0.75
-    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "five.csv", *args)
-    assert "| german | A | 12 | 1.00 / 1.00 |" in out.splitlines()
-    write("six.csv", 6)  # median of A: halfway between "none" and 0.75, i.e. none
-    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "six.csv", *args)
-    assert "| german | A | 12 | 0.00 / 0.00 |" in out.splitlines()
-    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "five.csv", *args,
-               "--level", "0.7")
-    lines = out.splitlines()
-    assert "| german | A | 12 | 1.000 / 1.000 |" in lines  # median 0.75 > 0.7
-    assert "| german | B | 12 | 1.000 / 0.000 |" in lines  # median 0.7: reaches, not above
-
-    command, env = module_command("benchmarks.fairbo_synthetic", "--summarize", "six.csv",
-                                  "--versus", "B", "--subsets", "3", "--subset-size", "13")
-    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode != 0 and "`--subset-size` must be at most the 12 seeds" in (
-        result.stderr)
-
-
-def test_fairbo_synthetic_generalize_rescores_the_chosen_forest_on_other_splits(
-    tmp_path: Path,
-) -> None:
-    common = ("--problems", "german", "--methods", "FairBO-cEI", "RandomSampler", "--seeds",
-              "2", "--n-trials", "6")
-    _run(tmp_path, "fairbo_synthetic.py", *common, "--out", "q.csv")
-    out = _run(tmp_path, "fairbo_synthetic.py", "--generalize", "2", *common, "--out", "g.csv")
-    quality, picks = _rows(tmp_path / "q.csv"), _rows(tmp_path / "g.csv")
-    assert len(picks) == 2 * 2  # seeds x methods, one checkpoint (6 trials)
-    for pick in picks:
-        # The re-run study is the quality benchmark's study: the same best fair value.
-        last = [r for r in quality if r["method"] == pick["method"]
-                and r["seed"] == pick["seed"]][-1]
-        assert pick["value"] == last["best_feasible"]
-
-    # The chosen forest, re-trained on splits 1 and 2: the mean accuracy and fair share saved.
-    import importlib
-
-
-    bench = importlib.import_module("benchmarks.fairbo_synthetic")
-    pick = picks[0]
-    params = {"n_estimators": int(pick["n_estimators"]),
-              "min_samples_split": float(pick["min_samples_split"]),
-              "max_depth": int(pick["max_depth"]), "criterion": pick["criterion"]}
-    scores = []
-    for split in (0, 1, 2):
-        study = optuna.create_study(direction="maximize")
-        study.enqueue_trial(params)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            study.optimize(bench.make_rf_objective("german", split_seed=split), n_trials=1)
-        scores.append((study.trials[0].value, bench.is_feasible(study.trials[0])))
-    assert scores[0] == (float(pick["value"]), True)  # split 0 is the benchmark's own
-    assert float(pick["other_accuracy"]) == pytest.approx((scores[1][0] + scores[2][0]) / 2)
-    assert float(pick["other_fair_share"]) == (scores[1][1] + scores[2][1]) / 2
-
-    table = _run(tmp_path, "fairbo_synthetic.py", "--generalize", "1", "--summarize", "g.csv",
-                 "--versus", "RandomSampler").splitlines()
-    rows = {line.split(" | ")[1]: line for line in table if line.startswith("| german |")}
-    assert rows["RandomSampler"].endswith("| - |")
-    assert " / " in rows["FairBO-cEI"].split(" | ")[-1]  # wins / ties / losses against it
+    # A second run skips the studies already in the file; the figure has a panel per problem.
+    _run(tmp_path, "fairbo_synthetic.py", "--problems", "gardner", "--methods", "FairBO-cEI",
+         "--seeds", "2", "--n-trials", "7", "--out", "s.csv")
+    assert len(_rows(tmp_path / "s.csv")) == 2 * 2 * 2 * 7
+    out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "s.csv", "--methods",
+               "RandomSampler", "--plot", "fig.png")
+    assert "FairBO-cEI" not in out and (tmp_path / "fig.png").stat().st_size > 0
 
 
 def test_fairbo_synthetic_higher_dimensional_problems_have_their_stated_optima() -> None:
@@ -175,100 +106,28 @@ def test_fairbo_synthetic_landscape_counts_how_rare_each_feasible_value_is(
         # The table lists the best feasible values in order, with the share reaching each.
         assert levels == [round(sign * v, 4) for v in feasible[: len(levels)]]
         assert shares == [round((k + 1) / 40, 4) for k in range(len(levels))]
-
-
-def test_fairbo_synthetic_resplit_retrains_the_best_fair_forests_on_other_splits(
-    tmp_path: Path,
-) -> None:
-    _run(tmp_path, "fairbo_synthetic.py", "--landscape", "12", "--problems", "german",
-         "--out", "g.csv")
-    rows = [r for r in _rows(tmp_path / "g.csv") if r["feasible"] == "1"]
-    out = _run(tmp_path, "fairbo_synthetic.py", "--resplit", "g.csv", "--splits", "2",
-               "--top", "3", "--where", "max_depth >= 1")
-    table = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")][1:]
-    assert len(table) == min(3, len(rows)) and "with max_depth >= 1" in out
-    best = max(float(r["value"]) for r in rows)
-    assert float(table[0][4]) == round(best, 4)  # sorted by accuracy on the benchmark's split
-    for cells in table:
-        mean = float(cells[5].split("(")[0])
-        assert 0.5 < mean < 1.0 and cells[6].strip().endswith("/ 2")
-        # Another split is another forest: the mean is not the benchmark split's value
-        # copied over (the probability that two splits give that exact value is tiny).
-    assert any(float(c[5].split("(")[0]) != float(c[4]) for c in table)
-    _run(tmp_path, "fairbo_synthetic.py", "--landscape", "3", "--problems", "gardner",
-         "--out", "x.csv")
-    command, env = module_command("benchmarks.fairbo_synthetic", "--resplit", "x.csv")
-    failed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=300)
-    assert failed.returncode != 0 and "german or compas landscape" in failed.stderr
-
-
-def test_fairbo_synthetic_cv_objective_validates_every_row_by_pooled_out_of_fold_predictions(
-) -> None:
-    import importlib
-
-    import pandas as pd
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
-
-    from fairtune import datasets
-    from fairtune.fairness import demographic_parity_difference
-
-    bench = importlib.import_module("benchmarks.fairbo_synthetic")
-    params = {"n_estimators": 7, "min_samples_split": 0.02, "max_depth": 4,
-              "criterion": "entropy"}
-    study = optuna.create_study(direction="maximize")
-    study.enqueue_trial(params)
-    study.enqueue_trial(params)
-    study.optimize(bench.make_rf_objective("german", cv=5), n_trials=1)
-    study.optimize(bench.make_rf_objective("german"), n_trials=1)
-    cv_trial, split_trial = study.trials
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", datasets.FairtuneDatasetWarning)
-        X, y, s = datasets.load_german(return_X_y=True)
-    X = pd.get_dummies(X.drop(columns=["personal_status_sex", "sex"]), dtype=float)
-    y_pred = cross_val_predict(
-        RandomForestClassifier(**params, random_state=0, n_jobs=1), X, y,
-        cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=0),
-    )
-    assert cv_trial.value == pytest.approx(float((y_pred == y.to_numpy()).mean()), abs=1e-12)
-    gap = demographic_parity_difference(y.to_numpy(), y_pred, sensitive_features=s.to_numpy())
-    assert cv_trial.constraints["demographic_parity"] == pytest.approx(gap - 0.05, abs=1e-12)
-    # Every one of the 1,000 rows is a validation row; the default holds out 300 of them.
-    assert cv_trial.value * 1000 == pytest.approx(round(cv_trial.value * 1000), abs=1e-9)
-    assert split_trial.value * 300 == pytest.approx(round(split_trial.value * 300), abs=1e-9)
-    assert cv_trial.value != split_trial.value
+    # Summarizing a landscape file prints its table again.
+    again = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "land_gardner.csv")
+    assert again.strip() == out.split("gramacy: 40 random trials")[0].strip()
 
 
 def test_fairbo_paper_runs_its_experiments_and_summarizes(tmp_path: Path) -> None:
     _run(tmp_path, "fairbo_paper.py", "rf", "--datasets", "german", "--methods", "FairBO", "BO",
-         "--first-seed", "3", "--seeds", "1", "--n-trials", "6", "--out", "rf.csv")
-    _run(tmp_path, "fairbo_paper.py", "xgboost", "--datasets", "german", "--methods", "FairBO",
-         "--seeds", "1", "--n-trials", "6", "--out", "xgb.csv")
-    xgb = _rows(tmp_path / "xgb.csv")
-    assert {r["experiment"] for r in xgb} == {"xgboost"} and len(xgb) == 6
-    _run(tmp_path, "fairbo_paper.py", "mlp", "--datasets", "german", "--methods", "FairBO",
-         "--seeds", "1", "--n-trials", "6", "--out", "mlp.csv")
-    mlp = _rows(tmp_path / "mlp.csv")
-    assert {r["experiment"] for r in mlp} == {"mlp"} and len(mlp) == 6
-    assert "Experiment mlp:" in _run(tmp_path, "fairbo_paper.py", "summarize", "mlp.csv")
+         "--first-seed", "3", "--seeds", "1", "--n-trials", "6", "--out", "rf.csv.gz")
     _run(tmp_path, "fairbo_paper.py", "linear", "--datasets", "german", "--seeds", "1",
          "--n-trials", "6", "--out", "lin.csv")
-    rows = _rows(tmp_path / "rf.csv")
+    rows = _read_rows(tmp_path / "rf.csv.gz")
     assert {r["seed"] for r in rows} == {"3"} and len(rows) == 2 * 6
     for r in rows:  # feasibility is recomputed from the stored DSP, also for BO
         assert r["feasible"] == str(int(float(r["dsp"]) <= 0.05))
-    out = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv", "lin.csv", "--versus", "BO",
-               "--plot", "fig.png")
-    assert "| german | FairBO | 1 | 6 |" in out
-    both = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv", "xgb.csv")
-    rf_table, xgb_table = both.split("Experiment xgboost:")
-    assert "| german | FairBO | 1 | 6 |" in rf_table and "| german | BO | 1 | 6 |" in rf_table
-    assert "| german | FairBO | 1 | 6 |" in xgb_table and "BO |" not in xgb_table.replace("FairBO", "")
+    # A second run skips the studies already in the file.
+    _run(tmp_path, "fairbo_paper.py", "rf", "--datasets", "german", "--methods", "FairBO", "BO",
+         "--first-seed", "3", "--seeds", "1", "--n-trials", "6", "--out", "rf.csv.gz")
+    assert len(_read_rows(tmp_path / "rf.csv.gz")) == 2 * 6
+    out = _run(tmp_path, "fairbo_paper.py", "summarize", "rf.csv.gz", "lin.csv", "--versus", "BO")
+    assert "| german | FairBO | 1 | 6 |" in out and "| german | BO | 1 | 6 |" in out
     assert "vs BO @6" in out
     assert "| german | 0.196 |" in out  # the linear experiment next to the paper's table 2
-    assert (tmp_path / "fig.png").stat().st_size > 0
 
 
 def test_fairbo_speed_prints_its_table(tmp_path: Path) -> None:
