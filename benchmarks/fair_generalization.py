@@ -16,35 +16,24 @@ DSP is close to the model's true DSP (its standard error is below 0.005). The be
 refitted on the 5,000 tuning rows (``refit_best``) and scored on the test split (``evaluate``).
 Both protocols of a seed share the tuning / test split and the sampler seed.
 
-Usage:
+Usage (``--tuning-limit 0.04``: the studies tune for a margin of 0.01 below the limit, the
+test verdict stays DSP <= 0.05):
     OMP_NUM_THREADS=1 python -m benchmarks.fair_generalization run --models xgboost \\
         random_forest --seeds 20 --n-trials 30 --out benchmarks/results/fair_generalization.csv
-    python -m benchmarks.fair_generalization summarize benchmarks/results/fair_generalization.csv
-
-Samplers other than FairBO (``--sampler GPSampler`` or ``TPESampler``, with their defaults) on
-the same splits, and the table that compares them with FairBO on the seeds all of them ran:
-    OMP_NUM_THREADS=1 python -m benchmarks.fair_generalization run --models xgboost \\
-        --protocols holdout --sampler GPSampler --seeds 40 --out gp.csv
-    OMP_NUM_THREADS=1 python -m benchmarks.fair_generalization run --models xgboost \\
-        --protocols holdout --first-seed 20 --seeds 20 --out fairbo_20_39.csv
-    python -m benchmarks.fair_generalization summarize --compare-samplers \\
-        benchmarks/results/fair_generalization.csv gp.csv fairbo_20_39.csv
+    python -m benchmarks.fair_generalization summarize benchmarks/results/fair_generalization.csv \\
+        benchmarks/results/fair_generalization_margins.csv --plot docs/images/new_data.png
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import optuna
-import pandas as pd
 
-from benchmarks._common import wins_ties_losses
-
+from benchmarks._common import append_rows, figure, paired, read_rows, save_figure
 from fairtune.datasets import load_adult
 from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler
@@ -52,11 +41,6 @@ from fairtune.tuning import FairObjective
 
 BOUND = 0.05  # the limit that must hold on the test split
 PROTOCOLS = {"holdout": {}, "cv5": {"cv": 5}}
-SAMPLERS = {
-    "FairBO": lambda seed: FairBOSampler(seed=seed),
-    "GPSampler": lambda seed: optuna.samplers.GPSampler(seed=seed),  # its defaults
-    "TPESampler": lambda seed: optuna.samplers.TPESampler(seed=seed),
-}
 FIELDS = [
     "model", "protocol", "seed", "tuning_rows", "test_rows", "fair_trials", "best_trial",
     "valid_accuracy", "valid_dsp", "test_accuracy", "test_dsp", "test_fair",
@@ -66,7 +50,7 @@ FIELDS = [
 
 
 def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: int,
-            sampler: str = "FairBO", tuning_limit: float = BOUND) -> dict:
+            tuning_limit: float = BOUND) -> dict:
     """One study; ``tuning_limit`` is the DSP bound the study tunes for (a margin when below
     ``BOUND``), while the test verdict is always against ``BOUND``."""
     X, y, sex = load_adult(return_X_y=True)
@@ -74,7 +58,7 @@ def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: in
         (X, y, sex), model, limits=f"demographic_parity<={tuning_limit}", test_size=1.0 - tuning_rows / len(X),
         random_state=seed, **PROTOCOLS[protocol],
     )
-    study = optuna.create_study(direction="maximize", sampler=SAMPLERS[sampler](seed))
+    study = optuna.create_study(direction="maximize", sampler=FairBOSampler(seed=seed))
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # e.g. xgboost's and sklearn's chatter
@@ -84,7 +68,7 @@ def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: in
     row = {
         "model": model, "protocol": protocol, "seed": seed, "tuning_rows": len(objective.X_dev),
         "test_rows": len(objective.X_test), "fair_trials": len(fair), "seconds": round(seconds, 1),
-        "sampler": sampler, "tuning_limit": tuning_limit,
+        "sampler": "FairBO", "tuning_limit": tuning_limit,
     }
     if not fair:
         return {**row, **{k: "" for k in FIELDS if k not in row}}
@@ -106,63 +90,22 @@ def run_one(model: str, protocol: str, seed: int, n_trials: int, tuning_rows: in
 
 
 def run(models: list[str], seeds: range, n_trials: int, tuning_rows: int, out: str,
-        protocols: list[str], sampler: str, tuning_limit: float = BOUND) -> None:
-    path = Path(out)
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        for model in models:
-            for seed in seeds:
-                for protocol in protocols:
-                    row = run_one(model, protocol, seed, n_trials, tuning_rows, sampler,
-                                  tuning_limit)
-                    writer.writerow(row)
-                    f.flush()
-                    print(
-                        f"{model:13s} {protocol:7s} seed {seed:2d}: valid acc "
-                        f"{row['valid_accuracy']} dsp {row['valid_dsp']} | test acc "
-                        f"{row['test_accuracy']} dsp {row['test_dsp']} ({row['seconds']} s)",
-                        flush=True,
-                    )
+        protocols: list[str], tuning_limit: float = BOUND) -> None:
+    for model in models:
+        for seed in seeds:
+            for protocol in protocols:
+                row = run_one(model, protocol, seed, n_trials, tuning_rows, tuning_limit)
+                append_rows(out, [row], FIELDS)
+                print(
+                    f"{model:13s} {protocol:7s} seed {seed:2d}: valid acc "
+                    f"{row['valid_accuracy']} dsp {row['valid_dsp']} | test acc "
+                    f"{row['test_accuracy']} dsp {row['test_dsp']} ({row['seconds']} s)",
+                    flush=True,
+                )
 
 
 def _floats(rows: list[dict], key: str) -> np.ndarray:
     return np.array([float(r[key]) if r[key] != "" else np.nan for r in rows])
-
-
-def _trivial(r: dict) -> bool:
-    """Whether the best fair model predicts one class for everyone (DSP exactly 0 on both the
-    validation and the test rows; a model that ranks anybody differently is never that even)."""
-    return r["valid_dsp"] != "" and float(r["valid_dsp"]) == 0.0 and float(r["test_dsp"]) == 0.0
-
-
-def compare_samplers(rows: list[dict]) -> None:
-    """FairBO against the other samplers that were run on the same models, protocols and seeds."""
-    print("| model | protocol | sampler | seeds | best fair validation accuracy: median (mean) | "
-          "best fair model predicts one class | vs FairBO, seed by seed: wins / ties / losses (p) |")
-    print("|---|---|---|---:|---|---:|---|")
-    for model in dict.fromkeys(r["model"] for r in rows):
-        for protocol in PROTOCOLS:
-            here = [r for r in rows if r["model"] == model and r["protocol"] == protocol]
-            samplers = list(dict.fromkeys(r["sampler"] for r in here))
-            if len(samplers) < 2 or "FairBO" not in samplers:
-                continue
-            by = {s: {int(r["seed"]): r for r in here if r["sampler"] == s} for s in samplers}
-            seeds = sorted(set.intersection(*(set(v) for v in by.values())))
-
-            def values(sampler: str) -> pd.Series:
-                return pd.Series(_floats([by[sampler][k] for k in seeds], "valid_accuracy"),
-                                 index=seeds)
-
-            for sampler in samplers:
-                acc = values(sampler)
-                trivial = sum(_trivial(by[sampler][k]) for k in seeds)
-                versus = "-" if sampler == "FairBO" else wins_ties_losses(acc, values("FairBO"))[1]
-                print(f"| {model} | {protocol} | {sampler} | {len(seeds)} | "
-                      f"{acc.median():.4f} ({acc.mean():.4f}) | {trivial} / {len(seeds)} | "
-                      f"{versus} |")
 
 
 def _table_row(model: str, label: str, sel: list[dict], prefix: str) -> None:
@@ -182,21 +125,12 @@ def _table_row(model: str, label: str, sel: list[dict], prefix: str) -> None:
 
 
 def plot(paths: list[str], path: str) -> None:
-    """Per model, every seed's refitted and validated model (hold-out protocol, FairBO, tuned
-    for the bound itself): test accuracy against the test gap."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = []
-    for p in paths:
-        with open(p, newline="") as f:
-            rows.extend(csv.DictReader(f))
-    rows = [r for r in rows if r["protocol"] == "holdout" and r.get("sampler", "FairBO") == "FairBO"
+    """Per model, every seed's refitted and validated model (30 % validation split, tuned for
+    the bound itself): test accuracy against the test gap."""
+    rows = [r for r in read_rows(paths) if r["protocol"] == "holdout"
             and float(r.get("tuning_limit") or BOUND) == BOUND and r["test_dsp"]]
     models = sorted({r["model"] for r in rows})
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.6), squeeze=False)
+    fig, axes = figure(1, len(models), figsize=(5.5 * len(models), 4.6), squeeze=False)
     for ax, model in zip(axes[0], models):
         mine = [r for r in rows if r["model"] == model]
         for prefix, label, color in (("", "refitted on all tuning rows", "tab:red"),
@@ -205,51 +139,47 @@ def plot(paths: list[str], path: str) -> None:
             acc = [float(r[f"{prefix}test_accuracy"]) for r in mine if r[f"{prefix}test_dsp"]]
             ax.scatter(gap, acc, s=22, color=color, label=f"{label} ({len(gap)} seeds)")
         ax.axvline(BOUND, color="gray", lw=1, ls="--", label=f"limit {BOUND}")
-        ax.set_title(f"Adult, {model}: the best fair trial on new data")
+        ax.set_title(f"Adult, {MODELS.get(model, model)}: the best fair trial on new data")
         ax.set_xlabel("test demographic parity difference")
         ax.set_ylabel("test accuracy")
         ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
-def summarize(paths: list[str], samplers: bool = False) -> None:
-    rows = []
-    for p in paths:
-        with open(p, newline="") as f:
-            rows.extend(csv.DictReader(f))
+MODELS = {"xgboost": "XGBoost", "random_forest": "random forest"}
+# The table's rows per model: (protocol, what is deployed, the columns' prefix).
+DEPLOYED = (
+    ("holdout", "30 % validation split, refitted on all tuning rows", ""),
+    ("holdout", "30 % validation split, the validated model", "validated_model_"),
+    ("cv5", "5-fold cross-validation, refitted on all tuning rows", ""),
+)
+
+
+def summarize(paths: list[str]) -> None:
+    rows = read_rows(paths)
     for r in rows:
-        r.setdefault("sampler", "FairBO")
         r["tuning_limit"] = float(r.get("tuning_limit") or BOUND)
-    if samplers:
-        compare_samplers([r for r in rows if r["tuning_limit"] == BOUND])
-        return
-    fairbo = [r for r in rows if r["sampler"] == "FairBO"]
-    margins = sorted({r["tuning_limit"] for r in fairbo if r["tuning_limit"] != BOUND}, reverse=True)
-    rows = [r for r in fairbo if r["tuning_limit"] == BOUND]  # the seed-by-seed comparison
+    margins = sorted({r["tuning_limit"] for r in rows if r["tuning_limit"] != BOUND}, reverse=True)
     print(
-        "| model | validation, deployed model | seeds | best fair trial unfair on test (DSP > 0.05) | "
+        "| model | validation, deployed model | seeds | unfair on test (DSP > 0.05) | "
         "test DSP median [max] | test accuracy median (mean) | validation accuracy - test "
         "accuracy, median | seconds per study, median |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for model in dict.fromkeys(r["model"] for r in fairbo):
+    for model in dict.fromkeys(r["model"] for r in rows):
         for limit in [BOUND, *margins]:
-            tuned = "" if limit == BOUND else f", tuned for DSP <= {limit:g}"
-            for protocol, label, prefix in (
-                ("holdout", "holdout, refitted on all tuning rows", ""),
-                ("holdout", "holdout, the validated model (`on=\"training\"`)", "validated_model_"),
-                ("cv5", "cv5, refitted on all tuning rows", ""),
-            ):
-                sel = [r for r in fairbo if r["model"] == model and r["protocol"] == protocol
+            tuned = "" if limit == BOUND else f", margin {BOUND - limit:.2g}"
+            for protocol, label, prefix in DEPLOYED:
+                sel = [r for r in rows if r["model"] == model and r["protocol"] == protocol
                        and r["tuning_limit"] == limit]
                 if sel:
-                    _table_row(model, label + tuned, sel, prefix)
+                    _table_row(MODELS.get(model, model), label + tuned, sel, prefix)
     print()
-    print("Seed by seed, cv5 against holdout (test accuracy; DSP over the limit counts as a loss):")
+    print("Seed by seed, cross-validation against the validation split (test accuracy of the "
+          "refitted models; DSP over the limit counts as a loss):")
     for model in dict.fromkeys(r["model"] for r in rows):
-        by = {(r["protocol"], r["seed"]): r for r in rows if r["model"] == model}
+        by = {(r["protocol"], r["seed"]): r for r in rows
+              if r["model"] == model and r["tuning_limit"] == BOUND}
         seeds = sorted({s for p, s in by if ("holdout", s) in by and ("cv5", s) in by}, key=int)
         if not seeds:
             continue
@@ -260,10 +190,10 @@ def summarize(paths: list[str], samplers: bool = False) -> None:
                 return -1.0
             return float(r["test_accuracy"])
 
-        cv = pd.Series([utility(by[("cv5", s)]) for s in seeds], index=seeds)
-        holdout = pd.Series([utility(by[("holdout", s)]) for s in seeds], index=seeds)
-        n, text = wins_ties_losses(cv, holdout)
-        print(f"  {model}, {n} seeds: cv5 wins / ties / losses {text}")
+        wins, ties, losses, p = paired([utility(by[("cv5", s)]) for s in seeds],
+                                       [utility(by[("holdout", s)]) for s in seeds])
+        print(f"  {MODELS.get(model, model)}, {len(seeds)} seeds: cross-validation wins / ties / "
+              f"losses {wins} / {ties} / {losses} (p = {p:.2g})")
 
 
 def main() -> None:
@@ -272,11 +202,8 @@ def main() -> None:
     parser.add_argument("paths", nargs="*", help="CSV files to summarize")
     parser.add_argument("--models", nargs="+", default=["xgboost", "random_forest"])
     parser.add_argument("--protocols", nargs="+", default=list(PROTOCOLS), choices=list(PROTOCOLS))
-    parser.add_argument("--sampler", default="FairBO", choices=list(SAMPLERS))
     parser.add_argument("--tuning-limit", type=float, default=BOUND,
                         help="DSP bound the studies tune for (the test verdict stays DSP <= 0.05)")
-    parser.add_argument("--compare-samplers", action="store_true",
-                        help="with summarize: FairBO against the other samplers in the files")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--n-trials", type=int, default=30)
@@ -288,9 +215,9 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.command == "run":
         run(args.models, range(args.first_seed, args.first_seed + args.seeds), args.n_trials,
-            args.tuning_rows, args.out, args.protocols, args.sampler, args.tuning_limit)
+            args.tuning_rows, args.out, args.protocols, args.tuning_limit)
     else:
-        summarize(args.paths or [args.out], args.compare_samplers)
+        summarize(args.paths or [args.out])
         if args.plot:
             plot(args.paths or [args.out], args.plot)
 
