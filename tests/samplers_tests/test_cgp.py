@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 import pickle
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import optuna
@@ -20,17 +21,13 @@ from fairtune._gp.search_space import SearchSpace
 from fairtune.collaboration import Board
 from fairtune.samplers import CGPSampler
 from fairtune.samplers.cgp import CLHS_SLOT_KEY, _RoundState
+from tests.conftest import small
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def _small(sampler: CGPSampler) -> CGPSampler:
-    sampler._n_preliminary_samples = 32
-    sampler._n_local_search = 1
-    sampler._n_ts_candidates = 64
-    sampler._optim_max_iter = 5
-    sampler._fit_max_iter = 20
-    return sampler
+def _small(sampler: Any) -> Any:
+    return small(sampler, preliminary=32, n_ts_candidates=64, optim_max_iter=5, fit_max_iter=20)
 
 
 def _factory(acquisition: str, with_board: bool) -> Callable[[], CGPSampler]:

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import optuna
@@ -37,7 +38,14 @@ from fairtune.samplers.collaborative import (
     exploration_weight,
     g2sf_term,
 )
-from fairtune.tenancy import TENANT_KEY, ask, cumulative_utilities, tenant_of, trials_by_tenant
+from fairtune.tenancy import (
+    TENANT_KEY,
+    ask,
+    cumulative_utilities,
+    tenant_of,
+    trials_by_tenant,
+)
+from tests.conftest import small
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -57,10 +65,8 @@ def _plans(study: optuna.Study) -> dict[int, dict[str, dict]]:
     return plans
 
 
-def _small(sampler: CollaborativeUCBSampler) -> CollaborativeUCBSampler:
-    sampler._n_preliminary_samples = 32
-    sampler._n_local_search = 1
-    return sampler
+def _small(sampler: Any) -> Any:
+    return small(sampler, preliminary=32)
 
 
 class TestCollaborativeContract(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):

@@ -6,6 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import optuna
@@ -19,16 +20,13 @@ from optuna.testing.pytest_samplers import (
 from optuna.trial import TrialState
 
 from fairtune.samplers import FairBOSampler
+from tests.conftest import small
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def _small(sampler: FairBOSampler) -> FairBOSampler:
-    # Shrink the acquisition optimizer so that the contract suites stay fast.
-    sampler._n_preliminary_samples = 64
-    sampler._n_local_search = 2
-    sampler._n_max_value_candidates = 64
-    return sampler
+def _small(sampler: Any) -> Any:
+    return small(sampler, local_search=2, n_max_value_candidates=64)
 
 
 class TestFairBOCEIContract(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
@@ -287,8 +285,8 @@ def test_a_repeated_model_region_is_proposed_less_often(acquisition: str) -> Non
 
 
 def test_the_weight_of_a_new_outcome_spares_the_plateau_edge() -> None:
-    from fairtune._gp.classifier import fit_gp_classifier
     from fairtune._gp.acqf import RepeatPenalty
+    from fairtune._gp.classifier import fit_gp_classifier
 
     X = torch.linspace(0.0, 1.0, 11, dtype=torch.float64)[:, None]
     new = (X[:, 0] > 0.5).to(torch.float64)  # repeated below 0.5, new above
@@ -785,8 +783,8 @@ def test_gp_classifier_far_from_the_data_reverts_to_the_prior_predictive() -> No
 
 
 def test_incumbent_is_the_best_observation_without_noise_and_shrinks_a_lucky_one() -> None:
-    from fairtune._gp.gp import GPRegressor, KernelParams
     from fairtune._gp.acqf import incumbent as _incumbent
+    from fairtune._gp.gp import GPRegressor, KernelParams
 
     X = torch.linspace(0, 1, 9, dtype=torch.float64)[:, None]
     y = torch.sin(3 * X[:, 0])

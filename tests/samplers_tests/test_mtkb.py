@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import optuna
@@ -22,14 +23,13 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.gp import standardize
 from fairtune._storage import TASK_CORRELATION_KEY, stored_task_correlation
 from fairtune.samplers import MTKBSampler
+from tests.conftest import small
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def _small(sampler: MTKBSampler) -> MTKBSampler:
-    sampler._n_preliminary_samples = 64
-    sampler._n_local_search = 1
-    return sampler
+def _small(sampler: Any) -> Any:
+    return small(sampler)
 
 
 class TestMTKBContract(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):

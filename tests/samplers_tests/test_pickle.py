@@ -9,17 +9,17 @@ from __future__ import annotations
 import copy
 import pickle
 from collections.abc import Callable
+from typing import Any
 
 import optuna
 import pytest
 
 from fairtune.samplers import CollaborativeUCBSampler, FairBOSampler, MTKBSampler
+from tests.conftest import small
 
 
-def _small(sampler: optuna.samplers.BaseSampler) -> optuna.samplers.BaseSampler:
-    sampler._n_preliminary_samples = 64
-    sampler._n_local_search = 1
-    return sampler
+def _small(sampler: Any) -> Any:
+    return small(sampler)
 
 
 SAMPLERS: dict[str, Callable[[], optuna.samplers.BaseSampler]] = {

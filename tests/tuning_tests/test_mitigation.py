@@ -18,24 +18,15 @@ from fairtune.tuning import (
     ThresholdClassifier,
 )
 from fairtune.tuning.mitigation import parse_mitigation
+from tests.conftest import biased_data as _biased_data
+
+
+def biased_data(n: int = 600, seed: int = 0):
+    return _biased_data(n, seed, group_column=True)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 ALL = ["threshold", "reduction", "correlation_remover"]
-
-
-def biased_data(n: int = 600, seed: int = 0) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
-    """Labels that depend on a feature shifted by group: an unmitigated model has a large DP gap."""
-    rng = np.random.default_rng(seed)
-    group = pd.Series(rng.choice(["a", "b"], size=n), name="group")
-    shift = np.where(group == "a", 1.0, -1.0)
-    X = pd.DataFrame({
-        "x1": rng.normal(size=n) + shift,
-        "x2": rng.normal(size=n),
-        "group": group,
-    })
-    y = pd.Series((X["x1"] + 0.5 * X["x2"] + rng.normal(scale=0.5, size=n) > 0).astype(int))
-    return X, y, group
 
 
 def linear_model(trial: optuna.Trial) -> LogisticRegression:

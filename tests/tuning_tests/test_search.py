@@ -11,7 +11,11 @@ import optuna
 import pandas as pd
 import pytest
 import sklearn
-from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import (
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from sklearn.base import clone
 from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression
@@ -25,6 +29,12 @@ from fairtune.fairness import best_fair_trial, demographic_parity_difference
 from fairtune.samplers import FairBOSampler
 from fairtune.tuning import FairSearchCV, ThresholdClassifier
 from fairtune.tuning.objective import MITIGATION_USED_KEY
+from tests.conftest import biased_data as _biased_data
+
+
+def biased_data(n: int = 400, seed: int = 0):
+    # Positives a minority (about a quarter): strong regularization predicts 0 for everyone.
+    return _biased_data(n, seed, separation=1.0, noise=1.0, threshold=0.7)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 # Under the tight limit of these tests, the data below make a constant model (strong
@@ -33,17 +43,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:The best fair trial .* predicts:
 
 LIMIT = "demographic_parity<=0.05"
 C_RANGE = {"C": FloatDistribution(1e-4, 10.0, log=True)}
-
-
-def biased_data(n: int = 400, seed: int = 0) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
-    """One feature shifted by group: an unconstrained model selects the groups at rates about
-    0.35 apart, while a strongly regularized one predicts 0 for everyone (a gap of 0)."""
-    rng = np.random.RandomState(seed)
-    group = pd.Series(np.where(rng.rand(n) < 0.5, "a", "b"), name="group")
-    x1 = rng.randn(n) + (group == "b").to_numpy()
-    x2 = rng.randn(n)
-    y = pd.Series((x1 + 0.5 * x2 + rng.randn(n) > 1.2).astype(int), name="y")
-    return pd.DataFrame({"x1": x1, "x2": x2}), y, group
 
 
 def search(estimator=None, params=None, **kwargs) -> FairSearchCV:
@@ -237,12 +236,16 @@ def test_pos_label_names_the_favourable_label_and_the_labels_keep_their_values(m
     for column in ("mean_test_score", "demographic_parity"):
         np.testing.assert_allclose(model.cv_results_[column], numeric.cv_results_[column])
     assert model.score(X, labels, **extra) == pytest.approx(numeric.score(X, y, **extra))
-    # The other label as the favourable one measures the other outcome's rates.
+    # The other label as the favourable one measures the other outcome's rates (exactly the
+    # complement without a mitigation; a threshold is fitted for the favourable label itself).
     flipped = search(pos_label="denied", **kwargs).fit(X, labels, sensitive_features=group)
     first = flipped.study_.trials[0]
     assert first.params == numeric.study_.trials[0].params
-    assert first.user_attrs["fairtune:positive_rate"] == pytest.approx(
-        1 - numeric.study_.trials[0].user_attrs["fairtune:positive_rate"])
+    rate = numeric.study_.trials[0].user_attrs["fairtune:positive_rate"]
+    if mitigation is None:
+        assert first.user_attrs["fairtune:positive_rate"] == pytest.approx(1 - rate)
+    else:
+        assert first.user_attrs["fairtune:positive_rate"] != pytest.approx(rate)
     with pytest.raises(ValueError, match=r"`pos_label` must be one of the labels of `y` "
                                          r"\['denied', 'granted'\], but got pos_label='Granted'"):
         search(pos_label="Granted", **kwargs).fit(X, labels, sensitive_features=group)
