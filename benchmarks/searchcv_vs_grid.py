@@ -24,30 +24,29 @@ Per seed (``--seeds``; each seed is its own subsample, folds and sampler seed):
 
 The summary compares, seed by seed, the best fair CV score (a seed where a method found no fair
 configuration counts as its worst outcome) and the test accuracy: wins / ties / losses with a
-two-sided sign test (``scipy.stats.binomtest``), with medians and means.
+two-sided sign test (``benchmarks._common.paired``), with medians and means.
 
 Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended):
     nice -n 10 python -m benchmarks.searchcv_vs_grid run --seeds 20 \\
         --out benchmarks/results/searchcv_vs_grid.csv
     python -m benchmarks.searchcv_vs_grid summarize benchmarks/results/searchcv_vs_grid.csv \\
-        --md benchmarks/results/searchcv_vs_grid.md
+        --plot docs/images/searchcv_vs_grid.png
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import json
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import optuna
 import pandas as pd
 
+from benchmarks._common import append_rows, done_keys, figure, paired, save_figure
 from fairtune import FairSearchCV
 from fairtune.datasets import load_adult
 from fairtune.fairness import demographic_parity_difference
@@ -222,52 +221,38 @@ def run_fairsearchcv(seed: int, data: tuple[Any, ...], folds: Any,
 def run(args: argparse.Namespace) -> None:
     from sklearn.model_selection import StratifiedKFold
 
-    path = Path(args.out)
-    done: set[tuple[int, str]] = set()
-    if path.exists():
-        with open(path, newline="") as f:
-            done = {(int(r["seed"]), r["method"]) for r in csv.DictReader(f)}
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        for seed, method in itertools.product(
-            range(args.first_seed, args.first_seed + args.seeds), args.methods
-        ):
-            if (seed, method) in done:
-                continue
-            data = split(seed, args.n_rows, args.test_rows)
-            folds = StratifiedKFold(args.cv, shuffle=True, random_state=seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # dataset notes
-                runner = run_grid if method == "grid" else run_fairsearchcv
-                row = {"seed": seed, "method": method, "n_rows": args.n_rows,
-                       "test_rows": args.test_rows, "cv": args.cv,
-                       **runner(seed, data, folds, grid(args.values))}
-            writer.writerow({k: row.get(k, "") for k in FIELDS})
-            f.flush()
-            print(f"seed {seed:2d} {method:13s} cv {row.get('cv_score', '-')} gap "
-                  f"{row.get('cv_gap', '-')}  test {row.get('test_accuracy', '-')} gap "
-                  f"{row.get('test_gap', '-')}  ({row['n_fits']} fits, {row['seconds']} s)",
-                  flush=True)
+    done = done_keys(args.out, ("seed", "method"))
+    for seed, method in itertools.product(
+        range(args.first_seed, args.first_seed + args.seeds), args.methods
+    ):
+        if (str(seed), method) in done:
+            continue
+        data = split(seed, args.n_rows, args.test_rows)
+        folds = StratifiedKFold(args.cv, shuffle=True, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # dataset notes
+            runner = run_grid if method == "grid" else run_fairsearchcv
+            row = {"seed": seed, "method": method, "n_rows": args.n_rows,
+                   "test_rows": args.test_rows, "cv": args.cv,
+                   **runner(seed, data, folds, grid(args.values))}
+        append_rows(args.out, [{k: row.get(k, "") for k in FIELDS}], FIELDS)
+        print(f"seed {seed:2d} {method:13s} cv {row.get('cv_score', '-')} gap "
+              f"{row.get('cv_gap', '-')}  test {row.get('test_accuracy', '-')} gap "
+              f"{row.get('test_gap', '-')}  ({row['n_fits']} fits, {row['seconds']} s)",
+              flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Summary
 
+NAMES = {"grid": "GridSearchCV + a fairness filter", "fairsearchcv": "FairSearchCV (FairBOSampler)"}
+
 
 def _paired(mine: pd.Series, theirs: pd.Series) -> tuple[int, int, int, float]:
-    """Wins / ties / losses of ``mine`` over ``theirs`` seed by seed (NaN = no fair model =
-    the worst outcome), and the two-sided sign test's p-value over the non-tied seeds."""
-    from scipy.stats import binomtest
-
+    """Wins / ties / losses of ``mine`` over ``theirs`` on the seeds both ran (NaN = no fair
+    model = the worst outcome), and the two-sided sign test's p-value."""
     seeds = mine.index.intersection(theirs.index)
-    a = np.nan_to_num(mine[seeds].to_numpy(float), nan=-np.inf)
-    b = np.nan_to_num(theirs[seeds].to_numpy(float), nan=-np.inf)
-    wins, losses = int((a > b).sum()), int((a < b).sum())
-    p = binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
-    return wins, len(seeds) - wins - losses, losses, float(p)
+    return paired(mine[seeds].to_numpy(float), theirs[seeds].to_numpy(float))
 
 
 def _fair_accuracy(g: pd.DataFrame, margin: float) -> pd.Series:
@@ -290,15 +275,6 @@ def summarize(args: argparse.Namespace) -> str:
         return f"{values.median():.4f} ({values.mean():.4f})" if len(values) else "-"
 
     lines = [
-        f"FairSearchCV found a more accurate fair configuration than GridSearchCV + a post-hoc "
-        f"fairness filter in {cv[0]} of {n} seeds at equal numbers of fits (ties {cv[1]}, "
-        f"losses {cv[2]}; sign test p = {cv[3]:.2g}): median best fair CV accuracy "
-        f"{mine['cv_score'].median():.4f} against {grid['cv_score'].median():.4f}. "
-        f"Refitted and scored on held-out test rows, its model was more accurate in {test[0]} "
-        f"of {n} seeds (ties {test[1]}, losses {test[2]}; p = {test[3]:.2g}), but it sits "
-        f"closer to the limit and met it on test in {int(mine['test_fair'].sum())} / {n} seeds "
-        f"against {int(grid['test_fair'].sum())} / {n} for the grid's choice.",
-        "",
         "| method | seeds | seeds with a fair configuration | fair configurations per seed, "
         "median | best fair CV accuracy | its CV gap | test accuracy | test gap | fair on "
         "test | seconds per seed |",
@@ -307,47 +283,29 @@ def summarize(args: argparse.Namespace) -> str:
     for method in METHODS:
         g = by[method]
         lines.append(
-            f"| {method} | {len(g)} | {int(g['cv_score'].notna().sum())} | "
+            f"| {NAMES[method]} | {len(g)} | {int(g['cv_score'].notna().sum())} | "
             f"{g['n_fair_candidates'].median():g} | {stat(g, 'cv_score')} | {stat(g, 'cv_gap')} | "
             f"{stat(g, 'test_accuracy')} | {stat(g, 'test_gap')} | "
             f"{int(g['test_fair'].sum())} / {len(g)} | {g['seconds'].median():.1f} |"
         )
+    comparisons = (
+        ("best fair CV accuracy", cv),
+        ("test accuracy of the refitted best fair model", test),
+        ("the same, a model over the limit on test counting as the worst",
+         _paired(_fair_accuracy(mine, 0.0), _fair_accuracy(grid, 0.0))),
+        ("the same, over the limit + 0.01",
+         _paired(_fair_accuracy(mine, 0.01), _fair_accuracy(grid, 0.01))),
+    )
+    lines += ["", f"FairSearchCV against the grid, seed by seed ({n} seeds; wins / ties / losses, "
+              "two-sided sign test):", ""]
+    lines += [f"- {label}: {w} / {t} / {lo} (p = {p:.2g})" for label, (w, t, lo, p) in comparisons]
     lines += [
         "",
-        "| FairSearchCV against the grid, seed by seed | wins / ties / losses | sign test p |",
-        "|---|---:|---:|",
-        f"| best fair CV accuracy | {cv[0]} / {cv[1]} / {cv[2]} | {cv[3]:.2g} |",
-        f"| test accuracy of the refitted best fair model | {test[0]} / {test[1]} / {test[2]} | "
-        f"{test[3]:.2g} |",
-        *(
-            f"| the same, a model over the limit{label} on test counting as the worst | "
-            f"{w} / {t} / {lo} | {p:.2g} |"
-            for label, (w, t, lo, p) in (
-                ("", _paired(_fair_accuracy(mine, 0.0), _fair_accuracy(grid, 0.0))),
-                (" + 0.01", _paired(_fair_accuracy(mine, 0.01), _fair_accuracy(grid, 0.01))),
-            )
-        ),
-        "",
-        "Command:",
-        "",
-        "    " + (args.command_line or "nice -n 10 python -m benchmarks.searchcv_vs_grid run "
-                 "--seeds 20 --out benchmarks/results/searchcv_vs_grid.csv"),
-        "    python -m benchmarks.searchcv_vs_grid summarize "
-        "benchmarks/results/searchcv_vs_grid.csv --md benchmarks/results/searchcv_vs_grid.md",
-        "",
-        f"Setup: Adult ({_describe(frame)}), `ColumnTransformer` (one-hot categories) + "
-        f"`HistGradientBoostingClassifier` (max_iter={MAX_ITER}), {LIMIT} between women and "
-        f"men on the pooled out-of-fold predictions; GridSearchCV over {_grid_text(frame)}, "
-        "FairSearchCV (FairBOSampler) over the box it spans (log scale) with one trial per grid "
-        f"point ({'/'.join(map(str, sorted(set(frame['n_candidates']))))} configurations, "
-        f"{'/'.join(map(str, fits))} fits per seed and method, the same folds). Cells: median "
-        "(mean) over the seeds; a seed without a fair configuration counts as the worst "
-        "outcome in the paired comparisons and is left out of the medians. Seconds: one "
-        "training thread each, on a 2-core machine shared with other jobs.",
+        f"Setup: Adult ({_describe(frame)}), {LIMIT}; GridSearchCV over {_grid_text(frame)}; "
+        f"{'/'.join(map(str, sorted(set(frame['n_candidates']))))} configurations, "
+        f"{'/'.join(map(str, fits))} fits per seed and method.",
     ]
     text = "\n".join(lines) + "\n"
-    if args.md:
-        Path(args.md).write_text(text)
     if args.plot:
         _plot(mine, grid, args.plot)
     print(text, end="")
@@ -357,13 +315,8 @@ def summarize(args: argparse.Namespace) -> str:
 def _plot(mine: pd.DataFrame, grid: pd.DataFrame, path: str) -> None:
     """Seed by seed: the best fair CV accuracy of both methods, and the chosen models' test
     accuracy against their test gap."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     seeds = mine.index.intersection(grid.index)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
+    fig, (left, right) = figure(1, 2, figsize=(11, 4.8))
     x, y = grid.loc[seeds, "cv_score"], mine.loc[seeds, "cv_score"]
     left.scatter(x, y, s=22, color="tab:purple")
     low, high = min(x.min(), y.min()), max(x.max(), y.max())
@@ -371,8 +324,8 @@ def _plot(mine: pd.DataFrame, grid: pd.DataFrame, path: str) -> None:
     left.set_xlabel("GridSearchCV + fairness filter")
     left.set_ylabel("FairSearchCV")
     left.set_title("best fair CV accuracy, one point per seed")
-    for frame, label, color in ((grid, "GridSearchCV + filter", "tab:blue"),
-                                (mine, "FairSearchCV", "tab:purple")):
+    for frame, label, color in ((grid, NAMES["grid"], "tab:blue"),
+                                (mine, NAMES["fairsearchcv"], "tab:purple")):
         right.scatter(frame.loc[seeds, "test_gap"], frame.loc[seeds, "test_accuracy"], s=22,
                       color=color, label=label)
     right.axvline(BOUND, color="gray", lw=1, ls="--", label=f"limit {BOUND}")
@@ -380,9 +333,7 @@ def _plot(mine: pd.DataFrame, grid: pd.DataFrame, path: str) -> None:
     right.set_ylabel("test accuracy")
     right.set_title("the refitted best fair model on the test rows")
     right.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _grid_text(frame: pd.DataFrame) -> str:
@@ -413,9 +364,7 @@ def main() -> None:
                         help="grid values per parameter (2: the smallest and the largest)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--out", default="searchcv_vs_grid.csv")
-    parser.add_argument("--md", help="with summarize: also write the summary there")
     parser.add_argument("--plot", metavar="PNG", help="with summarize: the per-seed plot")
-    parser.add_argument("--command-line", help=argparse.SUPPRESS)  # the run's command, for --md
     args = parser.parse_intermixed_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if args.command == "run":
