@@ -50,13 +50,19 @@ command resumes where it stopped.
 The development screen and the held-out confirmation both used it (on a shared 2-core machine
 the sampler's own optimizer did not fit the time).
 
-Usage (``OMP_NUM_THREADS=1``; every command behind the page is in its Reproduce section):
+``headline`` prints the page's table (the held-out families); ``screen`` every setting on the
+development families; ``summarize`` one setting's tables by family and a plot.
+
+Usage (``OMP_NUM_THREADS=1``; every command behind docs/benchmarks/cgp_defaults.md is there):
     python -m benchmarks.cgp_defaults run --families camel2-low rastrigin3-high --seeds 0 1 \
         --settings ei "ei,share" --light --out benchmarks/results/cgp_defaults_dev.csv.gz
     python -m benchmarks.cgp_defaults run --families hartmann3-high michalewicz5-low \
         griewank8-high --seeds $(seq 100 139) --settings ei --light \
         --out benchmarks/results/cgp_defaults_heldout.csv.gz
-    python -m benchmarks.cgp_defaults screen benchmarks/results/cgp_defaults_dev.csv.gz
+    python -m benchmarks.cgp_defaults headline benchmarks/results/cgp_defaults_heldout.csv.gz \
+        benchmarks/results/cgp_defaults_heldout16.csv.gz        # the page's table
+    python -m benchmarks.cgp_defaults screen benchmarks/results/cgp_defaults_dev.csv.gz \
+        --seeds 0 1 --trials 30 60
     python -m benchmarks.cgp_defaults summarize benchmarks/results/cgp_defaults_dev.csv.gz \
         benchmarks/results/cgp_defaults_heldout.csv.gz --setting ei \
         --plot docs/images/cgp_defaults.png
@@ -80,6 +86,7 @@ from benchmarks._common import (
     checkpoints,
     done_keys,
     figure,
+    paired,
     save_figure,
     sign_test,
     wins_ties_losses,
@@ -470,17 +477,63 @@ def summarize(paths: Sequence[Path], setting: str, plot: Path | None = None,
     return "\n".join(out)
 
 
-def screen(paths: Sequence[Path], families: Sequence[str] | None = None) -> str:
-    """Every setting on the development families (or ``families``): board and alone at each
-    budget, over the agents that have both."""
+# The page's names of the settings screened.
+SETTING_NAMES = {
+    "ei": "EI (the default)", "ts": "Thompson sampling", "ucb,beta=1": "UCB, beta = 1",
+    "ucb,beta=2": "UCB, beta = 2 (the paper's)",
+    "ei,share": "EI, borrowing from every group member",
+}
+
+# The page's table: the held-out families, the agents' regret with the defaults.
+HEADLINE = (("Hartmann-3, Michalewicz-5, Griewank-8 (4 agents)",
+             ("hartmann3-high", "michalewicz5-low", "griewank8-high")),
+            ("Powell-12 (16 agents)", ("powell12-low",)))
+
+
+def _below(mine: Any, theirs: Any) -> str:
+    """"W of N (p = ..)": how many of the common entries ``mine`` is lower on."""
+    common = mine.index.intersection(theirs.index)
+    wins, _, _, p = paired(mine[common].to_numpy(float), theirs[common].to_numpy(float), -1.0)
+    return f"{wins} of {len(common)} " + ("(p < 0.001)" if p < 0.0005 else f"(p = {p:.3f})")
+
+
+def headline(paths: Sequence[Path], setting: str = "ei") -> str:
+    """Mean normalized regret on a board, alone and with GPSampler alone, at each budget, on the
+    held-out families; the board against alone by agent and by board (the agents' mean per
+    family and seed, the independent unit), and against GPSampler by agent."""
     df = _read(paths)
+    lines = ["| held-out families | trials | CGPSampler on a board | the same agents tuning alone "
+             "| Optuna's GPSampler alone | board below alone: agents | ... boards "
+             "| board below GPSampler: agents |", "|---|---:|---:|---:|---:|---|---|---|"]
+    for label, families in HEADLINE:
+        part = df[df["family"].isin(families)]
+        if part.empty:
+            continue
+        for budget in checkpoints(int(part["round"].max()), BUDGETS):
+            r = _paired(part, setting, budget)
+            board, alone, gp = r["board"], r["alone"], r["GPSampler"]
+            by_board = [s.groupby(level=["family", "seed"]).mean() for s in (board, alone)]
+            means = [f"{s.mean():.3f}" if len(s) else "-" for s in (board, alone, gp)]
+            lines.append(f"| {label} | {budget} | {' | '.join(means)} | {_below(board, alone)} "
+                         f"| {_below(*by_board)} | {_below(board, gp) if len(gp) else '-'} |")
+    return "\n".join(lines)
+
+
+def screen(paths: Sequence[Path], families: Sequence[str] | None = None,
+           trials: Sequence[int] | None = None, settings: Sequence[str] | None = None,
+           seeds: Sequence[int] | None = None) -> str:
+    """Every setting (or ``settings``) on the development families (or ``families``): board
+    and alone at each budget (or at ``trials``), over the agents that have both (of ``seeds``)."""
+    df = _read(paths)
+    if seeds is not None:
+        df = df[df["seed"].isin(list(seeds))]
     df = df[df["family"].isin(DEV if families is None else families)]
     lines = ["| setting | trials | (family, seed) runs | board mean | board median | alone mean | "
              "board vs alone W/T/L (p) | board vs GPSampler W/T/L (p) |",
              "|---|---|---|---|---|---|---|---|"]
-    for setting in sorted(set(df["setting"]) - {"-"}):
+    for setting in settings or sorted(set(df["setting"]) - {"-"}):
         mine = df[df["setting"] == setting]
-        for budget in checkpoints(int(mine["round"].max()), BUDGETS):
+        for budget in checkpoints(int(mine["round"].max()), tuple(trials or BUDGETS)):
             r = _paired(df, setting, budget)
             common = r["board"].index.intersection(r["alone"].index)
             if not len(common):
@@ -490,7 +543,8 @@ def screen(paths: Sequence[Path], families: Sequence[str] | None = None) -> str:
             vs_alone = wins_ties_losses(board, alone, sign=-1.0)[1]
             vs_gp = (wins_ties_losses(board, r["GPSampler"], sign=-1.0)[1]
                      if len(r["GPSampler"]) else "-")
-            lines.append(f"| {setting} | {budget} | {runs} | {board.mean():.4f} | "
+            lines.append(f"| {SETTING_NAMES.get(setting, setting)} | {budget} | {runs} | "
+                         f"{board.mean():.4f} | "
                          f"{board.median():.4f} | {alone.mean():.4f} | {vs_alone} | {vs_gp} |")
     return "\n".join(lines)
 
@@ -510,7 +564,8 @@ def _plot(df: Any, settings: dict[str, str], path: Path) -> None:
             if mine.empty:
                 continue
             curve = mine.groupby("round")["regret"].mean()
-            label = {"board": "CGPSampler + board", "alone": "CGPSampler alone"}.get(method, method)
+            label = {"board": "CGPSampler on a board", "alone": "the same agents alone",
+                     "GPSampler": "Optuna's GPSampler alone"}[method]
             ax.plot(curve.index, curve.values, style, label=label)
         ax.set_yscale("log")
         ax.set_title(f"{family}{' (held out)' if family in HELDOUT else ''}", fontsize=8)
@@ -549,13 +604,23 @@ def main() -> None:
     c.add_argument("csv", type=Path, nargs="+")
     c.add_argument("--families", nargs="+", default=None,
                    help="only these families (default: the development families)")
+    c.add_argument("--trials", type=int, nargs="+", default=None,
+                   help="only these budgets (default: 15 30 60)")
+    c.add_argument("--settings", nargs="+", default=None, help="only these settings, in order")
+    c.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds")
+    h = sub.add_parser("headline", help="the page's table: the held-out families")
+    h.add_argument("csv", type=Path, nargs="+")
+    h.add_argument("--setting", default="ei")
     args = parser.parse_args()
     if args.command == "summarize":
         print(summarize(args.csv, args.setting, args.plot, args.dev_setting, args.versus,
                         args.seeds))
         return
     if args.command == "screen":
-        print(screen(args.csv, args.families))
+        print(screen(args.csv, args.families, args.trials, args.settings, args.seeds))
+        return
+    if args.command == "headline":
+        print(headline(args.csv, args.setting))
         return
     families: list[str] = []
     for name in args.families:

@@ -211,6 +211,22 @@ def test_cgp_defaults_runs_resumes_and_summarizes(tmp_path: Path) -> None:
     assert f"| 3 | {np.mean(board):.3f} ({np.median(board):.3f}) |" in summary
     assert (tmp_path / "d.png").stat().st_size > 0
     assert "| ei,startup=2 | 3 | 1 |" in _run(tmp_path, "cgp_defaults.py", "screen", "d.csv.gz")
+    # The page's table: the held-out families only, the board against alone by agent and by
+    # board.
+    _run(tmp_path, "cgp_defaults.py", "run", "--families", "hartmann3-high", "--seeds", "100",
+         "--settings", "ei,startup=2", "--methods", "board", "alone", "--rounds", "3", "--light",
+         "--out", "h.csv.gz")
+    headline = _run(tmp_path, "cgp_defaults.py", "headline", "d.csv.gz", "h.csv.gz",
+                    "--setting", "ei,startup=2")
+    assert headline.startswith("| held-out families | trials | CGPSampler on a board |")
+    (row,) = headline.strip().splitlines()[2:]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[0].startswith("Hartmann-3") and cells[1] == "3" and cells[4] == "-"
+    assert " of 4 (p = " in cells[5] and " of 1 (p = " in cells[6]  # 4 agents, 1 board
+    # screen: one setting at one budget.
+    one = _run(tmp_path, "cgp_defaults.py", "screen", "d.csv.gz", "--settings", "ei,startup=2",
+               "--trials", "3", "--seeds", "0")
+    assert len(one.strip().splitlines()) == 3 and "| ei,startup=2 | 3 | 1 |" in one
 
 
 def test_cgp_defaults_agents_share_optimal_values_at_different_designs() -> None:
