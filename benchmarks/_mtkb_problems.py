@@ -11,7 +11,7 @@ Problems (Chowdhury & Gopalan 2021, section 5), every objective maximized:
         of its domain, task i shifted by i % of the range along x1 (odd i) or x2 (even i);
         noise N(0, 0.1^2).
     german_rf: accuracy and -|demographic parity| of a random forest on German credit, looked
-        up in the 5,000 random configurations of benchmarks/results/german_landscape.csv (the
+        up in the 5,000 random configurations of benchmarks/results/german_landscape.csv.gz (the
         nearest one in the encoded space to a suggested point): a tabular benchmark, noise-free.
 
 Metrics:
@@ -134,7 +134,7 @@ def branin9(seed: int) -> Problem:
 def german_rf(seed: int) -> Problem:
     import pandas as pd
 
-    table = pd.read_csv(RESULTS / "german_landscape.csv")
+    table = pd.read_csv(RESULTS / "german_landscape.csv.gz")
     space = {
         "n_estimators": IntDistribution(1, 64, log=True),
         "min_samples_split": FloatDistribution(0.01, 0.5, log=True),

@@ -49,8 +49,8 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from benchmarks._common import (append_rows, checkpoints, done_keys, figure,
-                                read_rows, save_figure, wins_ties_losses)
+from benchmarks._common import (append_rows, checkpoints, done_keys, figure, read_rows,
+                                save_figure, wins_ties_losses)
 
 from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import importlib
 import re
-import subprocess
-import warnings
 from pathlib import Path
 
 import optuna
 import pytest
 
 from benchmarks._common import read_rows as _read_rows
-from tests._scripts import module_command, read_rows as _rows, run_benchmark as _run
+from tests._scripts import read_rows as _rows, run_benchmark as _run
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -168,6 +165,9 @@ def test_mtkb_paper_runs_and_summarizes(tmp_path: Path) -> None:
     first = {(r["method"], r["width"], r["seed"]): r["regret"] for r in rows if r["trial"] == "3"}
     assert first[("MT-KB", "objectives", "0")] == first[("MOBO", "norm", "0")]
     assert all(float(r["regret"]) >= 0 for r in rows)
+    _run(tmp_path, "mtkb_paper.py", "--problems", "sine4", "--methods", "MT-KB", "--kernels",
+         "known", "--widths", "norm", "--seeds", "0", "2", "--n-trials", "7", "--out", "p.csv")
+    assert len(_rows(tmp_path / "p.csv")) == 2 * 2 * 3 * 7  # the runs already there: skipped
     out = _run(tmp_path, "mtkb_paper.py", "--summarize", "p.csv")
     for width in ("objectives", "norm"):
         assert f"| sine4 | known | {width} | MOBO | 2 |" in out
@@ -182,19 +182,13 @@ def test_mtkb_compare_runs_and_summarizes(tmp_path: Path) -> None:
     assert len(rows) == 2 * 2 * 2  # one checkpoint (8 < 20) per run
     assert all(0.0 <= float(r["hypervolume"]) <= 1.0 and float(r["cum_regret"]) >= 0
                for r in rows)
-    out = _run(tmp_path, "mtkb_compare.py", "--summarize", "c.csv")
+    # A second run skips the runs already in the file.
+    _run(tmp_path, "mtkb_compare.py", "--problems", "rkhs2", "--methods", "RandomSampler",
+         "--seeds", "0", "2", "--n-trials", "8", "--out", "c.csv")
+    assert len(_rows(tmp_path / "c.csv")) == 2 * 2 * 2
+    out = _run(tmp_path, "mtkb_compare.py", "--summarize", "c.csv", "--plot", "fig.png")
     assert "| rkhs2 | 8 | RandomSampler | 2 |" in out and "(p = " in out
-
-
-def test_mtkb_compare_lhs_variant_starts_from_a_latin_hypercube() -> None:
-
-    from benchmarks import mtkb_compare
-    study = optuna.create_study(directions=["maximize", "maximize"],
-                                sampler=mtkb_compare.METHODS["MTKBSampler-lhs"](3))
-    study.optimize(lambda t: (t.suggest_float("x", 0, 1), -t.suggest_float("y", 0, 1)),
-                   n_trials=5)
-    for name in "xy":  # the 5 startup trials: one in each fifth of each range
-        assert sorted(int(t.params[name] * 5) for t in study.trials) == [0, 1, 2, 3, 4]
+    assert (tmp_path / "fig.png").stat().st_size > 0
 
 
 def test_mtkb_speed_runs(tmp_path: Path) -> None:
