@@ -1,7 +1,8 @@
 """Time per suggestion of MT-KB, MT-BKB (MTKBSampler) and Optuna's GPSampler, side by side.
 
 For each number of objectives n and each history size N, a study with N completed random trials
-of a synthetic problem (4 float parameters; objective i a fixed random mix of three smooth
+of a synthetic problem (random points: every trial informative, the worst case for MT-BKB's
+dictionary; 4 float parameters; objective i a fixed random mix of three smooth
 functions plus noise, so that the objectives are correlated) is built once per sampler
 (identical copies); each sampler then runs ``--repeats`` further trials on its copy (one sampler
 object, which keeps its warm starts), alternating trial by trial so that all see the same
@@ -16,15 +17,10 @@ Each table is measured at default thread settings (no thread variable set, as us
 pinned (``OMP_NUM_THREADS=1``), each in a fresh process, every sampler the same way; ``--threads
 default`` or ``--threads pinned`` runs one of them in this process as it is.
 
-``--history``: the completed trials are random points (``random``, the default: every trial
-informative, the worst case for MT-BKB's dictionary) or the first N trials of MT-BKB's own run
-on the problem (``own``: the setting of the paper's complexity claim, whose dictionary bound
-m_t <= 6 rho q (1 + kappa / eta) sum_s ||Gamma_s(x_s, x_s)|| sums the variances at the points
-the algorithm itself chose); every sampler is timed on the same history.
-
-Usage:
-    python -m benchmarks.mtkb_speed --objectives 2 4 20 --n-trials 100 200 500 --repeats 5
-    python -m benchmarks.mtkb_speed --objectives 2 20 --q theorem 1 ...   # MT-BKB's q, two ways
+Usage (docs/benchmarks/mtkb.md):
+    python -m benchmarks.mtkb_speed --objectives 2 20 --n-trials 100 200 500 --repeats 3 \\
+        --gp-max-objectives 2
+    python -m benchmarks.mtkb_speed --objectives 4 --n-trials 100 200 --gp-max-objectives 4
 """
 
 from __future__ import annotations
@@ -41,7 +37,6 @@ from optuna.distributions import FloatDistribution
 from benchmarks._common import THREAD_LABELS, run_in_both_thread_settings
 
 from fairtune.samplers import MTKBSampler
-from fairtune.samplers.mtkb import DEFAULT_Q
 
 SPACE = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(4)}
 
@@ -56,34 +51,15 @@ def _mix(n: int) -> np.ndarray:
     return np.random.RandomState(100 + n).uniform(-1, 1, size=(n, 3))
 
 
-def own_history(n: int, N: int, q: float | None, seed: int) -> list[tuple[dict, list[float]]]:
-    """The first N trials (parameters, values) of MT-BKB's own run on the problem."""
-    rng = np.random.RandomState(seed)
-    mix = _mix(n)
-    study = optuna.create_study(
-        directions=["maximize"] * n, sampler=MTKBSampler(seed=seed, budgeted=True, q=q)
-    )
-    for _ in range(N):
-        trial = study.ask(SPACE)
-        study.tell(trial, evaluate(trial.params, mix, rng))
-    return [(t.params, list(t.values)) for t in study.trials]
-
-
-def build(
-    n: int, N: int, sampler: optuna.samplers.BaseSampler, seed: int,
-    history: list[tuple[dict, list[float]]] | None = None,
-) -> optuna.Study:
-    """A study with N completed trials: random ones, or the first N of ``history``."""
+def build(n: int, N: int, sampler: optuna.samplers.BaseSampler, seed: int) -> optuna.Study:
+    """A study with N completed random trials."""
     rng = np.random.RandomState(seed)
     mix = _mix(n)
     study = optuna.create_study(directions=["maximize"] * n, sampler=sampler)
     random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    for i in range(N):
-        if history is not None:
-            params, values = history[i]
-        else:
-            params = random.ask(SPACE).params
-            values = evaluate(params, mix, rng)
+    for _ in range(N):
+        params = random.ask(SPACE).params
+        values = evaluate(params, mix, rng)
         study.add_trial(optuna.trial.create_trial(
             params=params, distributions=SPACE, values=values
         ))
@@ -98,56 +74,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gp-max-objectives", type=int, default=4)
     parser.add_argument("--gp-max-trials", type=int, default=500)
-    parser.add_argument("--q", type=_parse_q, nargs="+", default=[DEFAULT_Q],
-                        help="MT-BKB's q values, one set of rows each; 'theorem' (or 'paper') "
-                             "for the paper's theorem 3; default: MTKBSampler's")
-    parser.add_argument("--history", choices=["random", "own"], default="random",
-                        help="the completed trials: random points, or MT-BKB's own run on the "
-                             "problem (the first N of it; every sampler is timed on it)")
     parser.add_argument("--threads", choices=["both", "default", "pinned"], default="both")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.no_header:
-        print("| thread settings | history | objectives | completed trials | MT-KB median s "
-              "| MT-BKB q "
+        print("| thread settings | objectives | completed trials | MT-KB median s "
               "| MT-BKB median s | MT-BKB dictionary | GPSampler median s | MT-KB / GP "
               "| MT-BKB / GP |")
-        print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     if args.threads == "both":
         run_in_both_thread_settings("benchmarks.mtkb_speed", sys.argv[1:] if argv is None else argv)
         return
     label = THREAD_LABELS[args.threads]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    exponents: dict[tuple[int, float | None], float | None] = {}
-    for n in args.objectives:
-        for q in args.q:
-            exponents[(n, q)] = _time_one(args, label, n, q)
-    for (n, q), slope in exponents.items():
+    exponents = {n: _time_one(args, label, n) for n in args.objectives}
+    for n, slope in exponents.items():
         if slope is not None:
-            print(f"MT-BKB (q = {_q_label(q)}) time per suggestion ~ t^{slope:.2f} with {n} "
-                  f"objectives (over {args.n_trials} trials; {label})")
+            print(f"MT-BKB time per suggestion ~ t^{slope:.2f} with {n} objectives "
+                  f"(over {args.n_trials} trials; {label})")
 
 
-def _parse_q(value: str) -> float | None:
-    return None if value in ("theorem", "paper") else float(value)
-
-
-def _q_label(q: float | None) -> str:
-    return "theorem 3's" if q is None else f"{q:g}"
-
-
-def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> float | None:
+def _time_one(args: argparse.Namespace, label: str, n: int) -> float | None:
     """One row per history size for n objectives; returns MT-BKB's growth exponent."""
     bkb_times = []
-    history = own_history(n, max(args.n_trials), q, seed=0) if args.history == "own" else None
     for N in args.n_trials:
         samplers: dict[str, optuna.samplers.BaseSampler] = {
             "MT-KB": MTKBSampler(seed=0),
-            "MT-BKB": MTKBSampler(seed=0, budgeted=True, q=q),
+            "MT-BKB": MTKBSampler(seed=0, budgeted=True),
         }
         if n <= args.gp_max_objectives and N <= args.gp_max_trials:
             samplers["GP"] = optuna.samplers.GPSampler(seed=0)
-        studies = {name: build(n, N, s, seed=0, history=history) for name, s in samplers.items()}
+        studies = {name: build(n, N, s, seed=0) for name, s in samplers.items()}
         rng = np.random.RandomState(1)
         times: dict[str, list[float]] = {name: [] for name in samplers}
         for _ in range(args.repeats):
@@ -162,7 +119,7 @@ def _time_one(args: argparse.Namespace, label: str, n: int, q: float | None) -> 
         ratio = (lambda name: f"{med[name] / gp:.2f}" if gp else "-")
         bkb = samplers["MT-BKB"]
         assert isinstance(bkb, MTKBSampler)
-        print(f"| {label} | {args.history} | {n} | {N} | {med['MT-KB']:.3f} | {_q_label(q)} | "
+        print(f"| {label} | {n} | {N} | {med['MT-KB']:.3f} | "
               f"{med['MT-BKB']:.3f} | {bkb.last_dictionary_size} | "
               f"{f'{gp:.3f}' if gp else 'not run'} | {ratio('MT-KB')} | {ratio('MT-BKB')} |",
               flush=True)
