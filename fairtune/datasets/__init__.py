@@ -13,6 +13,8 @@ known fairness issues (explained in their ``DESCR``). Silence it with
 :func:`fetch_femnist` reads FEMNIST from the data cache (TensorFlow Federated's HDF5 files, LEAF's
 JSON shards or the parquet files of ``flwrlabs/femnist``) and downloads it when missing;
 :func:`federated_digits` is an embedded stand-in (scikit-learn's digits dealt to pseudo-writers).
+
+:func:`read_table` reads your own CSV or parquet file as a :class:`FairDataset`.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from fairtune.datasets._femnist import (
 )
 from fairtune.datasets._german import load_german
 from fairtune.datasets._summary import describe_datasets, describe_datasets_text
+from fairtune.datasets._table import TABLE_FORMATS, read_table
 
 __all__ = [
     "FEMNIST_LABEL_NAMES",
+    "TABLE_FORMATS",
     "ChecksumError",
     "FairDataset",
     "FairtuneDatasetWarning",
@@ -50,4 +54,5 @@ __all__ = [
     "load_adult",
     "load_compas",
     "load_german",
+    "read_table",
 ]

@@ -553,6 +553,33 @@ class FairObjective:
                 )
             splitter = StratifiedKFold(self.cv, shuffle=True, random_state=random_state)
             self._folds = list(splitter.split(self.X_dev, self.y_dev))
+        self._check_every_group_is_validated(sensitive)
+
+    def _check_every_group_is_validated(self, sensitive: Any) -> None:
+        """Refuse a group without rows in a training or a validation part (or the test split):
+        its fairness cannot be measured there, and a mitigation fitted without it cannot
+        predict it."""
+        groups = check_groups(sensitive)
+        parts = [("the test split", self.s_test)] if self.s_test is not None else []
+        if self.cv is None:
+            parts += [("the training split", self.s_train), ("the validation split", self.s_valid)]
+        else:
+            dev = check_groups(self.s_dev).to_numpy()
+            for k, (train, valid) in enumerate(self._folds):
+                parts += [(f"the training rows of fold {k + 1}", dev[train]),
+                          (f"the validation rows of fold {k + 1}", dev[valid])]
+        for where, part in parts:
+            seen = set(check_groups(part) if not isinstance(part, np.ndarray) else part)
+            absent = [g for g in pd.unique(groups) if g not in seen]
+            if absent:
+                sizes = groups.value_counts()
+                shown = ", ".join(f"{g!r} ({int(sizes[g])} rows)" for g in absent[:5])
+                raise ValueError(
+                    f"{arg('dataset')} sensitive groups with too few rows to validate: "
+                    f"{shown} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "
+                    "small groups into larger ones or drop their rows (every group needs rows "
+                    "to train on and to be measured on)."
+                )
 
     @staticmethod
     def _check_sensitive(sensitive: pd.Series | pd.DataFrame, rows: str) -> None:

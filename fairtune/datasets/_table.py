@@ -1,0 +1,167 @@
+"""A user's own table (CSV or parquet) as a :class:`FairDataset`.
+
+:func:`read_table` is what ``fairtune tune --data FILE --target ... --sensitive ...`` reads and
+what a Python user can call on the same file: it checks what a search cannot work with (a
+missing column, missing labels or groups, labels of unknown polarity) before any trial, names
+the argument and what it found, and records the file's name, row count and checksum, so that a
+stored study knows which file its trials were scored on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fairtune._names import arg, got
+from fairtune.datasets._base import FairDataset, _sha256
+
+__all__ = ["TABLE_FORMATS", "read_table"]
+
+TABLE_FORMATS: dict[str, str] = {".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet",
+                                 ".pq": "parquet"}
+"""The file endings :func:`read_table` reads, and their format."""
+
+
+def _format(path: Path) -> str:
+    name = path.name.lower()
+    for ending, kind in TABLE_FORMATS.items():
+        if name.endswith(ending):
+            return kind
+    raise ValueError(
+        f"{arg('path')} must be a file ending in one of {list(TABLE_FORMATS)}, but got "
+        f"{str(path)!r}."
+    )
+
+
+def _read(path: Path, kind: str) -> pd.DataFrame:
+    if not path.is_file():
+        raise ValueError(f"{arg('path')} must be an existing file, but got {str(path)!r}"
+                         + (" (a folder)." if path.is_dir() else " (no such file)."))
+    try:
+        if kind == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except ImportError as e:
+        raise ImportError(f"reading {str(path)!r} needs a parquet engine: pip install pyarrow "
+                          f"({e})") from None
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as e:
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise ValueError(f"{arg('path')} {str(path)!r} could not be read as {kind}: {reason}"
+                         ) from None
+
+
+def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[str]:
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{arg(argument)} must name columns of the file, but got "
+            f"{got(argument, ','.join(names))}: no column {missing} (its columns: "
+            f"{list(map(str, frame.columns))})."
+        )
+    return list(names)
+
+
+def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
+    """The target column as 0/1, 1 the favourable outcome (``positive``; 1 or True for a
+    column of 0/1 or booleans); any other column of labels needs ``positive``."""
+    values = list(pd.unique(column))
+    shown = sorted(map(str, values))
+    if positive is None:
+        if set(values) <= {0, 1} and len(values) == 2 and column.dtype != object:
+            return column.astype(int)
+        if len(values) != 2:
+            raise ValueError(
+                f"{arg('target')} {target!r} must have two values (the favourable outcome and "
+                f"the other), or {arg('positive')} must name the favourable one, but it has "
+                f"{len(values)}: {shown[:10]}{' ...' if len(shown) > 10 else ''}."
+            )
+        raise ValueError(
+            f"{arg('target')} {target!r} has the values {shown}: name the favourable one "
+            f"(e.g. {got('positive', shown[-1])}); fairtune does not guess which outcome "
+            "the limits protect."
+        )
+    # A value typed on the command line is text: compare as the file's values print.
+    matches = [v for v in values if v == positive or str(v) == str(positive)]
+    if not matches:
+        raise ValueError(
+            f"{arg('positive')} must be one of the values of {arg('target')} {target!r} "
+            f"{shown[:10]}, but got {got('positive', positive)}."
+        )
+    if len(values) < 2:
+        raise ValueError(f"{arg('target')} {target!r} has one value only ({shown}): there is "
+                         "nothing to predict.")
+    return column.isin(matches).astype(int)
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    target: str,
+    sensitive: str | Sequence[str],
+    positive: Any = None,
+) -> FairDataset:
+    """Read a CSV or parquet file as a :class:`FairDataset` for :class:`~fairtune.tuning.FairObjective`.
+
+    The features are every column but ``target`` (the sensitive columns included, as in the
+    bundled datasets: ``FairObjective(..., use_sensitive_feature=False)`` keeps them from the
+    model). Nothing else is changed: text columns become categories for one-hot encoding, and
+    missing feature values are left to the model (XGBoost handles them; the other search spaces
+    need complete rows).
+
+    Args:
+        path: A ``.csv`` (or ``.csv.gz``) or ``.parquet`` file with a header row.
+        target: The column of outcomes. 0/1 (or booleans) with 1 the favourable outcome, or
+            any values with ``positive`` naming the favourable one(s).
+        sensitive: The column(s) of the groups the limits protect; several columns are
+            intersectional groups.
+        positive: The target's favourable value (every other value is the unfavourable
+            outcome). Needed unless the target is 0/1 or booleans.
+
+    Returns:
+        The dataset; its ``name`` is the file's name with its row count and the first digits
+        of its SHA-256 checksum (a study records it), and ``DESCR`` says where it came from.
+
+    Raises:
+        ValueError: For an unsupported ending, a file that does not parse, a column that is
+            not in the file, missing values in the target or the sensitive columns, or a
+            target of other than two values (or of unknown polarity) without ``positive``.
+    """
+    path = Path(path).expanduser()
+    kind = _format(path)
+    frame = _read(path, kind)
+    sensitive_columns = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    (target,) = _columns(frame, [target], "target")
+    sensitive_columns = _columns(frame, sensitive_columns, "sensitive")
+    if target in sensitive_columns:
+        raise ValueError(f"{arg('sensitive')} must not include the {arg('target')} column "
+                         f"{target!r}.")
+    for argument, columns in (("target", [target]), ("sensitive", sensitive_columns)):
+        missing = frame[columns].isna().sum()
+        if missing.any():
+            counts = {str(c): int(n) for c, n in missing.items() if n}
+            raise ValueError(
+                f"{arg(argument)} columns must have a value in every row, but {str(path)!r} has "
+                f"missing values in {counts} (of {len(frame)} rows); drop or fill those rows "
+                "first."
+            )
+    y = _labels(frame[target], target, positive).rename(target)
+    X = frame.drop(columns=[target])
+    for column in X.columns:
+        if X[column].dtype == object or pd.api.types.is_string_dtype(X[column]):
+            X[column] = X[column].astype("category")
+    groups = X[sensitive_columns].astype(str) if len(sensitive_columns) > 1 else \
+        X[sensitive_columns[0]].astype(str).rename(sensitive_columns[0])
+    checksum = _sha256(path)
+    name = f"{path.name} ({len(frame)} rows, sha256 {checksum[:12]})"
+    favourable = "1" if positive is None else str(positive)
+    return FairDataset(
+        data=X, target=y, sensitive_features=groups, frame=X.assign(**{target: y}),
+        feature_names=list(map(str, X.columns)), target_name=target, name=name,
+        DESCR=(f"{path.name}: {len(frame)} rows read from {str(path)!r} (SHA-256 {checksum}); "
+               f"target {target!r} (favourable: {favourable!r}), sensitive "
+               f"{', '.join(sensitive_columns)}."),
+    )
