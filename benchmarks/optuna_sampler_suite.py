@@ -19,8 +19,11 @@ is run with ``cls(seed=seed)`` and both the single-objective and the multi-objec
 tests (its row says "(default constructor)"). Give it an entry to choose its arguments and
 declare whether it supports multi-objective studies.
 
-Usage:
+Usage (``--summarize`` prints the table, and ``--plot`` draws the tests per sampler and contract
+class, from a stored CSV instead of running):
     OMP_NUM_THREADS=1 python -m benchmarks.optuna_sampler_suite
+    python -m benchmarks.optuna_sampler_suite --summarize \\
+        benchmarks/results/optuna_sampler_suite.csv.gz --plot docs/images/optuna_suite.png
     python -m benchmarks.optuna_sampler_suite --samplers CollaborativeUCBSampler \\
         -k test_reseed_rng_change_sampling
     python -m benchmarks.optuna_sampler_suite --fetch-only   # cache Optuna's tests and stop
@@ -32,7 +35,6 @@ distribution is neither cached nor downloadable, 1 on other errors.
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import importlib
 import json
@@ -54,7 +56,7 @@ from optuna.samplers import BaseSampler
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CACHE = HERE / "results" / "tmp" / "optuna-sdist"
-DEFAULT_OUT = HERE / "results" / "optuna_sampler_suite.csv"
+DEFAULT_OUT = HERE / "results" / "optuna_sampler_suite.csv.gz"
 # The files of Optuna's source distribution that the run needs (the test file, the packages
 # above it and the conftest that registers assertion rewriting for optuna.testing).
 SUITE_FILES = (
@@ -431,6 +433,56 @@ def summarize(outcomes: dict[str, dict[str, str]], samplers: list[str]) -> str:
     return "\n".join(lines)
 
 
+# The groups of Optuna's test file in the figure: its contract classes, then the module's tests.
+GROUPS = {
+    "TestBasicSampler": "BasicSamplerTestCase",
+    "TestRelativeSampler": "RelativeSamplerTestCase",
+    "TestMultiObjectiveSampler": "MultiObjectiveSamplerTestCase",
+    "TestSingleOnlySampler": "SingleOnlySamplerTestCase",
+}
+
+
+def read_outcomes(path: Path | str) -> dict[str, dict[str, str]]:
+    """The outcomes of a stored run (the CSV that a run writes), keyed as :func:`run_suite`'s."""
+    from benchmarks._common import read_rows
+
+    return {f"{TEST_FILE}::{r['test']}": {"sampler": r["sampler"], "outcome": r["outcome"],
+                                         "message": r["message"]} for r in read_rows(path)}
+
+
+def plot(outcomes: dict[str, dict[str, str]], samplers: list[str], path: Path | str) -> None:
+    """Per sampler, its tests by contract class of Optuna's file as stacked bars (a failed
+    test hatched)."""
+    from benchmarks._common import figure, save_figure
+
+    groups = [*GROUPS.values(), "the file's other tests"]
+    colors = ["tab:blue", "tab:cyan", "tab:purple", "tab:olive", "tab:gray"]
+    fig, ax = figure(figsize=(8.5, 0.45 * len(samplers) + 2.0))
+    seen: set[str] = set()  # each group in the legend once
+    for row, name in enumerate(reversed(samplers)):
+        records = [(k.split("::")[1].split("[")[0], v["outcome"]) for k, v in outcomes.items()
+                   if v["sampler"] == name]
+        left = 0
+        for group, color in zip(groups, colors):
+            tests = [o for c, o in records if GROUPS.get(c, groups[-1]) == group]
+            failed = sum(o == "failed" for o in tests)
+            for n, hatch in ((len(tests) - failed, None), (failed, "xx")):
+                if n:
+                    label = "failed" if hatch else group
+                    ax.barh(row, n, left=left, color=color, hatch=hatch,
+                            edgecolor="tab:red" if hatch else "white",
+                            label=None if label in seen else label)
+                    seen.add(label)
+                    left += n
+        ax.text(left + 2, row, f"{sum(o == 'passed' for _, o in records)} of {len(records)} "
+                "passed", va="center", fontsize=8)
+    ax.set_yticks(range(len(samplers)), list(reversed(samplers)), fontsize=8)
+    ax.set_xlabel("tests of Optuna's tests/samplers_tests/test_samplers.py")
+    ax.set_xlim(0, 175)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.4, -0.14), ncol=3, fontsize=7)
+    save_figure(fig, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samplers", nargs="+", metavar="LABEL",
@@ -441,8 +493,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="CSV of test outcomes")
     parser.add_argument("--fetch-only", action="store_true",
                         help="fetch and cache Optuna's test file, then stop")
+    parser.add_argument("--summarize", type=Path, metavar="CSV",
+                        help="print the table of a stored run instead of running")
+    parser.add_argument("--plot", type=Path, metavar="PNG",
+                        help="draw the tests per sampler and contract class")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args(argv)
+    if args.summarize:
+        outcomes = read_outcomes(args.summarize)
+        present = dict.fromkeys(v["sampler"] for v in outcomes.values())
+        ordered = [s for s in all_samplers() if s in present]  # the order of a run
+        samplers = args.samplers or ordered + [s for s in present if s not in ordered]
+        print(summarize(outcomes, samplers))
+        if args.plot:
+            plot(outcomes, samplers, args.plot)
+        return 0
 
     specs = all_samplers()
     samplers = args.samplers or list(specs)
@@ -461,14 +526,15 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = run_suite(root=root, samplers=samplers, keyword=args.keyword,
                          pytest_args=args.pytest_args)
     print(f"{len(outcomes)} tests in {time.perf_counter() - start:.0f} s")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["sampler", "test", "outcome", "message"])
-        for nodeid, record in sorted(outcomes.items()):
-            writer.writerow([record["sampler"], nodeid.split("::", 1)[1], record["outcome"],
-                             record["message"]])
+    from benchmarks._common import append_rows
+
+    args.out.unlink(missing_ok=True)  # each run writes the file anew
+    append_rows(args.out, [{"sampler": record["sampler"], "test": nodeid.split("::", 1)[1],
+                            "outcome": record["outcome"], "message": record["message"]}
+                           for nodeid, record in sorted(outcomes.items())])
     print(summarize(outcomes, samplers))
+    if args.plot:
+        plot(outcomes, samplers, args.plot)
     failures = {k: v for k, v in outcomes.items() if v["outcome"] == "failed"}
     for nodeid, record in sorted(failures.items()):
         print(f"FAILED {nodeid.split('::', 1)[1]}: {record['message']}")

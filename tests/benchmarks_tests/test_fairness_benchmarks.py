@@ -117,6 +117,24 @@ def test_optuna_sampler_suite_covers_every_public_sampler_and_lists_failures() -
     assert table[3] == "| B | 1 | 0 | 1 | - |"
 
 
+def test_optuna_sampler_suite_summarizes_and_plots_a_stored_run(tmp_path: Path) -> None:
+    rows = [{"sampler": "FairBOSampler", "test": f"TestBasicSampler::test_float[{i}]",
+             "outcome": "passed", "message": ""} for i in range(3)]
+    rows.append({"sampler": "FairBOSampler", "test": "test_reproducible[x]", "outcome": "failed",
+                 "message": "boom"})
+    with open(tmp_path / "suite.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    suite = _suite_module()
+    assert suite.main(["--summarize", str(tmp_path / "suite.csv"),  # type: ignore[attr-defined]
+                       "--plot", str(tmp_path / "s.png")]) == 0
+    assert (tmp_path / "s.png").stat().st_size > 10_000
+    outcomes = suite.read_outcomes(tmp_path / "suite.csv")  # type: ignore[attr-defined]
+    table = suite.summarize(outcomes, ["FairBOSampler"]).splitlines()  # type: ignore[attr-defined]
+    assert table[2] == "| FairBOSampler | 3 | 1 | 0 | `test_reproducible` |"
+
+
 def test_vs_mitigation_runs_resumes_and_summarizes(tmp_path: Path) -> None:
     methods = ["default", "threshold_default", "fairbo_threshold", "fairbo_reduction"]
     args = ["run", "--datasets", "german", "--models", "xgboost", "--limits",
