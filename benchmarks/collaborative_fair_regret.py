@@ -24,6 +24,8 @@ FEMNIST files found there (``fairtune.datasets.fetch_femnist``). The partition i
 fixed (seed 0); the seed varies the sampler. Regret is measured against perfect accuracy
 (f* = 1): R_T/n = T - mean_i U_i. Rows are appended to ``--out`` and (setting, rho, seed) rows
 already there are skipped, so that a long run can be done in pieces (``--seed-start``).
+``femnist-timing`` times one epoch of the CNN on a FEMNIST-sized tenant (random images,
+28 x 28) and one round of the embedded stand-in.
 
 Both cases append their rows to ``--out`` and skip the runs already there; ``--summarize``
 prints the tables of ``--out`` without running (``--plot`` also saves the hartmann figure).
@@ -33,6 +35,7 @@ Usage:
         --rounds 30 --out benchmarks/results/collaborative_hartmann.csv
     OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret femnist --seeds 10 \\
         --rounds 8 --rho-eval 0.2 --out benchmarks/results/collaborative_femnist.csv
+    OMP_NUM_THREADS=1 python -m benchmarks.collaborative_fair_regret femnist-timing
     python -m benchmarks.collaborative_fair_regret hartmann --summarize \\
         --out benchmarks/results/collaborative_hartmann.csv --plot fig.png
 """
@@ -329,9 +332,39 @@ def summarize_femnist(rows: list[dict[str, str]], args: argparse.Namespace | Non
           f"CNNs: {runs['cnn_seconds'].sum() / runs['seconds'].sum():.0%}")
 
 
+def femnist_timing(args: argparse.Namespace) -> None:
+    """Seconds per CNN trial on a FEMNIST-sized tenant, and per round of the embedded default."""
+    import numpy as np
+
+    from fairtune.datasets.femnist import CNNClassifier
+
+    rng = np.random.RandomState(0)
+    # A FEMNIST tenant: 10 writers x ~226 images (LEAF's mean), 80 % for training.
+    X = rng.rand(1800, 28, 28).astype(np.float32)
+    y = rng.randint(0, 62, 1800)
+    print("| CNN (channels, channels, dense) | training images (28 x 28) | seconds per epoch | "
+          "seconds per trial (5 epochs) |")
+    print("|---|---:|---:|---:|")
+    for label, channels, hidden in (("LEAF (32, 64, 2048)", (32, 64), 2048),
+                                    ("smaller (16, 32, 256)", (16, 32), 256)):
+        model = CNNClassifier(learning_rate=0.05, epochs=1, channels=channels, hidden=hidden,
+                              n_classes=62)
+        start = time.perf_counter()
+        model.fit(X, y)
+        one = time.perf_counter() - start
+        print(f"| {label} | 1,800 | {one:.2f} | {5 * one:.1f} |", flush=True)
+    tenants, kind = femnist_tenants(None, False)
+    start = time.perf_counter()
+    _, cnn = run_femnist(tenants, kind, 0.5, True, 0, args.rounds, args.startup, args.epochs)
+    total = time.perf_counter() - start
+    print(f"\nembedded digits, 10 tenants, {args.rounds} rounds (first {args.startup} random): "
+          f"CNN {cnn / (10 * args.rounds):.3f} s per trial, {total / args.rounds:.2f} s per "
+          f"round ({(total - cnn) / args.rounds:.2f} s of it the sampler)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", choices=["hartmann", "femnist"])
+    parser.add_argument("case", choices=["hartmann", "femnist", "femnist-timing"])
     parser.add_argument("--rhos", type=float, nargs="+", default=[0.2, 0.4, 0.6, 0.8, 1.0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=30)
@@ -351,7 +384,7 @@ def main() -> None:
     if args.startup is None:
         args.startup = 2 if args.case.startswith("femnist") else 10
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    cases = {"hartmann": hartmann, "femnist": femnist}
+    cases = {"hartmann": hartmann, "femnist": femnist, "femnist-timing": femnist_timing}
     cases[args.case](args)
 
 
