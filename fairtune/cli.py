@@ -21,6 +21,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from fairtune._interrupts import check_run, optimize_guarded
@@ -99,6 +100,9 @@ _FLAGS = {
     "drop_columns": "--drop-columns", "use_sensitive_feature=False": "--hide-sensitive",
     "use_sensitive_feature": "--hide-sensitive", "study": "study", "study_name": "--study-name",
 }
+# With --data, the dataset is the user's file and its columns.
+_DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",
+               "sensitive": "--sensitive", "positive": "--positive"}
 _METRIC_HELP = (
     "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy; not with --objectives, "
     "which name their own metric). The fairness limits are "
@@ -106,8 +110,6 @@ _METRIC_HELP = (
     "probabilities, so a model that ranks well but predicts one class for almost everyone "
     "can score high"
 )
-
-
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -133,27 +135,15 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _limit(text: str) -> Any:
-    from fairtune.fairness.constraints import _parse
-
-    try:
-        return _parse(text, arg="--limit")
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e).replace("`--limit` ", "")) from None
-
-
-def _model_names() -> list[str]:
-    from fairtune.tuning.spaces import SPACES
-
-    return sorted(SPACES)
-
-
 def _add_tune_parser(subparsers: Any) -> None:
+    from fairtune.tuning import METRIC_NAMES, MITIGATIONS, SPACES
+
     parser = subparsers.add_parser(
         "tune",
         help="tune a model for accuracy under fairness limits",
         description=(
-            "Tune a model of the Fair BO paper's search spaces on a bundled dataset, maximizing "
+            "Tune a model of the Fair BO paper's search spaces on a bundled dataset or your own "
+            "file (--data), maximizing "
             "a validation metric subject to fairness limits, and print the best fair trial. "
             "The first trial of a study is the untuned model (the library's defaults, with the "
             "mitigation aimed at the limit), so the search keeps it unless it finds better. "
@@ -163,12 +153,24 @@ def _add_tune_parser(subparsers: Any) -> None:
             "code 130) and prints the best fair trial so far."
         ),
     )
-    parser.add_argument("--dataset", required=True, choices=_DATASETS,
-                        help="adult, german or compas")
-    parser.add_argument("--model", required=True, choices=_model_names(),
+    data = parser.add_mutually_exclusive_group(required=True)
+    data.add_argument("--dataset", choices=_DATASETS, help="a bundled dataset: adult, german or "
+                                                           "compas")
+    data.add_argument("--data", metavar="FILE",
+                      help="your own table: a .csv or .parquet file with a header row; with "
+                           "--target and --sensitive")
+    parser.add_argument("--target", metavar="COLUMN",
+                        help="--data: the column of outcomes (0/1 with 1 favourable, or any two "
+                             "values with --positive)")
+    parser.add_argument("--sensitive", type=_column_list, metavar="COLUMN[,COLUMN...]",
+                        help="--data: the column(s) of the groups the limits protect")
+    parser.add_argument("--positive", metavar="VALUE",
+                        help="--data: the target's favourable value (every other value is "
+                             "the other outcome)")
+    parser.add_argument("--model", required=True, choices=sorted(SPACES),
                         help="a registered search space (fairtune.tuning.SPACES)")
     parser.add_argument(
-        "--limit", action="append", metavar="LIMIT", type=_limit,
+        "--limit", action="append", metavar="LIMIT",
         help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
              "--objectives is given, with which each limit is a constraint of the "
              "multi-objective study)",
@@ -179,7 +181,7 @@ def _add_tune_parser(subparsers: Any) -> None:
              "fairness gaps; best with --sampler mtkb); prints the Pareto-optimal trials",
     )
     parser.add_argument(
-        "--mitigation", choices=(*_mitigation_names(), "auto"),
+        "--mitigation", choices=(*MITIGATIONS, "auto"),
         help="one of fairlearn's mitigations in every trial's pipeline, its settings tuned "
              "with the model's: threshold (ThresholdOptimizer; the deployed model needs the "
              "sensitive feature at prediction), reduction (ExponentiatedGradient), "
@@ -213,7 +215,7 @@ def _add_tune_parser(subparsers: Any) -> None:
         "--sampler", choices=_SAMPLERS,
         help="default fairbo (mtkb with --objectives; fairbo is single-objective)",
     )
-    parser.add_argument("--metric", choices=_metric_names(), help=_METRIC_HELP)
+    parser.add_argument("--metric", choices=METRIC_NAMES, help=_METRIC_HELP)
     parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
     parser.add_argument("--test-size", type=_fraction, metavar="F",
@@ -251,19 +253,15 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def _mitigation_names() -> tuple[str, ...]:
-    from fairtune.tuning.mitigation import MITIGATIONS
-
-    return tuple(MITIGATIONS)
-
-
 def _mitigation(args: argparse.Namespace) -> Any:
     """``--mitigation`` as FairObjective's ``mitigation``: ``auto`` is the list of all (of
     those that apply to a model without the sensitive inputs, with ``--hide-sensitive``)."""
     mitigation = getattr(args, "mitigation", None)
     hidden = getattr(args, "hide_sensitive", False)
     if mitigation == "auto":
-        return [m for m in _mitigation_names() if not (hidden and m == "correlation_remover")]
+        from fairtune.tuning.mitigation import MITIGATIONS
+
+        return [m for m in MITIGATIONS if not (hidden and m == "correlation_remover")]
     if hidden and mitigation == "correlation_remover":
         raise _UsageError(
             "--mitigation correlation_remover decorrelates the model's inputs from the "
@@ -281,12 +279,6 @@ def _column_list(value: str) -> list[str]:
             f"expected column names separated by commas, but got {value!r}"
         )
     return columns
-
-
-def _metric_names() -> tuple[str, ...]:
-    from fairtune.tuning.objective import METRIC_NAMES
-
-    return METRIC_NAMES
 
 
 def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
@@ -311,7 +303,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     args.sampler = args.sampler or ("mtkb" if multi else "fairbo")
     objective = _tune_objective(args)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    name = args.study_name or f"{args.dataset}-{args.model}-{args.sampler}"
+    source = args.dataset or Path(args.data).name.split(".")[0]
+    name = args.study_name or f"{source}-{args.model}-{args.sampler}"
     with database_errors("--storage", args.storage):
         study = _open_tune_study(args, name, directions=objective.directions or None)
         _prepare_tune_study(study, objective, args, name)
@@ -353,16 +346,23 @@ def _tune_objective(args: argparse.Namespace) -> Any:
         _check_multi_objective_flags(args)
     elif not args.limit:
         raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
-    with warnings.catch_warnings(record=True) as caught, argument_names(_FLAGS):
+    if args.data is None:
+        given = [flag for flag in ("--target", "--sensitive", "--positive")
+                 if getattr(args, flag[2:]) is not None]
+        if given:
+            raise _UsageError(f"{', '.join(given)} describe the columns of --data FILE; the "
+                              f"bundled --dataset {args.dataset} has its own.")
+    with warnings.catch_warnings(record=True) as caught, argument_names(_flags(args)):
         warnings.simplefilter("always")
         try:
+            dataset = args.dataset if args.data is None else _read_data(args)
             kwargs: dict[str, Any] = (
                 {"objectives": [o for o in args.objectives.split(",") if o],
                  "limits": args.limit or None} if args.objectives
                 else {"limits": parse_limits(args.limit), "metric": args.metric or "accuracy"}
             )
             objective = FairObjective(
-                args.dataset, args.model, cv=args.cv, test_size=args.test_size,
+                dataset, args.model, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
                 **kwargs,
@@ -387,11 +387,29 @@ def _prepare_tune_study(study: Any, objective: Any, args: argparse.Namespace, na
     try:
         # The setup is stored with the study: a resumed study must not mix values measured
         # on another dataset, model, metric, limits or validation.
-        with argument_names(_FLAGS):
+        with argument_names(_flags(args)):
             objective.prepare(study, sampler=args.sampler, seed=args.seed)
     except ValueError as e:
         raise _UsageError(f"--study-name {name!r}: {e}" if objective.objectives else str(e)
                           ) from None
+
+
+def _flags(args: argparse.Namespace) -> dict[str, str]:
+    """How the library's messages name its arguments: the flags of this command line."""
+    return _FLAGS if getattr(args, "data", None) is None else {**_FLAGS, **_DATA_FLAGS}
+
+
+def _read_data(args: argparse.Namespace) -> Any:
+    """``--data FILE --target --sensitive [--positive]`` as a FairDataset."""
+    from fairtune.datasets import read_table
+
+    missing = [flag for flag, value in (("--target", args.target),
+                                        ("--sensitive", args.sensitive)) if value is None]
+    if missing:
+        raise _UsageError(f"--data needs {' and '.join(missing)}: the column of outcomes and "
+                          "the column(s) of the groups the limits protect.")
+    return read_table(args.data, target=args.target, sensitive=args.sensitive,
+                      positive=args.positive)
 
 
 def _check_multi_objective_flags(args: argparse.Namespace) -> None:
@@ -465,10 +483,8 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     if args.metric is not None:
         if args.plot is None:
             raise _UsageError("--metric picks the x axis of the trade-off plot: add --plot PNG.")
-        try:
-            args.metric = get_metric(args.metric).name
-        except ValueError as e:
-            raise _UsageError(f"--metric {str(e).replace('`metric` ', '', 1)}") from None
+        with argument_names({"metric": "--metric"}):
+            args.metric = _usage(get_metric, args.metric).name
     for flag in ("--plot", "--html", "--curve"):
         _usage(check_output_path, getattr(args, flag[2:]), flag=flag, html=flag == "--html")
     _usage(check_storage_url, args.storage, create=False, flag="--storage")

@@ -194,7 +194,7 @@ _G = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1"]
         # Usage errors (exit 2) name the flag the user typed, not FairObjective's argument.
         (["tune", "--dataset", "mnist", "--model", "random_forest", "--limit", "dsp<=0.1"], 2, "argument --dataset: invalid choice: 'mnist'"),
         (["tune", "--dataset", "german", "--model", "svm", "--limit", "dsp<=0.1"], 2, "argument --model: invalid choice: 'svm'"),
-        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<0.1"], 2, "argument --limit: must be strings like 'demographic_parity<=0.05'"),
+        (["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<0.1"], 2, "--limit must be strings like 'demographic_parity<=0.05'"),
         ([*_G, "--limit", "demographic_parity<=0.2"], 2, "--limit must limit each metric once, but got demographic_parity twice"),
         ([*_G, "--sampler", "bo"], 2, "invalid choice: 'bo'"),
         ([*_G, "--metric", "auc"], 2, "argument --metric: invalid choice: 'auc'"),

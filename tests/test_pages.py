@@ -92,7 +92,7 @@ def test_a_benchmark_page_opens_with_its_answer_and_a_figure(page: Path) -> None
 def test_the_benchmarks_are_run_as_modules_of_one_package() -> None:
     for folder in ("benchmarks", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
-            assert "sys.path" not in path.read_text(), path
+            assert "sys" + ".path" not in path.read_text(), path  # (this line spells it apart)
     size = sum(p.stat().st_size for p in (ROOT / "benchmarks" / "results").rglob("*")
                if p.is_file() and "tmp" not in p.relative_to(ROOT / "benchmarks" / "results").parts)
     assert size < 10 * 2**20

@@ -58,7 +58,8 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[s
     missing = [c for c in names if c not in frame.columns]
     if missing:
         raise ValueError(
-            f"{arg(argument)} must name columns of the file, but got "
+            f"{arg(argument)} must name {'a column' if len(names) == 1 else 'columns'} of the "
+            "file, but got "
             f"{got(argument, ','.join(names))}: no column {missing} (its columns: "
             f"{list(map(str, frame.columns))})."
         )
@@ -80,9 +81,8 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
                 f"{len(values)}: {shown[:10]}{' ...' if len(shown) > 10 else ''}."
             )
         raise ValueError(
-            f"{arg('target')} {target!r} has the values {shown}: name the favourable one "
-            f"(e.g. {got('positive', shown[-1])}); fairtune does not guess which outcome "
-            "the limits protect."
+            f"{arg('target')} {target!r} has the values {shown}: name the favourable one with "
+            f"{arg('positive')}; fairtune does not guess which outcome the limits protect."
         )
     # A value typed on the command line is text: compare as the file's values print.
     matches = [v for v in values if v == positive or str(v) == str(positive)]
@@ -156,7 +156,7 @@ def read_table(
     groups = X[sensitive_columns].astype(str) if len(sensitive_columns) > 1 else \
         X[sensitive_columns[0]].astype(str).rename(sensitive_columns[0])
     checksum = _sha256(path)
-    name = f"{path.name} ({len(frame)} rows, sha256 {checksum[:12]})"
+    name = f"{path.name}, {len(frame)} rows, sha256 {checksum[:12]}"
     favourable = "1" if positive is None else str(positive)
     return FairDataset(
         data=X, target=y, sensitive_features=groups, frame=X.assign(**{target: y}),

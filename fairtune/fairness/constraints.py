@@ -55,16 +55,16 @@ _LIMIT_PATTERN = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\- ]*?)\s*(<=|>=)\s*(\S+)\
 # Error messages (tests assert on them).
 # The wording "must be strings like" is also asserted by the CLI and FairObjective tests.
 _MSG_MALFORMED = (
-    "`{arg}` must be strings like 'demographic_parity<=0.05' or 'disparate_impact>=0.8' "
+    "{arg} must be strings like 'demographic_parity<=0.05' or 'disparate_impact>=0.8' "
     "(a metric, '<=' or '>=', a number), but got {text!r}."
 )
-_MSG_UNKNOWN = "`{arg}` names an unknown metric in {text!r}: {reason}"
+_MSG_UNKNOWN = "{arg} names an unknown metric in {text!r}: {reason}"
 _MSG_SENSE = (
-    "`{arg}`: {metric} is {kind}, so its limit must be written '{metric}{op}bound', "
+    "{arg}: {metric} is {kind}, so its limit must be written '{metric}{op}bound', "
     "but got {text!r}."
 )
 _MSG_BOUND = "`bound` must be {rule} for {metric}, but got bound={bound!r}."
-_MSG_LIMIT_BOUND = "`{arg}` must give {metric} a bound that is {rule}, but got {text!r}."
+_MSG_LIMIT_BOUND = "{arg} must give {metric} a bound that is {rule}, but got {text!r}."
 # {name} is how the caller names the argument (`limits`, or the command line's --limit), {given}
 # the argument with its value.
 _MSG_TYPE = (
@@ -157,7 +157,7 @@ class FairnessLimit:
             ValueError: On a malformed string, an unknown metric (the message lists the valid
                 ones), the wrong operator for the metric, or an invalid bound.
         """
-        return _parse(text, arg="text")
+        return _parse(text, arg="`text`")
 
     def violation(self, value: float) -> float:
         """The Optuna constraint value: ``value - bound`` (upper) or ``bound - value`` (lower).
@@ -199,9 +199,8 @@ LimitsLike = Union[
 
 
 def _limits_name() -> str:
-    """The name ``_parse``'s messages give the argument (they put it in backticks)."""
-    name = arg("limits")
-    return name[1:-1] if name.startswith("`") else name
+    """How ``_parse``'s messages name the argument: `` `limits` ``, or the caller's flag."""
+    return arg("limits")
 
 
 def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
@@ -243,11 +242,11 @@ def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
 
 def _from_item(name: Any, bound: Any) -> FairnessLimit:
     text = {name: bound}
-    spec = _metric_in(str(name), arg="limits", text=text)
+    spec = _metric_in(str(name), arg=_limits_name(), text=text)
     rule = _bound_problem(spec, bound)
     if rule is not None:
         raise ValueError(
-            _MSG_LIMIT_BOUND.format(arg="limits", metric=spec.name, rule=rule, text=text)
+            _MSG_LIMIT_BOUND.format(arg=_limits_name(), metric=spec.name, rule=rule, text=text)
         )
     return FairnessLimit(metric=spec.name, bound=bound)
 

@@ -40,6 +40,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from fairtune._names import arg
+
 __all__ = [
     "METRICS",
     "MetricSpec",
@@ -84,7 +86,7 @@ _MSG_UNDEFINED_RATE = (
 )
 _MSG_UNKNOWN_RATE = "`rates` must be among {valid}, but got {unknown}."
 _MSG_UNKNOWN_METRIC = (
-    "`metric` must be one of {valid} (or an alias in {aliases}), but got {name!r}."
+    "{metric} must be one of {valid} (or an alias in {aliases}), but got {name!r}."
 )
 
 
@@ -520,7 +522,8 @@ def get_metric(name: str) -> MetricSpec:
     if key not in _ALIASES:
         raise ValueError(
             _MSG_UNKNOWN_METRIC.format(
-                valid=sorted(METRICS), aliases=sorted(set(_ALIASES) - set(METRICS)), name=name
+                metric=arg("metric"), valid=sorted(METRICS),
+                aliases=sorted(set(_ALIASES) - set(METRICS)), name=name,
             )
         )
     return METRICS[_ALIASES[key]]

@@ -150,11 +150,9 @@ class MTKBSampler(GPSamplerBase):
         q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
             slower): point i joins with probability min(q * leverage_i, 1), leverage_i its
             ridge leverage score (posterior variance over noise variance, at most 1), so the
-            dictionary holds about q times the effective number of parameters. Defaults to 4:
-            on the paper's problems it had the regret of the theorem's q with a fraction of the
-            trials in the dictionary, where q = 1 had several times MT-KB's regret, and its time
-            per suggestion grows slower than linearly in the trials (docs/benchmarks/mtkb.md).
-            None: the paper's theorem 3,
+            dictionary holds about q times the effective number of parameters. Defaults to 4,
+            which keeps a fraction of the trials in the dictionary (q = 1 is cheaper and less
+            accurate). None: the paper's theorem 3,
             q = 6 rho log(4t / delta) / eps^2 with eps = 0.5, delta = 0.1 (its experiments'
             values), rho = (1 + eps) / (1 - eps): about 500-600 for 100-1,000 trials, a
             worst-case constant that keeps every trial in the dictionary until leverage scores

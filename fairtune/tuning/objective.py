@@ -573,7 +573,8 @@ class FairObjective:
             absent = [g for g in pd.unique(groups) if g not in seen]
             if absent:
                 sizes = groups.value_counts()
-                shown = ", ".join(f"{g!r} ({int(sizes[g])} rows)" for g in absent[:5])
+                shown = ", ".join(f"{g!r} ({int(sizes[g])} row{'' if sizes[g] == 1 else 's'})"
+                                  for g in absent[:5])
                 raise ValueError(
                     f"{arg('dataset')} sensitive groups with too few rows to validate: "
                     f"{shown} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "

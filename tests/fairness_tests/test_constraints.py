@@ -86,7 +86,7 @@ def test_parse_limits_accepts_every_form() -> None:
         ("accuracy_gap<=0.1", r"`limits` names an unknown metric in 'accuracy_gap<=0.1': "
          r"`metric` must be one of \[.*'disparate_impact'.*\]"),
         ({"unknown": 0.1}, r"`limits` names an unknown metric .*must be one of \["),
-        ("dsp < 0.05", re.escape(fc._MSG_MALFORMED.format(arg="limits", text="dsp < 0.05"))),
+        ("dsp < 0.05", re.escape(fc._MSG_MALFORMED.format(arg="`limits`", text="dsp < 0.05"))),
         ("dsp<=", "`limits` must be strings like"),
         ("dsp<=abc", "`limits` must be strings like"),
         ("<=0.05", "`limits` must be strings like"),
