@@ -32,6 +32,7 @@ _EXPECTED_BLOCKS = {
     "user_guide/agents.md": ["cgp"],
     "user_guide/fairness_metrics.md": ["metrics", "interval"],
     "user_guide/datasets.md": ["datasets"],
+    "user_guide/own_data.md": ["own_file", "own_frame"],
 }
 _BLOCKS = [(page, i, name) for page, names in _EXPECTED_BLOCKS.items()
            for i, name in enumerate(names)]
@@ -50,7 +51,7 @@ def test_every_page_with_python_examples_is_listed() -> None:
 @pytest.mark.parametrize(("page", "index", "name"), _BLOCKS, ids=[b[2] for b in _BLOCKS])
 def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: str) -> None:
     out = run_block(python_blocks(DOCS / page)[index], tmp_path)
-    if name in ("home", "ready_made", "refit", "mitigation"):  # the test split's scores
+    if name in ("home", "ready_made", "refit", "mitigation", "own_file"):  # test split's scores
         assert _TEST_SCORES.fullmatch(out), out
     if name == "own_objective":  # the best fair trial's accuracy and parameters
         value, params = out.split(" ", 1)
@@ -58,6 +59,8 @@ def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: st
     if name == "searchcv":  # the best parameters and the best trial's gap, under the limit
         params, gap = out.rsplit(" ", 1)
         assert params.startswith("{'logisticregression__C': ") and float(gap) <= 0.05
+    if name == "own_frame":  # the best parameters, three predictions
+        assert out.startswith("{'logisticregression__C': ") and re.search(r"\[[01] [01] [01]\]", out)
     if name == "own_pipeline":  # the best fair trial's accuracy, three predictions
         score, predictions = out.split(" ", 1)
         assert 0.5 < float(score) <= 1.0 and re.fullmatch(r"\[[01] [01] [01]\]\n", predictions)
