@@ -11,6 +11,7 @@
 
 from fairtune.fairness.callbacks import FairnessCallback, TrialRecord
 from fairtune.fairness.constraints import (
+    FAIR_KEY,
     LIMITS_KEY,
     USER_ATTR_PREFIX,
     FairnessLimit,
@@ -45,6 +46,7 @@ from fairtune.fairness.welfare import (
 )
 
 __all__ = [
+    "FAIR_KEY",
     "LIMITS_KEY",
     "METRICS",
     "USER_ATTR_PREFIX",

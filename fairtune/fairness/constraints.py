@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = [
+    "FAIR_KEY",
     "LIMITS_KEY",
     "USER_ATTR_PREFIX",
     "FairnessLimit",
@@ -42,6 +43,14 @@ __all__ = [
 
 USER_ATTR_PREFIX = "fairtune:"
 """Prefix of the user attributes holding raw metric values: ``"fairtune:demographic_parity"``."""
+
+FAIR_KEY = "fairtune:fair"
+"""Trial user attribute: whether every limit :func:`set_fairness_constraints` recorded holds.
+
+The constraints are what Optuna reads; this copy of their verdict is for tools that show user
+attributes but not Optuna 5's named constraints (optuna-dashboard 0.21 reads only the old list
+attribute), and for ``study.trials_dataframe()``.
+"""
 
 LIMITS_KEY = "fairtune:limits"
 """Study user attribute: the study's fairness limits as strings, ``["demographic_parity<=0.05"]``.
@@ -276,7 +285,9 @@ def set_fairness_constraints(
        bad input raises before the trial is touched);
     2. store the raw value as the user attribute ``"fairtune:<metric>"``;
     3. call ``trial.set_constraint(<metric>, value - bound)`` (``bound - value`` for the
-       disparate impact ratio, a lower bound).
+       disparate impact ratio, a lower bound);
+    4. store whether every limit holds as the user attribute :data:`FAIR_KEY`
+       (``"fairtune:fair"``), which tools that show user attributes display.
 
     Optuna 5 deems a trial feasible when every constraint value is <= 0, i.e. when every limit
     holds, and ``study.best_trial`` is then the best fair trial.
@@ -322,6 +333,9 @@ def set_fairness_constraints(
     for limit in parsed:
         trial.set_user_attr(USER_ATTR_PREFIX + limit.metric, values[limit.metric])
         trial.set_constraint(limit.metric, limit.violation(values[limit.metric]))
+    # Every fairness constraint of the trial: those of earlier calls too.
+    trial.set_user_attr(FAIR_KEY, all(
+        value <= 0.0 for name, value in trial.constraints.items() if name in METRICS))
     return values
 
 
