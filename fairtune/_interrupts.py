@@ -113,10 +113,11 @@ def quiet_interrupt_echoes() -> Iterator[None]:
 
 def optimize_guarded(
     study: Any, objective: Any, *, n_trials: int | None, n_jobs: int = 1,
-    show_progress_bar: bool = False,
+    show_progress_bar: bool = False, tenant: str | None = None,
 ) -> tuple[InterruptGuard, list[Any]]:
     """``study.optimize`` under :class:`InterruptGuard`: (the guard, the trials this process
-    ran); every exception of a trial is caught (the trial fails), the first one kept.
+    ran); every exception of a trial is caught (the trial fails), the first one kept. With
+    ``tenant``, the trials are that tenant's of a shared study (:func:`fairtune.tenancy.optimize`).
 
     On Ctrl-C, the trials this process left RUNNING are stored as FAIL; the other workers'
     trials on the same storage are left alone.
@@ -126,10 +127,14 @@ def optimize_guarded(
     previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
     try:
         with quiet_interrupt_echoes():
-            study.optimize(
-                guard, n_trials=n_trials, n_jobs=n_jobs, catch=(Exception,),
-                callbacks=[guard.callback], show_progress_bar=show_progress_bar,
-            )
+            kwargs = {"n_trials": n_trials, "n_jobs": n_jobs, "catch": (Exception,),
+                      "callbacks": [guard.callback], "show_progress_bar": show_progress_bar}
+            if tenant is None:
+                study.optimize(guard, **kwargs)
+            else:
+                from fairtune.tenancy import optimize
+
+                optimize(study, tenant, guard, **kwargs)
     except KeyboardInterrupt:
         guard.interrupted = True
     finally:

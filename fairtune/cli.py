@@ -99,17 +99,14 @@ _FLAGS = {
     "mitigation": "--mitigation", "objectives": "--objectives", "margin": "--margin",
     "drop_columns": "--drop-columns", "use_sensitive_feature=False": "--hide-sensitive",
     "use_sensitive_feature": "--hide-sensitive", "study": "study", "study_name": "--study-name",
+    "tenant": "--tenant", "tenants": "--tenants", "agent": "--agent", "board": "--board",
+    "storage": "--storage", "sampler": "--sampler (or --objectives)",
 }
 # With --data, the dataset is the user's file and its columns.
 _DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",
                "sensitive": "--sensitive", "positive": "--positive"}
-_METRIC_HELP = (
-    "accuracy, balanced_accuracy, f1 or roc_auc (default accuracy; not with --objectives, "
-    "which name their own metric). The fairness limits are "
-    "always measured on the model's 0/1 predictions (threshold 0.5); roc_auc scores its "
-    "probabilities, so a model that ranks well but predicts one class for almost everyone "
-    "can score high"
-)
+_METRIC_HELP = ("the validation metric (default accuracy; not with --objectives); the limits are "
+                "measured on 0/1 predictions, roc_auc on probabilities")
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -159,56 +156,27 @@ def _add_tune_parser(subparsers: Any) -> None:
     data.add_argument("--data", metavar="FILE",
                       help="your own table: a .csv or .parquet file with a header row; with "
                            "--target and --sensitive")
-    parser.add_argument("--target", metavar="COLUMN",
-                        help="--data: the column of outcomes (0/1 with 1 favourable, or any two "
-                             "values with --positive)")
+    parser.add_argument("--target", metavar="COLUMN", help="--data: the column of outcomes")
     parser.add_argument("--sensitive", type=_column_list, metavar="COLUMN[,COLUMN...]",
                         help="--data: the column(s) of the groups the limits protect")
     parser.add_argument("--positive", metavar="VALUE",
-                        help="--data: the target's favourable value (every other value is "
-                             "the other outcome)")
+                        help="--data: the favourable outcome, unless the target is 0/1")
     parser.add_argument("--model", required=True, choices=sorted(SPACES),
                         help="a registered search space (fairtune.tuning.SPACES)")
-    parser.add_argument(
-        "--limit", action="append", metavar="LIMIT",
-        help='fairness limit such as "demographic_parity<=0.05" (repeatable; required unless '
-             "--objectives is given, with which each limit is a constraint of the "
-             "multi-objective study)",
-    )
-    parser.add_argument(
-        "--objectives", metavar="NAMES",
-        help="tune several objectives at once, e.g. accuracy,demographic_parity (a metric and "
-             "fairness gaps; best with --sampler mtkb); prints the Pareto-optimal trials",
-    )
-    parser.add_argument(
-        "--mitigation", choices=(*MITIGATIONS, "auto"),
-        help="one of fairlearn's mitigations in every trial's pipeline, its settings tuned "
-             "with the model's: threshold (ThresholdOptimizer; the deployed model needs the "
-             "sensitive feature at prediction), reduction (ExponentiatedGradient), "
-             "correlation_remover (CorrelationRemover), or auto (the study chooses among the "
-             "three); default none",
-    )
-    parser.add_argument(
-        "--hide-sensitive", action="store_true",
-        help="keep the sensitive feature out of the model's inputs (it still measures the "
-             "limits); with --mitigation reduction, or none, the deployed model then needs no "
-             "sensitive feature at prediction; threshold still needs each row's group, and "
-             "correlation_remover (which decorrelates the inputs from the sensitive columns) "
-             "does not apply, so auto chooses between threshold and reduction",
-    )
-    parser.add_argument(
-        "--drop-columns", type=_column_list, default=[], metavar="COL[,COL...]",
-        help="columns of the dataset the model does not see, e.g. personal_status_sex, which "
-             "determines sex on German credit, with --hide-sensitive; the limits are still "
-             "measured on the sensitive feature",
-    )
-    parser.add_argument(
-        "--margin", type=float, default=0.0, metavar="M",
-        help="validate the trials against the limits tightened by M (e.g. 0.01: "
-             "demographic_parity<=0.04 for a limit of 0.05), so that the chosen model keeps "
-             "the limit on new data more often; the test split is judged against the limits "
-             "themselves (default 0)",
-    )
+    parser.add_argument("--limit", action="append", metavar="LIMIT",
+                        help='a fairness limit, e.g. "demographic_parity<=0.05" (repeatable)')
+    parser.add_argument("--objectives", metavar="NAMES", help="several objectives, e.g. "
+                        "accuracy,demographic_parity: prints the Pareto-optimal trials")
+    parser.add_argument("--mitigation", choices=(*MITIGATIONS, "auto"),
+                        help="fairlearn's mitigation inside every trial, tuned with the model "
+                             "(auto: the study chooses); default none")
+    parser.add_argument("--hide-sensitive", action="store_true",
+                        help="keep the sensitive columns out of the model's inputs")
+    parser.add_argument("--drop-columns", type=_column_list, default=[], metavar="COL[,COL...]",
+                        help="columns the model does not see (e.g. one that gives the group away)")
+    parser.add_argument("--margin", type=float, default=0.0, metavar="M",
+                        help="validate against the limits less M, so that the chosen model "
+                             "keeps them on new data more often (default 0)")
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
     parser.add_argument(
@@ -222,8 +190,36 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
+    _add_team_arguments(parser)
     _add_run_arguments(parser)
     parser.set_defaults(func=_cmd_tune)
+
+
+def _add_team_arguments(parser: argparse.ArgumentParser) -> None:
+    """Joining a study shared by tenants, or a board shared by agents, from one process."""
+    team = parser.add_argument_group("teams (each process one team, with its own --data)")
+    team.add_argument("--tenant", metavar="NAME", help="tune as this tenant of the shared study "
+                      "--study-name in --storage (CollaborativeUCBSampler)")
+    team.add_argument("--tenants", type=_column_list, metavar="A,B,C",
+                      help="every tenant of the shared study, in the same order everywhere")
+    team.add_argument("--agent", metavar="NAME", help="tune as this agent, its own study "
+                      "in --storage, sharing designs (never data) on --board (CGPSampler)")
+    team.add_argument("--board", metavar="URL", help="the agents' board: an Optuna storage URL")
+    team.add_argument("--board-name", default="fairtune", help="the board's name in --board")
+
+
+def _team_sampler(args: argparse.Namespace) -> Any:
+    """The shared sampler of ``--tenant/--tenants`` or ``--agent/--board``, or None."""
+    from fairtune.samplers import team_sampler
+
+    with argument_names(_FLAGS):
+        if args.board is not None:
+            _usage(check_storage_url, args.board, create=True, flag="--board")
+        with database_errors("--board", args.board):
+            return _usage(team_sampler, tenant=args.tenant, tenants=args.tenants,
+                          agent=args.agent, board=args.board, board_name=args.board_name,
+                          storage=args.storage, seed=args.seed, alone=not (
+                              args.objectives or args.sampler))
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -233,17 +229,11 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="Optuna storage: an RDB URL (sqlite:///fairtune.db, "
              "postgresql+psycopg://user@host/db) or a Journal file, journal:./fairtune.log",
     )
-    parser.add_argument(
-        "--heartbeat", type=_int_at_least(0), default=_DEFAULT_HEARTBEAT, metavar="SECONDS",
-        help="RDB storages: each running trial records a heartbeat this often, and a trial "
-             "whose worker died ends as FAIL after twice as long without one (default "
-             f"{_DEFAULT_HEARTBEAT}; 0 turns it off)",
-    )
-    parser.add_argument(
-        "--retry-failed", type=_int_at_least(0), default=1, metavar="N",
-        help="re-run a trial that failed because its worker died up to N times, with the "
-             "same parameters (default 1)",
-    )
+    parser.add_argument("--heartbeat", type=_int_at_least(0), default=_DEFAULT_HEARTBEAT,
+                        metavar="SECONDS", help="RDB storages: a dead worker's trial fails after "
+                        f"twice this without a heartbeat (default {_DEFAULT_HEARTBEAT}; 0: off)")
+    parser.add_argument("--retry-failed", type=_int_at_least(0), default=1, metavar="N",
+                        help="re-run a dead worker's trial up to N times (default 1)")
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
     parser.add_argument("--n-jobs", type=_int_at_least(1), default=1,
                         help="parallel trials (threads); Ctrl-C lets the running ones finish")
@@ -293,30 +283,39 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
+    from fairtune import report
     from fairtune.fairness import best_fair_trial
-    from fairtune.report import pareto_test_text, print_report, scores_on_test_split
 
     _usage(check_output_path, args.plot, flag="--plot")
     _usage(check_output_path, args.html, flag="--html", html=True)
     _usage(check_storage_url, args.storage, create=True, flag="--storage")
-    multi = bool(args.objectives)
-    args.sampler = args.sampler or ("mtkb" if multi else "fairbo")
-    objective = _tune_objective(args)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    multi = bool(args.objectives)
+    team = _team_sampler(args)
+    args.sampler = args.sampler or ("mtkb" if multi else None if team else "fairbo")
+    objective = _tune_objective(args)
     source = args.dataset or Path(args.data).name.split(".")[0]
-    name = args.study_name or f"{source}-{args.model}-{args.sampler}"
+    name = args.study_name or (f"{args.model}-tenants" if args.tenant else args.agent
+                               or f"{source}-{args.model}-{args.sampler}")
     with database_errors("--storage", args.storage):
         study = _open_tune_study(args, name, directions=objective.directions or None)
         _prepare_tune_study(study, objective, args, name)
+        if team is not None:
+            study.sampler = team
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
-                                      show_progress_bar=not args.no_progress)
+                                      show_progress_bar=not args.no_progress, tenant=args.tenant)
         if objective.margin and not multi:
             out.write(
                 f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
                 f"(the limits less a margin of {objective.margin:g}); the test split is "
                 f"judged against {objective.limits_text}.\n"
             )
-        print_report(study, out, plot=args.plot)
+        if args.tenant:
+            out.write(report.tenants_text(study, args.tenants))
+        else:
+            report.print_report(study, out, plot=args.plot)
+        if args.agent:
+            out.write(report.board_text(team.board, args.agent))
         if guard.interrupted:
             where = (f"run the same command again (the study is stored in {args.storage})"
                      if args.storage else
@@ -327,11 +326,12 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         failed = check_run(guard, run)
         if failed:
             print(f"{PROG}: warning: {failed}", file=sys.stderr)
-        best = None if multi else best_fair_trial(study)
+        best = None if multi else best_fair_trial(study, tenant=args.tenant)
         if args.test_size and (multi or best is not None):
             # Stored, so that `report` shows them (for the trial they belong to).
-            out.write(pareto_test_text(study, objective) if multi else "".join(
-                line + "\n" for line in scores_on_test_split(study, objective, best, store=True)))
+            out.write(report.pareto_test_text(study, objective) if multi else "".join(
+                line + "\n" for line in report.scores_on_test_split(study, objective, best,
+                                                              store=not args.tenant)))
         _write_html(study, args.html, out=out)
     return EXIT_OK
 
@@ -365,6 +365,7 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 dataset, args.model, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
+                tenant=args.tenant,
                 **kwargs,
             )
         except ValueError as e:

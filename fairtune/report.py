@@ -650,6 +650,36 @@ def print_report(
             out.write(f"{names[draw]} written to {path}\n")
 
 
+def tenants_text(study: optuna.Study, tenants: Sequence[str]) -> str:
+    """A shared study's report by tenant: each tenant's trials, fair trials, best fair trial
+    and cumulative utility (the sum of its values, :func:`fairtune.tenancy.cumulative_utilities`),
+    so that each team sees what it got and how the others fared."""
+    from fairtune.fairness import best_fair_trial, is_feasible
+    from fairtune.tenancy import cumulative_utilities, trials_by_tenant
+
+    by_tenant = trials_by_tenant(study)
+    utilities = cumulative_utilities(study, tenants)
+    rows = []
+    for tenant in tenants:
+        trials = by_tenant.get(tenant, [])
+        best = best_fair_trial(study, tenant=tenant)
+        rows.append([tenant, str(len(trials)), str(sum(map(is_feasible, trials))),
+                     "-" if best is None else f"#{best.number} {best.value:.4f}",
+                     f"{utilities[tenant]:.4f}"])
+    return (f"Study {study.study_name}: {len(study.trials)} trials of {len(tenants)} tenants.\n"
+            + format_table(["tenant", "trials", "fair", "best fair trial", "cumulative utility"],
+                           rows, right_aligned={1, 2, 3, 4}))
+
+
+def board_text(board: Any, agent: str) -> str:
+    """What ``agent`` sees of its CGPSampler board: who posted, and how often."""
+    posts = board.posts()
+    agents = sorted({post.agent for post in posts})
+    mine = [post for post in posts if post.agent == agent]
+    return (f"Board {board.name!r}: {len(posts)} posts by {len(agents)} agents "
+            f"({', '.join(agents) or 'none yet'}); {agent} posted {len(mine)} times.\n")
+
+
 def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = False) -> None:
     """Fail before any work if an image (or, with ``html``, the HTML page) could not be written
     to ``path``: an extension matplotlib (or HTML) knows, an existing folder, not a folder

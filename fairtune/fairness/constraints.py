@@ -469,13 +469,15 @@ def is_fair(
 
 
 def best_fair_trial(
-    study: optuna.Study, limits: Mapping[str, FairnessLimit | None] | None = None
+    study: optuna.Study, limits: Mapping[str, FairnessLimit | None] | None = None, *,
+    tenant: str | None = None,
 ) -> optuna.trial.FrozenTrial | None:
     """The best fair trial of a single-objective study (see :func:`is_fair`), or None.
 
     Args:
         study: The study.
         limits: Its limits. Defaults to :func:`study_limits` of the study.
+        tenant: Only this tenant's trials (:mod:`fairtune.tenancy`). Defaults to None: all.
 
     Returns:
         The fair trial with the best value in the study's direction (the lowest number among
@@ -485,9 +487,11 @@ def best_fair_trial(
     from optuna.trial import TrialState
 
     limits = study_limits(study) if limits is None else limits
+    from fairtune.tenancy import TENANT_KEY
+
     fair = [
         t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if is_fair(t, limits)
+        if is_fair(t, limits) and (tenant is None or t.user_attrs.get(TENANT_KEY) == tenant)
     ]
     if not fair:
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fairtune.samplers.cgp import CGPSampler
@@ -11,7 +12,7 @@ from fairtune.samplers.mtkb import MTKBSampler
 
 __all__ = [
     "SAMPLER_NAMES", "CGPSampler", "CollaborativeUCBSampler", "FairBOSampler", "MTKBSampler",
-    "make_sampler",
+    "make_sampler", "team_sampler",
 ]
 
 SAMPLER_NAMES: tuple[str, ...] = ("fairbo", "gp", "tpe", "random", "mtkb")
@@ -47,3 +48,41 @@ def make_sampler(name: str, *, seed: int) -> Any:
     if name == "mtkb":
         return MTKBSampler(seed=seed, independent_sampler=startup)
     return startup
+
+
+def team_sampler(
+    *, tenant: str | None = None, tenants: Sequence[str] | None = None,
+    agent: str | None = None, board: str | None = None, board_name: str = "fairtune",
+    storage: str | None = None, seed: int = 0, alone: bool = True,
+) -> Any:
+    """The sampler a team's process joins a shared search with, or None for a study of one.
+
+    ``tenant`` and ``tenants``: one tenant of a study the tenants share in ``storage``
+    (:class:`CollaborativeUCBSampler`, every process listing the tenants in the same order).
+    ``agent`` and ``board``: one agent with a study of its own, sharing designs (never data)
+    on the board ``board_name`` in the storage ``board`` (:class:`CGPSampler`). ``alone`` is
+    False when the caller also chose a sampler of its own (both cannot hold).
+
+    Raises:
+        ValueError: For a tenant without the tenants (or an agent without a board), both
+            kinds at once, a tenant not among the tenants, a shared study without a storage,
+            or another sampler asked for beside.
+    """
+    from fairtune._names import arg, got
+
+    if (tenant is None) != (tenants is None) or (agent is None) != (board is None):
+        raise ValueError(f"{arg('tenant')} goes with {arg('tenants')}, and {arg('agent')} with "
+                         f"{arg('board')}.")
+    if tenant is None and agent is None:
+        return None
+    if tenant is not None and agent is not None or not alone:
+        raise ValueError(f"{arg('tenant')} and {arg('agent')} each bring their own sampler: "
+                         f"give one of them, and no {arg('sampler')}.")
+    if tenant is not None:
+        if tenant not in list(tenants or ()) or not storage:
+            raise ValueError(f"{got('tenant', tenant)} must be one of {got('tenants', tenants)}, "
+                             f"and the shared study needs {arg('storage')}.")
+        return CollaborativeUCBSampler(tenants=list(tenants or ()), seed=seed)
+    from fairtune.collaboration import Board
+
+    return CGPSampler(board=Board(board, name=board_name), agent=agent, seed=seed)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DATASET_KEY", "DATA_KEY", "METRIC_KEY", "METRIC_NAMES", "MITIGATION_SETUP_KEY",
     "MITIGATION_USED_KEY", "MODEL_KEY", "OBJECTIVES_KEY", "POSITIVE_RATES_KEY",
-    "POSITIVE_RATE_KEY", "SENSITIVE_AT_PREDICTION_KEY", "VALIDATION_ERROR_KEY", "VALIDATION_KEY",
+    "POSITIVE_RATE_KEY", "SENSITIVE_AT_PREDICTION_KEY", "TENANT_SETUP_PREFIX", "VALIDATION_ERROR_KEY", "VALIDATION_KEY",
     "check_groups", "expected_scoring", "fairness_value", "metric_score", "other_data_message",
     "other_setup_message",
     "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
@@ -51,6 +51,9 @@ MODEL_KEY = "fairtune:model"
 METRIC_KEY = "fairtune:metric"
 VALIDATION_KEY = "fairtune:validation"
 OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
+TENANT_SETUP_PREFIX = "fairtune:setup:"
+"""Study user attribute prefix: ``"fairtune:setup:<tenant>"`` holds a tenant's setup (the same
+entries as a study of one objective holds as separate attributes)."""
 DATA_KEY = "fairtune:data_fingerprint"
 """Study user attribute: a digest of the rows, labels, groups and validation splits that the
 study's trials were scored on (see :func:`fairtune.tuning._data.data_fingerprint`)."""

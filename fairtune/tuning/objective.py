@@ -30,6 +30,7 @@ from fairtune.tuning._trial import (
     POSITIVE_RATE_KEY,
     POSITIVE_RATES_KEY,
     SENSITIVE_AT_PREDICTION_KEY,
+    TENANT_SETUP_PREFIX,
     VALIDATION_ERROR_KEY,
     VALIDATION_KEY,
     Metric,
@@ -413,6 +414,12 @@ class FairObjective:
             compare, as in scikit-learn's scorers) when the labels are not 0/1 or booleans,
             e.g. ``"approved"``; the pipelines then predict 1 for it. Defaults to None: the
             labels must be 0/1 or booleans, and any other pair is an error naming them.
+        tenant: The tenant whose data this objective scores, in a study that several tenants
+            share (:class:`~fairtune.samplers.CollaborativeUCBSampler`), each with its own
+            data. The setup is then stored and checked per tenant (study user attribute
+            ``"fairtune:setup:<tenant>"``), :meth:`refit_best` picks among the tenant's trials,
+            and :meth:`prepare` leaves the first trials to the sampler's startup rounds.
+            Defaults to None: the study is this objective's alone.
 
     Raises:
         ValueError: On invalid arguments, including sensitive features with missing values or
@@ -461,8 +468,13 @@ class FairObjective:
         mitigation: str | Sequence[str] | None = None,
         margin: float = 0.0,
         pos_label: Any = None,
+        tenant: str | None = None,
     ) -> None:
         _check_validation(metric, validation_size, test_size, cv)
+        if tenant is not None and (not isinstance(tenant, str) or not tenant):
+            raise ValueError(f"{arg('tenant')} must be a non-empty string or None, but got "
+                             f"{got('tenant', tenant)}.")
+        self.tenant = tenant
         self.space = _space_of(model)
         self.objectives, self.directions = _parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
@@ -701,7 +713,7 @@ class FairObjective:
            as pending points (on storages with a heartbeat).
         3. Enqueue the untuned model as the next trial, once per study
            (:meth:`enqueue_defaults`): the search keeps it unless it finds a more accurate
-           fair model.
+           fair model. Not for a ``tenant``: a shared study's first rounds are the sampler's.
         4. With ``sampler`` (a name of :data:`fairtune.samplers.SAMPLER_NAMES`), give the study
            the sampler ``fairtune tune --sampler`` uses, seeded by ``seed`` plus the number of
            trials the study already holds, so that a resumed study continues the random
@@ -717,7 +729,8 @@ class FairObjective:
 
         self.record_setup(study)
         fail_stale_trials(study)
-        self.enqueue_defaults(study)
+        if self.tenant is None:
+            self.enqueue_defaults(study)
         if sampler is not None:
             study.sampler = make_sampler(sampler, seed=seed + len(study.trials))
 
@@ -779,7 +792,7 @@ class FairObjective:
 
         Entries the study does not store yet are not differences.
         """
-        stored = dict(study.user_attrs)
+        stored = self._stored_setup(study)
         if DATASET_KEY in stored:
             # A FairObjective study that stored no mitigation was tuned without one.
             stored.setdefault(MITIGATION_SETUP_KEY, [])
@@ -787,6 +800,12 @@ class FairObjective:
             (key, stored[key], value) for key, value in self.setup.items()
             if key in stored and stored[key] != value
         ]
+
+    def _stored_setup(self, study: optuna.Study) -> dict[str, Any]:
+        """The setup ``study`` stores for this objective: its own, or its tenant's."""
+        if self.tenant is None:
+            return dict(study.user_attrs)
+        return dict(study.user_attrs.get(TENANT_SETUP_PREFIX + self.tenant) or {})
 
     def record_setup(self, study: optuna.Study) -> None:
         """Store :attr:`setup` with ``study``, or raise if the study holds another one.
@@ -816,6 +835,11 @@ class FairObjective:
         differences = self.setup_differences(study)
         if differences:
             raise ValueError(other_setup_message(study, differences))
+        if self.tenant is not None:
+            stored = self._stored_setup(study)
+            if set(self.setup) - set(stored):
+                study.set_user_attr(TENANT_SETUP_PREFIX + self.tenant, {**self.setup, **stored})
+            return
         for key, value in self.setup.items():
             if key not in study.user_attrs:
                 study.set_user_attr(key, value)
@@ -1014,7 +1038,7 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
-        if study.user_attrs.get(DATA_KEY, self.data_fingerprint) != self.data_fingerprint:
+        if self._stored_setup(study).get(DATA_KEY, self.data_fingerprint) != self.data_fingerprint:
             raise ValueError(other_data_message(study, self.data_fingerprint))
         if trial is not None:
             best = _completed_trial(study, trial)
@@ -1028,7 +1052,7 @@ class FairObjective:
                 )
             best = front[0]
         else:
-            found = best_fair_trial(study)
+            found = best_fair_trial(study, tenant=self.tenant)
             if found is None:
                 raise ValueError(
                     "`study` has no fair trial to refit: no completed trial meets "

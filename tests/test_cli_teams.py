@@ -1,0 +1,104 @@
+"""Teams from the shell: ``fairtune tune --tenant`` joins a study that tenants share
+(CollaborativeUCBSampler), ``--agent --board`` joins a CGPSampler board, each process with its
+own ``--data``, on one PostgreSQL server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from fairtune.cli import main
+from fairtune.collaboration import Board
+from fairtune.samplers.collaborative import ROUND_KEY
+from fairtune.tenancy import TENANT_KEY
+from tests.test_cli_data import _applicants
+
+TEAMS = ["a", "b", "c"]
+
+
+def _files(tmp_path: Path) -> dict[str, Path]:
+    files = {}
+    for i, team in enumerate(TEAMS):  # each team's own applicants
+        files[team] = tmp_path / f"{team}.csv"
+        _applicants(300, seed=i).to_csv(files[team], index=False)
+    return files
+
+
+def _command(data: Path, n_trials: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "fairtune.cli", "tune", "--data", str(data), "--target",
+            "decision", "--positive", "approved", "--sensitive", "gender", "--model", "linear",
+            "--limit", "demographic_parity<=0.1", "--n-trials", str(n_trials), "--no-progress",
+            *extra]
+
+
+def _run_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
+    processes = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for c in commands]
+    done = []
+    for command, process in zip(commands, processes):
+        out, err = process.communicate(timeout=600)
+        done.append(subprocess.CompletedProcess(command, process.returncode, out, err))
+    return done
+
+
+@pytest.mark.processes
+def test_three_tenants_and_three_agents_share_one_postgresql_server(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    files = _files(tmp_path)
+    rounds = 3
+    tenants = _run_all([
+        _command(files[t], rounds, "--tenant", t, "--tenants", ",".join(TEAMS), "--storage",
+                 postgres_url, "--study-name", "shared")
+        for t in TEAMS
+    ])
+    for result in tenants:
+        assert result.returncode == 0, result.stderr
+        assert "Study shared: " in result.stdout and "cumulative utility" in result.stdout
+    study = optuna.load_study(study_name="shared", storage=postgres_url)
+    # One point per tenant and round, each tenant's trials scored on its own file.
+    points = sorted((t.user_attrs[TENANT_KEY], t.system_attrs[ROUND_KEY]) for t in study.trials
+                    if t.state == optuna.trial.TrialState.COMPLETE)
+    assert points == [(t, r) for t in TEAMS for r in range(rounds)]
+    setups = {t: study.user_attrs[f"fairtune:setup:{t}"] for t in TEAMS}
+    assert {s["fairtune:dataset"].split(",")[0] for s in setups.values()} == {
+        "a.csv", "b.csv", "c.csv"}
+    assert len({s["fairtune:data_fingerprint"] for s in setups.values()}) == 3
+
+    trials = 12  # past CGPSampler's 10 startup designs: the agents post on the board
+    agents = _run_all([
+        _command(files[t], trials, "--agent", f"lab-{t}", "--board", postgres_url,
+                 "--storage", postgres_url)
+        for t in TEAMS
+    ])
+    for team, result in zip(TEAMS, agents):
+        assert result.returncode == 0, result.stderr
+        assert f"Study lab-{team}: {trials} trials" in result.stdout
+        assert f"Board 'fairtune': " in result.stdout
+        own = optuna.load_study(study_name=f"lab-{team}", storage=postgres_url)
+        assert sum(t.state == optuna.trial.TrialState.COMPLETE for t in own.trials) == trials
+    posts = Board(postgres_url, name="fairtune").posts()
+    assert {post.agent for post in posts} == {f"lab-{t}" for t in TEAMS}
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--tenant", "a"], "--tenant goes with --tenants, and --agent with --board"),
+    (["--tenant", "d", "--tenants", "a,b,c", "--storage", "sqlite:///x.db"],
+     "--tenant 'd' must be one of --tenants ['a', 'b', 'c']"),
+    (["--tenant", "a", "--tenants", "a,b,c"], "the shared study needs --storage"),
+    (["--tenant", "a", "--tenants", "a,b", "--storage", "sqlite:///x.db", "--sampler", "tpe"],
+     "each bring their own sampler"),
+    (["--agent", "lab-a"], "--agent with --board"),
+    (["--agent", "lab-a", "--board", "nosuch://x"], "--board 'nosuch://x' has an unknown scheme"),
+])
+def test_a_team_flag_misused_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
+    data = _files(tmp_path)["a"]
+    assert main(_command(data, 1, *extra)[3:]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err
