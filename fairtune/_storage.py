@@ -127,6 +127,23 @@ def stored_task_correlation(study: optuna.Study) -> Any:
 
 
 JOURNAL_PREFIX = "journal:"
+GRPC_PREFIX = "grpc://"
+"""``grpc://host:port``: Optuna's ``GrpcStorageProxy`` in front of a storage served by
+``optuna.storages.run_grpc_proxy_server`` (for many workers on one database)."""
+
+
+def records_heartbeats(url: str | None) -> bool:
+    """Whether the storage ``url`` names can record trial heartbeats: RDB storages only (a
+    Journal file has none, and Optuna's gRPC proxy forwards none)."""
+    return bool(url) and not url.startswith((JOURNAL_PREFIX, GRPC_PREFIX))
+
+
+def _grpc_address(url: str) -> tuple[str, int]:
+    host, _, port = url[len(GRPC_PREFIX):].rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"A gRPC proxy URL is grpc://<host>:<port>, but got {url!r}.")
+    return host, int(port)
+
 # Seconds an SQLite connection waits for another process's write lock before it fails with
 # "database is locked" (sqlite3's default, 5 s, is short for workers and readers of one file on a
 # busy machine).
@@ -141,8 +158,9 @@ def open_storage(
     max_retry: int | None = 0,
 ) -> BaseStorage | str:
     """The Optuna storage a URL names: ``journal:<path>`` is a Journal file (Optuna's
-    ``JournalFileBackend``, for several processes on one machine); anything else is an RDB URL
-    (``sqlite:///...``, ``postgresql+psycopg://...``).
+    ``JournalFileBackend``, for several processes on one machine), ``grpc://host:port`` Optuna's
+    ``GrpcStorageProxy`` (for hundreds of workers in front of one database); anything else is
+    an RDB URL (``sqlite:///...``, ``postgresql+psycopg://...``).
 
     With ``heartbeat_interval`` (seconds; RDB storages only), every running trial of
     ``study.optimize`` records a heartbeat, and a trial whose worker died (killed, or its machine
@@ -158,6 +176,14 @@ def open_storage(
     """
     import optuna
 
+    if url.startswith(GRPC_PREFIX):
+        if heartbeat_interval:
+            raise ValueError(
+                "A heartbeat needs an RDB storage: Optuna's gRPC proxy forwards none, so a "
+                f"dead worker's trial stays RUNNING, but got a heartbeat interval for {url!r}."
+            )
+        host, port = _grpc_address(url)
+        return optuna.storages.GrpcStorageProxy(host=host, port=port)
     if url.startswith(JOURNAL_PREFIX):
         if heartbeat_interval:
             raise ValueError(
@@ -362,6 +388,13 @@ def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`")
             written, is not an SQLite database or is damaged, or holds no Optuna study.
     """
     if url is None:
+        return
+    if url.startswith(GRPC_PREFIX):
+        try:
+            _grpc_address(url)
+        except ValueError:
+            raise ValueError(f"{flag} must be grpc://<host>:<port> for a gRPC proxy, but got "
+                             f"{url!r}.") from None
         return
     if url.startswith(JOURNAL_PREFIX):
         if not url[len(JOURNAL_PREFIX):]:

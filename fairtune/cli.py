@@ -28,11 +28,11 @@ from fairtune._interrupts import check_run, optimize_guarded
 from fairtune._interrupts import one_line as _one_line
 from fairtune._names import argument_names
 from fairtune._storage import (
-    JOURNAL_PREFIX,
     check_storage_url,
     create_or_load_named_study,
     database_errors,
     load_named_study,
+    records_heartbeats,
     reported_error,
 )
 from fairtune.report import check_output_path
@@ -227,7 +227,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--storage",
         help="Optuna storage: an RDB URL (sqlite:///fairtune.db, "
-             "postgresql+psycopg://user@host/db) or a Journal file, journal:./fairtune.log",
+             "postgresql+psycopg://user@host/db), a Journal file (journal:./fairtune.log) or "
+             "Optuna's gRPC proxy (grpc://host:port)",
     )
     parser.add_argument("--heartbeat", type=_int_at_least(0), default=_DEFAULT_HEARTBEAT,
                         metavar="SECONDS", help="RDB storages: a dead worker's trial fails after "
@@ -461,7 +462,7 @@ def _open_tune_study(
     """The study of ``fairtune tune``: a heartbeat on RDB storages (``--heartbeat``, not on
     Journal files), dead workers' trials retried ``--retry-failed`` times."""
     heartbeat = (
-        args.heartbeat if args.storage and not args.storage.startswith(JOURNAL_PREFIX) else 0
+        args.heartbeat if records_heartbeats(args.storage) else 0
     )
     return create_or_load_named_study(name, args.storage, heartbeat=heartbeat,
                                       max_retry=args.retry_failed, directions=directions)

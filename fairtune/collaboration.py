@@ -46,11 +46,13 @@ from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
 from fairtune._storage import (
+    GRPC_PREFIX,
     JOURNAL_PREFIX,
     create_or_load_study,
     open_storage,
     read_text,
     write_study_text,
+    records_heartbeats,
 )
 
 __all__ = ["Board", "Post", "open_study", "simulate", "sliced_lhs_value"]
@@ -134,7 +136,7 @@ def open_study(
     Raises:
         ValueError: On a malformed storage URL (naming ``storage``).
     """
-    heartbeat = None if storage.startswith(JOURNAL_PREFIX) else heartbeat_interval
+    heartbeat = heartbeat_interval if records_heartbeats(storage) else None
 
     def create() -> optuna.Study:
         return optuna.create_study(
@@ -158,7 +160,7 @@ def _open_url(url: str, **heartbeat: Any) -> str | BaseStorage:
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     try:
-        if not url.startswith(JOURNAL_PREFIX):
+        if not url.startswith((JOURNAL_PREFIX, GRPC_PREFIX)):
             make_url(url).get_dialect()
         storage = open_storage(url, **heartbeat)
     except (ArgumentError, NoSuchModuleError, ValueError) as e:
