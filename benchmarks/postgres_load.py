@@ -9,10 +9,14 @@ sampler's relative sampling happens) and the study's trials are checked afterwar
 lost (fewer than workers x trials, or not COMPLETE), trial numbers recorded twice, and trials
 that share a point. FairBOSampler and Optuna's GPSampler are run the same way, one after the
 other (never at once: they would share the 2 cores), at default thread settings (the script
-does not set any thread variable; run it without them, as users do).
+does not set any thread variable; run it without them, as users do). With ``--through grpc``
+the workers reach the database through Optuna's gRPC storage proxy
+(``optuna.storages.run_grpc_proxy_server`` on 127.0.0.1, ``GrpcStorageProxy`` in the workers),
+measured next to the direct connection in the same run.
 
 Usage:
     python -m benchmarks.postgres_load --workers 8 --trials 25
+    python -m benchmarks.postgres_load --workers 16 --trials 20 --through direct grpc
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ WORKER = textwrap.dedent(
     else:  # seeded per trial number too, so that same-seed workers draw distinct startups
         sampler = optuna.samplers.GPSampler(seed=seed,
                                             independent_sampler=TrialSeededRandomSampler(seed))
-    study = optuna.load_study(study_name="load", storage=url, sampler=sampler)
+    from fairtune._storage import open_storage
+    study = optuna.load_study(study_name="load", storage=open_storage(url), sampler=sampler)
     latencies = []
     for _ in range(n_trials):
         start = time.perf_counter()
@@ -54,14 +59,47 @@ WORKER = textwrap.dedent(
 )
 
 
-def run(url: str, sampler: str, workers: int, trials: int, script: Path) -> dict[str, float]:
+def _proxy(url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A gRPC proxy server in front of the database ``url``, and the workers' URL for it."""
+    import socket
+
+    from fairtune._storage import open_storage
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import sys, optuna; optuna.logging.set_verbosity(optuna.logging."
+         "WARNING); optuna.storages.run_grpc_proxy_server(optuna.storages.RDBStorage(sys.argv[1]),"
+         " host='127.0.0.1', port=int(sys.argv[2]))", url, str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    grpc_url = f"grpc://127.0.0.1:{port}"
+    open_storage(grpc_url).wait_server_ready(timeout=60)
+    return server, grpc_url
+
+
+def run(url: str, sampler: str, workers: int, trials: int, script: Path,
+        through: str = "direct") -> dict[str, float]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna.create_study(study_name="load", storage=url, direction="maximize")
+    server, worker_url = _proxy(url) if through == "grpc" else (None, url)
+    try:
+        return _measure(url, worker_url, sampler, workers, trials, script)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def _measure(url: str, worker_url: str, sampler: str, workers: int, trials: int,
+             script: Path) -> dict[str, float]:
+    import optuna
+
     start = time.perf_counter()
     procs = [
-        subprocess.Popen([sys.executable, str(script), url, sampler, str(trials), "0"],
+        subprocess.Popen([sys.executable, str(script), worker_url, sampler, str(trials), "0"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(workers)
     ]
@@ -94,22 +132,27 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=25, help="trials per worker")
     parser.add_argument("--samplers", nargs="+", default=["FairBOSampler", "GPSampler"],
                         choices=["FairBOSampler", "GPSampler"])
+    parser.add_argument("--through", nargs="+", default=["direct"], choices=["direct", "grpc"],
+                        help="how the workers reach the database (grpc: Optuna's proxy)")
     args = parser.parse_args()
     from fairtune.testing import temporary_postgres
 
     print(f"{args.workers} worker processes x {args.trials} trials, one study on PostgreSQL\n")
-    print("| sampler | trials/s | suggestion p50 s | suggestion p95 s | lost trials |"
+    print("| sampler | storage | trials/s | suggestion p50 s | suggestion p95 s | lost trials |"
           " trial numbers recorded twice | complete trials sharing a point | wall s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     with temporary_postgres(max_connections=4 * args.workers + 20) as server:
         script = Path(__file__).resolve().parent / "results" / "tmp" / "postgres_load_worker.py"
         script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(WORKER)
         for sampler in args.samplers:
-            r = run(server.new_database(), sampler, args.workers, args.trials, script)
-            print(f"| {sampler} | {r['trials/s']:.2f} | {r['p50']:.3f} | {r['p95']:.3f} |"
-                  f" {r['lost']} | {r['duplicated']} | {r['same point']} | {r['seconds']:.0f} |",
-                  flush=True)
+            for through in args.through:
+                r = run(server.new_database(), sampler, args.workers, args.trials, script,
+                        through)
+                where = "gRPC proxy" if through == "grpc" else "direct"
+                print(f"| {sampler} | {where} | {r['trials/s']:.2f} | {r['p50']:.3f} |"
+                      f" {r['p95']:.3f} | {r['lost']} | {r['duplicated']} | {r['same point']} |"
+                      f" {r['seconds']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -183,7 +183,9 @@ def open_storage(
                 f"dead worker's trial stays RUNNING, but got a heartbeat interval for {url!r}."
             )
         host, port = _grpc_address(url)
-        return optuna.storages.GrpcStorageProxy(host=host, port=port)
+        with warnings.catch_warnings():  # experimental in Optuna; fairtune opens it by design
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.GrpcStorageProxy(host=host, port=port)
     if url.startswith(JOURNAL_PREFIX):
         if heartbeat_interval:
             raise ValueError(

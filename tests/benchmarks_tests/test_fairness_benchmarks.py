@@ -24,11 +24,13 @@ def test_postgres_load_counts_lost_and_repeated_trials(
     # postgres_server: skipped with its reason where PostgreSQL is not installed (the script
     # starts a server of its own).
     out = _run(tmp_path, "postgres_load.py", "--workers", "2", "--trials", "3",
-               "--samplers", "FairBOSampler")
-    row = next(line for line in out.splitlines() if line.startswith("| FairBOSampler |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert float(cells[1]) > 0 and 0 < float(cells[2]) <= float(cells[3])
-    assert cells[4:7] == ["0", "0", "0"]  # nothing lost, recorded twice or repeated
+               "--samplers", "FairBOSampler", "--through", "direct", "grpc")
+    rows = [line for line in out.splitlines() if line.startswith("| FairBOSampler |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["direct", "gRPC proxy"]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[2]) > 0 and 0 < float(cells[3]) <= float(cells[4])
+        assert cells[5:8] == ["0", "0", "0"]  # nothing lost, recorded twice or repeated
 
 
 def test_fair_generalization_runs_both_protocols_and_summarizes(tmp_path: Path) -> None:
