@@ -162,7 +162,7 @@ def check_run(guard: InterruptGuard, run: list[Any]) -> str | None:
     """Raise when every trial of this process's run failed; else a warning when some did."""
     from optuna.trial import TrialState
 
-    completed = sum(t.state == TrialState.COMPLETE for t in run)
+    completed = sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in run)
     if run and completed == 0:
         raise RuntimeError(
             f"every trial of this run failed ({len(run)} of {len(run)}); the first: "

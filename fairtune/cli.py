@@ -100,7 +100,8 @@ _FLAGS = {
     "drop_columns": "--drop-columns", "use_sensitive_feature=False": "--hide-sensitive",
     "use_sensitive_feature": "--hide-sensitive", "study": "study", "study_name": "--study-name",
     "tenant": "--tenant", "tenants": "--tenants", "agent": "--agent", "board": "--board",
-    "storage": "--storage", "sampler": "--sampler (or --objectives)",
+    "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
+    "budgets": "--budgets",
 }
 # With --data, the dataset is the user's file and its columns.
 _DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",
@@ -133,26 +134,20 @@ def _fraction(text: str) -> float:
 
 
 def _add_tune_parser(subparsers: Any) -> None:
-    from fairtune.tuning import METRIC_NAMES, MITIGATIONS, SPACES
+    from fairtune.tuning import METRIC_NAMES, MITIGATIONS, PRUNER_NAMES, SPACES
 
     parser = subparsers.add_parser(
         "tune",
         help="tune a model for accuracy under fairness limits",
         description=(
-            "Tune a model of the Fair BO paper's search spaces on a bundled dataset or your own "
-            "file (--data), maximizing "
-            "a validation metric subject to fairness limits, and print the best fair trial. "
-            "The first trial of a study is the untuned model (the library's defaults, with the "
-            "mitigation aimed at the limit), so the search keeps it unless it finds better. "
-            "With --storage the study is saved and a second call resumes it, adding --n-trials "
-            "more trials; the study remembers its dataset, model, metric, limits and "
-            "validation, and a resume with other ones is refused. Ctrl-C stops the run (exit "
-            "code 130) and prints the best fair trial so far."
+            "Tune a model on a bundled dataset or your own file for a validation metric under "
+            "fairness limits, and print the best fair trial; the first trial is the untuned "
+            "model. With --storage a second call resumes the study (refusing another setup or "
+            "data). Ctrl-C stops the run (exit code 130) and prints the best fair trial so far."
         ),
     )
     data = parser.add_mutually_exclusive_group(required=True)
-    data.add_argument("--dataset", choices=_DATASETS, help="a bundled dataset: adult, german or "
-                                                           "compas")
+    data.add_argument("--dataset", choices=_DATASETS, help="a bundled dataset")
     data.add_argument("--data", metavar="FILE",
                       help="your own table: a .csv or .parquet file with a header row; with "
                            "--target and --sensitive")
@@ -190,6 +185,10 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
+    parser.add_argument("--pruner", choices=PRUNER_NAMES, help="multi-fidelity: fit each trial "
+                        "on --budgets of the training rows, stopping poor ones early")
+    parser.add_argument("--budgets", type=_budgets, metavar="F,F,...,1", help="with --pruner: "
+                        "fractions of the training rows (default 0.111,0.333,1)")
     _add_team_arguments(parser)
     _add_run_arguments(parser)
     parser.set_defaults(func=_cmd_tune)
@@ -260,6 +259,14 @@ def _mitigation(args: argparse.Namespace) -> Any:
             "other (or --mitigation reduction, which needs no sensitive input)."
         )
     return mitigation
+
+
+def _budgets(value: str) -> list[float]:
+    try:
+        return [float(v) for v in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, but got "
+                                         f"{value!r}") from None
 
 
 def _column_list(value: str) -> list[str]:
@@ -366,7 +373,8 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 dataset, args.model, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
-                tenant=args.tenant,
+                tenant=args.tenant, budgets=args.budgets or (
+                    [1 / 9, 1 / 3, 1.0] if args.pruner else None),
                 **kwargs,
             )
         except ValueError as e:
@@ -390,7 +398,7 @@ def _prepare_tune_study(study: Any, objective: Any, args: argparse.Namespace, na
         # The setup is stored with the study: a resumed study must not mix values measured
         # on another dataset, model, metric, limits or validation.
         with argument_names(_flags(args)):
-            objective.prepare(study, sampler=args.sampler, seed=args.seed)
+            objective.prepare(study, sampler=args.sampler, seed=args.seed, pruner=args.pruner)
     except ValueError as e:
         raise _UsageError(f"--study-name {name!r}: {e}" if objective.objectives else str(e)
                           ) from None
@@ -405,11 +413,6 @@ def _read_data(args: argparse.Namespace) -> Any:
     """``--data FILE --target --sensitive [--positive]`` as a FairDataset."""
     from fairtune.datasets import read_table
 
-    missing = [flag for flag, value in (("--target", args.target),
-                                        ("--sensitive", args.sensitive)) if value is None]
-    if missing:
-        raise _UsageError(f"--data needs {' and '.join(missing)}: the column of outcomes and "
-                          "the column(s) of the groups the limits protect.")
     return read_table(args.data, target=args.target, sensitive=args.sensitive,
                       positive=args.positive)
 

@@ -130,6 +130,11 @@ def read_table(
             not in the file, missing values in the target or the sensitive columns, or a
             target of other than two values (or of unknown polarity) without ``positive``.
     """
+    missing = [arg(name) for name, value in (("target", target), ("sensitive", sensitive))
+               if value is None]
+    if missing:
+        raise ValueError(f"{arg('path')} needs {' and '.join(missing)}: the column of outcomes "
+                         "and the column(s) of the groups the limits protect.")
     path = Path(path).expanduser()
     kind = _format(path)
     frame = _read(path, kind)

@@ -16,6 +16,7 @@ from fairtune.tuning.objective import (
     FairObjective,
     predicts_one_class,
 )
+from fairtune.tuning._trial import PRUNER_NAMES, make_pruner
 from fairtune.tuning.search import FairSearchCV
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
 from fairtune._threads import (
@@ -30,6 +31,7 @@ __all__ = [
     "MITIGATIONS",
     "MITIGATION_PARAMS",
     "POSITIVE_RATES_KEY",
+    "PRUNER_NAMES",
     "POSITIVE_RATE_KEY",
     "SPACES",
     "ThresholdClassifier",
@@ -42,6 +44,7 @@ __all__ = [
     "get_space",
     "get_training_threads",
     "limit_training_threads",
+    "make_pruner",
     "predicts_one_class",
     "register_space",
     "set_training_threads",

@@ -32,7 +32,8 @@ __all__ = [
     "check_groups", "expected_scoring", "fairness_value", "metric_score", "other_data_message",
     "other_setup_message",
     "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
-    "tightened", "warn_if_cannot_bind",
+    "tightened", "warn_if_cannot_bind", "RUNGS_KEY", "budget_rows", "checked_budgets",
+    "report_rung", "PRUNER_NAMES", "make_pruner",
 ]
 
 Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
@@ -310,3 +311,78 @@ def warn_if_cannot_bind(limits: Sequence[Any], *, stacklevel: int) -> None:
                 UserWarning,
                 stacklevel=stacklevel + 1,
             )
+
+
+RUNGS_KEY = "fairtune:rungs"
+"""Trial user attribute: ``[{"budget": 0.1, "value": ..., "<metric>": gap, ...}, ...]``, the
+trial's validation value and fairness at each smaller budget it was fitted on."""
+
+
+def checked_budgets(budgets: Any) -> tuple[float, ...]:
+    """``budgets`` as increasing fractions of the training rows in (0, 1], ending at 1.0."""
+    ok = isinstance(budgets, (list, tuple)) and len(budgets) >= 2 and all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) and 0.0 < b <= 1.0
+        for b in budgets) and list(budgets) == sorted(set(budgets)) and budgets[-1] == 1.0
+    if not ok:
+        raise ValueError(
+            f"{arg('budgets')} must be two or more increasing fractions of the training rows "
+            f"in (0, 1], the last 1.0 (e.g. (1 / 9, 1 / 3, 1.0)), but got "
+            f"{got('budgets', budgets)}."
+        )
+    return tuple(float(b) for b in budgets)
+
+
+def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int) -> list[np.ndarray]:
+    """The row positions of each budget but the last (all rows): nested subsets, each keeping
+    every label-and-group stratum's share (at least one row of each), drawn once per study
+    seed so that every trial is fitted on the same rows at the same budget."""
+    strata = pd.Series(np.asarray(y)).astype(str) + "|" + check_groups(groups).astype(str) \
+        .reset_index(drop=True)
+    rng = np.random.default_rng(seed)
+    order = {key: rng.permutation(np.flatnonzero((strata == key).to_numpy()))
+             for key in sorted(strata.unique())}
+    return [np.sort(np.concatenate([rows[:max(1, round(budget * len(rows)))]
+                                    for rows in order.values()]))
+            for budget in budgets[:-1]]
+
+
+def report_rung(trial: Any, step: int, budget: float, value: float, y_true: Any, y_pred: Any,
+                sensitive: Any, limits: list[Any], prune_unfair: bool) -> None:
+    """Record a smaller budget's validation value and fairness, report it to the pruner, and
+    stop the trial if the pruner says so.
+
+    The pruner sees the metric alone, so a trial is never stopped for looking unfair on a few
+    rows (a small sample's gap is noisy), unless ``prune_unfair``: then a rung that breaks a
+    limit reports the metric less 1, below any fair rung."""
+    import optuna
+
+    gaps = {limit.metric: fairness_value(limit.metric, y_true, y_pred, sensitive)
+            for limit in limits}
+    rungs = list(getattr(trial, "user_attrs", {}).get(RUNGS_KEY, []))
+    rungs.append({"budget": budget, "value": value, **gaps})
+    trial.set_user_attr(RUNGS_KEY, rungs)
+    fair = all(limit.violation(gaps[limit.metric]) <= 0.0 for limit in limits)
+    trial.report(value if fair or not prune_unfair else value - 1.0, step)
+    if trial.should_prune():
+        raise optuna.TrialPruned(f"pruned after the budget {budget:g} of the training rows")
+
+
+PRUNER_NAMES: tuple[str, ...] = ("successive_halving", "hyperband", "median")
+"""The pruners of :func:`make_pruner` (and of ``fairtune tune --pruner``)."""
+
+
+def make_pruner(name: str, budgets: Sequence[float]) -> Any:
+    """Optuna's pruner ``name`` set up for a trial that reports one step per budget: successive
+    halving and Hyperband with a reduction factor of 3 from the first budget, the median rule
+    after five trials."""
+    import optuna
+
+    if name not in PRUNER_NAMES:
+        raise ValueError(f"{arg('pruner')} must be one of {list(PRUNER_NAMES)}, but got "
+                         f"{got('pruner', name)}.")
+    if name == "successive_halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=len(budgets),
+                                              reduction_factor=3)
+    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)

@@ -34,7 +34,10 @@ from fairtune.tuning._trial import (
     VALIDATION_ERROR_KEY,
     VALIDATION_KEY,
     Metric,
+    budget_rows,
+    make_pruner,
     check_groups,
+    checked_budgets,
     fairness_value,
     metric_score,
     other_data_message,
@@ -42,6 +45,7 @@ from fairtune.tuning._trial import (
     out_of_fold_predictions,
     predicts_one_class,
     record_validation,
+    report_rung,
     takes_random_state,
     tightened,
     warn_if_cannot_bind,
@@ -414,6 +418,18 @@ class FairObjective:
             compare, as in scikit-learn's scorers) when the labels are not 0/1 or booleans,
             e.g. ``"approved"``; the pipelines then predict 1 for it. Defaults to None: the
             labels must be 0/1 or booleans, and any other pair is an error naming them.
+        budgets: Multi-fidelity search: increasing fractions of the training rows (the last
+            1.0) that each trial is fitted on in turn, e.g. ``(1 / 9, 1 / 3, 1.0)``. At each
+            smaller budget the trial reports its validation metric to the study's pruner
+            (``optuna.pruners.SuccessiveHalvingPruner``, ``HyperbandPruner``, ``MedianPruner``)
+            and records its fairness there (user attribute ``"fairtune:rungs"``); the pruner
+            may stop it. Only a trial that reaches the full budget completes and gets its
+            constraints, so the best fair trial is always a full-budget one. The subsets are
+            nested, stratified by label and group, and the same for every trial. Defaults to
+            None: every trial on all the training rows.
+        prune_unfair: Let the pruner stop a trial that breaks a limit at a smaller budget (it
+            then reports its metric less 1). Defaults to False: the pruner sees the metric
+            alone, since a gap measured on a few rows is noisy.
         tenant: The tenant whose data this objective scores, in a study that several tenants
             share (:class:`~fairtune.samplers.CollaborativeUCBSampler`), each with its own
             data. The setup is then stored and checked per tenant (study user attribute
@@ -468,6 +484,8 @@ class FairObjective:
         mitigation: str | Sequence[str] | None = None,
         margin: float = 0.0,
         pos_label: Any = None,
+        budgets: Sequence[float] | None = None,
+        prune_unfair: bool = False,
         tenant: str | None = None,
     ) -> None:
         _check_validation(metric, validation_size, test_size, cv)
@@ -475,6 +493,8 @@ class FairObjective:
             raise ValueError(f"{arg('tenant')} must be a non-empty string or None, but got "
                              f"{got('tenant', tenant)}.")
         self.tenant = tenant
+        self.budgets = None if budgets is None else checked_budgets(budgets)
+        self.prune_unfair = bool(prune_unfair)
         self.space = _space_of(model)
         self.objectives, self.directions = _parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
@@ -529,6 +549,15 @@ class FairObjective:
         # Studies whose setup this objective has checked and stored.
         self._recorded: set[tuple[int, int]] = set()
         self._split(X, y, sensitive)
+        if self.budgets is not None:
+            if self.objectives:
+                raise ValueError(f"{arg('budgets')} prune single-objective studies (Optuna's "
+                                 f"pruners do not stop multi-objective trials), but got "
+                                 f"{got('objectives', list(self.objectives))}.")
+            parts = ([(self.y_train, self.s_train)] if self.cv is None else
+                     [(self.y_dev.iloc[fit], self.s_dev.iloc[fit]) for fit, _ in self._folds])
+            self._budget_rows = [budget_rows(y_part, s_part, self.budgets, random_state)
+                                 for y_part, s_part in parts]
 
     def _split(self, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> None:
         """The test split (with ``test_size``), then the validation split or the folds."""
@@ -704,7 +733,8 @@ class FairObjective:
         study.enqueue_trial(params, skip_if_exists=True)
         return True
 
-    def prepare(self, study: optuna.Study, *, sampler: str | None = None, seed: int = 0) -> None:
+    def prepare(self, study: optuna.Study, *, sampler: str | None = None, seed: int = 0,
+                pruner: str | None = None) -> None:
         """Make ``study`` ready for this objective, as ``fairtune tune`` does before its trials.
 
         1. Store the objective's :attr:`setup` with the study, or raise if the study holds
@@ -723,6 +753,8 @@ class FairObjective:
             study: The study to run this objective in.
             sampler: A sampler name, or None to keep the study's sampler. Defaults to None.
             seed: The sampler's seed. Defaults to 0.
+            pruner: A pruner name of :data:`fairtune.tuning.PRUNER_NAMES` for the study, set
+                up for ``budgets`` (which it needs). Defaults to None: the study's pruner.
         """
         from fairtune._storage import fail_stale_trials
         from fairtune.samplers import make_sampler
@@ -733,6 +765,12 @@ class FairObjective:
             self.enqueue_defaults(study)
         if sampler is not None:
             study.sampler = make_sampler(sampler, seed=seed + len(study.trials))
+        if pruner is not None:
+            if self.budgets is None:
+                raise ValueError(f"{arg('pruner')} stops trials at smaller budgets, so "
+                                 f"{arg('budgets')} must be given with it, but got "
+                                 f"{got('pruner', pruner)} and {got('budgets', None)}.")
+            study.pruner = make_pruner(pruner, self.budgets)
 
     def create_study(
         self,
@@ -741,6 +779,7 @@ class FairObjective:
         seed: int = 0,
         storage: str | optuna.storages.BaseStorage | None = None,
         study_name: str | None = None,
+        pruner: str | None = None,
     ) -> optuna.Study:
         """A study for this objective, prepared as ``fairtune tune`` prepares it.
 
@@ -763,6 +802,8 @@ class FairObjective:
             storage: An Optuna storage or its URL. Defaults to None (in memory).
             study_name: The study's name. Defaults to None (a new name; with ``storage``,
                 give one to resume, or to run the same study from several workers).
+            pruner: A pruner name for a multi-fidelity search (see ``budgets`` and
+                :meth:`prepare`). Defaults to None.
         """
         import optuna
 
@@ -774,7 +815,7 @@ class FairObjective:
             study_name=study_name, load_if_exists=study_name is not None,
         ))
         self.prepare(study, sampler=sampler or ("mtkb" if self.objectives else "fairbo"),
-                     seed=seed)
+                     seed=seed, pruner=pruner)
         return study
 
     def _model_sees_sensitive(self) -> bool:
@@ -961,6 +1002,8 @@ class FairObjective:
             if key not in self._recorded:
                 self.record_setup(study)
                 self._recorded.add(key)
+        if self.budgets is not None:
+            self._run_smaller_budgets(trial)
         if self.cv is None:
             y_true, sensitive = self.y_valid, self.s_valid
             y_pred, y_score = self._fit_predict(
@@ -979,6 +1022,8 @@ class FairObjective:
                 ),
                 with_scores=self.metric == "roc_auc",
             )
+        if self.budgets is not None:
+            trial.report(self._score(y_true, y_pred, y_score), len(self.budgets) - 1)
         record_validation(trial, y_true, y_pred, sensitive, self.tuning_limits)
         if self.mitigation:
             trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))
@@ -996,6 +1041,31 @@ class FairObjective:
             trial.set_user_attr(f"fairtune:{name}", value)
             values.append(value)
         return tuple(values)  # type: ignore[return-value]
+
+    def _run_smaller_budgets(self, trial: optuna.Trial) -> None:
+        """Fit, score and report ``trial`` at each budget but the full one (see ``budgets``)."""
+        for step, budget in enumerate(self.budgets[:-1]):  # type: ignore[index]
+            if self.cv is None:
+                rows = self._budget_rows[0][step]
+                y_true, sensitive = self.y_valid, self.s_valid
+                y_pred, y_score = self._fit_predict(
+                    self.make_pipeline(trial), (self.X_train.iloc[rows],
+                                                self.y_train.iloc[rows], self.s_train.iloc[rows]),
+                    self.X_valid, self.s_valid)
+            else:
+                y_true, sensitive = self.y_dev, self.s_dev
+                folds = [(fit[self._budget_rows[k][step]], valid)
+                         for k, (fit, valid) in enumerate(self._folds)]
+                y_pred, y_score = out_of_fold_predictions(
+                    folds, len(self.y_dev),
+                    lambda fit_rows, valid_rows: self._fit_predict(
+                        self.make_pipeline(trial),
+                        (self.X_dev.iloc[fit_rows], self.y_dev.iloc[fit_rows],
+                         self.s_dev.iloc[fit_rows]),
+                        self.X_dev.iloc[valid_rows], self.s_dev.iloc[valid_rows]),
+                    with_scores=self.metric == "roc_auc")
+            report_rung(trial, step, budget, self._score(y_true, y_pred, y_score), y_true,
+                        y_pred, sensitive, self.tuning_limits, self.prune_unfair)
 
     def refit_best(
         self,
