@@ -348,8 +348,9 @@ def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int) -> lis
 
 def report_rung(trial: Any, step: int, budget: float, value: float, y_true: Any, y_pred: Any,
                 sensitive: Any, limits: list[Any], prune_unfair: bool) -> None:
-    """Record a smaller budget's validation value and fairness, report it to the pruner, and
-    stop the trial if the pruner says so.
+    """Record a smaller budget's validation value and fairness, report it to the pruner as step
+    ``step + 1`` (steps count budgets from 1, the pruners' unit of resource), and stop the
+    trial if the pruner says so.
 
     The pruner sees the metric alone, so a trial is never stopped for looking unfair on a few
     rows (a small sample's gap is noisy), unless ``prune_unfair``: then a rung that breaks a
@@ -362,7 +363,7 @@ def report_rung(trial: Any, step: int, budget: float, value: float, y_true: Any,
     rungs.append({"budget": budget, "value": value, **gaps})
     trial.set_user_attr(RUNGS_KEY, rungs)
     fair = all(limit.violation(gaps[limit.metric]) <= 0.0 for limit in limits)
-    trial.report(value if fair or not prune_unfair else value - 1.0, step)
+    trial.report(value if fair or not prune_unfair else value - 1.0, step + 1)
     if trial.should_prune():
         raise optuna.TrialPruned(f"pruned after the budget {budget:g} of the training rows")
 

@@ -1023,7 +1023,7 @@ class FairObjective:
                 with_scores=self.metric == "roc_auc",
             )
         if self.budgets is not None:
-            trial.report(self._score(y_true, y_pred, y_score), len(self.budgets) - 1)
+            trial.report(self._score(y_true, y_pred, y_score), len(self.budgets))
         record_validation(trial, y_true, y_pred, sensitive, self.tuning_limits)
         if self.mitigation:
             trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))

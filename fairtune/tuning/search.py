@@ -379,6 +379,15 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             fair use the tightened limits. Defaults to 0.
         pos_label: The favourable label, as in scikit-learn's scorers, when the labels are
             not 0/1 or booleans. Defaults to None (labels 0/1 or booleans, 1 favourable).
+        budgets: Multi-fidelity search, as :class:`~fairtune.tuning.FairObjective`'s
+            ``budgets``: increasing shares of each fold's training rows (the last 1.0) that a
+            trial is cross-validated on in turn, reporting its score to the pruner after each;
+            pruned trials are left out of ``cv_results_``. Defaults to None.
+        pruner: An Optuna pruner, or a name of :data:`fairtune.tuning.PRUNER_NAMES`, for the
+            study the search creates (or sets on ``study``). Needs ``budgets``. Defaults to
+            None.
+        prune_unfair: Let the pruner stop a trial that breaks a limit at a smaller budget.
+            Defaults to False (the pruner sees the score alone).
 
     Raises:
         ValueError: From ``fit``, naming the argument and what it received, on an unknown
@@ -430,6 +439,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         callbacks: Sequence[Callable[..., Any]] | None = None,
         margin: float = 0.0,
         pos_label: Any = None,
+        budgets: Sequence[float] | None = None,
+        pruner: Any = None,
+        prune_unfair: bool = False,
     ) -> None:
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -448,6 +460,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.callbacks = callbacks
         self.margin = margin
         self.pos_label = pos_label
+        self.budgets = budgets
+        self.pruner = pruner
+        self.prune_unfair = prune_unfair
 
     # ------------------------------------------------------------------ validation
 
@@ -801,6 +816,13 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._remember_groups(X, sensitive_features)
         fingerprint = data_fingerprint(X, y01, sensitive_features, folds=folds)
         study = self._prepare_study(limits, sampler_seed, fingerprint)
+        budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
+        if self.pruner is not None:
+            if budgets is None:
+                raise ValueError("`pruner` stops trials at smaller budgets, so `budgets` must be "
+                                 f"given with it, but got pruner={self.pruner!r} and budgets=None.")
+            study.pruner = (trial_path.make_pruner(self.pruner, budgets)
+                            if isinstance(self.pruner, str) else self.pruner)
         if not study.trials:  # the untuned configuration first, once per study
             untuned = self._untuned_params(space_or_distributions, mitigation, limits)
             if untuned is not None:
@@ -809,7 +831,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self, build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, folds=folds, covered=covered,
             fit_params=fit_all, predict_params=predict_all, limits=limits,
-            mitigation=mitigation, seed=seed,
+            mitigation=mitigation, seed=seed, budgets=budgets,
+            budget_folds=None if budgets is None else _budget_folds(
+                folds, y01, sensitive_features, budgets, seed),
         )
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
@@ -1335,6 +1359,17 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
     return ranks
 
 
+def _budget_folds(folds: list[tuple[np.ndarray, np.ndarray]], y01: np.ndarray, sensitive: Any,
+                  budgets: tuple[float, ...], seed: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """For each budget but the full one, the folds with their training rows cut to it."""
+    from sklearn.utils import _safe_indexing
+
+    cut = [trial_path.budget_rows(y01[fit], _safe_indexing(sensitive, fit), budgets, seed)
+           for fit, _ in folds]
+    return [[(fit[cut[k][step]], valid) for k, (fit, valid) in enumerate(folds)]
+            for step in range(len(budgets) - 1)]
+
+
 @dataclass
 class _SearchObjective:
     """The Optuna objective of one ``FairSearchCV.fit``: cross-validate a trial's estimator."""
@@ -1353,14 +1388,42 @@ class _SearchObjective:
     limits: list[FairnessLimit]
     mitigation: list[str]
     seed: int = 0  # random_state of a randomized predict (fairlearn's) that takes one
+    budgets: tuple[float, ...] | None = None
+    budget_folds: list[list[tuple[np.ndarray, np.ndarray]]] | None = None  # per smaller budget
+
+    def _scored(self, folds: list[tuple[np.ndarray, np.ndarray]], estimator: Any,
+                log: dict[str, list[float]]) -> tuple[float, np.ndarray, Any]:
+        """(score, pooled out-of-fold predictions, their groups) over ``folds``' test rows."""
+        from sklearn.utils import _safe_indexing
+
+        y_pred, y_score = trial_path.out_of_fold_predictions(
+            folds, len(self.y01),
+            lambda fit_rows, valid_rows: self._fit_predict(estimator, fit_rows, valid_rows, log),
+            with_scores=self.search.scoring == "roc_auc",
+        )
+        rows = self.covered
+        value = trial_path.metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
+                                        None if y_score is None else y_score[rows])
+        return value, y_pred[rows], _safe_indexing(self.sensitive, rows)
+
+    def _smaller_budgets(self, trial: optuna.Trial, estimator: Any) -> None:
+        scratch: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
+                                           SPLIT_SCORES_KEY: []}
+        for step, (budget, folds) in enumerate(zip(self.budgets or (), self.budget_folds or [])):
+            value, y_pred, sensitive = self._scored(folds, estimator, scratch)
+            trial_path.report_rung(trial, step, budget, value, self.y01[self.covered], y_pred,
+                                   sensitive, self.limits, self.search.prune_unfair)
 
     def __call__(self, trial: optuna.Trial) -> float:
+        import optuna
         from sklearn.utils import _safe_indexing
 
         estimator = self.build(trial)
         log: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
                                        SPLIT_SCORES_KEY: []}
         try:
+            if self.budget_folds is not None:
+                self._smaller_budgets(trial, estimator)
             y_pred, y_score = trial_path.out_of_fold_predictions(
                 self.folds, len(self.y01),
                 lambda fit_rows, valid_rows: self._fit_predict(estimator, fit_rows, valid_rows,
@@ -1372,6 +1435,10 @@ class _SearchObjective:
                               _safe_indexing(self.sensitive, rows), self.limits)
             value = trial_path.metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
                                  None if y_score is None else y_score[rows])
+            if self.budgets is not None:
+                trial.report(value, len(self.budgets))
+        except optuna.TrialPruned:
+            raise
         except Exception as error:
             for key, values in log.items():
                 trial.set_user_attr(key, values)

@@ -60,7 +60,7 @@ def test_a_rung_reports_the_metric_and_never_the_gap_unless_asked(prune_unfair: 
     limits = parse_limits("demographic_parity<=0.1")
     trial = _Trial(prune=False)
     report_rung(trial, 0, 0.25, 0.5, y_true, unfair, groups, limits, prune_unfair)
-    assert trial.reported == [(0.5 - prune_unfair, 0)]
+    assert trial.reported == [(0.5 - prune_unfair, 1)]  # steps count budgets from 1
     assert trial.user_attrs[RUNGS_KEY] == [
         {"budget": 0.25, "value": 0.5, "demographic_parity": 1.0}]
     with pytest.raises(optuna.TrialPruned, match="after the budget 0.25"):
@@ -83,7 +83,7 @@ def test_pruned_trials_record_their_rungs_and_the_best_fair_trial_ran_the_full_b
         assert all("demographic_parity" in rung for rung in trial.user_attrs[RUNGS_KEY])
     for trial in complete:  # both smaller budgets, then the full one with its constraints
         assert [r["budget"] for r in trial.user_attrs[RUNGS_KEY]] == [1 / 9, 1 / 3]
-        assert set(trial.intermediate_values) == {0, 1, 2}
+        assert set(trial.intermediate_values) == {1, 2, 3}
         assert "demographic_parity" in trial.constraints
     best = study.best_trial
     assert best.state == optuna.trial.TrialState.COMPLETE and is_feasible(best)
@@ -137,3 +137,31 @@ def test_the_command_line_prunes_with_budgets_and_reports_the_full_budget_trial(
     assert study.best_trial.user_attrs[RUNGS_KEY][0]["budget"] == 0.05
     assert main([*argv[:-4], "--budgets", "0.5,0.2,1"]) == 2
     assert "--budgets must be two or more increasing fractions" in capsys.readouterr().err
+
+
+def test_fairsearchcv_prunes_with_budgets_and_keeps_full_budget_trials_in_its_results() -> None:
+    from optuna.distributions import FloatDistribution, IntDistribution
+    from sklearn.ensemble import RandomForestClassifier
+
+    from fairtune.tuning import FairSearchCV
+
+    X, y, group = biased_data(1200, separation=1.0)
+    search = FairSearchCV(
+        RandomForestClassifier(n_estimators=10, random_state=0),
+        {"max_depth": IntDistribution(1, 12), "min_samples_leaf": IntDistribution(1, 60),
+         "max_features": FloatDistribution(0.2, 1.0)},
+        limits="dsp<=0.2", mitigation="threshold", cv=3, n_trials=10, random_state=0,
+        budgets=(0.2, 1.0), pruner="successive_halving",
+    ).fit(X, y, sensitive_features=group)
+    states = [t.state for t in search.study_.trials]
+    assert optuna.trial.TrialState.PRUNED in states
+    complete = [t for t in search.study_.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(search.cv_results_["params"]) == len(complete)  # pruned trials left out
+    best = search.study_.trials[search.cv_results_["trial_number"][search.best_index_]] \
+        if "trial_number" in search.cv_results_ else None
+    assert all(t.user_attrs[RUNGS_KEY][0]["budget"] == 0.2 for t in complete)
+    assert best is None or best.state == optuna.trial.TrialState.COMPLETE
+    with pytest.raises(ValueError, match="`budgets` must be given with it"):
+        FairSearchCV(RandomForestClassifier(), {"max_depth": IntDistribution(1, 3)},
+                     limits="dsp<=0.2", n_trials=1, pruner="median").fit(
+            X, y, sensitive_features=group)
