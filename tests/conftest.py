@@ -78,3 +78,12 @@ def small(sampler: Sampler, *, preliminary: int = 64, local_search: int = 1, **a
     for name, value in attributes.items():
         setattr(sampler, f"_{name}", value)
     return sampler
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1, for a server a test starts."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -11,7 +11,6 @@ upstream change it needs, so that a release that fixes it shows up here.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -25,12 +24,7 @@ import pytest
 
 from fairtune.fairness import FAIR_KEY, fairness_values, is_feasible
 from fairtune.tuning import FairObjective
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import free_port
 
 
 @pytest.fixture
@@ -38,7 +32,7 @@ def dashboard(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """(storage URL, dashboard URL) of an optuna-dashboard server on 127.0.0.1, stopped after."""
     storage = f"sqlite:///{tmp_path / 'fairtune.db'}"
     optuna.create_study(storage=storage, study_name="placeholder")  # the schema exists
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-c", "from optuna_dashboard._cli import main; main()", storage,
          "--host", "127.0.0.1", "--port", str(port)],

@@ -4,7 +4,6 @@ a real PostgreSQL database, and ``fairtune tune`` workers, tenants and agents on
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,22 +15,17 @@ import pytest
 from fairtune._storage import open_storage
 from fairtune.samplers.collaborative import ROUND_KEY
 from fairtune.tenancy import TENANT_KEY
+from tests.conftest import free_port
 from tests.test_cli_teams import TEAMS, _command, _files, _run_all
 
 pytest.importorskip("grpc", reason="Optuna's gRPC proxy needs grpcio (the test extra has it)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def proxy(postgres_url: str) -> Iterator[tuple[str, str]]:
     """(the database URL, the proxy's grpc:// URL) of a proxy server, stopped after."""
     optuna.storages.RDBStorage(postgres_url)  # the schema, before the server serves it
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-c", "import sys, optuna; optuna.logging.set_verbosity(optuna.logging."
          "WARNING); optuna.storages.run_grpc_proxy_server(optuna.storages.RDBStorage(sys.argv[1]),"
