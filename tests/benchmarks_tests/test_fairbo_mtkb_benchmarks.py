@@ -6,6 +6,7 @@ import importlib
 import re
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 
@@ -216,3 +217,22 @@ def test_mtkb_hypervolume_and_regret_by_hand() -> None:
     assert abs(hypervolume(problem, middle[None]) - 0.5**problem.n) < 0.02
     w = np.array([[0.5, 0.5], [0.25, 0.75]])
     assert np.allclose(utility(np.array([[1.0, 3.0]]), w, np.array([0.0, 1.0])), [0.5 * (0.5 + 0.25)])
+
+
+def test_scaling_splits_a_search_into_its_parts_and_summarizes(tmp_path: Path) -> None:
+    from benchmarks.scaling import synthetic
+
+    X, y, group = synthetic(4000, seed=1)
+    assert abs((group == "b").mean() - 0.4) < 0.03
+    assert y[group == "b"].mean() > y[group == "a"].mean() + 0.1  # a group-dependent base rate
+    assert np.corrcoef(X["proxy"], group == "b")[0, 1] > 0.4  # the proxy reveals the group
+    _run(tmp_path, "scaling.py", "rows", "--rows", "3000", "--n-trials", "2", "--out", "r.csv")
+    _run(tmp_path, "scaling.py", "trials", "--checkpoints", "6", "12", "--samplers",
+         "FairBOSampler", "TPESampler", "--out", "t.csv")
+    (row,) = _rows(tmp_path / "r.csv")
+    parts = [float(row[k]) for k in ("model_fit_s", "mitigation_s", "scoring_s", "suggestion_s")]
+    assert all(p >= 0 for p in parts) and sum(parts) <= float(row["wall_s"]) * 1.05
+    assert float(row["peak_memory_mb"]) > 50
+    assert [r["trials"] for r in _rows(tmp_path / "t.csv")] == ["6", "12", "6", "12"]
+    out = _run(tmp_path, "scaling.py", "summarize", "r.csv", "t.csv", "--plot", "s.png")
+    assert "| 3,000 | 2 |" in out and "| TPESampler |" in out and (tmp_path / "s.png").exists()
