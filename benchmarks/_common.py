@@ -166,3 +166,25 @@ def run_in_both_thread_settings(module: str, argv: list[str]) -> None:
                 print(line, end="", flush=True)
         if child.returncode:
             raise subprocess.CalledProcessError(child.returncode, command)
+
+
+def add_timer(owner: Any, name: str, totals: dict[str, float], key: str) -> Any:
+    """Wrap ``owner.name`` (a method or static method of a class, or an instance's method) so
+    that its calls add their seconds to ``totals[key]``; returns the attribute it replaced, to
+    restore with ``setattr(owner, name, ...)``."""
+    import inspect
+    import time
+
+    raw = inspect.getattr_static(owner, name)
+    original = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            totals[key] += time.perf_counter() - start
+
+    setattr(owner, name, staticmethod(wrapper) if isinstance(raw, staticmethod) else wrapper)
+    return raw
+

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks._common import append_rows, figure, read_rows, save_figure
+from benchmarks._common import add_timer, append_rows, figure, read_rows, save_figure
 
 SAMPLERS = ("FairBOSampler", "GPSampler", "TPESampler")
 
@@ -60,26 +60,9 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kilobytes
 
 
-def _timed(owner: Any, name: str, totals: dict[str, float], key: str) -> None:
-    """Wrap ``owner.name`` so that its calls add their seconds to ``totals[key]``."""
-    original = getattr(owner, name)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            totals[key] += time.perf_counter() - start
-
-    import inspect
-
-    static = isinstance(inspect.getattr_static(owner, name), staticmethod)
-    setattr(owner, name, staticmethod(wrapper) if static else wrapper)
-
-
 def _suggestion_timers(sampler: Any, totals: dict[str, float]) -> None:
     for name in ("infer_relative_search_space", "sample_relative", "sample_independent"):
-        _timed(sampler, name, totals, "suggestion")
+        add_timer(sampler, name, totals, "suggestion")
 
 
 def run_rows(n_rows: int, n_trials: int, seed: int) -> dict[str, Any]:
@@ -91,8 +74,8 @@ def run_rows(n_rows: int, n_trials: int, seed: int) -> dict[str, Any]:
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     totals = {"fit and mitigation": 0.0, "mitigation": 0.0, "objective": 0.0, "suggestion": 0.0}
-    _timed(ThresholdOptimizer, "fit", totals, "mitigation")
-    _timed(FairObjective, "_fit", totals, "fit and mitigation")
+    add_timer(ThresholdOptimizer, "fit", totals, "mitigation")
+    add_timer(FairObjective, "_fit", totals, "fit and mitigation")
     objective = FairObjective(synthetic(n_rows, seed), "xgboost", limits="demographic_parity<=0.05",
                               mitigation="threshold", random_state=seed)
     study = objective.create_study(seed=seed)

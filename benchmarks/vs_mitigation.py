@@ -59,6 +59,7 @@ import optuna
 import pandas as pd
 
 from benchmarks._common import (
+    add_timer,
     append_rows,
     done_keys,
     figure,
@@ -486,21 +487,7 @@ def timing(args: argparse.Namespace) -> None:
             spent = {"sampler": 0.0, "fit": 0.0, "predict": 0.0}
 
             def timed(owner: Any, name: str, bucket: str) -> Any:
-                import inspect
-
-                raw = inspect.getattr_static(owner, name)  # restored as it was afterwards
-                static = isinstance(raw, staticmethod)
-                original = getattr(owner, name)
-
-                def wrapper(*a: Any, **k: Any) -> Any:
-                    t0 = time.perf_counter()
-                    try:
-                        return original(*a, **k)
-                    finally:
-                        spent[bucket] += time.perf_counter() - t0
-
-                setattr(owner, name, staticmethod(wrapper) if static else wrapper)
-                return raw
+                return add_timer(owner, name, spent, bucket)  # restored as it was afterwards
 
             originals = [
                 (FairBOSampler, "sample_relative", timed(FairBOSampler, "sample_relative", "sampler")),

@@ -271,3 +271,13 @@ def test_vs_mitigation_headline_names_the_methods_and_compares_split_by_split(
     (tmp_path / "v.csv").unlink()
     again = _run(tmp_path, "vs_mitigation.py", "headline", "v.csv", "--datasets", "compas")
     assert again == out
+
+
+def test_vs_mitigation_timing_splits_a_search_into_sampler_fit_and_predict(tmp_path: Path) -> None:
+    out = _run(tmp_path, "vs_mitigation.py", "timing", "--datasets", "german", "--n-trials", "2",
+               "--timing-mitigations", "threshold", "--threads", "pinned", "--no-header")
+    (row,) = [line for line in out.splitlines() if line.startswith("| OMP_NUM_THREADS=1 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:4] == ["threshold", "german", "2"]
+    end_to_end, *parts = map(float, cells[4:])
+    assert end_to_end > 0 and all(p >= 0 for p in parts) and parts[1] > 0  # models were fitted
