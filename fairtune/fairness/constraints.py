@@ -37,6 +37,7 @@ __all__ = [
     "is_fair",
     "is_feasible",
     "parse_limits",
+    "record_fairness_values",
     "set_fairness_constraints",
     "study_limits",
 ]
@@ -326,17 +327,30 @@ def set_fairness_constraints(
         )
         for limit in parsed
     }
+    record_fairness_values(trial, parsed, values)
+    return values
+
+
+def record_fairness_values(
+    trial: optuna.trial.BaseTrial, limits: Sequence[FairnessLimit], values: Mapping[str, float]
+) -> None:
+    """Steps 2 to 4 of :func:`set_fairness_constraints` for metric values computed elsewhere
+    (``values[limit.metric]`` for every limit), e.g. the expected values of a randomized
+    classifier (:func:`~fairtune.fairness.metrics.expected_metric`).
+
+    Raises:
+        ValueError: If the trial already has a constraint of the same name.
+    """
     existing = trial.constraints
-    for limit in parsed:
+    for limit in limits:
         if limit.metric in existing:
             raise ValueError(_MSG_ALREADY_SET.format(name=limit.metric))
-    for limit in parsed:
-        trial.set_user_attr(USER_ATTR_PREFIX + limit.metric, values[limit.metric])
+    for limit in limits:
+        trial.set_user_attr(USER_ATTR_PREFIX + limit.metric, float(values[limit.metric]))
         trial.set_constraint(limit.metric, limit.violation(values[limit.metric]))
     # Every fairness constraint of the trial: those of earlier calls too.
     trial.set_user_attr(FAIR_KEY, all(
         value <= 0.0 for name, value in trial.constraints.items() if name in METRICS))
-    return values
 
 
 def fairness_values(trial: optuna.trial.FrozenTrial) -> dict[str, float]:

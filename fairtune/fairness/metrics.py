@@ -49,6 +49,7 @@ __all__ = [
     "disparate_impact_ratio",
     "equal_opportunity_difference",
     "equalized_odds_difference",
+    "expected_metric",
     "false_positive_rate_difference",
     "get_metric",
     "group_rates",
@@ -555,6 +556,39 @@ def _group_rates(
             codes[rows], weights=y_pred[rows], minlength=len(uniques)
         ) / sizes[:, column]
     return sample, sizes
+
+
+def expected_metric(
+    name: str, y_true: Any, probabilities: Any, *, sensitive_features: Any
+) -> float:
+    """Fairness metric ``name`` of a randomized classifier that predicts 1 for row i with
+    probability ``probabilities[i]`` (fairlearn's ThresholdOptimizer and reductions predict
+    so): its expected value over the draws, exactly.
+
+    Each group's expected rate is the mean of the probabilities over its rows (those of one
+    true label for the TPR and FPR); the metric aggregates these rates as for 0/1 predictions,
+    for which it equals :data:`METRICS`' function. Per-group sums over the rows as they are:
+    no copy of the rows per outcome, so a million rows cost a few arrays of a million numbers.
+
+    Raises:
+        ValueError: As the metrics do (bad labels, lengths, groups, undefined rates), or on
+            probabilities outside [0, 1] or missing.
+    """
+    spec = METRICS[name]
+    y_true_ = _check_binary(y_true, "y_true")
+    if len(y_true_) == 0:
+        raise ValueError(_MSG_EMPTY)
+    p = _as_1d(probabilities, "probabilities").astype(float)
+    if len(p) != len(y_true_):
+        raise ValueError(_MSG_LENGTH.format(name="probabilities", n=len(y_true_), m=len(p)))
+    bad = ~((p >= 0.0) & (p <= 1.0))  # NaN too
+    if bad.any():
+        raise ValueError(f"`probabilities` must be in [0, 1], but got {int(bad.sum())} value(s) "
+                         f"outside, e.g. {p[bad][0]}.")
+    groups = _check_sensitive(sensitive_features, len(y_true_))
+    _check_rates_defined(spec.rates, y_true_, groups, None)
+    rates, _ = _group_rates(spec.rates, y_true_, p, groups)
+    return float(_aggregate(rates, spec.aggregate))
 
 
 def metric_interval(

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from fairtune._names import arg, got
-from fairtune.fairness import set_fairness_constraints
+from fairtune.fairness import parse_limits, set_fairness_constraints
+from fairtune.fairness.constraints import record_fairness_values
 from fairtune.fairness.constraints import cannot_bind
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ __all__ = [
     "DATASET_KEY", "DATA_KEY", "METRIC_KEY", "METRIC_NAMES", "MITIGATION_SETUP_KEY",
     "MITIGATION_USED_KEY", "MODEL_KEY", "OBJECTIVES_KEY", "POSITIVE_RATES_KEY",
     "POSITIVE_RATE_KEY", "SENSITIVE_AT_PREDICTION_KEY", "TENANT_SETUP_PREFIX", "VALIDATION_ERROR_KEY", "VALIDATION_KEY",
-    "check_groups", "expected_scoring", "fairness_value", "metric_score", "other_data_message",
+    "check_groups", "is_expected", "fairness_value", "metric_score", "other_data_message",
     "other_setup_message",
     "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
     "tightened", "warn_if_cannot_bind", "RUNGS_KEY", "budget_rows", "checked_budgets",
@@ -106,30 +107,21 @@ def check_groups(sensitive: pd.Series | pd.DataFrame) -> pd.Series:
     return _check_sensitive(sensitive, len(sensitive))
 
 
-def expected_scoring(
-    y_true: Any, y_pred: np.ndarray, sensitive: Any = None
-) -> tuple[Any, np.ndarray, Any, np.ndarray | None]:
-    """``(y_true, y_pred, sensitive, sample_weight)`` that score the predictions as they are.
+def is_expected(y_pred: Any) -> bool:
+    """Whether ``y_pred`` holds a randomized classifier's probabilities of predicting 1 (floats)
+    rather than 0/1 predictions: such predictions are scored by their expected value, exactly,
+    without the noise of one draw."""
+    return bool(np.issubdtype(np.asarray(y_pred).dtype, np.floating))
 
-    0/1 predictions are returned unchanged (no weights). Float predictions are a randomized
-    predictor's probabilities of predicting 1: each row then appears twice, predicted 1 with
-    weight p and 0 with weight 1 - p, so that weighted accuracy and weighted group rates are
-    the *expected* accuracy and rates of the randomized predictor (exactly, as their
-    denominators count rows, not predictions), without the noise of one draw.
-    """
-    if not np.issubdtype(np.asarray(y_pred).dtype, np.floating):
-        return y_true, y_pred, sensitive, None
-    p = np.asarray(y_pred, dtype=float)
-    y = np.asarray(y_true)
-    both = np.concatenate([y, y])
-    if sensitive is None:
-        twice = None
-    elif isinstance(sensitive, (pd.Series, pd.DataFrame)):
-        twice = pd.concat([sensitive, sensitive], ignore_index=True)
-    else:
-        twice = np.concatenate([np.asarray(sensitive)] * 2)
-    predictions = np.concatenate([np.ones(len(p), dtype=int), np.zeros(len(p), dtype=int)])
-    return both, predictions, twice, np.concatenate([p, 1.0 - p])
+
+def _expected_counts(y_true: Any, p: np.ndarray) -> tuple[float, float, float, float]:
+    """The expected true positives, false positives, false negatives and true negatives of a
+    randomized classifier predicting 1 with probability ``p``."""
+    y = np.asarray(y_true) == 1
+    predicted = float(p.sum())
+    tp = float(p[y].sum())
+    positives = int(y.sum())
+    return tp, predicted - tp, positives - tp, len(p) - positives - (predicted - tp)
 
 
 def metric_score(
@@ -137,29 +129,36 @@ def metric_score(
 ) -> float:
     """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc.
 
-    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) gives the
-    expected accuracy or balanced accuracy (and F1 from the expected counts).
+    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1, see
+    :func:`is_expected`) gives the expected accuracy or balanced accuracy (and F1 from the
+    expected counts), computed from sums over the rows (no copy of them).
     """
     from sklearn import metrics
 
     if metric == "roc_auc":
         return float(metrics.roc_auc_score(y_true, y_score))
-    y_true, y_pred, _, weight = expected_scoring(y_true, y_pred)
+    if is_expected(y_pred):
+        tp, fp, fn, tn = _expected_counts(y_true, np.asarray(y_pred, dtype=float))
+        if metric == "accuracy":
+            return (tp + tn) / (tp + fp + fn + tn)
+        if metric == "balanced_accuracy":
+            return 0.5 * (tp / (tp + fn) + tn / (tn + fp))
+        return 2.0 * tp / (2.0 * tp + fp + fn) if tp + fp + fn > 0 else 0.0
     if metric == "accuracy":
-        return float(metrics.accuracy_score(y_true, y_pred, sample_weight=weight))
+        return float(metrics.accuracy_score(y_true, y_pred))
     if metric == "balanced_accuracy":
-        return float(metrics.balanced_accuracy_score(y_true, y_pred, sample_weight=weight))
-    return float(metrics.f1_score(y_true, y_pred, zero_division=0.0, sample_weight=weight))
+        return float(metrics.balanced_accuracy_score(y_true, y_pred))
+    return float(metrics.f1_score(y_true, y_pred, zero_division=0.0))
 
 
 def fairness_value(name: str, y_true: Any, y_pred: np.ndarray, sensitive: Any) -> float:
     """Fairness metric ``name`` of 0/1 predictions, or the expected one of probabilities."""
     from fairtune.fairness import METRICS
+    from fairtune.fairness.metrics import expected_metric
 
-    y_true, y_pred, sensitive, weight = expected_scoring(y_true, y_pred, sensitive)
-    return float(METRICS[name].function(
-        y_true, y_pred, sensitive_features=sensitive, sample_weight=weight
-    ))
+    if is_expected(y_pred):
+        return expected_metric(name, y_true, y_pred, sensitive_features=sensitive)
+    return float(METRICS[name].function(y_true, y_pred, sensitive_features=sensitive))
 
 
 def out_of_fold_predictions(
@@ -169,7 +168,7 @@ def out_of_fold_predictions(
     *,
     with_scores: bool,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Pooled out-of-fold 0/1 predictions (or probabilities of 1, see :func:`expected_scoring`) and
+    """Pooled out-of-fold 0/1 predictions (or probabilities of 1, see :func:`is_expected`) and
     scores: every row of a fold's validation part is predicted by the model that
     ``fit_predict(fit_rows, valid_rows)`` trained without it.
 
@@ -201,13 +200,16 @@ def record_validation(
     raw metric values), the validation error and the positive rate, overall and per group.
 
     Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) records the
-    expected values (see :func:`expected_scoring`)."""
+    expected values (see :func:`is_expected`)."""
     if limits:
-        y_both, pred_both, s_both, weight = expected_scoring(y_true, y_pred, sensitive)
-        set_fairness_constraints(
-            trial, y_both, pred_both, sensitive_features=s_both, sample_weight=weight,
-            limits=limits,
-        )
+        if is_expected(y_pred):
+            limits = parse_limits(limits)
+            record_fairness_values(trial, limits, {
+                limit.metric: fairness_value(limit.metric, y_true, y_pred, sensitive)
+                for limit in limits})
+        else:
+            set_fairness_constraints(trial, y_true, y_pred, sensitive_features=sensitive,
+                                     limits=limits)
     trial.set_user_attr(
         VALIDATION_ERROR_KEY, float(np.mean(np.abs(y_pred - np.asarray(y_true))))
     )

@@ -424,3 +424,53 @@ def test_interval_of_an_undefined_rate_raises_naming_the_group() -> None:
     groups = np.array(["a", "a", "a", "b", "b", "b"])
     with pytest.raises(ValueError, match="The true positive rate of group 'b' is undefined"):
         fm.metric_interval("equal_opportunity", y_true, y_pred, sensitive_features=groups)
+
+
+def _each_row_twice(y_true, p, sensitive):
+    """A randomized classifier's rows as weighted outcomes: each row predicted 1 with weight p
+    and 0 with weight 1 - p, whose weighted metrics are the expected ones."""
+    twice = (pd.concat([sensitive, sensitive], ignore_index=True)
+             if isinstance(sensitive, pd.DataFrame) else np.concatenate([sensitive, sensitive]))
+    return (np.concatenate([y_true, y_true]),
+            np.concatenate([np.ones(len(p), int), np.zeros(len(p), int)]), twice,
+            np.concatenate([p, 1.0 - p]))
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+@pytest.mark.parametrize("intersectional", [False, True])
+def test_expected_metric_equals_the_weighted_metric_of_both_outcomes(
+    name: str, intersectional: bool
+) -> None:
+    rng = np.random.default_rng(3)
+    n = 500
+    y_true = rng.integers(0, 2, n)
+    sensitive = (pd.DataFrame({"sex": rng.choice(["F", "M"], n), "race": rng.choice(["x", "y"], n)})
+                 if intersectional else rng.choice(["a", "b", "c"], n))
+    p = np.clip(0.3 + 0.4 * y_true + rng.normal(scale=0.2, size=n), 0.0, 1.0)
+    y2, pred2, s2, w2 = _each_row_twice(y_true, p, sensitive)
+    weighted = METRICS[name].function(y2, pred2, sensitive_features=s2, sample_weight=w2)
+    expected = fm.expected_metric(name, y_true, p, sensitive_features=sensitive)
+    assert expected == pytest.approx(weighted, abs=1e-12)
+    assert expected != pytest.approx(METRICS[name].function(
+        y_true, (p > 0.5).astype(int), sensitive_features=sensitive), abs=1e-3)
+    # 0/1 probabilities are 0/1 predictions.
+    hard = (p > 0.5).astype(int)
+    assert fm.expected_metric(name, y_true, hard.astype(float), sensitive_features=sensitive) == \
+        pytest.approx(METRICS[name].function(y_true, hard, sensitive_features=sensitive), abs=1e-12)
+
+
+@pytest.mark.parametrize(("probabilities", "match"), [
+    (np.array([0.2, 1.5, 0.3, 0.1]), r"`probabilities` must be in \[0, 1\], but got 1 value"),
+    (np.array([0.2, np.nan, 0.3, 0.1]), r"`probabilities` must be in \[0, 1\]"),
+    (np.array([0.2, 0.3, 0.1]), r"`probabilities` must have the same length as `y_true`"),
+])
+def test_expected_metric_refuses_bad_probabilities(probabilities, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        fm.expected_metric("demographic_parity", [0, 1, 0, 1], probabilities,
+                           sensitive_features=["a", "a", "b", "b"])
+
+
+def test_expected_metric_names_a_group_whose_rate_is_undefined() -> None:
+    with pytest.raises(ValueError, match=r"true positive rate of group 'b' is undefined"):
+        fm.expected_metric("equal_opportunity", [0, 1, 0, 0], [0.2, 0.8, 0.4, 0.1],
+                           sensitive_features=["a", "a", "b", "b"])

@@ -587,3 +587,23 @@ def test_multi_objective_form_refits_a_chosen_trial_and_scores_every_objective()
 def test_multi_objective_form_errors(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         FairObjective("german", "linear", **kwargs)
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "balanced_accuracy", "f1"])
+def test_a_randomized_predictors_score_is_the_weighted_score_of_both_outcomes(metric: str) -> None:
+    from sklearn import metrics
+
+    from fairtune.tuning._trial import metric_score
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, 400)
+    p = np.clip(0.25 + 0.5 * y + rng.normal(scale=0.25, size=400), 0.0, 1.0)
+    both = np.concatenate([y, y])
+    outcome = np.concatenate([np.ones(400, int), np.zeros(400, int)])
+    weight = np.concatenate([p, 1.0 - p])
+    function = {"accuracy": metrics.accuracy_score, "f1": metrics.f1_score,
+                "balanced_accuracy": metrics.balanced_accuracy_score}[metric]
+    assert metric_score(metric, y, p, None) == pytest.approx(
+        function(both, outcome, sample_weight=weight), abs=1e-12)
+    assert metric_score(metric, y, (p > 0.5).astype(int), None) == pytest.approx(
+        function(y, (p > 0.5).astype(int)), abs=1e-12)
