@@ -101,7 +101,7 @@ _FLAGS = {
     "use_sensitive_feature": "--hide-sensitive", "study": "study", "study_name": "--study-name",
     "tenant": "--tenant", "tenants": "--tenants", "agent": "--agent", "board": "--board",
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
-    "budgets": "--budgets",
+    "budgets": "--budgets", "resource": "--resource",
 }
 # With --data, the dataset is the user's file and its columns.
 _DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",
@@ -188,7 +188,9 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--pruner", choices=PRUNER_NAMES, help="multi-fidelity: fit each trial "
                         "on --budgets of the training rows, stopping poor ones early")
     parser.add_argument("--budgets", type=_budgets, metavar="F,F,...,1", help="with --pruner: "
-                        "fractions of the training rows (default 0.111,0.333,1)")
+                        "fractions of --resource (default 0.111,0.333,1)")
+    parser.add_argument("--resource", default="n_samples", metavar="PARAM", help="what --budgets "
+                        "cut: n_samples (training rows) or n_estimators (boosting rounds, trees)")
     _add_team_arguments(parser)
     _add_run_arguments(parser)
     parser.set_defaults(func=_cmd_tune)
@@ -374,8 +376,7 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
                 tenant=args.tenant, budgets=args.budgets or (
-                    [1 / 9, 1 / 3, 1.0] if args.pruner else None),
-                **kwargs,
+                    [1 / 9, 1 / 3, 1.0] if args.pruner else None), resource=args.resource, **kwargs,
             )
         except ValueError as e:
             raise _UsageError(str(e)) from None

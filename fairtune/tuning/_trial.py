@@ -34,6 +34,7 @@ __all__ = [
     "other_setup_message",
     "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
     "tightened", "warn_if_cannot_bind", "RUNGS_KEY", "budget_rows", "checked_budgets",
+    "checked_resource", "scale_resource",
     "report_rung", "PRUNER_NAMES", "make_pruner",
 ]
 
@@ -332,6 +333,38 @@ def checked_budgets(budgets: Any) -> tuple[float, ...]:
             f"{got('budgets', budgets)}."
         )
     return tuple(float(b) for b in budgets)
+
+
+def checked_resource(resource: Any, budgets: Sequence[float] | None) -> str:
+    """``resource``: ``"n_samples"`` or the name of a model parameter, given with ``budgets``."""
+    if not isinstance(resource, str) or not resource:
+        raise ValueError(f"{arg('resource')} must be \"n_samples\" or the name of an integer "
+                         f"parameter of the model, such as \"n_estimators\", but got "
+                         f"{got('resource', resource)}.")
+    if budgets is None and resource != "n_samples":
+        raise ValueError(f"{arg('resource')} is what {arg('budgets')} are fractions of, so "
+                         f"{arg('budgets')} must be given with it, but got "
+                         f"{got('resource', resource)} and {got('budgets', None)}.")
+    return resource
+
+
+def scale_resource(estimator: Any, resource: str, budget: float) -> Any:
+    """``estimator`` with its integer parameter ``resource`` cut to ``budget`` of its value (at
+    least 1): ``resource`` is a parameter of the estimator (``"n_estimators"``), of a step
+    (``"model__n_estimators"``), or of the one nested estimator that has it."""
+    params = estimator.get_params(deep=True)
+    keys = [k for k in params if k == resource or k.endswith("__" + resource)]
+    value = params[keys[0]] if len(keys) == 1 else None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        found = sorted(k for k, v in params.items()
+                       if isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+        raise ValueError(f"{arg('resource')} must name one positive integer parameter of the "
+                         f"model, but got {got('resource', resource)}, which "
+                         + (f"matches {keys}" if len(keys) > 1 else
+                            f"is {value!r}" if keys else "matches none")
+                         + f"; the integer parameters: {found}.")
+    estimator.set_params(**{keys[0]: max(1, round(budget * int(value)))})
+    return estimator
 
 
 def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int) -> list[np.ndarray]:

@@ -35,6 +35,7 @@ from fairtune.tuning._trial import (
     VALIDATION_KEY,
     Metric,
     budget_rows,
+    checked_resource,
     make_pruner,
     check_groups,
     checked_budgets,
@@ -46,6 +47,7 @@ from fairtune.tuning._trial import (
     predicts_one_class,
     record_validation,
     report_rung,
+    scale_resource,
     takes_random_state,
     tightened,
     warn_if_cannot_bind,
@@ -419,7 +421,8 @@ class FairObjective:
             e.g. ``"approved"``; the pipelines then predict 1 for it. Defaults to None: the
             labels must be 0/1 or booleans, and any other pair is an error naming them.
         budgets: Multi-fidelity search: increasing fractions of the training rows (the last
-            1.0) that each trial is fitted on in turn, e.g. ``(1 / 9, 1 / 3, 1.0)``. At each
+            1.0) that each trial is fitted on in turn, e.g. ``(1 / 9, 1 / 3, 1.0)``, or of the
+            model's boosting rounds (see ``resource``). At each
             smaller budget the trial reports its validation metric to the study's pruner
             (``optuna.pruners.SuccessiveHalvingPruner``, ``HyperbandPruner``, ``MedianPruner``)
             and records its fairness there (user attribute ``"fairtune:rungs"``); the pruner
@@ -427,6 +430,13 @@ class FairObjective:
             constraints, so the best fair trial is always a full-budget one. The subsets are
             nested, stratified by label and group, and the same for every trial. Defaults to
             None: every trial on all the training rows.
+        resource: What ``budgets`` are fractions of: ``"n_samples"`` (the training rows) or an
+            integer parameter of the model, such as XGBoost's and the forests'
+            ``"n_estimators"`` (boosting rounds, trees): a smaller budget then fits the trial's
+            model with that share of its value (at least 1) on all the training rows, as
+            scikit-learn's ``HalvingRandomSearchCV(resource=...)`` does. Each budget is a
+            fit of its own, so a trial that completes costs the sum of its budgets' fits.
+            Defaults to ``"n_samples"``.
         prune_unfair: Let the pruner stop a trial that breaks a limit at a smaller budget (it
             then reports its metric less 1). Defaults to False: the pruner sees the metric
             alone, since a gap measured on a few rows is noisy.
@@ -485,6 +495,7 @@ class FairObjective:
         margin: float = 0.0,
         pos_label: Any = None,
         budgets: Sequence[float] | None = None,
+        resource: str = "n_samples",
         prune_unfair: bool = False,
         tenant: str | None = None,
     ) -> None:
@@ -494,6 +505,7 @@ class FairObjective:
                              f"{got('tenant', tenant)}.")
         self.tenant = tenant
         self.budgets = None if budgets is None else checked_budgets(budgets)
+        self.resource = checked_resource(resource, self.budgets)
         self.prune_unfair = bool(prune_unfair)
         self.space = _space_of(model)
         self.objectives, self.directions = _parse_objectives(objectives, limits)
@@ -554,6 +566,7 @@ class FairObjective:
                 raise ValueError(f"{arg('budgets')} prune single-objective studies (Optuna's "
                                  f"pruners do not stop multi-objective trials), but got "
                                  f"{got('objectives', list(self.objectives))}.")
+        if self.budgets is not None and self.resource == "n_samples":
             parts = ([(self.y_train, self.s_train)] if self.cv is None else
                      [(self.y_dev.iloc[fit], self.s_dev.iloc[fit]) for fit, _ in self._folds])
             self._budget_rows = [budget_rows(y_part, s_part, self.budgets, random_state)
@@ -1044,22 +1057,28 @@ class FairObjective:
 
     def _run_smaller_budgets(self, trial: optuna.Trial) -> None:
         """Fit, score and report ``trial`` at each budget but the full one (see ``budgets``)."""
+        by_rows = self.resource == "n_samples"
+
+        def pipeline_at(budget: float) -> Any:
+            pipeline = self.make_pipeline(trial)
+            return pipeline if by_rows else scale_resource(pipeline, self.resource, budget)
+
         for step, budget in enumerate(self.budgets[:-1]):  # type: ignore[index]
             if self.cv is None:
-                rows = self._budget_rows[0][step]
+                rows = self._budget_rows[0][step] if by_rows else slice(None)
                 y_true, sensitive = self.y_valid, self.s_valid
                 y_pred, y_score = self._fit_predict(
-                    self.make_pipeline(trial), (self.X_train.iloc[rows],
-                                                self.y_train.iloc[rows], self.s_train.iloc[rows]),
+                    pipeline_at(budget), (self.X_train.iloc[rows], self.y_train.iloc[rows],
+                               self.s_train.iloc[rows]),
                     self.X_valid, self.s_valid)
             else:
                 y_true, sensitive = self.y_dev, self.s_dev
-                folds = [(fit[self._budget_rows[k][step]], valid)
+                folds = [(fit[self._budget_rows[k][step]] if by_rows else fit, valid)
                          for k, (fit, valid) in enumerate(self._folds)]
                 y_pred, y_score = out_of_fold_predictions(
                     folds, len(self.y_dev),
                     lambda fit_rows, valid_rows: self._fit_predict(
-                        self.make_pipeline(trial),
+                        pipeline_at(budget),
                         (self.X_dev.iloc[fit_rows], self.y_dev.iloc[fit_rows],
                          self.s_dev.iloc[fit_rows]),
                         self.X_dev.iloc[valid_rows], self.s_dev.iloc[valid_rows]),

@@ -383,6 +383,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``budgets``: increasing shares of each fold's training rows (the last 1.0) that a
             trial is cross-validated on in turn, reporting its score to the pruner after each;
             pruned trials are left out of ``cv_results_``. Defaults to None.
+        resource: What ``budgets`` are fractions of: ``"n_samples"`` (each fold's training
+            rows) or an integer parameter of the estimator in scikit-learn's ``set_params``
+            spelling, such as ``"n_estimators"`` or ``"classifier__n_estimators"`` (boosting
+            rounds, trees), as in ``HalvingRandomSearchCV``. Defaults to ``"n_samples"``.
         pruner: An Optuna pruner, or a name of :data:`fairtune.tuning.PRUNER_NAMES`, for the
             study the search creates (or sets on ``study``). Needs ``budgets``. Defaults to
             None.
@@ -440,6 +444,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         margin: float = 0.0,
         pos_label: Any = None,
         budgets: Sequence[float] | None = None,
+        resource: str = "n_samples",
         pruner: Any = None,
         prune_unfair: bool = False,
     ) -> None:
@@ -461,6 +466,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.margin = margin
         self.pos_label = pos_label
         self.budgets = budgets
+        self.resource = resource
         self.pruner = pruner
         self.prune_unfair = prune_unfair
 
@@ -817,6 +823,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fingerprint = data_fingerprint(X, y01, sensitive_features, folds=folds)
         study = self._prepare_study(limits, sampler_seed, fingerprint)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
+        resource = trial_path.checked_resource(self.resource, budgets)
         if self.pruner is not None:
             if budgets is None:
                 raise ValueError("`pruner` stops trials at smaller budgets, so `budgets` must be "
@@ -831,9 +838,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self, build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, folds=folds, covered=covered,
             fit_params=fit_all, predict_params=predict_all, limits=limits,
-            mitigation=mitigation, seed=seed, budgets=budgets,
+            mitigation=mitigation, seed=seed, budgets=budgets, resource=resource,
             budget_folds=None if budgets is None else _budget_folds(
-                folds, y01, sensitive_features, budgets, seed),
+                folds, y01, sensitive_features, budgets, seed) if resource == "n_samples"
+            else [folds] * (len(budgets) - 1),
         )
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
@@ -1390,6 +1398,7 @@ class _SearchObjective:
     seed: int = 0  # random_state of a randomized predict (fairlearn's) that takes one
     budgets: tuple[float, ...] | None = None
     budget_folds: list[list[tuple[np.ndarray, np.ndarray]]] | None = None  # per smaller budget
+    resource: str = "n_samples"
 
     def _scored(self, folds: list[tuple[np.ndarray, np.ndarray]], estimator: Any,
                 log: dict[str, list[float]]) -> tuple[float, np.ndarray, Any]:
@@ -1410,7 +1419,9 @@ class _SearchObjective:
         scratch: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
                                            SPLIT_SCORES_KEY: []}
         for step, (budget, folds) in enumerate(zip(self.budgets or (), self.budget_folds or [])):
-            value, y_pred, sensitive = self._scored(folds, estimator, scratch)
+            at_budget = estimator if self.resource == "n_samples" else trial_path.scale_resource(
+                clone(estimator), self.resource, budget)
+            value, y_pred, sensitive = self._scored(folds, at_budget, scratch)
             trial_path.report_rung(trial, step, budget, value, self.y01[self.covered], y_pred,
                                    sensitive, self.limits, self.search.prune_unfair)
 

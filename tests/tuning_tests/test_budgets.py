@@ -139,6 +139,25 @@ def test_the_command_line_prunes_with_budgets_and_reports_the_full_budget_trial(
     assert "--budgets must be two or more increasing fractions" in capsys.readouterr().err
 
 
+def test_the_command_line_takes_boosting_rounds_as_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'ft.db'}"
+    argv = ["tune", "--dataset", "german", "--model", "xgboost", "--limit",
+            "demographic_parity<=0.1", "--mitigation", "threshold", "--n-trials", "6",
+            "--pruner", "successive_halving", "--resource", "n_estimators", "--no-progress",
+            "--storage", storage, "--study-name", "s"]
+    assert main(argv) == 0
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert any(t.state == optuna.trial.TrialState.PRUNED for t in study.trials)
+    assert [r["budget"] for r in study.best_trial.user_attrs[RUNGS_KEY]] == [1 / 9, 1 / 3]
+    capsys.readouterr()
+    assert main(["tune", "--dataset", "german", "--model", "xgboost", "--limit", "dsp<=0.1",
+                 "--resource", "n_estimators"]) == 2
+    assert ("--resource is what --budgets are fractions of, so --budgets must be given with it"
+            in capsys.readouterr().err)
+
+
 def test_fairsearchcv_prunes_with_budgets_and_keeps_full_budget_trials_in_its_results() -> None:
     from optuna.distributions import FloatDistribution, IntDistribution
     from sklearn.ensemble import RandomForestClassifier
@@ -165,3 +184,87 @@ def test_fairsearchcv_prunes_with_budgets_and_keeps_full_budget_trials_in_its_re
         FairSearchCV(RandomForestClassifier(), {"max_depth": IntDistribution(1, 3)},
                      limits="dsp<=0.2", n_trials=1, pruner="median").fit(
             X, y, sensitive_features=group)
+
+
+def _record_fits(monkeypatch: pytest.MonkeyPatch, cls: type) -> list[tuple[int, int]]:
+    """(n_estimators, training rows) of every fit of ``cls``."""
+    fits: list[tuple[int, int]] = []
+    original = cls.fit
+
+    def fit(self, X, y, *args, **kwargs):
+        fits.append((self.n_estimators, len(X)))
+        return original(self, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "fit", fit)
+    return fits
+
+
+def test_boosting_rounds_as_the_budget_fit_a_share_of_the_trees_on_all_training_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from xgboost import XGBClassifier
+
+    fits = _record_fits(monkeypatch, XGBClassifier)
+    objective = FairObjective(biased_data(600), "xgboost", limits="dsp<=0.2",
+                              mitigation="threshold", budgets=(0.25, 1.0),
+                              resource="n_estimators")
+    study = objective.create_study(seed=0, pruner="successive_halving")
+    study.optimize(objective, n_trials=6)
+    rows = len(objective.y_train)
+    assert {n_rows for _, n_rows in fits} == {rows}  # every budget on all the training rows
+    by_trial = iter(fits)
+    for trial in study.trials:
+        trees = trial.params.get("n_estimators", 100)  # the first trial is the default model
+        assert next(by_trial)[0] == max(1, round(0.25 * trees))
+        if trial.state == optuna.trial.TrialState.COMPLETE:
+            assert next(by_trial)[0] == trees
+            assert trial.user_attrs[RUNGS_KEY][0]["budget"] == 0.25
+    assert optuna.trial.TrialState.PRUNED in [t.state for t in study.trials]
+    assert next(by_trial, None) is None
+
+
+def test_fairsearchcv_takes_a_parameter_of_the_estimator_as_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from optuna.distributions import IntDistribution
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from fairtune.tuning import FairSearchCV
+
+    fits = _record_fits(monkeypatch, RandomForestClassifier)
+    X, y, group = biased_data(600, separation=1.0)
+    pipeline = Pipeline([("scale", StandardScaler()),
+                         ("forest", RandomForestClassifier(random_state=0))])
+    search = FairSearchCV(
+        pipeline, {"forest__n_estimators": IntDistribution(8, 40),
+                   "forest__max_depth": IntDistribution(1, 8)},
+        limits="dsp<=0.2", mitigation="threshold", cv=2, n_trials=5, random_state=0,
+        budgets=(0.25, 1.0), resource="forest__n_estimators", pruner="successive_halving",
+    ).fit(X, y, sensitive_features=group)
+    # Trial by trial: both folds at a quarter of the trees, then (if not pruned) at all of
+    # them; the refit of the best at all of them.
+    expected = []
+    for trial in search.study_.trials:
+        trees = trial.params.get("forest__n_estimators", 100)
+        expected += [max(1, round(trees / 4))] * 2
+        if trial.state == optuna.trial.TrialState.COMPLETE:
+            expected += [trees] * 2
+    expected.append(search.best_params_.get("forest__n_estimators", 100))
+    assert [n for n, _ in fits] == expected
+    assert optuna.trial.TrialState.PRUNED in [t.state for t in search.study_.trials]
+
+
+def test_a_resource_that_is_no_integer_parameter_of_the_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="`budgets` must be given with it, but got "
+                                         "resource='n_estimators' and budgets=None"):
+        FairObjective(biased_data(200), "xgboost", limits="dsp<=0.2", resource="n_estimators")
+    objective = FairObjective(biased_data(300), "xgboost", limits="dsp<=0.2",
+                              budgets=(0.5, 1.0), resource="n_trees")
+    study = objective.create_study(seed=0)
+    with pytest.raises(ValueError, match=r"`resource` must name one positive integer parameter "
+                                         r"of the model, but got resource='n_trees', which "
+                                         r"matches none; the integer parameters: \[.*"
+                                         r"'model__n_estimators'"):
+        study.optimize(objective, n_trials=1)
