@@ -7,15 +7,20 @@ fitting the mitigation (``ThresholdOptimizer.fit``), scoring (predicting the val
 and measuring the metric and the limit) and the sampler's suggestions, and the process's peak
 resident memory. ``trials``: the time per suggestion of FairBOSampler, Optuna's GPSampler and
 TPESampler after 50, 200 and 500 trials of a cheap constrained objective (the model's cost
-taken out), each sampler in a fresh process. Default thread settings, as users run.
+taken out), each sampler in a fresh process. ``scoring``: the memory and time of scoring a
+million validation rows of a randomized classifier (:func:`run_scoring`). Default thread
+settings, as users run.
 
 Usage:
     python -m benchmarks.scaling rows --rows 10000 100000 1000000 --n-trials 5 \\
         --out benchmarks/results/scaling_rows.csv
     python -m benchmarks.scaling trials --checkpoints 50 200 500 \\
         --out benchmarks/results/scaling_trials.csv
+    python -m benchmarks.scaling scoring --rows 1000000 \\
+        --out benchmarks/results/scaling_scoring.csv
     python -m benchmarks.scaling summarize benchmarks/results/scaling_rows.csv \\
-        benchmarks/results/scaling_trials.csv --plot docs/images/scaling.png
+        benchmarks/results/scaling_trials.csv benchmarks/results/scaling_scoring.csv \\
+        --plot docs/images/scaling.png
 """
 
 from __future__ import annotations
@@ -132,6 +137,55 @@ def run_trials(sampler_name: str, checkpoints: Sequence[int], seed: int) -> list
     return rows
 
 
+def run_scoring(n_rows: int, seed: int) -> list[dict[str, Any]]:
+    """Scoring ``n_rows`` validation rows of a randomized classifier (the probabilities a
+    ThresholdOptimizer inside the search predicts), in this process: fairtune's scoring (the
+    accuracy and the trial's record of a demographic parity limit, from per-group sums) and the
+    scoring it replaced (each row twice, predicted 1 with weight p and 0 with weight 1 - p,
+    through fairlearn's MetricFrame and scikit-learn's weighted accuracy). Peak memory traced
+    above the inputs, and seconds."""
+    import tracemalloc
+
+    import optuna
+    from sklearn.metrics import accuracy_score
+
+    from fairtune.fairness import METRICS, parse_limits
+    from fairtune.tuning._trial import metric_score, record_validation
+
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n_rows)
+    group = pd.Series(np.where(rng.random(n_rows) < 0.4, "b", "a"))
+    p = np.clip(0.3 + 0.4 * y + rng.normal(scale=0.2, size=n_rows), 0.0, 1.0)
+    inputs_mb = (y.nbytes + p.nbytes + group.memory_usage(deep=True)) / 2**20
+
+    def fairtune_scoring() -> float:
+        trial = optuna.trial.create_trial(value=0.0)
+        record_validation(trial, y, p, group, parse_limits("demographic_parity<=0.05"))
+        return metric_score("accuracy", y, p, None)
+
+    def each_row_twice() -> float:
+        both = np.concatenate([y, y])
+        outcome = np.concatenate([np.ones(n_rows, dtype=int), np.zeros(n_rows, dtype=int)])
+        weight = np.concatenate([p, 1.0 - p])
+        twice = pd.concat([group, group], ignore_index=True)
+        METRICS["demographic_parity"].function(both, outcome, sensitive_features=twice,
+                                               sample_weight=weight)
+        return float(accuracy_score(both, outcome, sample_weight=weight))
+
+    rows = []
+    for name, score in (("fairtune (per-group sums)", fairtune_scoring),
+                        ("each row twice, weighted (replaced)", each_row_twice)):
+        tracemalloc.start()
+        start = time.perf_counter()
+        score()
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        rows.append({"scoring": name, "scored_rows": n_rows, "seconds": round(seconds, 3),
+                     "peak_above_inputs_mb": round(peak, 1), "inputs_mb": round(inputs_mb, 1)})
+    return rows
+
+
 def _in_a_fresh_process(argv: list[str]) -> Any:
     import os
 
@@ -169,6 +223,14 @@ def summarize(paths: Sequence[str], plot: str | None) -> None:
             if cells:
                 print(f"| {name} | " + " | ".join(f"{cells.get(c, float('nan')):.3f}"
                                                   for c in checkpoints) + " |")
+    scoring = [r for r in read_rows(paths) if r.get("scoring")]
+    if scoring:
+        print("\n| scoring of a randomized classifier | rows | seconds | peak memory above the "
+              "inputs, MB | inputs, MB |")
+        print("|---|---:|---:|---:|---:|")
+        for r in scoring:
+            print(f"| {r['scoring']} | {int(r['scored_rows']):,} | {float(r['seconds']):.2f} | "
+                  f"{float(r['peak_above_inputs_mb']):.0f} | {float(r['inputs_mb']):.0f} |")
     if plot and rows and trials:
         fig, (left, right) = figure(1, 2, figsize=(9, 3.4))
         ordered = sorted(rows, key=lambda r: int(r["rows"]))
@@ -205,12 +267,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     trials.add_argument("--seed", type=int, default=0)
     trials.add_argument("--out")
     trials.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    scoring = sub.add_parser("scoring")
+    scoring.add_argument("--rows", type=int, default=1_000_000)
+    scoring.add_argument("--seed", type=int, default=0)
+    scoring.add_argument("--out")
     summary = sub.add_parser("summarize")
     summary.add_argument("paths", nargs="+")
     summary.add_argument("--plot")
     args = parser.parse_args(argv)
     if args.mode == "summarize":
         summarize(args.paths, args.plot)
+        return
+    if args.mode == "scoring":
+        results = run_scoring(args.rows, args.seed)
+        if args.out:
+            append_rows(args.out, results)
+            summarize([args.out], None)
+        else:
+            print(json.dumps(results))
         return
     if args.one:  # the child process of one measurement
         result = (run_rows(args.rows[0], args.n_trials, args.seed) if args.mode == "rows"

@@ -234,5 +234,33 @@ def test_scaling_splits_a_search_into_its_parts_and_summarizes(tmp_path: Path) -
     assert all(p >= 0 for p in parts) and sum(parts) <= float(row["wall_s"]) * 1.05
     assert float(row["peak_memory_mb"]) > 50
     assert [r["trials"] for r in _rows(tmp_path / "t.csv")] == ["6", "12", "6", "12"]
-    out = _run(tmp_path, "scaling.py", "summarize", "r.csv", "t.csv", "--plot", "s.png")
+    _run(tmp_path, "scaling.py", "scoring", "--rows", "5000", "--out", "c.csv")
+    fairtune_row, replaced = _rows(tmp_path / "c.csv")
+    assert fairtune_row["scoring"].startswith("fairtune") and replaced["scoring"].startswith("each")
+    # Per-group sums take less memory than the rows copied once per outcome.
+    assert float(fairtune_row["peak_above_inputs_mb"]) < float(replaced["peak_above_inputs_mb"])
+    out = _run(tmp_path, "scaling.py", "summarize", "r.csv", "t.csv", "c.csv", "--plot", "s.png")
     assert "| 3,000 | 2 |" in out and "| TPESampler |" in out and (tmp_path / "s.png").exists()
+    assert "| fairtune (per-group sums) | 5,000 |" in out
+
+
+def test_multifidelity_runs_every_arm_within_its_time_and_summarizes(tmp_path: Path) -> None:
+    _run(tmp_path, "multifidelity.py", "run", "--rows", "3000", "--seeds", "0", "--n-trials",
+         "6", "--out", "m.csv")
+    rows = {r["arm"]: r for r in _rows(tmp_path / "m.csv")}
+    full = rows["full"]
+    assert int(full["trials"]) == int(full["completed"]) == 6
+    third = rows["full, stopped at a third"]
+    assert int(third["trials"]) < 6 and float(third["wall_s"]) == pytest.approx(
+        float(full["wall_s"]) / 3, abs=0.02)
+    for arm in ("multi-fidelity", "multi-fidelity, pruned trials used"):
+        row = rows[arm]
+        assert int(row["completed"]) >= 1 and int(row["completed"]) + int(row["pruned"]) == \
+            int(row["trials"])
+        assert 0.0 <= float(row["test_gap"]) <= 1.0
+    out = _run(tmp_path, "multifidelity.py", "summarize", "m.csv", "--plot", "m.png")
+    assert "| Synthetic (3,000 rows) | multi-fidelity |" in out and (tmp_path / "m.png").exists()
+    # A resumed run skips the seeds it has.
+    _run(tmp_path, "multifidelity.py", "run", "--rows", "3000", "--seeds", "0", "--n-trials",
+         "6", "--out", "m.csv")
+    assert len(_rows(tmp_path / "m.csv")) == 4
