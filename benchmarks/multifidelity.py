@@ -3,7 +3,7 @@
 For each seed: a full search (``FairObjective``, XGBoost with fairlearn's ThresholdOptimizer
 inside, ``demographic_parity<=0.05``, FairBOSampler, ``--n-trials`` trials on all the training
 rows) takes ``W`` seconds. The multi-fidelity searches then get ``W / 3`` (Optuna's
-``timeout``): the same objective with ``budgets=(1/9, 1/3, 1)`` and successive halving, once
+``timeout``; only the trials finished by then count): the same objective with ``budgets=(1/9, 1/3, 1)`` and successive halving, once
 with FairBOSampler as it is (it learns from completed trials only) and once with a variant that
 also learns from pruned trials (each enters the models with its last rung's validation value and
 fairness gap). The full search stopped at ``W / 3`` is scored too (its best fair trial among
@@ -22,6 +22,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import datetime
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -104,6 +105,9 @@ def _scored(objective: Any, study: Any, trials: list[Any]) -> dict[str, Any]:
     from fairtune.fairness import is_feasible
 
     complete = [t for t in trials if t.state.name == "COMPLETE"]
+    if not complete:  # none finished in time: no model, the worst outcome of a comparison
+        return dict.fromkeys(("best_trial", "valid_accuracy", "test_accuracy", "test_gap",
+                              "test_fair"), float("nan"))
     fair = [t for t in complete if is_feasible(t)] or complete
     best = max(fair, key=lambda t: t.value)
     report = objective.evaluate(objective.refit_best(study, trial=best))
@@ -144,35 +148,46 @@ def run_seed(data: str, rows: int, seed: int, n_trials: int) -> list[dict[str, A
         return FairObjective(table, "xgboost", limits=LIMIT, mitigation="threshold",
                              test_size=0.2, random_state=seed, **kwargs)
 
-    def counts(study: Any) -> dict[str, int]:
-        states = [t.state.name for t in study.trials]
+    def counts(trials: Any) -> dict[str, int]:
+        states = [t.state.name for t in getattr(trials, "trials", trials)]
         return {"trials": len(states), "completed": states.count("COMPLETE"),
                 "pruned": states.count("PRUNED")}
 
     base = {"data": data, "rows": n_rows, "seed": seed}
     full = objective()
     study = full.create_study(seed=seed)
+    started = datetime.datetime.now()
     start = time.perf_counter()
     study.optimize(full, n_trials=n_trials)
     wall = time.perf_counter() - start
     out = [{**base, "arm": ARMS[0], "wall_s": round(wall, 2), **counts(study),
             **_scored(full, study, study.trials)}]
-    first = study.trials[0].datetime_start
-    early = [t for t in study.trials
-             if (t.datetime_complete - first).total_seconds() <= wall / 3]
-    out.append({**base, "arm": ARMS[1], "wall_s": round(wall / 3, 2), "trials": len(early),
+    early, seconds = _finished_within(study, started, wall / 3)
+    out.append({**base, "arm": ARMS[1], "wall_s": round(seconds, 2), "trials": len(early),
                 "completed": len(early), "pruned": 0, **_scored(full, study, early)})
     for arm, sampler in ((ARMS[2], None), (ARMS[3], pruned_trials_sampler(seed, BOUND))):
         multi = objective(budgets=BUDGETS)
         study = multi.create_study(seed=seed, pruner="successive_halving")
         if sampler is not None:
             study.sampler = sampler
-        start = time.perf_counter()
+        started = datetime.datetime.now()
+        # Optuna's timeout starts no trial after the deadline but lets the last one finish:
+        # only the trials finished by the deadline count.
         study.optimize(multi, n_trials=100 * n_trials, timeout=wall / 3)
-        out.append({**base, "arm": arm, "wall_s": round(time.perf_counter() - start, 2),
-                    **counts(study), **_scored(multi, study, study.trials),
-                    **_rung_agreement(study.trials)})
+        within, seconds = _finished_within(study, started, wall / 3)
+        out.append({**base, "arm": arm, "wall_s": round(seconds, 2), **counts(within),
+                    **_scored(multi, study, within), **_rung_agreement(within)})
     return out
+
+
+def _finished_within(study: Any, started: datetime.datetime, seconds: float
+                     ) -> tuple[list[Any], float]:
+    """The trials of ``study`` finished within ``seconds`` of ``started``, and the seconds to
+    the last of them."""
+    ends = [((t.datetime_complete - started).total_seconds(), t) for t in study.trials
+            if t.datetime_complete is not None]
+    within = [(end, t) for end, t in ends if end <= seconds]
+    return [t for _, t in within], max((end for end, _ in within), default=0.0)
 
 
 def run(args: argparse.Namespace) -> None:

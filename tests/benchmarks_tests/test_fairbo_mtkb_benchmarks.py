@@ -250,14 +250,12 @@ def test_multifidelity_runs_every_arm_within_its_time_and_summarizes(tmp_path: P
     rows = {r["arm"]: r for r in _rows(tmp_path / "m.csv")}
     full = rows["full"]
     assert int(full["trials"]) == int(full["completed"]) == 6
-    third = rows["full, stopped at a third"]
-    assert int(third["trials"]) < 6 and float(third["wall_s"]) == pytest.approx(
-        float(full["wall_s"]) / 3, abs=0.02)
-    for arm in ("multi-fidelity", "multi-fidelity, pruned trials used"):
-        row = rows[arm]
-        assert int(row["completed"]) >= 1 and int(row["completed"]) + int(row["pruned"]) == \
-            int(row["trials"])
-        assert 0.0 <= float(row["test_gap"]) <= 1.0
+    for arm in ("full, stopped at a third", "multi-fidelity", "multi-fidelity, pruned trials used"):
+        row = rows[arm]  # only the trials finished within a third of the full search's time
+        assert float(row["wall_s"]) <= float(full["wall_s"]) / 3
+        assert int(row["completed"]) + int(row["pruned"]) == int(row["trials"])
+        assert row["test_gap"] == "nan" or 0.0 <= float(row["test_gap"]) <= 1.0
+    assert int(rows["full, stopped at a third"]["trials"]) < 6
     out = _run(tmp_path, "multifidelity.py", "summarize", "m.csv", "--plot", "m.png")
     assert "| Synthetic (3,000 rows) | multi-fidelity |" in out and (tmp_path / "m.png").exists()
     # A resumed run skips the seeds it has.
