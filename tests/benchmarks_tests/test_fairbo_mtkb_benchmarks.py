@@ -262,3 +262,31 @@ def test_multifidelity_runs_every_arm_within_its_time_and_summarizes(tmp_path: P
     _run(tmp_path, "multifidelity.py", "run", "--rows", "3000", "--seeds", "0", "--n-trials",
          "6", "--out", "m.csv")
     assert len(_rows(tmp_path / "m.csv")) == 4
+
+
+def test_multifidelity_scores_the_best_fair_trial_finished_in_time() -> None:
+    import datetime
+
+    from benchmarks.multifidelity import _finished_within, _scored, pruned_trials_sampler
+    from benchmarks.scaling import synthetic
+    from fairtune.tuning import FairObjective
+
+    objective = FairObjective(synthetic(3000, 0), "xgboost", limits="demographic_parity<=0.05",
+                              mitigation="threshold", test_size=0.2, budgets=(1 / 3, 1.0))
+    study = objective.create_study(seed=0, pruner="successive_halving")
+    study.sampler = pruned_trials_sampler(0, 0.05)
+    started = datetime.datetime.now()
+    study.optimize(objective, n_trials=8)
+    every, seconds = _finished_within(study, started, 1e6)
+    assert len(every) == 8 and seconds > 0
+    assert _finished_within(study, started, 0.0) == ([], 0.0)
+    row = _scored(objective, study, every)
+    best = study.trials[row["best_trial"]]
+    assert best.state == optuna.trial.TrialState.COMPLETE and best.value == max(
+        t.value for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
+        and all(v <= 0 for v in t.constraints.values()))
+    assert 0.5 < row["test_accuracy"] < 1.0 and row["test_fair"] == int(row["test_gap"] <= 0.05)
+    # The variant's models see the pruned trials: each with its last rung's value and gap.
+    pruned = study.sampler._pruned(study, {"n_estimators"})
+    assert len(pruned) == sum(t.state == optuna.trial.TrialState.PRUNED for t in study.trials) > 0
+    assert all(set(t.constraints) == {"demographic_parity"} for t in pruned)
