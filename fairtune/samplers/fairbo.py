@@ -123,8 +123,13 @@ class FairBOSampler(GPSamplerBase):
     A study without constraints is plain GP-EI Bayesian optimization (the paper's "BO"
     baseline). A COMPLETE trial that lacks a constraint the study uses counts as infeasible
     (for the model its value is imputed as a clear violation); failed, pruned and NaN trials are
-    ignored. Parameters outside the search space shared by all trials (dynamic search spaces)
-    are sampled by ``independent_sampler`` with a logged warning.
+    ignored. A pruned trial's last value was measured on a smaller budget, below its full-budget
+    value and ranking the trials only roughly as that does; a variant that fed pruned trials to
+    the models was not better in a multi-fidelity search
+    (docs/benchmarks/multifidelity.md). Under a pruner the random start therefore lasts
+    until ``n_startup_trials`` trials have completed. Parameters outside the search space
+    shared by all trials (dynamic search spaces) are sampled by ``independent_sampler`` with a
+    logged warning.
 
     Example:
         >>> import optuna
