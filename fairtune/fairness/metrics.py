@@ -578,7 +578,7 @@ def expected_metric(
     y_true_ = _check_binary(y_true, "y_true")
     if len(y_true_) == 0:
         raise ValueError(_MSG_EMPTY)
-    p = _as_1d(probabilities, "probabilities").astype(float)
+    p = np.asarray(_as_1d(probabilities, "probabilities"), dtype=float)  # no copy of floats
     if len(p) != len(y_true_):
         raise ValueError(_MSG_LENGTH.format(name="probabilities", n=len(y_true_), m=len(p)))
     bad = ~((p >= 0.0) & (p <= 1.0))  # NaN too
