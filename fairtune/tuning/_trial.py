@@ -142,8 +142,9 @@ def metric_score(
         tp, fp, fn, tn = _expected_counts(y_true, np.asarray(y_pred, dtype=float))
         if metric == "accuracy":
             return (tp + tn) / (tp + fp + fn + tn)
-        if metric == "balanced_accuracy":
-            return 0.5 * (tp / (tp + fn) + tn / (tn + fp))
+        if metric == "balanced_accuracy":  # the mean recall of the labels present, as sklearn's
+            recalls = [hit / (hit + miss) for hit, miss in ((tp, fn), (tn, fp)) if hit + miss > 0]
+            return float(np.mean(recalls))
         return 2.0 * tp / (2.0 * tp + fp + fn) if tp + fp + fn > 0 else 0.0
     if metric == "accuracy":
         return float(metrics.accuracy_score(y_true, y_pred))

@@ -607,3 +607,6 @@ def test_a_randomized_predictors_score_is_the_weighted_score_of_both_outcomes(me
         function(both, outcome, sample_weight=weight), abs=1e-12)
     assert metric_score(metric, y, (p > 0.5).astype(int), None) == pytest.approx(
         function(y, (p > 0.5).astype(int)), abs=1e-12)
+    if metric == "balanced_accuracy":  # one label only: the recall of that label
+        ones = np.ones(10, int)
+        assert metric_score(metric, ones, np.full(10, 0.7), None) == pytest.approx(0.7)
