@@ -258,7 +258,9 @@ def _plot(frame: pd.DataFrame, path: str) -> None:
             difference = (rows.test_accuracy - reference.test_accuracy).to_numpy()
             ax.scatter(x + jitter.uniform(-0.12, 0.12, len(difference)), difference, s=18,
                        color=color, alpha=0.8)
-            ax.plot([x - 0.25, x + 0.25], [np.nanmedian(difference)] * 2, color="black", lw=1.5)
+            if np.isfinite(difference).any():  # an arm that finished no trial in time has none
+                ax.plot([x - 0.25, x + 0.25], [np.nanmedian(difference)] * 2, color="black",
+                        lw=1.5)
         ax.axhline(0.0, color="black", lw=0.6, ls=":")
         ax.set_xticks(range(3), labels, fontsize=8)
         ax.set_title(f"{_TABLE[data]} ({int(part.rows.iloc[0]):,} rows)")

@@ -271,7 +271,7 @@ def test_multifidelity_scores_the_best_fair_trial_finished_in_time() -> None:
     from benchmarks.scaling import synthetic
     from fairtune.tuning import FairObjective
 
-    assert _data("adult", 0, 0)[1] == 48842 and _data("synthetic", 3000, 0)[1] == 3000
+    assert _data("adult", 0, 0)[1] == 45222 and _data("synthetic", 3000, 0)[1] == 3000
     objective = FairObjective(synthetic(3000, 0), "xgboost", limits="demographic_parity<=0.05",
                               mitigation="threshold", test_size=0.2, budgets=(1 / 3, 1.0))
     study = objective.create_study(seed=0, pruner="successive_halving")
