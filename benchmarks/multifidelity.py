@@ -230,11 +230,13 @@ def summarize(args: argparse.Namespace) -> None:
               "accuracy: {} / {} / {} (p = {:.2f})".format(
                   _TABLE[data], *paired(used.test_accuracy.to_numpy(),
                                         ignored.test_accuracy.to_numpy())))
-        multi = part[part.arm.str.startswith("multi")]
-        print(f"\n{_TABLE[data]}: the smallest budget's validation accuracy against the full "
-              f"budget's, over the completed trials: rank correlation "
-              f"{multi.smallest_budget_spearman.median():.2f} (median over seeds and arms), "
-              f"{multi.smallest_budget_drop.mean():.4f} lower on average.\n")
+        multi = part[part.arm.str.startswith("multi")].dropna(
+            subset=["smallest_budget_spearman", "smallest_budget_drop"])
+        if len(multi):  # searches with three or more completed trials
+            print(f"\n{_TABLE[data]}: the smallest budget's validation accuracy against the "
+                  f"full budget's, over the completed trials: rank correlation "
+                  f"{multi.smallest_budget_spearman.median():.2f} (median over seeds and "
+                  f"arms), {multi.smallest_budget_drop.mean():.4f} lower on average.\n")
     if args.plot:
         _plot(frame, args.plot)
 
