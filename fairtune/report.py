@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fairtune._text import format_table, printable
+
 if TYPE_CHECKING:
     import optuna
 
@@ -60,23 +62,6 @@ TEST_SCORES_KEY = "fairtune:test_scores"
 ``{"trial": number, "lines": [...]}`` (written by :func:`scores_on_test_split` with ``store``)."""
 TEST_CONFIDENCE = 0.95
 """The level of the fairness metrics' bootstrap intervals on the test split."""
-
-
-def format_table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int]
-) -> str:
-    """A plain-text table: the header, a rule, the rows; columns padded to their widest cell."""
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-
-    def fmt(line: Sequence[str]) -> str:
-        cells = [
-            cell.rjust(width) if i in right_aligned else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(line, widths))
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([fmt(header), rule, *(fmt(row) for row in rows)]) + "\n"
 
 
 def with_interval(value: float, interval: tuple[float, float] | None, label: str = "") -> str:

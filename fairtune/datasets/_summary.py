@@ -74,7 +74,7 @@ def describe_datasets() -> pd.DataFrame:
 
 def describe_datasets_text() -> str:
     """:func:`describe_datasets` as the table ``fairtune datasets`` prints, with its note."""
-    from fairtune.report import format_table
+    from fairtune._text import format_table
 
     rows = [
         [

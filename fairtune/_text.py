@@ -1,0 +1,43 @@
+"""Plain text for people: tables and values from the data, safe to print.
+
+A bottom module: the datasets' summary, the report and the command line format text with the
+same helpers, and none of them imports another for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["format_table", "printable"]
+
+
+def printable(value: Any) -> str:
+    """``str(value)`` with control characters escaped (``\\n`` as ``\\\\n``, ``\\x1b`` as
+    ``\\\\x1b``): a group, column or study name read from a user's file must not move the
+    cursor, clear a terminal or break a table's rows when it is printed."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def format_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int]
+) -> str:
+    """A plain-text table: the header, a rule, the rows; columns padded to their widest cell
+    (every cell through :func:`printable`)."""
+    header = [printable(cell) for cell in header]
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+
+    def fmt(line: Sequence[str]) -> str:
+        cells = [
+            cell.rjust(width) if i in right_aligned else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths))
+        ]
+        return "  ".join(cells).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([fmt(header), rule, *(fmt(row) for row in rows)]) + "\n"
