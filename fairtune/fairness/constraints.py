@@ -411,8 +411,9 @@ def _implied_bound(trial: optuna.trial.FrozenTrial, name: str) -> float | None:
 def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
     """The limits that decide which trials of ``study`` are fair, by constraint name.
 
-    1. The limits stored with the study (user attribute :data:`LIMITS_KEY`, written by
-       :class:`~fairtune.tuning.FairObjective` and ``fairtune tune``), with their bounds.
+    1. The limits stored with the study (its setup record, written by
+       :class:`~fairtune.tuning.FairObjective`, :class:`~fairtune.tuning.FairSearchCV` and
+       ``fairtune tune``; :data:`LIMITS_KEY` in studies of older versions), with their bounds.
     2. Every other constraint name found on the study's COMPLETE trials. For a fairness metric
        the bound is the median of the bounds its trials were measured with (``value -
        constraint``); a constraint set by hand (``trial.set_constraint``) maps to None: its
@@ -426,8 +427,12 @@ def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
     """
     from optuna.trial import TrialState
 
+    from fairtune._keys import SETUP_KEY
+
     limits: dict[str, FairnessLimit | None] = {}
-    for text in study.user_attrs.get(LIMITS_KEY) or []:
+    # The setup record's limits; a study stored by an older version kept them under LIMITS_KEY.
+    stored = (study.user_attrs.get(SETUP_KEY) or {}).get("limits")
+    for text in stored if stored is not None else study.user_attrs.get(LIMITS_KEY) or []:
         try:
             limit = FairnessLimit.parse(str(text))
         except ValueError:
