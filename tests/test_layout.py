@@ -1,0 +1,248 @@
+"""The package layout of shared/DESIGN.md section 1: imports point down, with no cycle, and every
+``"fairtune:..."`` key is spelled in one bottom module, ``fairtune/_keys.py``.
+
+The checks read the source with :mod:`ast` (nothing is imported), so that an import inside a
+function counts as much as one at the top of a module: a lazy import that closes a cycle still
+makes the import order matter, and still ties the lower layer to the upper one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "fairtune"
+
+# What fairtune.datasets may not import, directly or through another fairtune module.
+_ABOVE_DATASETS = ("fairtune.report", "fairtune.tuning", "fairtune.visualization",
+                   "fairtune.samplers", "fairtune.cli")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node``, except the body of ``if TYPE_CHECKING:`` (never executed)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield other
+                yield from _walk(other)
+            continue
+        yield child
+        yield from _walk(child)
+
+
+def _target(module: str) -> str | None:
+    """The module an import of ``module`` runs: itself, or None if it is not fairtune's."""
+    return module if module in MODULES else None
+
+
+def imports(source: str, name: str, *, is_package: bool = False) -> set[str]:
+    """The fairtune modules that the code ``source`` of module ``name`` imports, anywhere in it
+    (``is_package``: ``source`` is the ``__init__.py`` of package ``name``)."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(t for alias in node.names if (t := _target(alias.name)))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: "." is the package, each further dot one level up
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                # `from fairtune.x import y` runs fairtune.x.y when y is a module, else fairtune.x.
+                target = _target(f"{module}.{alias.name}") or _target(module)
+                if target:
+                    found.add(target)
+    found.discard(name)
+    return found
+
+
+GRAPH: dict[str, set[str]] = {
+    name: imports(path.read_text(), name, is_package=path.name == "__init__.py")
+    for name, path in MODULES.items()
+}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (``[a, b, ..., a]``) through each strongly connected component of more than one
+    module (Tarjan's algorithm, then a path back to the component's first module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+
+    cycles = []
+    for component in components:
+        inside = set(component)
+        start = component[0]
+        # Breadth-first from start's successors back to start, inside the component.
+        parents: dict[str, str] = {w: start for w in sorted(graph[start] & inside)}
+        queue = list(parents)
+        while start not in parents:
+            v = queue.pop(0)
+            for w in sorted(graph[v] & inside):
+                if w not in parents:
+                    parents[w] = v
+                    queue.append(w)
+        path = [start]
+        while (v := parents[path[-1]]) != start:
+            path.append(v)
+        cycles.append([start, *reversed(path)])
+    return cycles
+
+
+def _path(graph: dict[str, set[str]], source: str, goal: str) -> list[str] | None:
+    parents: dict[str, str | None] = {source: None}
+    queue = [source]
+    while queue:
+        v = queue.pop(0)
+        if v == goal:
+            path = [v]
+            while (p := parents[path[-1]]) is not None:
+                path.append(p)
+            return path[::-1]
+        for w in sorted(graph[v]):
+            if w not in parents:
+                parents[w] = v
+                queue.append(w)
+    return None
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    source = """
+import numpy
+import fairtune.tenancy
+from fairtune import collaboration, __version__
+from fairtune.fairness import is_fair
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from fairtune.report import Report
+else:
+    from fairtune._names import arg
+def f():
+    from fairtune.samplers._base import collect_trials
+    from . import spaces
+    from .._gp import gp
+    from ..datasets import load_adult
+"""
+    assert imports(source, "fairtune.tuning.probe") == {
+        "fairtune.tenancy", "fairtune.collaboration", "fairtune", "fairtune.fairness",
+        "fairtune._names", "fairtune.samplers._base", "fairtune.tuning.spaces", "fairtune._gp.gp",
+        "fairtune.datasets",
+    }
+    assert imports("from . import spaces\nfrom .. import _keys", "fairtune.tuning",
+                   is_package=True) == {"fairtune.tuning.spaces", "fairtune._keys"}
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_datasets_import_nothing_from_the_layers_above() -> None:
+    leaks = []
+    for name in MODULES:
+        if name == "fairtune.datasets" or name.startswith("fairtune.datasets."):
+            for above in MODULES:
+                if above.startswith(_ABOVE_DATASETS) and (path := _path(GRAPH, name, above)):
+                    leaks.append(" -> ".join(path))
+    assert not leaks, "fairtune.datasets imports from above it:\n" + "\n".join(leaks)
+
+
+def _doc_strings(tree: ast.AST) -> set[int]:
+    """The ids of string statements: module/class/function docstrings and the attribute
+    docstrings after an assignment (text for readers, never a value the code uses)."""
+    return {
+        id(node.value) for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
+
+
+def key_literals(path: Path) -> list[str]:
+    """``line: text`` of every string in the code of ``path`` that starts with "fairtune:"."""
+    source = path.read_text()
+    tree = ast.parse(source, str(path))
+    docs = _doc_strings(tree)
+    in_fstrings = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+                   for part in node.values}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            first = node.values[0] if node.values else None
+            text = first.value if isinstance(first, ast.Constant) else None
+        elif isinstance(node, ast.Constant) and id(node) not in docs | in_fstrings:
+            text = node.value
+        else:
+            continue
+        if isinstance(text, str) and text.startswith("fairtune:"):
+            found.append(f"{node.lineno}: {ast.get_source_segment(source, node)}")
+    return found
+
+
+def test_key_literals_are_found_in_code_and_not_in_docstrings(tmp_path: Path) -> None:
+    # A constant, an f-string; not the docstrings (module, function, attribute).
+    source = ('"""fairtune: a module."""\nKEY = "fairtune:a"\n"""``"fairtune:a"``."""\n'
+              'def f(name):\n    """fairtune:doc"""\n    return f"fairtune:{name}", "x:fairtune:"\n')
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    assert [line.split(":", 1)[0] for line in key_literals(path)] == ["2", "6"]
+
+
+def test_every_key_is_spelled_in_keys_only() -> None:
+    keys = PACKAGE / "_keys.py"
+    assert key_literals(keys), "fairtune/_keys.py defines no key"
+    found = [f"fairtune/{path.relative_to(PACKAGE).as_posix()}:{line}"
+             for path in MODULES.values() if path != keys for line in key_literals(path)]
+    assert not found, (
+        "spell these keys with the constants of fairtune/_keys.py:\n" + "\n".join(found)
+    )
+
+
+def test_keys_module_is_at_the_bottom() -> None:
+    assert GRAPH["fairtune._keys"] == set()
