@@ -25,13 +25,14 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairtune import _keys
 from fairtune._names import arg
 
 if TYPE_CHECKING:
     import optuna
     from optuna.storages import BaseStorage
 
-KEY_PREFIX = "fairtune:"
+KEY_PREFIX = _keys.PREFIX
 # RDB storages cap a system attribute's JSON-encoded value at 2048 characters (PostgreSQL enforces
 # it; SQLite does not).
 MAX_VALUE_LENGTH = 2000
@@ -114,7 +115,7 @@ def read_trial_text(attrs: Mapping[str, Any], key: str) -> str | None:
 
 # Study system attribute where MTKBSampler keeps its last fitted task correlation (JSON, n x n);
 # here, not in the sampler's module, so that `fairtune report` reads it without importing torch.
-TASK_CORRELATION_KEY = KEY_PREFIX + "mtkb:task_correlation"
+TASK_CORRELATION_KEY = _keys.TASK_CORRELATION_KEY
 
 
 def stored_task_correlation(study: optuna.Study) -> Any:

@@ -45,6 +45,7 @@ from optuna.distributions import BaseDistribution, distribution_to_json, json_to
 from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
+from fairtune import _keys
 from fairtune._storage import (
     GRPC_PREFIX,
     JOURNAL_PREFIX,
@@ -58,9 +59,9 @@ from fairtune._storage import (
 __all__ = ["Board", "Post", "open_study", "simulate", "sliced_lhs_value"]
 
 BOARD_STUDY_PREFIX = "fairtune-board:"
-SEED_KEY = "fairtune:board:seed"
-AGENT_KEY_PREFIX = "fairtune:board:agent:"
-POST_KEY_PREFIX = "fairtune:board:post:"
+SEED_KEY = _keys.BOARD_SEED_KEY
+AGENT_KEY_PREFIX = _keys.BOARD_AGENT_PREFIX
+POST_KEY_PREFIX = _keys.BOARD_POST_PREFIX
 
 
 @dataclass(frozen=True)

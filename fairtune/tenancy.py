@@ -15,6 +15,7 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from fairtune import _keys
 from fairtune._storage import read_trial_text, trial_text_attrs
 
 if TYPE_CHECKING:
@@ -31,9 +32,9 @@ __all__ = [
     "trials_by_tenant",
 ]
 
-TENANT_KEY = "fairtune:tenant"
+TENANT_KEY = _keys.TENANT_KEY
 """Trial user attribute holding the name of the tenant that evaluates the trial."""
-FINISHED_KEY = "fairtune:finished_at_creation"
+FINISHED_KEY = _keys.FINISHED_KEY
 """Trial system attribute written by :func:`ask` as part of the new trial: which trials of the
 study had finished when it was created (read it with :func:`finished_at_creation`)."""
 # (storage object id, study id) -> the tenant that this process's study.optimize serves.

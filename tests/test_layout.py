@@ -227,8 +227,14 @@ def key_literals(path: Path) -> list[str]:
 
 def test_key_literals_are_found_in_code_and_not_in_docstrings(tmp_path: Path) -> None:
     # A constant, an f-string; not the docstrings (module, function, attribute).
-    source = ('"""fairtune: a module."""\nKEY = "fairtune:a"\n"""``"fairtune:a"``."""\n'
-              'def f(name):\n    """fairtune:doc"""\n    return f"fairtune:{name}", "x:fairtune:"\n')
+    source = (
+        '"""fairtune: a module."""\n'
+        'KEY = "fairtune:a"\n'
+        '"""``"fairtune:a"``."""\n'
+        'def f(name):\n'
+        '    """fairtune:doc"""\n'
+        '    return f"fairtune:{name}", "x:fairtune:"\n'
+    )
     path = tmp_path / "probe.py"
     path.write_text(source)
     assert [line.split(":", 1)[0] for line in key_literals(path)] == ["2", "6"]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 
+from fairtune import _keys
 from fairtune._names import arg, got
 
 from fairtune.fairness.metrics import METRICS, MetricSpec, get_metric
@@ -42,10 +43,10 @@ __all__ = [
     "study_limits",
 ]
 
-USER_ATTR_PREFIX = "fairtune:"
+USER_ATTR_PREFIX = _keys.PREFIX
 """Prefix of the user attributes holding raw metric values: ``"fairtune:demographic_parity"``."""
 
-FAIR_KEY = "fairtune:fair"
+FAIR_KEY = _keys.FAIR_KEY
 """Trial user attribute: whether every limit :func:`set_fairness_constraints` recorded holds.
 
 The constraints are what Optuna reads; this copy of their verdict is for tools that show user
@@ -53,7 +54,7 @@ attributes but not Optuna 5's named constraints (optuna-dashboard 0.21 reads onl
 attribute), and for ``study.trials_dataframe()``.
 """
 
-LIMITS_KEY = "fairtune:limits"
+LIMITS_KEY = _keys.LIMITS_KEY
 """Study user attribute: the study's fairness limits as strings, ``["demographic_parity<=0.05"]``.
 
 Written by :class:`~fairtune.tuning.FairObjective` and ``fairtune tune``; read by
@@ -427,11 +428,9 @@ def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
     """
     from optuna.trial import TrialState
 
-    from fairtune._keys import SETUP_KEY
-
     limits: dict[str, FairnessLimit | None] = {}
     # The setup record's limits; a study stored by an older version kept them under LIMITS_KEY.
-    stored = (study.user_attrs.get(SETUP_KEY) or {}).get("limits")
+    stored = (study.user_attrs.get(_keys.SETUP_KEY) or {}).get("limits")
     for text in stored if stored is not None else study.user_attrs.get(LIMITS_KEY) or []:
         try:
             limit = FairnessLimit.parse(str(text))
@@ -506,11 +505,9 @@ def best_fair_trial(
     from optuna.trial import TrialState
 
     limits = study_limits(study) if limits is None else limits
-    from fairtune.tenancy import TENANT_KEY
-
     fair = [
         t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if is_fair(t, limits) and (tenant is None or t.user_attrs.get(TENANT_KEY) == tenant)
+        if is_fair(t, limits) and (tenant is None or t.user_attrs.get(_keys.TENANT_KEY) == tenant)
     ]
     if not fair:
         return None

@@ -23,6 +23,7 @@ from optuna.samplers import BaseSampler
 from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 
+from fairtune import _keys
 from fairtune._gp.search_space import SearchSpace
 from fairtune._threads import limit_threads
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
@@ -35,11 +36,11 @@ _LOCK_TYPE = type(threading.Lock())
 
 # Trial system attribute where a sampler records the parameters it proposed, so that other
 # workers see them as a pending point before the trial's suggest_* calls have stored them.
-RELATIVE_PARAMS_KEY = "fairtune:relative_params"
+RELATIVE_PARAMS_KEY = _keys.RELATIVE_PARAMS_KEY
 # When the record was written (wall clock), which decides who yields when two workers chose one
 # point. (Workers on machines whose clocks disagree by more than a suggestion's time may both
 # keep it.)
-_CLAIM_TIME_KEY = "fairtune:relative_params_time"
+_CLAIM_TIME_KEY = _keys.CLAIM_TIME_KEY
 # How many times a worker re-chooses a point that another worker claimed first, at least: each
 # re-choice may collide with the point of another worker that chose at the same moment, so the
 # bound grows with the number of running trials (see _sample_and_claim).

@@ -17,6 +17,7 @@ from optuna.samplers import BaseSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
+from fairtune import _keys
 from fairtune._gp import acquisition
 from fairtune._gp.fantasy import FantasyModels, reject
 from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
@@ -40,7 +41,7 @@ __all__ = ["CGPSampler"]
 _ACQUISITIONS = ("ucb", "ei", "ts")
 # Own-study system attribute: [slot, number of agents] of this agent's share of the
 # collaborative Latin hypercube, fixed at its first startup trial.
-CLHS_SLOT_KEY = "fairtune:cgp:clhs_slot"
+CLHS_SLOT_KEY = _keys.CGP_CLHS_SLOT_KEY
 
 
 @dataclass

@@ -62,6 +62,7 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from fairtune import _keys
 from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
@@ -93,12 +94,12 @@ __all__ = [
 # Study system attribute "fairtune:collab:plan:<round>:<tenant>" -> JSON params of that
 # tenant's assigned point in that round (one entry per tenant keeps values short for RDB
 # storages, which cap a value at ~2045 characters; longer values are chunked).
-PLAN_KEY_PREFIX = "fairtune:collab:plan"
+PLAN_KEY_PREFIX = _keys.COLLAB_PLAN_PREFIX
 # Trial system attribute: the round a trial belongs to (its index among its tenant's trials).
-ROUND_KEY = "fairtune:collab:round"
+ROUND_KEY = _keys.COLLAB_ROUND_KEY
 # Study system attribute: the study's base seed, stored by the first sampler that samples it
 # (its ``seed``, or a random one), so that every process derives the same plans and startup points.
-SEED_KEY = "fairtune:collab:seed"
+SEED_KEY = _keys.COLLAB_SEED_KEY
 _logger = logging.getLogger("fairtune")
 
 
