@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from fairtune._names import arg
+from fairtune._validation import sensitive_groups
 
 __all__ = [
     "METRICS",
@@ -59,12 +60,8 @@ __all__ = [
 RateName = Literal["selection_rate", "true_positive_rate", "false_positive_rate"]
 
 # Error messages (tests assert on them).
+# The messages about sensitive features are fairtune._validation's (MSG_SENSITIVE_*, ...).
 _MSG_NOT_1D = "`{name}` must be one-dimensional, but got an array of shape {shape}."
-_MSG_SENSITIVE_NDIM = (
-    "`sensitive_features` must be 1-d or 2-d (one column per feature), but got an array of "
-    "shape {shape}."
-)
-_MSG_NO_COLUMNS = "`sensitive_features` must have at least one column, but got none."
 _MSG_LENGTH = (
     "`{name}` must have the same length as `y_true`, but got len(y_true)={n} and "
     "len({name})={m}."
@@ -73,10 +70,6 @@ _MSG_NOT_BINARY = (
     "`{name}` must contain only 0/1 (or boolean) labels, but got the values {values}."
 )
 _MSG_NAN = "`{name}` must not contain NaN or missing values, but got {count} of them."
-_MSG_SINGLE_GROUP = (
-    "`sensitive_features` must define at least two groups to compare, but got a single group "
-    "{group!r}."
-)
 _MSG_EMPTY = "`y_true` must not be empty, but got 0 samples."
 _MSG_WEIGHTS = (
     "`sample_weight` must be non-negative and finite, but got {count} bad value(s), e.g. {value}."
@@ -124,36 +117,10 @@ def _check_binary(values: Any, name: str) -> np.ndarray:
 
 
 def _check_sensitive(sensitive_features: Any, n: int) -> pd.Series:
-    """Validate the sensitive features and return one group label per sample.
-
-    Several columns give one tuple label per sample (intersectional groups).
-    """
-    if isinstance(sensitive_features, pd.DataFrame):
-        frame = sensitive_features.reset_index(drop=True)
-    else:
-        array = np.asarray(sensitive_features, dtype=object)
-        if array.ndim == 1:
-            frame = pd.DataFrame({"sensitive": array})
-        elif array.ndim == 2:
-            frame = pd.DataFrame(array)
-        else:
-            raise ValueError(_MSG_SENSITIVE_NDIM.format(shape=array.shape))
-    if len(frame) != n:
-        raise ValueError(_MSG_LENGTH.format(name="sensitive_features", n=n, m=len(frame)))
-    if frame.shape[1] == 0:
-        raise ValueError(_MSG_NO_COLUMNS)
-    missing = int(frame.isna().to_numpy().sum())
-    if missing:
-        raise ValueError(_MSG_NAN.format(name="sensitive_features", count=missing))
-    if frame.shape[1] == 1:
-        # to_numpy() drops unused categories of a categorical column (they are not groups).
-        groups = pd.Series(frame.iloc[:, 0].to_numpy(), name="group")
-    else:
-        groups = pd.Series(list(frame.itertuples(index=False, name=None)), name="group")
-    unique = pd.unique(groups)
-    if len(unique) < 2:
-        raise ValueError(_MSG_SINGLE_GROUP.format(group=unique[0]))
-    return groups
+    """One group label per sample (tuples for several columns: intersectional groups), from
+    :func:`fairtune._validation.sensitive_groups`, which owns the checks and their messages.
+    A metric never warns about the values (it is called for every trial); the entrances do."""
+    return sensitive_groups(sensitive_features, n)
 
 
 def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:

@@ -46,7 +46,7 @@ from sklearn.base import (
 )
 
 from fairtune._names import arg, got
-from fairtune.tuning._data import shown
+from fairtune._validation import sensitive_groups, shown
 
 if TYPE_CHECKING:
     import optuna
@@ -281,17 +281,26 @@ def mitigated_estimator(
     )
 
 
-def _as_sensitive(sensitive_features: Any, X: Any) -> np.ndarray:
+def _as_sensitive(sensitive_features: Any, X: Any, *, predicting: bool = True) -> np.ndarray:
     """One group label per row: the values of a single column, or for several columns one
-    label per combination of values (fairlearn merges such columns the same way), so that the
-    keys of fairlearn's fitted per-group rules are these labels."""
-    values = np.asarray(sensitive_features, dtype=object if isinstance(
-        sensitive_features, pd.DataFrame) else None)
-    if values.ndim == 2 and values.shape[1] == 1:
-        values = values[:, 0]
-    if values.ndim == 2:
-        values = np.array(["|".join(map(str, row)) for row in values.tolist()], dtype=object)
-    return values
+    text label per combination of values, joined with ``|`` (with ``\\`` and ``|`` inside a
+    value escaped, as fairlearn's ``_merge_columns`` escapes its ``,``, so that two
+    combinations never share a label), so that the keys of fairlearn's fitted per-group rules
+    are these labels. Validated by :func:`fairtune._validation.sensitive_groups`: at fit
+    (``predicting=False``) two or more groups without missing values; at prediction any rows
+    (the fitted model refuses a group it did not see, a missing one included)."""
+    groups = sensitive_groups(sensitive_features, predicting=predicting)
+    if len(groups) and isinstance(groups.iloc[0], tuple):
+        return np.array([_MERGE_SEPARATOR.join(_escaped(str(v)) for v in row) for row in groups],
+                        dtype=object)
+    return groups.to_numpy()
+
+
+_MERGE_SEPARATOR = "|"
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(_MERGE_SEPARATOR, "\\" + _MERGE_SEPARATOR)
 
 
 def _sensitive_layout(sensitive_features: Any) -> tuple[int, list[str] | None]:
@@ -446,7 +455,7 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if sensitive_features is None:
             raise ValueError("`sensitive_features` must be given to fit, but got None.")
         y, self.classes_ = _fit_labels(y, self.pos_label)
-        sensitive = _as_sensitive(sensitive_features, X)
+        sensitive = _as_sensitive(sensitive_features, X, predicting=False)
         self._fit_layout = _sensitive_layout(sensitive_features)
         estimator = clone(self.estimator)
         if self.holdout > 0:
@@ -655,7 +664,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if sensitive_features is None:
             raise ValueError("`sensitive_features` must be given to fit, but got None.")
         y, classes = _fit_labels(y, self.pos_label)
-        groups = _as_sensitive(sensitive_features, X)
+        groups = _as_sensitive(sensitive_features, X, predicting=False)
         self.moment_bound_ = float(self.bound) * (
             _between_groups_factor(self.constraint, y, groups)
             if self.difference == "between_groups" else 1.0

@@ -17,6 +17,7 @@ from fairtune.fairness import (
     get_metric,
     group_rates,
 )
+from fairtune import _validation as validation
 from fairtune.fairness import metrics as fm
 
 
@@ -177,13 +178,17 @@ def _msg(template: str, **kwargs: object) -> str:
     return re.escape(template.format(**kwargs))
 
 
+_SENSITIVE = "`sensitive_features`"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"y_pred": [1, 0, 1]}, _msg(fm._MSG_LENGTH, name="y_pred", n=4, m=3)),
         (
             {"sensitive_features": ["a", "b"]},
-            _msg(fm._MSG_LENGTH, name="sensitive_features", n=4, m=2),
+            _msg(validation.MSG_SENSITIVE_LENGTH, argument=_SENSITIVE,
+                 name="sensitive_features", n=4, m=2),
         ),
         ({"sample_weight": [1.0, 1.0]}, _msg(fm._MSG_LENGTH, name="sample_weight", n=4, m=2)),
         ({"y_pred": [1, 0, 2, 0]}, "`y_pred` must contain only 0/1"),
@@ -192,20 +197,23 @@ def _msg(template: str, **kwargs: object) -> str:
         ({"y_pred": ["yes", "no", "yes", "no"]}, "`y_pred` must contain only 0/1"),
         ({"y_pred": ["1", "0", "1", "0"]}, "`y_pred` must contain only 0/1"),
         ({"y_pred": [[1, 0], [0, 1], [1, 1], [0, 0]]}, "`y_pred` must be one-dimensional"),
-        ({"sensitive_features": ["a", "a", "a", "a"]}, _msg(fm._MSG_SINGLE_GROUP, group="a")),
+        (
+            {"sensitive_features": ["a", "a", "a", "a"]},
+            _msg(validation.MSG_SINGLE_GROUP, argument=_SENSITIVE, group="a"),
+        ),
         (
             {"sensitive_features": pd.DataFrame({"s": ["a"] * 4, "r": ["x"] * 4})},
-            _msg(fm._MSG_SINGLE_GROUP, group=("a", "x")),
+            _msg(validation.MSG_SINGLE_GROUP, argument=_SENSITIVE, group=("a", "x")),
         ),
         ({"y_true": [1, 0, np.nan, 0]}, _msg(fm._MSG_NAN, name="y_true", count=1)),
         ({"y_pred": [1, 0, np.nan, np.nan]}, _msg(fm._MSG_NAN, name="y_pred", count=2)),
         (
             {"sensitive_features": ["a", None, "b", "b"]},
-            _msg(fm._MSG_NAN, name="sensitive_features", count=1),
+            _msg(validation.MSG_SENSITIVE_MISSING, argument=_SENSITIVE, count=1),
         ),
         (
             {"sensitive_features": pd.DataFrame({"s": list("aabb"), "r": [1, np.nan, 2, 2]})},
-            _msg(fm._MSG_NAN, name="sensitive_features", count=1),
+            _msg(validation.MSG_SENSITIVE_MISSING, argument=_SENSITIVE, count=1),
         ),
         (
             {"sample_weight": [1.0, np.nan, 1.0, 1.0]},

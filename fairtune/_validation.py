@@ -1,0 +1,369 @@
+"""What the caller's labels and groups are: the one owner of these facts, below every layer.
+
+:mod:`fairtune.datasets` (``read_table``), :mod:`fairtune.fairness` (every metric) and
+:mod:`fairtune.tuning` (both entrances and the mitigations) read labels and sensitive features
+through these functions, so that the same input gets the same answer wherever it enters. The
+module imports numpy, pandas and the message helpers only.
+
+- Labels: :func:`favourable_labels` turns labels into 0/1 (1 the favourable outcome); labels
+  other than 0/1 or booleans need ``pos_label``. Values that differ only in case or surrounding
+  spaces (``"approved"``, ``"Approved"``, ``"approved "``: *twins*, see :func:`twins`) are
+  different labels to an exact comparison, so a ``pos_label`` with twins among the labels is
+  refused: comparing exactly would count the twins' rows as unfavourable.
+- Sensitive features: :func:`sensitive_groups` validates them and returns one group label per
+  row (tuples for several columns: intersectional groups). Twins among a column's values are
+  measured as separate groups; the entrances ask it to say so in a warning (metrics never warn:
+  they are called for every trial).
+- Group sizes: one validation row moves its group's rate by ``1/n``, so in a group with
+  ``1/n >= b``, ``b`` the tightest upper bound of the limits, a single person can decide
+  whether a trial meets the limit. :func:`minimum_group_rows` therefore asks each group for
+  ``max(MIN_GROUP_VALIDATION_ROWS, floor(1 / b) + 1)`` rows where a trial is validated (the
+  validation split, or all the pooled out-of-fold rows with cross-validation), 10 without an
+  upper limit (a bound of 0, exact parity, is met only by equal rates however many rows a group
+  has, and does not raise the minimum); :func:`check_group_sizes` refuses smaller groups.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairtune._names import arg, got
+
+__all__ = [
+    "MIN_GROUP_VALIDATION_ROWS",
+    "check_group_sizes",
+    "check_pos_label_twins",
+    "favourable_labels",
+    "minimum_group_rows",
+    "sensitive_groups",
+    "shown",
+    "twins",
+]
+
+MIN_GROUP_VALIDATION_ROWS = 10
+"""The fewest rows of each group that a trial is validated on, whatever the limits."""
+
+# Error messages (tests assert on them). ``{argument}`` is the argument as a message names it,
+# e.g. "`sensitive_features`".
+MSG_SENSITIVE_NDIM = (
+    "{argument} must be 1-d or 2-d (one column per feature), but got an array of shape {shape}."
+)
+MSG_SENSITIVE_NO_COLUMNS = "{argument} must have at least one column, but got none."
+MSG_SENSITIVE_LENGTH = (
+    "{argument} must have the same length as `y_true`, but got len(y_true)={n} and "
+    "len({name})={m}."
+)
+MSG_SENSITIVE_MISSING = "{argument} must not contain NaN or missing values, but got {count} of them."
+MSG_SINGLE_GROUP = (
+    "{argument} must define at least two groups to compare, but got a single group {group!r}."
+)
+MSG_SENSITIVE_TWINS = (
+    "{argument} {column}has values that differ only in case or surrounding spaces: {twins}; they "
+    "are measured as separate groups. Make them consistent first (e.g. strip and lower-case the "
+    "column) if they are the same group (the column's values: {values})."
+)
+MSG_POS_LABEL_TWINS = (
+    "{pos} must match exactly one label of {argument}, but got {setting} and labels that "
+    "differ from it only in case or surrounding spaces: {twins}. Comparing exactly would count "
+    "{count} of their rows as unfavourable; make the labels consistent first (e.g. strip and "
+    "lower-case them)."
+)
+MSG_SMALL_GROUPS = (
+    "{argument} must have at least {minimum} rows of each group in {where} (one row moves a "
+    "group's rate by 1/n, so in a smaller group a single person can decide whether a trial meets "
+    "the limit), but got {groups}. Merge such a group into another, drop its rows, or collect "
+    "more rows of it."
+)
+
+
+def shown(values: Iterable[Any], limit: int = 10) -> str:
+    """Up to ``limit`` values as a sorted list for a message (``...`` when there are more)."""
+    values = list(values)
+    text = ", ".join(repr(v.item() if isinstance(v, np.generic) else v)
+                     for v in sorted(values[:limit], key=repr))
+    return f"[{text}{', ...' if len(values) > limit else ''}]"
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _key(value: Any) -> str:
+    return str(value).strip().casefold()
+
+
+def twins(values: Iterable[Any]) -> list[list[Any]]:
+    """The groups of distinct ``values`` that differ only in case or surrounding spaces (their
+    ``str(v).strip().casefold()`` agree), each of at least two values, in order of first
+    appearance: ``twins(["approved", "denied", "Approved "])`` is
+    ``[["approved", "Approved "]]``."""
+    if not isinstance(values, (pd.Series, pd.Index, np.ndarray)):
+        values = list(values)
+    by_key: dict[str, list[Any]] = {}
+    for value in pd.unique(pd.Series(values, dtype=object)):
+        by_key.setdefault(_key(value), []).append(_plain(value))
+    return [group for group in by_key.values() if len(group) > 1]
+
+
+def _counted(groups: list[list[Any]], column: pd.Series) -> str:
+    """``'F' (300 rows), 'f ' (12 rows)``; groups separated by ``; ``."""
+    counts = column.value_counts(dropna=False)
+    return "; ".join(
+        ", ".join(f"{v!r} ({int(counts.get(v, 0))} row{'' if counts.get(v, 0) == 1 else 's'})"
+                  for v in group)
+        for group in groups
+    )
+
+
+def _twins_note(values: pd.Series, found: Any) -> str:
+    groups = twins(found)
+    if not groups:
+        return ""
+    return (f" Labels that differ only in case or surrounding spaces are different labels: "
+            f"{_counted(groups, values)}.")
+
+
+def _near_miss(values: pd.Series, pos_label: Any) -> str:
+    """For a favourable label found nowhere: the labels it differs from only in case or
+    surrounding spaces, with their row counts (``""`` if none)."""
+    key = _key(pos_label)
+    close = [_plain(v) for v in pd.unique(values) if _key(v) == key]
+    if not close:
+        return ""
+    return (" It differs only in case or surrounding spaces from the labels "
+            f"{_counted([close], values)}.")
+
+
+def check_pos_label_twins(
+    labels: Any, pos_label: Any, matched: Iterable[Any], *, argument: str,
+    pos_argument: str = "pos_label",
+) -> None:
+    """Refuse a favourable label with twins among the labels.
+
+    Args:
+        labels: One label per row.
+        pos_label: The favourable label as the caller gave it.
+        matched: The labels that the caller counts as ``pos_label`` (at least one).
+        argument: How messages name ``labels``, e.g. ``"`y`"``.
+        pos_argument: The name of ``pos_label``'s argument, e.g. ``"positive"``.
+
+    Raises:
+        ValueError: If a label other than ``matched`` differs from ``pos_label`` only in case
+            or surrounding spaces (comparing exactly would count its rows as unfavourable); the
+            message names the twins and their row counts.
+    """
+    values = pd.Series(np.asarray(labels, dtype=object).ravel())
+    matched = [_plain(v) for v in matched]
+    key = _key(pos_label)
+    others = [_plain(v) for v in pd.unique(values)
+              if _key(v) == key and not any(v == m for m in matched)]
+    if not others:
+        return
+    counts = values.value_counts(dropna=False)
+    raise ValueError(MSG_POS_LABEL_TWINS.format(
+        pos=arg(pos_argument), argument=argument, setting=got(pos_argument, pos_label),
+        twins=_counted([[*matched, *others]], values),
+        count=int(sum(counts.get(v, 0) for v in others)),
+    ))
+
+
+def favourable_labels(
+    y: Any, pos_label: Any = None, *, argument: str = "`y`"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The labels as 0/1 ints (1 = the favourable outcome) and the sorted distinct labels.
+
+    Args:
+        y: One label per row.
+        pos_label: The favourable label, or None when the labels are 0/1 or booleans.
+        argument: How error messages name ``y``, e.g. ``"`y`"``.
+
+    Raises:
+        ValueError: For missing labels, more than two labels, labels other than 0/1 or
+            booleans without ``pos_label``, a ``pos_label`` that is not one of the labels, or
+            one with twins among the labels (``"approved"`` beside ``"Approved"`` or
+            ``"approved "``); the message lists the labels found and names any twins with
+            their row counts.
+    """
+    values = pd.Series(np.asarray(y).ravel())
+    if values.isna().any():
+        raise ValueError(
+            f"{argument} must not have missing labels, but got {int(values.isna().sum())} "
+            "missing values."
+        )
+    found = pd.unique(values)
+    if pos_label is not None:
+        matches = [v for v in found if v == pos_label]
+        if matches:
+            check_pos_label_twins(values, pos_label, matches, argument=argument)
+    if len(found) > 2:
+        raise ValueError(
+            f"{argument} must hold two distinct labels (a binary decision), but got {len(found)}: "
+            f"{shown(found)}.{_twins_note(values, found)}"
+        )
+    if pos_label is not None:
+        if not matches:
+            raise ValueError(
+                f"`pos_label` must be one of the labels of {argument} {shown(found)}, but got "
+                f"pos_label={pos_label!r}.{_near_miss(values, pos_label)}"
+            )
+        return (values == pos_label).to_numpy().astype(int), np.asarray(sorted(found))
+    if pd.api.types.is_bool_dtype(values):
+        return values.to_numpy().astype(int), np.array([0, 1])
+    try:
+        numeric = found.astype(float)
+        binary = bool(np.isin(numeric, [0.0, 1.0]).all())
+    except (TypeError, ValueError):
+        binary = False
+    if not binary:
+        raise ValueError(
+            f"{argument} must be 0/1 (1 = the favourable outcome) or booleans, or "
+            f"`pos_label` must name the favourable one, but got the labels {shown(found)} and "
+            f"pos_label=None.{_twins_note(values, found)}"
+        )
+    return values.to_numpy().astype(float).astype(int), np.array([0, 1])
+
+
+def _frame(sensitive_features: Any, argument: str) -> pd.DataFrame:
+    """The sensitive features as a DataFrame with a RangeIndex, one column per feature."""
+    if isinstance(sensitive_features, pd.DataFrame):
+        return sensitive_features.reset_index(drop=True)
+    array = np.asarray(sensitive_features, dtype=object)
+    if array.ndim == 1:
+        name = sensitive_features.name if isinstance(sensitive_features, pd.Series) else None
+        return pd.DataFrame({"sensitive" if name is None else name: array})
+    if array.ndim == 2:
+        return pd.DataFrame(array)
+    raise ValueError(MSG_SENSITIVE_NDIM.format(argument=argument, shape=array.shape))
+
+
+def _warn_twins(
+    frame: pd.DataFrame, sensitive_features: Any, argument: str, stacklevel: int
+) -> None:
+    named = isinstance(sensitive_features, (pd.DataFrame, pd.Series)) and not (
+        isinstance(sensitive_features, pd.Series) and sensitive_features.name is None)
+    several = frame.shape[1] > 1
+    parts = []
+    for position, column in enumerate(frame.columns):
+        values = frame.iloc[:, position]
+        groups = twins(values)
+        if groups:
+            label = f"column {column!r} " if named else (
+                f"column {position} " if several else "")
+            parts.append(MSG_SENSITIVE_TWINS.format(
+                argument=argument, column=label, twins=_counted(groups, values),
+                values=shown(pd.unique(values)),
+            ))
+    if parts:
+        warnings.warn(" ".join(parts), UserWarning, stacklevel=stacklevel)
+
+
+def sensitive_groups(
+    sensitive_features: Any,
+    n: int | None = None,
+    *,
+    argument: str = "`sensitive_features`",
+    predicting: bool = False,
+    warn_twins: bool = False,
+    stacklevel: int = 2,
+) -> pd.Series:
+    """Validate the sensitive features and return one group label per row.
+
+    Args:
+        sensitive_features: A 1-d array-like or Series (one feature), or a 2-d array or
+            DataFrame whose columns together define intersectional groups.
+        n: The number of rows the groups must have (``len(y_true)``), or None for any.
+        argument: How messages name ``sensitive_features``. Defaults to
+            ``"`sensitive_features`"``.
+        predicting: The groups of rows to predict rather than to fit or measure: one group and
+            missing values pass (a fitted model refuses the groups it did not see, a missing one
+            included). Defaults to False.
+        warn_twins: Warn (a ``UserWarning``, once) when a column's values differ only in case or
+            surrounding spaces (``"F"`` and ``"f "``), naming the column, the values and their
+            row counts: they are measured as separate groups. For the entrances, which read a
+            user's data once; the metrics never ask. Defaults to False.
+        stacklevel: The warning's ``stacklevel``, as if this function called
+            :func:`warnings.warn` itself (2: its caller). Defaults to 2.
+
+    Returns:
+        The groups as a Series with a RangeIndex named ``"group"``: a single column's values
+        (an object array; unused categories of a categorical are not groups), or one tuple of
+        values per row for several columns.
+
+    Raises:
+        ValueError: For an array of more than two dimensions, a length other than ``n``, no
+            columns, missing values or fewer than two groups (the last two unless
+            ``predicting``); the message names ``argument``.
+    """
+    frame = _frame(sensitive_features, argument)
+    if n is not None and len(frame) != n:
+        raise ValueError(MSG_SENSITIVE_LENGTH.format(
+            argument=argument, name=argument.strip("`"), n=n, m=len(frame)))
+    if frame.shape[1] == 0:
+        raise ValueError(MSG_SENSITIVE_NO_COLUMNS.format(argument=argument))
+    if not predicting:
+        missing = int(frame.isna().to_numpy().sum())
+        if missing:
+            raise ValueError(MSG_SENSITIVE_MISSING.format(argument=argument, count=missing))
+    if frame.shape[1] == 1:
+        # to_numpy() drops unused categories of a categorical column (they are not groups).
+        groups = pd.Series(frame.iloc[:, 0].to_numpy(), name="group")
+    else:
+        groups = pd.Series(list(frame.itertuples(index=False, name=None)), name="group")
+    if not predicting:
+        unique = pd.unique(groups)
+        if len(unique) < 2:
+            raise ValueError(MSG_SINGLE_GROUP.format(argument=argument, group=unique[0]))
+    if warn_twins:
+        # One frame more than the caller's count: the warning is raised in _warn_twins.
+        _warn_twins(frame, sensitive_features, argument, stacklevel + 1)
+    return groups
+
+
+def minimum_group_rows(limits: Any) -> int:
+    """The fewest validation rows of each group for the ``limits``:
+    ``max(MIN_GROUP_VALIDATION_ROWS, floor(1 / b) + 1)`` with ``b`` the smallest positive bound
+    of the upper limits (``limit.sense == "upper"``), or :data:`MIN_GROUP_VALIDATION_ROWS`
+    without one (see the module docstring). ``limits``: limits with ``.sense`` and ``.bound``
+    (:class:`fairtune.fairness.FairnessLimit`), one such limit, or None."""
+    if limits is None:
+        limits = []
+    elif hasattr(limits, "sense") and hasattr(limits, "bound"):
+        limits = [limits]
+    bounds = [float(limit.bound) for limit in limits
+              if limit.sense == "upper" and float(limit.bound) > 0.0]
+    if not bounds:
+        return MIN_GROUP_VALIDATION_ROWS
+    # Rounded first, so that a bound such as 1/30 is not read as 1/29.999999999.
+    return max(MIN_GROUP_VALIDATION_ROWS, math.floor(round(1.0 / min(bounds), 9)) + 1)
+
+
+def check_group_sizes(groups: pd.Series, minimum: int, *, where: str, argument: str) -> None:
+    """Refuse a group with fewer than ``minimum`` rows in ``groups``.
+
+    Args:
+        groups: The group of each row a trial is validated on (the validation split, or all
+            the pooled out-of-fold rows with cross-validation).
+        minimum: The fewest rows a group needs there (:func:`minimum_group_rows`).
+        where: The rows, for the message, e.g. ``"the validation split"``.
+        argument: How messages name the sensitive features, e.g. ``"`sensitive_features`"``.
+
+    Raises:
+        ValueError: Naming each such group with its row count in ``where``, the minimum, and
+            how to fix it (merge the group into another, drop its rows, or collect more).
+    """
+    counts = pd.Series(groups).value_counts(sort=False)
+    small = counts[counts < minimum].sort_values(kind="stable")
+    if small.empty:
+        return
+    listed = ", ".join(f"{_plain(g)!r} ({int(c)} row{'' if c == 1 else 's'})"
+                       for g, c in list(small.items())[:10])
+    if len(small) > 10:
+        listed += f" and {len(small) - 10} more"
+    raise ValueError(MSG_SMALL_GROUPS.format(
+        argument=argument, minimum=minimum, where=where, groups=listed))
