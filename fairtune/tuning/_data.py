@@ -1,14 +1,26 @@
-"""What the entrances check about the caller's data before a trial sees it.
+"""The data of a search, once: what the user gives, turned into the rows every entrance uses.
 
-FairObjective, FairSearchCV and the mitigation wrappers share these rules, so that the same
-input gets the same answer whichever entrance it goes through:
+:class:`~fairtune.tuning.FairObjective` (a bundled name, a :class:`~fairtune.datasets.FairDataset`
+from :func:`~fairtune.datasets.read_table`, or an ``(X, y, sensitive)`` tuple) and
+:class:`~fairtune.tuning.FairSearchCV` (``fit(X, y, sensitive_features=...)``) both go through
+the rules here, so that the same input gets the same answer whichever entrance it goes through:
 
 - Labels: 0/1 or booleans, where 1 (True) is the favourable outcome whose rates the fairness
   metrics compare; any other pair of labels needs ``pos_label=`` naming the favourable one.
   Guessing (the greater label, as scikit-learn's binary metrics do) would make ``"denied"``
-  favourable over ``"approved"`` and measure every gap on the wrong outcome.
+  favourable over ``"approved"`` and measure every gap on the wrong outcome. A ``pos_label``
+  with twins that differ from it only in case or surrounding spaces is refused.
+- Sensitive features: validated and normalised by one function
+  (:func:`fairtune._validation.sensitive_groups`); twins among a column's values are named in
+  a warning; a group with too few validation rows for its rate to mean anything is refused
+  (:func:`fairtune._validation.minimum_group_rows` says how the minimum is set).
 - Alignment: a pandas X with pandas labels or sensitive features is matched by index label,
   never by position; arrays are matched by position. The caller's objects are never changed.
+- Splits: a validation split is one fold; a budget is a transformation of the folds that cuts
+  each fold's training rows to a nested, stratified share (:func:`budget_folds`), as
+  scikit-learn's subsample splitter does for successive halving. The share keeps every value of
+  the columns that the deployed model's unseen-value guard checks, so that no validation row
+  holds a value its budget's model never saw.
 - Fingerprint: a digest of the rows, labels, groups and validation splits that a study's trials
   were scored on, so that a study refuses to compare trials scored on other data.
 """
@@ -17,13 +29,19 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["aligned", "data_fingerprint", "favourable_labels", "shown"]
+from fairtune._names import arg, got
+
+__all__ = [
+    "Splits", "aligned", "budget_folds", "budget_rows", "checked_group_sizes", "data_fingerprint",
+    "favourable_labels", "group_labels", "group_name", "shown",
+]
 
 
 def shown(values: Iterable[Any], limit: int = 10) -> str:
@@ -174,3 +192,413 @@ def data_fingerprint(*parts: Any, folds: Iterable[tuple[Any, Any]] = ()) -> str:
             digest.update(np.asarray(rows, dtype=np.int64).tobytes())
             digest.update(b";")
     return digest.hexdigest()[:16]
+
+
+# -- splits and budgets -----------------------------------------------------------------------
+
+Fold = tuple[np.ndarray, np.ndarray]
+
+
+def group_labels(sensitive: Any) -> pd.Series:
+    """One group label per row (tuples for several columns), validated: the one reading of
+    sensitive features that the splits, the budgets and the records share."""
+    from fairtune.fairness.metrics import _check_sensitive
+
+    return _check_sensitive(sensitive, len(sensitive))
+
+
+def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int,
+                keep: pd.DataFrame | None = None) -> list[np.ndarray]:
+    """The row positions of each budget but the last (all rows): nested subsets, each keeping
+    every label-and-group stratum's share (at least one row of each), drawn once per study
+    seed so that every trial is fitted on the same rows at the same budget.
+
+    ``keep``: columns (one row per row of ``y``) whose every value each subset must hold: the
+    columns a deployed model's unseen-value guard checks, whose values can be finer than the
+    groups (COMPAS's ``race`` values under the groups Caucasian / Other).
+    """
+    strata = pd.Series(np.asarray(y)).astype(str) + "|" + group_labels(groups).astype(str) \
+        .reset_index(drop=True)
+    rng = np.random.default_rng(seed)
+    order = {key: rng.permutation(np.flatnonzero((strata == key).to_numpy()))
+             for key in sorted(strata.unique())}
+    subsets = [np.sort(np.concatenate([rows[:max(1, round(budget * len(rows)))]
+                                       for rows in order.values()]))
+               for budget in budgets[:-1]]
+    if keep is None or not len(subsets):
+        return subsets
+    # One row per value the smallest subset lacks, the first of its stratum's draw, added to
+    # every subset (so that they stay nested).
+    drawn = np.concatenate(list(order.values()))
+    extra: list[int] = []
+    for column in keep.columns:
+        values = keep[column].reset_index(drop=True).astype(str)
+        have = set(values.iloc[subsets[0]]) | set(values.iloc[extra])
+        for position in drawn:
+            if values.iloc[position] not in have:
+                have.add(values.iloc[position])
+                extra.append(int(position))
+    if not extra:
+        return subsets
+    return [np.union1d(rows, extra) for rows in subsets]
+
+
+def budget_folds(folds: Sequence[Fold], y01: np.ndarray, sensitive: Any,
+                 budgets: Sequence[float], seed: int, keep: pd.DataFrame | None = None
+                 ) -> list[list[Fold]]:
+    """For each budget but the full one, ``folds`` with their training rows cut to it (the
+    validation rows stay): a budget transforms the split, and the trial path never learns
+    about budgets."""
+    from sklearn.utils import _safe_indexing
+
+    cut = [budget_rows(np.asarray(y01)[fit], _safe_indexing(sensitive, fit), budgets, seed,
+                       None if keep is None else keep.iloc[fit])
+           for fit, _ in folds]
+    return [[(fit[cut[k][step]], valid) for k, (fit, valid) in enumerate(folds)]
+            for step in range(len(budgets) - 1)]
+
+
+@dataclass
+class Splits:
+    """The rows a trial is scored on: ``folds`` over the tuning rows, ``(fit rows, validation
+    rows)`` positions (a validation split is one fold), the validated rows, and with budgets
+    each smaller budget's folds (``at(step)``)."""
+
+    folds: list[Fold]
+    n_rows: int
+    budget_folds: list[list[Fold]] | None = None
+
+    @property
+    def covered(self) -> np.ndarray:
+        """The rows in some validation part, in order."""
+        tested = np.zeros(self.n_rows, dtype=bool)
+        for _, valid in self.folds:
+            tested[valid] = True
+        return np.flatnonzero(tested)
+
+    def at(self, step: int | None) -> list[Fold]:
+        """The folds of the smaller budget ``step`` (0 the smallest), or the full ones (None)."""
+        if step is None or self.budget_folds is None:
+            return self.folds
+        return self.budget_folds[step]
+
+
+def checked_group_sizes(sensitive: Any, rows: np.ndarray, limits: Sequence[Any], *,
+                        where: str, argument: str) -> None:
+    """Refuse a group with too few validation ``rows`` for its rate to mean anything (the
+    minimum: :func:`fairtune._validation.minimum_group_rows` of the limits)."""
+    from sklearn.utils import _safe_indexing
+
+    from fairtune._validation import check_group_sizes, minimum_group_rows
+
+    check_group_sizes(group_labels(_safe_indexing(sensitive, rows)).map(group_name),
+                      minimum_group_rows(limits), where=where, argument=argument)
+
+
+def group_name(group: Any) -> str:
+    """A group label as text: ``"F, 25-45"`` for an intersectional group."""
+    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
+
+
+# -- the rows of a FairObjective --------------------------------------------------------------
+
+BUNDLED = ("adult", "german", "compas")
+
+
+def load(dataset: Any) -> tuple[pd.DataFrame, Any, Any, str]:
+    """(X, labels, sensitive features, name) of ``dataset``, new objects in X's row order.
+
+    The caller's objects are never changed: pandas labels and sensitive features are matched
+    to X by index label, arrays by position (:func:`fairtune.tuning._data.aligned`), and the
+    column names of X become strings on a copy.
+    """
+    from fairtune import datasets
+
+    if isinstance(dataset, str):
+        if dataset not in BUNDLED:
+            raise ValueError(
+                f"{arg('dataset')} must be one of {list(BUNDLED)}, a FairDataset or an (X, y, "
+                f"sensitive) tuple, but got {got('dataset', dataset)}."
+            )
+        # German and COMPAS warn (once per process) about their known issues, here too.
+        bunch = getattr(datasets, f"load_{dataset}")()
+        X, y, s, name = bunch.data, bunch.target, bunch.sensitive_features, dataset
+    elif isinstance(dataset, datasets.FairDataset):
+        X, y, s = dataset.data, dataset.target, dataset.sensitive_features
+        name = dataset.get("name", "data")
+    elif isinstance(dataset, tuple) and len(dataset) == 3:
+        (X, y, s), name = dataset, "data"
+    else:
+        raise ValueError(
+            f"{arg('dataset')} must be one of {list(BUNDLED)}, a FairDataset or an (X, y, "
+            f"sensitive) tuple, but got {type(dataset).__name__}."
+        )
+    if isinstance(X, pd.DataFrame):
+        X = X.copy()
+    else:
+        X = pd.DataFrame(np.asarray(X))
+        # Beside an array, labels and groups are matched by position.
+        y, s = (
+            v.set_axis(X.index[: len(v)], axis=0) if isinstance(v, (pd.Series, pd.DataFrame))
+            and len(v) == len(X) else v for v in (y, s)
+        )
+    X.columns = [str(c) for c in X.columns]
+    try:
+        y, s = aligned(X, y, "y"), aligned(X, s, "sensitive")
+    except ValueError as error:
+        raise ValueError(f"{arg('dataset')} (X, y, sensitive): {error}") from None
+    return X, y, s, name
+
+
+def checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
+    """``drop_columns`` as a list of column names of ``X``, or a ValueError naming it."""
+    if isinstance(drop_columns, str) or not isinstance(drop_columns, (list, tuple)) or not all(
+        isinstance(c, str) for c in drop_columns
+    ):
+        raise ValueError(
+            f"{arg('drop_columns')} must be a list of column names, but got "
+            f"{got('drop_columns', drop_columns)}."
+        )
+    unknown = [c for c in drop_columns if c not in X.columns]
+    if unknown:
+        raise ValueError(
+            f"{arg('drop_columns')} must name columns of X, but got "
+            f"{got('drop_columns', list(drop_columns))} "
+            f"and X has no column {unknown} (its columns: {list(map(str, X.columns))})."
+        )
+    if set(X.columns) <= set(drop_columns):
+        raise ValueError(
+            f"{arg('drop_columns')} must leave the model at least one column of X, but got "
+            f"{got('drop_columns', list(drop_columns))}, every column."
+        )
+    return list(dict.fromkeys(drop_columns))
+
+
+# A value "names" the group when at least this share of its rows (and this many rows) are in
+# one group; a column is flagged when such values cover this share of all rows.
+_NAMING_PURITY = 0.99
+_NAMING_MIN_ROWS = 10
+_NAMING_SHARE = 0.1
+
+
+def _proxy_columns(
+    X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame
+) -> tuple[list[str], dict[str, tuple[float, list[str]]]]:
+    """The categorical columns of ``X`` that reveal the sensitive feature.
+
+    Returns the columns whose every value occurs in one group only, from which the group can be
+    read off exactly (German credit's ``personal_status_sex`` for ``sex``), and, for the other
+    columns, those that name the group on a large share of the rows: values of at least
+    ``_NAMING_MIN_ROWS`` rows of which ``_NAMING_PURITY`` or more belong to one group, covering
+    ``_NAMING_SHARE`` of the rows or more (Adult's ``relationship``, whose values ``Husband`` and
+    ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values (the
+    most frequent first).
+    """
+    groups = (
+        sensitive.astype(str).agg("|".join, axis=1) if isinstance(sensitive, pd.DataFrame)
+        else sensitive.astype(str)
+    )
+    if groups.nunique() < 2:
+        return [], {}
+    exact: list[str] = []
+    naming: dict[str, tuple[float, list[str]]] = {}
+    for column in X.columns:
+        values = X[column]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        if values.nunique() >= len(values) / 2:  # an identifier, not a category
+            continue
+        counts = pd.crosstab(values.astype(str).to_numpy(), groups.to_numpy())
+        if ((counts > 0).sum(axis=1) == 1).all():
+            exact.append(str(column))
+            continue
+        rows = counts.sum(axis=1)
+        named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
+        share = named.sum() / len(values)
+        if share >= _NAMING_SHARE:
+            naming[str(column)] = (
+                float(share), [str(v) for v in named.sort_values(ascending=False, kind="stable").index]
+            )
+    return exact, naming
+
+
+def warn_of_proxies(
+    X: pd.DataFrame, sensitive: Any, sensitive_names: list[Any], sensitive_name: str, *,
+    stacklevel: int,
+) -> None:
+    """Warn (at the caller of FairObjective) of the columns left in X that reveal the group."""
+    proxies, naming = _proxy_columns(X, sensitive)
+    if proxies:
+        warnings.warn(
+            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
+            f"inputs, but the columns {proxies} determine {sensitive_name} exactly (each of "
+            "their values belongs to one group), so the model can still read it; to "
+            f"hide it, drop them too: {arg('drop_columns')} {','.join(proxies)}.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    if naming:
+        described = "; ".join(
+            f"{column!r} on {share:.0%} of the rows (values "
+            f"{', '.join(map(repr, named[:5]))}"
+            f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})"
+            for column, (share, named) in naming.items()
+        )
+        warnings.warn(
+            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
+            f"inputs, but some columns name {sensitive_name} on many rows, "
+            f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
+            f"{described}; the model can still read it there. To hide it, drop them "
+            f"too: {arg('drop_columns')} {','.join(naming)}.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+
+@dataclass
+class TuningRows:
+    """What a FairObjective's trials see: all the rows as the model sees them, the test split,
+    the tuning rows and their :class:`Splits`, and the fingerprint of what is scored."""
+
+    X: pd.DataFrame
+    y: pd.Series
+    sensitive: Any
+    name: str
+    sensitive_name: str
+    sensitive_columns: list[str]  # sensitive columns the model reads (its guard checks them)
+    dropped: list[str]  # the columns of the data the model does not see (drop_columns)
+    X_dev: pd.DataFrame
+    y_dev: pd.Series
+    s_dev: Any
+    X_test: pd.DataFrame | None
+    y_test: pd.Series | None
+    s_test: Any
+    splits: Splits
+    single: bool  # a validation split (one fold) rather than cross-validation
+    fingerprint: str
+
+
+def tuning_rows(
+    dataset: Any, *, pos_label: Any, drop_columns: Any, use_sensitive_feature: bool,
+    test_size: float | None, validation_size: float | None, cv: int | None, random_state: int,
+    limits: Sequence[Any], budgets: Sequence[float] | None, resource: str,
+    correlation_remover: bool, stacklevel: int,
+) -> TuningRows:
+    """The data of a FairObjective, checked before any trial (see the module docstring).
+
+    Raises:
+        ValueError: Naming the argument, for data a search cannot score correctly.
+    """
+    from sklearn.model_selection import StratifiedKFold, train_test_split
+
+    from fairtune._validation import sensitive_groups
+
+    X, y, sensitive, name = load(dataset)
+    drop = checked_drop_columns(drop_columns, X)
+    X = X.drop(columns=drop)
+    y = pd.Series(favourable_labels(y, pos_label, argument=f"{arg('dataset')} labels")[0],
+                  index=X.index, name="target")
+    _check_sensitive(sensitive, "the rows")
+    sensitive_groups(sensitive, len(sensitive), argument=f"{arg('dataset')} sensitive features",
+                     warn_twins=True, stacklevel=stacklevel + 1)
+    sensitive_names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
+                       else [sensitive.name])
+    sensitive_name = (", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
+                      else str(sensitive.name or "sensitive"))
+    if not use_sensitive_feature:
+        X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
+        warn_of_proxies(X, sensitive, sensitive_names, sensitive_name, stacklevel=stacklevel + 1)
+    in_X = [c for c in sensitive_names if c in X.columns]
+    if correlation_remover and len(in_X) != len(sensitive_names):
+        raise ValueError(
+            f"{arg('mitigation')} 'correlation_remover' decorrelates the columns of X from the "
+            "sensitive ones, so the sensitive features must be columns of X (named alike, "
+            "and use_sensitive_feature=True), but X has no column "
+            f"{[c for c in sensitive_names if c not in X.columns]}."
+        )
+    X_test = y_test = s_test = None
+    if test_size is None:
+        X_dev, y_dev, s_dev = X, y, sensitive
+    else:
+        X_dev, X_test, y_dev, y_test, s_dev, s_test = train_test_split(
+            X, y, sensitive, test_size=test_size, stratify=y, random_state=random_state)
+    n = len(y_dev)
+    if cv is None:
+        # Positions of the split train_test_split makes of the rows themselves (same rows,
+        # same order): the validation split is one fold.
+        fit_rows, valid_rows = train_test_split(
+            np.arange(n), test_size=validation_size, stratify=y_dev, random_state=random_state)
+        folds = [(fit_rows, valid_rows)]
+        _check_sensitive(s_dev.iloc[valid_rows], "the validation split")
+    else:
+        smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
+        if cv > smallest_class:
+            raise ValueError(
+                f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
+                f"({smallest_class}), but got {got('cv', cv)}."
+            )
+        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+        folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(X_dev, y_dev)]
+    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None)
+    splits = Splits(folds, n)
+    if limits:
+        checked_group_sizes(
+            s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
+            where="the validation split" if cv is None else "the cross-validation folds")
+    guard = X_dev[in_X] if (use_sensitive_feature and in_X) else None
+    if budgets is not None and resource == "n_samples":
+        splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), s_dev, budgets, random_state,
+                                           keep=guard)
+    if cv is None:
+        (fit_rows, valid_rows), = folds
+        parts = (X_dev.iloc[fit_rows], y_dev.iloc[fit_rows], s_dev.iloc[fit_rows],
+                 X_dev.iloc[valid_rows], y_dev.iloc[valid_rows], s_dev.iloc[valid_rows])
+        fingerprint = data_fingerprint(*parts)
+    else:
+        fingerprint = data_fingerprint(X_dev, y_dev, s_dev, folds=folds)
+    return TuningRows(
+        X=X, y=y, sensitive=sensitive, name=name, sensitive_name=sensitive_name,
+        sensitive_columns=in_X, dropped=drop, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev, X_test=X_test,
+        y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
+        fingerprint=fingerprint,
+    )
+
+
+def _check_sensitive(sensitive: Any, rows: str) -> None:
+    try:
+        group_labels(sensitive)
+    except ValueError as e:
+        raise ValueError(
+            f"{arg('dataset')} sensitive features must define two or more groups without "
+            f"missing values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
+        ) from None
+
+
+def _check_every_group_is_validated(sensitive: Any, s_dev: Any, s_test: Any,
+                                    folds: list[Fold], *, single: bool) -> None:
+    """Refuse a group without rows in a training or a validation part (or the test split):
+    its fairness cannot be measured there, and a mitigation fitted without it cannot
+    predict it."""
+    groups = group_labels(sensitive)
+    dev = group_labels(s_dev).to_numpy()
+    parts = [("the test split", group_labels(s_test).to_numpy())] if s_test is not None else []
+    for k, (train, valid) in enumerate(folds):
+        if single:
+            parts += [("the training split", dev[train]), ("the validation split", dev[valid])]
+        else:
+            parts += [(f"the training rows of fold {k + 1}", dev[train]),
+                      (f"the validation rows of fold {k + 1}", dev[valid])]
+    for where, part in parts:
+        seen = set(part)
+        absent = [g for g in pd.unique(groups) if g not in seen]
+        if absent:
+            sizes = groups.value_counts()
+            listed = ", ".join(f"{g!r} ({int(sizes[g])} row{'' if sizes[g] == 1 else 's'})"
+                               for g in absent[:5])
+            raise ValueError(
+                f"{arg('dataset')} sensitive groups with too few rows to validate: "
+                f"{listed} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "
+                "small groups into larger ones or drop their rows (every group needs rows "
+                "to train on and to be measured on)."
+            )

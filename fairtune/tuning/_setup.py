@@ -105,7 +105,8 @@ def is_default_pruner(pruner: Any) -> bool:
 
     if pruner is None or isinstance(pruner, optuna.pruners.NopPruner):
         return True
-    return type(pruner) is optuna.pruners.MedianPruner and (
+    return type(pruner) is optuna.pruners.MedianPruner and not hasattr(
+        pruner, "_fairtune_pruner") and (
         describe_pruner(pruner) == describe_pruner(optuna.pruners.MedianPruner()))
 
 

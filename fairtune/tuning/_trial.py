@@ -1,11 +1,16 @@
-"""The trial path that FairObjective, FairSearchCV and the command line share.
+"""The evaluation of a trial, once: the trial path that every entrance calls.
 
 scikit-learn's search estimators are thin shells over one function that fits and scores a
-candidate; fairtune's entrances are thin in the same way over the pieces here: how a trial's
-predictions are scored (expected values for the randomized mitigations), pooled over
-cross-validation folds, and recorded (fairness values as constraints, the validation error, the
-positive rates), the keys under which a study stores its setup, and the rules every entrance
-applies to limits and margins.
+candidate on a split (``_fit_and_score``); fairtune's entrances are thin in the same way over
+:func:`run_trial` and :func:`fit_and_score` here. An entrance gives a *candidate* (how one
+trial's configuration is fitted on some rows and predicts others: FairObjective's pipeline,
+FairSearchCV's estimator with its routed parameters) and the :class:`~fairtune.tuning._data.Splits`
+of its data; this module fits and scores it on every fold of a split at one budget, pools the
+out-of-fold predictions, scores them once (expected values for the randomized mitigations),
+records the validation values (fairness as constraints, the validation error, the positive
+rates) and, for a multi-fidelity search, each budget's rung and the pruner's verdict. A budget
+is a transformation of the split (:func:`fairtune.tuning._data.budget_folds`) or of the
+candidate's resource: nothing here depends on where a trial came from.
 """
 
 from __future__ import annotations
@@ -13,59 +18,105 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
 
+from fairtune._keys import (
+    MITIGATION_USED_KEY,
+    POSITIVE_RATE_KEY,
+    POSITIVE_RATES_KEY,
+    RUNGS_KEY,
+    SENSITIVE_AT_PREDICTION_KEY,
+    VALIDATION_ERROR_KEY,
+)
 from fairtune._names import arg, got
 from fairtune.fairness import parse_limits, set_fairness_constraints
-from fairtune.fairness.constraints import record_fairness_values
-from fairtune.fairness.constraints import cannot_bind
+from fairtune.fairness.constraints import cannot_bind, record_fairness_values
+from fairtune.tuning._data import group_labels, group_name
 
 if TYPE_CHECKING:
     import optuna
 
 __all__ = [
-    "DATASET_KEY", "DATA_KEY", "METRIC_KEY", "METRIC_NAMES", "MITIGATION_SETUP_KEY",
-    "MITIGATION_USED_KEY", "MODEL_KEY", "OBJECTIVES_KEY", "POSITIVE_RATES_KEY",
-    "POSITIVE_RATE_KEY", "SENSITIVE_AT_PREDICTION_KEY", "TENANT_SETUP_PREFIX", "VALIDATION_ERROR_KEY", "VALIDATION_KEY",
-    "check_groups", "is_expected", "fairness_value", "metric_score", "other_data_message",
-    "other_setup_message",
-    "out_of_fold_predictions", "predicts_one_class", "record_validation", "takes_random_state",
-    "tightened", "warn_if_cannot_bind", "RUNGS_KEY", "budget_rows", "checked_budgets",
-    "checked_resource", "scale_resource",
-    "report_rung", "PRUNER_NAMES", "make_pruner",
+    "METRIC_NAMES", "MITIGATION_USED_KEY", "POSITIVE_RATES_KEY", "POSITIVE_RATE_KEY",
+    "PRUNER_NAMES", "RUNGS_KEY", "SENSITIVE_AT_PREDICTION_KEY", "VALIDATION_ERROR_KEY",
+    "Candidate", "Scored", "checked_budgets", "checked_resource", "fairness_value",
+    "fit_and_score", "is_expected", "make_pruner", "metric_score", "out_of_fold_predictions",
+    "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource",
+    "takes_random_state", "tightened", "warn_if_cannot_bind",
 ]
 
 Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
 METRIC_NAMES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "f1", "roc_auc")
 """The metrics :class:`FairObjective` can maximize (``metric=``)."""
-VALIDATION_ERROR_KEY = "fairtune:validation_error"
-"""Trial user attribute: the share of validation rows the model misclassifies."""
-POSITIVE_RATE_KEY = "fairtune:positive_rate"
-"""Trial user attribute: the share of validation rows predicted 1 (the favourable outcome)."""
-POSITIVE_RATES_KEY = "fairtune:positive_rate_by_group"
-"""Trial user attribute: ``{group: share of the group's validation rows predicted 1}``."""
-# Study user attributes: the setup that makes a study's trials comparable (see
-# FairObjective.setup). LIMITS_KEY (fairtune.fairness) holds the limits.
-DATASET_KEY = "fairtune:dataset"
-MODEL_KEY = "fairtune:model"
-METRIC_KEY = "fairtune:metric"
-VALIDATION_KEY = "fairtune:validation"
-OBJECTIVES_KEY = "fairtune:objectives"  # the multi-objective form only
-TENANT_SETUP_PREFIX = "fairtune:setup:"
-"""Study user attribute prefix: ``"fairtune:setup:<tenant>"`` holds a tenant's setup (the same
-entries as a study of one objective holds as separate attributes)."""
-DATA_KEY = "fairtune:data_fingerprint"
-"""Study user attribute: a digest of the rows, labels, groups and validation splits that the
-study's trials were scored on (see :func:`fairtune.tuning._data.data_fingerprint`)."""
-MITIGATION_SETUP_KEY = "fairtune:mitigation"  # with a mitigation only
-MITIGATION_USED_KEY = "fairtune:mitigation_used"
-"""Trial user attribute: the mitigation the trial's pipeline used (set with a mitigation only)."""
-SENSITIVE_AT_PREDICTION_KEY = "fairtune:sensitive_at_prediction"
-"""Trial user attribute: how the trial's deployed pipeline reads the sensitive feature at
-prediction time (see :meth:`FairObjective.needs_sensitive_features`), or ``"no"``."""
+
+
+class Candidate(Protocol):
+    """One trial's configuration as an entrance runs it: fit on some rows, predict others."""
+
+    def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """0/1 predictions of ``valid_rows`` (1 = favourable), or a randomized mitigation's
+        probabilities of 1, and the scores for roc_auc (else None), of the configuration fitted
+        on ``fit_rows`` at ``budget`` (1.0: the full one; a smaller one cuts the candidate's
+        resource when the budget is not a share of the rows)."""
+
+
+@dataclass
+class Scored:
+    """A trial's pooled validation predictions at one budget and their score."""
+
+    value: float
+    y_true: np.ndarray
+    y_pred: np.ndarray  # 0/1, or probabilities of 1 (see is_expected)
+    y_score: np.ndarray | None
+    sensitive: Any  # the validated rows' sensitive features
+
+
+def fit_and_score(candidate: Candidate, folds: Sequence[tuple[np.ndarray, np.ndarray]], *,
+                  y01: np.ndarray, sensitive: Any, metric: str, budget: float = 1.0
+                  ) -> Scored:
+    """Fit ``candidate`` on every fold's training rows at ``budget``, pool the predictions of
+    the validation rows (a validation split is one fold), and score them once."""
+    from sklearn.utils import _safe_indexing
+
+    n_rows = len(y01)
+    y_pred, y_score = out_of_fold_predictions(
+        folds, n_rows, lambda fit, valid: candidate.fit_predict(fit, valid, budget),
+        with_scores=metric == "roc_auc")
+    tested = np.zeros(n_rows, dtype=bool)
+    for _, valid in folds:
+        tested[valid] = True
+    rows = np.flatnonzero(tested)
+    y_score = None if y_score is None else y_score[rows]
+    y_true = np.asarray(y01)[rows]
+    return Scored(metric_score(metric, y_true, y_pred[rows], y_score), y_true, y_pred[rows],
+                  y_score, _safe_indexing(sensitive, rows))
+
+
+def run_trial(trial: Any, candidate: Candidate, splits: Any, *, y01: np.ndarray,
+              sensitive: Any, metric: str, limits: Sequence[Any],
+              budgets: Sequence[float] | None = None, prune_unfair: bool = False) -> Scored:
+    """The one trial loop: with ``budgets``, score at each smaller budget on its folds
+    (``splits.at(step)``), record the rung and let the study's pruner stop the trial
+    (``optuna.TrialPruned``); then score at the full budget, report it as the last step, and
+    record the validation values. Returns the full budget's :class:`Scored`."""
+    for step, budget in enumerate(tuple(budgets or ())[:-1]):
+        rung = fit_and_score(candidate, splits.at(step), y01=y01, sensitive=sensitive,
+                             metric=metric, budget=budget)
+        report_rung(trial, step, budget, rung.value, rung.y_true, rung.y_pred, rung.sensitive,
+                    list(limits), prune_unfair)
+    scored = fit_and_score(candidate, splits.at(None), y01=y01, sensitive=sensitive,
+                           metric=metric)
+    if budgets:
+        trial.report(scored.value, len(budgets))
+    record_validation(trial, scored.y_true, scored.y_pred, scored.sensitive, limits)
+    return scored
+
+
 def takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:
     """Whether a space's ``trial -> estimator`` function accepts ``random_state=``.
 
@@ -96,16 +147,6 @@ def predicts_one_class(trial: optuna.trial.FrozenTrial) -> int | None:
     if rate is None:
         return None
     return 1 if rate == 1.0 else 0 if rate == 0.0 else None
-
-
-def group_name(group: Any) -> str:
-    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
-
-
-def check_groups(sensitive: pd.Series | pd.DataFrame) -> pd.Series:
-    from fairtune.fairness.metrics import _check_sensitive
-
-    return _check_sensitive(sensitive, len(sensitive))
 
 
 def is_expected(y_pred: Any) -> bool:
@@ -216,65 +257,11 @@ def record_validation(
         VALIDATION_ERROR_KEY, float(np.mean(np.abs(y_pred - np.asarray(y_true))))
     )
     trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
-    groups = check_groups(sensitive)
+    groups = group_labels(sensitive)
     trial.set_user_attr(POSITIVE_RATES_KEY, {
         group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
         for group in pd.unique(groups)
     })
-
-
-def other_data_message(study: optuna.Study, fingerprint: str) -> str:
-    """Why a study whose trials were scored on other data cannot be used here, and what to do."""
-    return (
-        f"{arg('study')} {study.study_name!r} holds trials scored on other data (data "
-        f"fingerprint {study.user_attrs.get(DATA_KEY)!r} there, {fingerprint!r} here: other "
-        "rows, labels, groups or validation splits), so its best trial would be chosen on "
-        "scores that do not measure these rows; create a new study for this data (another "
-        f"{arg('study_name')})."
-    )
-
-
-# The arguments that choose each entry of a study's setup (LIMITS_KEY: "fairtune:limits").
-_SETUP_ARGUMENTS: dict[str, tuple[str, ...]] = {
-    DATASET_KEY: ("dataset", "use_sensitive_feature", "drop_columns"),
-    MODEL_KEY: ("model",),
-    METRIC_KEY: ("metric",),
-    "fairtune:limits": ("limits",),
-    VALIDATION_KEY: ("cv", "test_size", "random_state"),
-    MITIGATION_SETUP_KEY: ("mitigation",),
-    OBJECTIVES_KEY: ("objectives",),
-}
-
-
-def other_setup_message(study: optuna.Study, differences: list[tuple[str, Any, Any]]) -> str:
-    """Why ``study`` cannot take trials scored with another setup: ``differences`` are
-    ``(key, stored value, this run's value)``; the message names the arguments that choose each
-    entry (the other data only when nothing else differs: other settings explain it)."""
-    named_differences = [d for d in differences if d[0] != DATA_KEY]
-    if not named_differences:
-        return other_data_message(study, differences[0][2])
-
-    def named(key: str) -> str:
-        names = [arg(name) for name in _SETUP_ARGUMENTS.get(key, (key,))]
-        if key == DATASET_KEY:  # the data and what the model is shown of it
-            return f"{names[0]} (and {', '.join(names[1:])})"
-        return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-
-    def show(value: Any) -> str:
-        return repr(", ".join(value) or "none" if isinstance(value, list) else str(value))
-
-    what = "; ".join(
-        f"{named(key)} {show(stored)}, but this run asks for {show(wanted)}"
-        + (f" (the limits the trials are validated against: {arg('limits')} less "
-           f"{arg('margin')})" if key == "fairtune:limits" else "")
-        for key, stored, wanted in named_differences
-    )
-    return (
-        f"{arg('study')} {study.study_name!r} was tuned with {what}: its values are not "
-        f"comparable with this run's; use the same "
-        f"{' and '.join(named(key) for key, _, _ in named_differences)} as before or another "
-        f"{arg('study_name')}."
-    )
 
 
 def tightened(limits: list[Any], margin: Any) -> list[Any]:
@@ -315,11 +302,6 @@ def warn_if_cannot_bind(limits: Sequence[Any], *, stacklevel: int) -> None:
                 UserWarning,
                 stacklevel=stacklevel + 1,
             )
-
-
-RUNGS_KEY = "fairtune:rungs"
-"""Trial user attribute: ``[{"budget": 0.1, "value": ..., "<metric>": gap, ...}, ...]``, the
-trial's validation value and fairness at each smaller budget it was fitted on."""
 
 
 def checked_budgets(budgets: Any) -> tuple[float, ...]:
@@ -368,20 +350,6 @@ def scale_resource(estimator: Any, resource: str, budget: float) -> Any:
     return estimator
 
 
-def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int) -> list[np.ndarray]:
-    """The row positions of each budget but the last (all rows): nested subsets, each keeping
-    every label-and-group stratum's share (at least one row of each), drawn once per study
-    seed so that every trial is fitted on the same rows at the same budget."""
-    strata = pd.Series(np.asarray(y)).astype(str) + "|" + check_groups(groups).astype(str) \
-        .reset_index(drop=True)
-    rng = np.random.default_rng(seed)
-    order = {key: rng.permutation(np.flatnonzero((strata == key).to_numpy()))
-             for key in sorted(strata.unique())}
-    return [np.sort(np.concatenate([rows[:max(1, round(budget * len(rows)))]
-                                    for rows in order.values()]))
-            for budget in budgets[:-1]]
-
-
 def report_rung(trial: Any, step: int, budget: float, value: float, y_true: Any, y_pred: Any,
                 sensitive: Any, limits: list[Any], prune_unfair: bool) -> None:
     """Record a smaller budget's validation value and fairness, report it to the pruner as step
@@ -422,4 +390,42 @@ def make_pruner(name: str, budgets: Sequence[float]) -> Any:
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=len(budgets),
                                               reduction_factor=3)
-    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
+    # Optuna's default pruner has these very settings: marked, so that a median rule asked
+    # for is told apart from the default that check_pruner counts as none.
+    pruner._fairtune_pruner = name  # type: ignore[attr-defined]
+    return pruner
+
+
+def check_pruner(pruner: Any, budgets: Sequence[float] | None) -> None:
+    """The one rule of every entrance, wherever the pruner comes from (``pruner=``,
+    ``--pruner``, ``optuna.create_study(pruner=...)``): budgets need a pruner that uses them,
+    and a pruner needs budgets to stop trials at. Optuna's default pruner (a ``MedianPruner``
+    with its default settings, what ``create_study`` gives without one) counts as none.
+
+    Raises:
+        ValueError: Naming ``pruner`` and ``budgets`` and what was received.
+    """
+    from fairtune.tuning._setup import describe_pruner, is_default_pruner
+
+    if isinstance(pruner, str):  # a name of PRUNER_NAMES: never the default
+        if not budgets:
+            raise ValueError(
+                f"{arg('pruner')} stops trials at smaller budgets, so {arg('budgets')} must be "
+                f"given with it, but got {got('pruner', pruner)} and {got('budgets', None)}.")
+        return
+    if budgets and is_default_pruner(pruner):
+        raise ValueError(
+            f"{arg('budgets')} fit each trial on smaller budgets first so that a pruner can stop "
+            f"poor ones, so a pruner must be given with them (one of {list(PRUNER_NAMES)}: "
+            f"{arg('pruner')} in fairtune, or optuna.create_study(pruner=make_pruner(name, "
+            f"budgets))), but got {got('budgets', list(budgets))} and the study's pruner "
+            f"{describe_pruner(pruner) or 'none'} (Optuna's default when none is given)."
+        )
+    if not budgets and not is_default_pruner(pruner):
+        raise ValueError(
+            f"{arg('pruner')} stops trials at smaller budgets, so {arg('budgets')} must be given "
+            f"with it: without them a trial reports "
+            f"no step and nothing is pruned, but got the pruner {describe_pruner(pruner)} and "
+            f"{got('budgets', None)}."
+        )

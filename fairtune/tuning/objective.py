@@ -9,44 +9,28 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import numpy as np
 import pandas as pd
 
-from fairtune.fairness import parse_limits
-from fairtune.fairness.constraints import (
-    LIMITS_KEY,
-    LimitsLike,
-    best_fair_trial,
-)
+from fairtune._keys import PREFIX
 from fairtune._names import arg, got
-from fairtune.tuning._data import data_fingerprint as _digest
-from fairtune.tuning._data import favourable_labels
+from fairtune.fairness import parse_limits
+from fairtune.fairness.constraints import LimitsLike, best_fair_trial
+from fairtune.tuning._data import BUNDLED as _BUNDLED
+from fairtune.tuning._data import tuning_rows
+from fairtune.tuning._setup import check_setup, describe_pruner, read_setup, setup_record
 from fairtune.tuning._trial import (
-    DATA_KEY,
-    DATASET_KEY,
-    METRIC_KEY,
     METRIC_NAMES,
-    MITIGATION_SETUP_KEY,
     MITIGATION_USED_KEY,
-    MODEL_KEY,
-    OBJECTIVES_KEY,
     POSITIVE_RATE_KEY,
     POSITIVE_RATES_KEY,
     SENSITIVE_AT_PREDICTION_KEY,
-    TENANT_SETUP_PREFIX,
     VALIDATION_ERROR_KEY,
-    VALIDATION_KEY,
     Metric,
-    budget_rows,
-    checked_resource,
-    make_pruner,
-    check_groups,
     checked_budgets,
+    checked_resource,
+    check_pruner,
     fairness_value,
     metric_score,
-    other_data_message,
-    other_setup_message,
-    out_of_fold_predictions,
     predicts_one_class,
-    record_validation,
-    report_rung,
+    run_trial,
     scale_resource,
     takes_random_state,
     tightened,
@@ -71,140 +55,17 @@ if TYPE_CHECKING:
     from fairtune.datasets import FairDataset
 
 __all__ = [
-    "DATASET_KEY",
     "FairObjective",
-    "METRIC_KEY",
     "METRIC_NAMES",
     "MITIGATION_USED_KEY",
-    "MODEL_KEY",
     "SENSITIVE_AT_PREDICTION_KEY",
     "POSITIVE_RATE_KEY",
     "POSITIVE_RATES_KEY",
     "VALIDATION_ERROR_KEY",
-    "VALIDATION_KEY",
     "predicts_one_class",
 ]
 
-_BUNDLED = ("adult", "german", "compas")
 DatasetLike = Union[str, "FairDataset", tuple]
-
-
-def _load(dataset: DatasetLike) -> tuple[pd.DataFrame, Any, Any, str]:
-    """(X, labels, sensitive features, name) of ``dataset``, new objects in X's row order.
-
-    The caller's objects are never changed: pandas labels and sensitive features are matched
-    to X by index label, arrays by position (:func:`fairtune.tuning._data.aligned`), and the
-    column names of X become strings on a copy.
-    """
-    from fairtune import datasets
-    from fairtune.tuning._data import aligned
-
-    if isinstance(dataset, str):
-        if dataset not in _BUNDLED:
-            raise ValueError(
-                f"{arg('dataset')} must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, "
-                f"sensitive) tuple, but got {got('dataset', dataset)}."
-            )
-        # German and COMPAS warn (once per process) about their known issues, here too.
-        bunch = getattr(datasets, f"load_{dataset}")()
-        X, y, s, name = bunch.data, bunch.target, bunch.sensitive_features, dataset
-    elif isinstance(dataset, datasets.FairDataset):
-        X, y, s = dataset.data, dataset.target, dataset.sensitive_features
-        name = dataset.get("name", "data")
-    elif isinstance(dataset, tuple) and len(dataset) == 3:
-        (X, y, s), name = dataset, "data"
-    else:
-        raise ValueError(
-            f"{arg('dataset')} must be one of {list(_BUNDLED)}, a FairDataset or an (X, y, "
-            f"sensitive) tuple, but got {type(dataset).__name__}."
-        )
-    if isinstance(X, pd.DataFrame):
-        X = X.copy()
-    else:
-        X = pd.DataFrame(np.asarray(X))
-        # Beside an array, labels and groups are matched by position.
-        y, s = (
-            v.set_axis(X.index[: len(v)], axis=0) if isinstance(v, (pd.Series, pd.DataFrame))
-            and len(v) == len(X) else v for v in (y, s)
-        )
-    X.columns = [str(c) for c in X.columns]
-    try:
-        y, s = aligned(X, y, "y"), aligned(X, s, "sensitive")
-    except ValueError as error:
-        raise ValueError(f"{arg('dataset')} (X, y, sensitive): {error}") from None
-    return X, y, s, name
-
-
-def _checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
-    """``drop_columns`` as a list of column names of ``X``, or a ValueError naming it."""
-    if isinstance(drop_columns, str) or not isinstance(drop_columns, (list, tuple)) or not all(
-        isinstance(c, str) for c in drop_columns
-    ):
-        raise ValueError(
-            f"{arg('drop_columns')} must be a list of column names, but got "
-            f"{got('drop_columns', drop_columns)}."
-        )
-    unknown = [c for c in drop_columns if c not in X.columns]
-    if unknown:
-        raise ValueError(
-            f"{arg('drop_columns')} must name columns of X, but got "
-            f"{got('drop_columns', list(drop_columns))} "
-            f"and X has no column {unknown} (its columns: {list(map(str, X.columns))})."
-        )
-    if set(X.columns) <= set(drop_columns):
-        raise ValueError(
-            f"{arg('drop_columns')} must leave the model at least one column of X, but got "
-            f"{got('drop_columns', list(drop_columns))}, every column."
-        )
-    return list(dict.fromkeys(drop_columns))
-
-
-# A value "names" the group when at least this share of its rows (and this many rows) are in
-# one group; a column is flagged when such values cover this share of all rows.
-_NAMING_PURITY = 0.99
-_NAMING_MIN_ROWS = 10
-_NAMING_SHARE = 0.1
-
-
-def _proxy_columns(
-    X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame
-) -> tuple[list[str], dict[str, tuple[float, list[str]]]]:
-    """The categorical columns of ``X`` that reveal the sensitive feature.
-
-    Returns the columns whose every value occurs in one group only, from which the group can be
-    read off exactly (German credit's ``personal_status_sex`` for ``sex``), and, for the other
-    columns, those that name the group on a large share of the rows: values of at least
-    ``_NAMING_MIN_ROWS`` rows of which ``_NAMING_PURITY`` or more belong to one group, covering
-    ``_NAMING_SHARE`` of the rows or more (Adult's ``relationship``, whose values ``Husband`` and
-    ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values (the
-    most frequent first).
-    """
-    groups = (
-        sensitive.astype(str).agg("|".join, axis=1) if isinstance(sensitive, pd.DataFrame)
-        else sensitive.astype(str)
-    )
-    if groups.nunique() < 2:
-        return [], {}
-    exact: list[str] = []
-    naming: dict[str, tuple[float, list[str]]] = {}
-    for column in X.columns:
-        values = X[column]
-        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            continue
-        if values.nunique() >= len(values) / 2:  # an identifier, not a category
-            continue
-        counts = pd.crosstab(values.astype(str).to_numpy(), groups.to_numpy())
-        if ((counts > 0).sum(axis=1) == 1).all():
-            exact.append(str(column))
-            continue
-        rows = counts.sum(axis=1)
-        named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
-        share = named.sum() / len(values)
-        if share >= _NAMING_SHARE:
-            naming[str(column)] = (
-                float(share), [str(v) for v in named.sort_values(ascending=False, kind="stable").index]
-            )
-    return exact, naming
 
 
 def _check_validation(
@@ -259,38 +120,6 @@ def _checked_mitigation(mitigation: Any, limits: list[Any], metric: str) -> list
             f"and {got('mitigation', mitigation)}."
         )
     return names
-
-
-def _warn_of_proxies(
-    X: pd.DataFrame, sensitive: Any, sensitive_names: list[Any], sensitive_name: str
-) -> None:
-    """Warn (at the caller of FairObjective) of the columns left in X that reveal the group."""
-    proxies, naming = _proxy_columns(X, sensitive)
-    if proxies:
-        warnings.warn(
-            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
-            f"inputs, but the columns {proxies} determine {sensitive_name} exactly (each of "
-            "their values belongs to one group), so the model can still read it; to "
-            f"hide it, drop them too: {arg('drop_columns')} {','.join(proxies)}.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if naming:
-        described = "; ".join(
-            f"{column!r} on {share:.0%} of the rows (values "
-            f"{', '.join(map(repr, named[:5]))}"
-            f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})"
-            for column, (share, named) in naming.items()
-        )
-        warnings.warn(
-            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
-            f"inputs, but some columns name {sensitive_name} on many rows, "
-            f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
-            f"{described}; the model can still read it there. To hide it, drop them "
-            f"too: {arg('drop_columns')} {','.join(naming)}.",
-            UserWarning,
-            stacklevel=3,
-        )
 
 
 class FairObjective:
@@ -516,39 +345,28 @@ class FairObjective:
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
         self.mitigation = _checked_mitigation(mitigation, self.limits, self.metric)
+        if self.budgets is not None and self.objectives:
+            raise ValueError(f"{arg('budgets')} prune single-objective studies (Optuna's "
+                             f"pruners do not stop multi-objective trials), but got "
+                             f"{got('objectives', list(self.objectives))}.")
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
         self.random_state = random_state
-        X, y, sensitive, self.dataset_name = _load(dataset)
-        self.drop_columns = _checked_drop_columns(drop_columns, X)
-        X = X.drop(columns=self.drop_columns)
         self.pos_label = pos_label
-        y = pd.Series(favourable_labels(y, pos_label, argument=f"{arg('dataset')} labels")[0],
-                      index=X.index, name="target")
-        self._check_sensitive(sensitive, "the rows")
-        self.sensitive_name = (
-            ", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
-            else str(sensitive.name or "sensitive")
-        )
         self.use_sensitive_feature = use_sensitive_feature
-        sensitive_names = (
-            list(sensitive.columns) if isinstance(sensitive, pd.DataFrame) else [sensitive.name]
+        # The data, once: rows, labels, groups, splits, budget subsets and their fingerprint.
+        self._rows = tuning_rows(
+            dataset, pos_label=pos_label, drop_columns=drop_columns,
+            use_sensitive_feature=use_sensitive_feature, test_size=test_size,
+            validation_size=self.validation_size, cv=self.cv, random_state=random_state,
+            limits=self.tuning_limits, budgets=self.budgets, resource=self.resource,
+            correlation_remover="correlation_remover" in self.mitigation, stacklevel=3,
         )
-        if not use_sensitive_feature:
-            X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
-            _warn_of_proxies(X, sensitive, sensitive_names, self.sensitive_name)
-        self.X, self.y, self.sensitive = X, y, sensitive
-        self._sensitive_columns = [c for c in sensitive_names if c in X.columns]
-        if "correlation_remover" in self.mitigation and (
-            len(self._sensitive_columns) != len(sensitive_names)
-        ):
-            raise ValueError(
-                f"{arg('mitigation')} 'correlation_remover' decorrelates the columns of X from the "
-                "sensitive ones, so the sensitive features must be columns of X (named alike, "
-                "and use_sensitive_feature=True), but X has no column "
-                f"{[c for c in sensitive_names if c not in X.columns]}."
-            )
+        self.dataset_name = self._rows.name
+        self.drop_columns = self._rows.dropped
+        self.sensitive_name = self._rows.sensitive_name
+        self._sensitive_columns = self._rows.sensitive_columns
         # ThresholdOptimizer's thresholds are fitted on this fraction of the training rows,
         # held out from the model (see ThresholdClassifier.holdout).
         self._threshold_holdout = 0.0
@@ -557,103 +375,53 @@ class FairObjective:
         # odds most rows are predicted at random, and one draw's noise in the accuracy and
         # the gaps is what a search over many trials would select on.
         self._score_expected = True
-        self._fingerprint: str | None = None
         # Studies whose setup this objective has checked and stored.
         self._recorded: set[tuple[int, int]] = set()
-        self._split(X, y, sensitive)
-        if self.budgets is not None:
-            if self.objectives:
-                raise ValueError(f"{arg('budgets')} prune single-objective studies (Optuna's "
-                                 f"pruners do not stop multi-objective trials), but got "
-                                 f"{got('objectives', list(self.objectives))}.")
-        if self.budgets is not None and self.resource == "n_samples":
-            parts = ([(self.y_train, self.s_train)] if self.cv is None else
-                     [(self.y_dev.iloc[fit], self.s_dev.iloc[fit]) for fit, _ in self._folds])
-            self._budget_rows = [budget_rows(y_part, s_part, self.budgets, random_state)
-                                 for y_part, s_part in parts]
 
-    def _split(self, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> None:
-        """The test split (with ``test_size``), then the validation split or the folds."""
-        from sklearn.model_selection import StratifiedKFold, train_test_split
+    # -- the rows (views of the data, see fairtune.tuning._data) ------------------------------
 
-        random_state = self.random_state
-        self.X_test = self.y_test = self.s_test = None
-        if self.test_size is None:
-            self.X_dev, self.y_dev, self.s_dev = X, y, sensitive
-        else:
-            (self.X_dev, self.X_test, self.y_dev, self.y_test, self.s_dev, self.s_test) = (
-                train_test_split(
-                    X, y, sensitive, test_size=self.test_size, stratify=y,
-                    random_state=random_state,
-                )
-            )
-        self.X_train = self.X_valid = self.y_train = self.y_valid = None
-        self.s_train = self.s_valid = None
-        self._folds: list[tuple[np.ndarray, np.ndarray]] = []
-        if self.cv is None:
-            (self.X_train, self.X_valid, self.y_train, self.y_valid, self.s_train, self.s_valid) = (
-                train_test_split(
-                    self.X_dev, self.y_dev, self.s_dev, test_size=self.validation_size,
-                    stratify=self.y_dev, random_state=random_state,
-                )
-            )
-            self._check_sensitive(self.s_valid, "the validation split")
-        else:
-            smallest_class = int(np.bincount(self.y_dev.to_numpy(), minlength=2).min())
-            if self.cv > smallest_class:
-                raise ValueError(
-                    f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
-                    f"({smallest_class}), but got {got('cv', self.cv)}."
-                )
-            splitter = StratifiedKFold(self.cv, shuffle=True, random_state=random_state)
-            self._folds = list(splitter.split(self.X_dev, self.y_dev))
-        self._check_every_group_is_validated(sensitive)
+    X = property(lambda self: self._rows.X, doc="All the rows, as the model sees them.")
+    y = property(lambda self: self._rows.y, doc="All the labels (1 = favourable).")
+    sensitive = property(lambda self: self._rows.sensitive, doc="All the sensitive features.")
+    X_dev = property(lambda self: self._rows.X_dev, doc="The tuning rows (no test split).")
+    y_dev = property(lambda self: self._rows.y_dev)
+    s_dev = property(lambda self: self._rows.s_dev)
+    X_test = property(lambda self: self._rows.X_test, doc="The test split, or None.")
+    y_test = property(lambda self: self._rows.y_test)
+    s_test = property(lambda self: self._rows.s_test)
 
-    def _check_every_group_is_validated(self, sensitive: Any) -> None:
-        """Refuse a group without rows in a training or a validation part (or the test split):
-        its fairness cannot be measured there, and a mitigation fitted without it cannot
-        predict it."""
-        groups = check_groups(sensitive)
-        parts = [("the test split", self.s_test)] if self.s_test is not None else []
-        if self.cv is None:
-            parts += [("the training split", self.s_train), ("the validation split", self.s_valid)]
-        else:
-            dev = check_groups(self.s_dev).to_numpy()
-            for k, (train, valid) in enumerate(self._folds):
-                parts += [(f"the training rows of fold {k + 1}", dev[train]),
-                          (f"the validation rows of fold {k + 1}", dev[valid])]
-        for where, part in parts:
-            seen = set(check_groups(part) if not isinstance(part, np.ndarray) else part)
-            absent = [g for g in pd.unique(groups) if g not in seen]
-            if absent:
-                sizes = groups.value_counts()
-                shown = ", ".join(f"{g!r} ({int(sizes[g])} row{'' if sizes[g] == 1 else 's'})"
-                                  for g in absent[:5])
-                raise ValueError(
-                    f"{arg('dataset')} sensitive groups with too few rows to validate: "
-                    f"{shown} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "
-                    "small groups into larger ones or drop their rows (every group needs rows "
-                    "to train on and to be measured on)."
-                )
+    def _part(self, which: int, frame: Any) -> Any:
+        if not self._rows.single:
+            return None
+        return frame.iloc[self._rows.splits.folds[0][which]]
 
-    @staticmethod
-    def _check_sensitive(sensitive: pd.Series | pd.DataFrame, rows: str) -> None:
-        try:
-            check_groups(sensitive)
-        except ValueError as e:
-            raise ValueError(
-                f"{arg('dataset')} sensitive features must define two or more groups without "
-                f"missing values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
-            ) from None
+    X_train = property(lambda self: self._part(0, self.X_dev), doc="The training split, or None.")
+    y_train = property(lambda self: self._part(0, self.y_dev))
+    s_train = property(lambda self: self._part(0, self.s_dev))
+    X_valid = property(lambda self: self._part(1, self.X_dev), doc="The validation split, or None.")
+    y_valid = property(lambda self: self._part(1, self.y_dev))
+    s_valid = property(lambda self: self._part(1, self.s_dev))
+
+    @property
+    def _folds(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The cross-validation folds over the tuning rows ([] with a validation split)."""
+        return [] if self._rows.single else self._rows.splits.folds
+
+    @property
+    def data_fingerprint(self) -> str:
+        """A digest of what the trials are scored on: the tuning rows (as the model sees
+        them), their labels and groups, and the validation split or folds."""
+        return self._rows.fingerprint
+
+    # -- the setup ----------------------------------------------------------------------------
 
     @property
     def setup(self) -> dict[str, Any]:
-        """What makes this objective's trial values comparable, as stored with a study.
+        """What makes this objective's trial values comparable, as stored with a study (the
+        study adds its pruner and tenants; see :mod:`fairtune.tuning._setup`).
 
-        ``{"fairtune:dataset": "german (sensitive: sex)", "fairtune:model": "random_forest",
-        "fairtune:metric": "accuracy", "fairtune:limits": ["demographic_parity<=0.05"],
-        "fairtune:validation": "a 30% validation split, split seed 0",
-        "fairtune:mitigation": []}`` (limits sorted; the mitigation names, none here).
+        ``{"entrance": "FairObjective", "dataset": "german (sensitive: sex)", "model":
+        "random_forest", "metric": "accuracy", "limits": ["demographic_parity<=0.05"], ...}``
         """
         validation = (
             f"{self.cv}-fold cross-validation" if self.cv
@@ -663,29 +431,68 @@ class FairObjective:
         )
         hidden = "" if self.use_sensitive_feature else ", hidden from the model"
         dropped = f", without {', '.join(self.drop_columns)}" if self.drop_columns else ""
-        return {
-            DATASET_KEY: f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden}{dropped})",
-            MODEL_KEY: self.space.name,
-            METRIC_KEY: self.metric,
-            LIMITS_KEY: sorted(str(limit) for limit in self.tuning_limits),
-            VALIDATION_KEY: validation,
-            **({OBJECTIVES_KEY: list(self.objectives)} if self.objectives else {}),
-            MITIGATION_SETUP_KEY: list(self.mitigation),
-            DATA_KEY: self.data_fingerprint,
-        }
+        return setup_record(
+            entrance="FairObjective",
+            dataset=f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden}{dropped})",
+            pos_label=self.pos_label, model=self.space.name, metric=self.metric,
+            objectives=list(self.objectives) or None,
+            limits=sorted(str(limit) for limit in self.tuning_limits), margin=float(self.margin),
+            mitigation=list(self.mitigation), validation=validation,
+            budgets=None if self.budgets is None else list(self.budgets),
+            resource=self.resource, prune_unfair=self.prune_unfair, data=self.data_fingerprint,
+        )
 
-    @property
-    def data_fingerprint(self) -> str:
-        """A digest of what the trials are scored on: the tuning rows (as the model sees
-        them), their labels and groups, and the validation split or folds."""
-        if self._fingerprint is None:
-            if self.cv is None:
-                parts = (self.X_train, self.y_train, self.s_train,
-                         self.X_valid, self.y_valid, self.s_valid)
-            else:
-                parts = (self.X_dev, self.y_dev, self.s_dev)
-            self._fingerprint = _digest(*parts, folds=self._folds)
-        return self._fingerprint
+    def _study_setup(self, study: optuna.Study, pruner: Any) -> dict[str, Any]:
+        tenants = getattr(study.sampler, "tenants", None)
+        return {**self.setup, "pruner": describe_pruner(pruner),
+                "tenants": None if tenants is None else list(tenants)}
+
+    def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
+        """``(entry, stored value, this objective's value)`` for every setup entry that
+        differs from what ``study`` stores (entries not stored yet are not differences)."""
+        from fairtune.tuning._setup import differences
+
+        stored = read_setup(study, self.tenant)
+        mine = self._study_setup(study, study.pruner)
+        return [(name, stored[name], mine[name]) for name in differences(stored, mine)]
+
+    def record_setup(self, study: optuna.Study, pruner: Any = None) -> None:
+        """Store :attr:`setup` with ``study`` (with its pruner and tenants), or raise if the
+        study holds another one.
+
+        Args:
+            study: The study.
+            pruner: The pruner the study runs with. Defaults to None: ``study.pruner``.
+
+        Raises:
+            ValueError: If the study was tuned with another setup (the message names each
+                difference), if ``budgets`` come without a pruner or a pruner without them,
+                or if the study's directions do not fit the objective.
+        """
+        from optuna.study import StudyDirection
+
+        if self.objectives:
+            expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+                        for d in self.directions]
+            if list(study.directions) != expected:
+                raise ValueError(
+                    f"`study` must have directions={self.directions} for the objectives "
+                    f"{self.objectives}, but got directions="
+                    f"{[d.name.lower() for d in study.directions]}; create the study with "
+                    "directions=objective.directions."
+                )
+        elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+            raise ValueError(
+                f"`study` must maximize one value: FairObjective returns its {self.metric}, "
+                f"to be maximized, but got directions={[d.name for d in study.directions]}; "
+                "create the study with direction='maximize'."
+            )
+        pruner = study.pruner if pruner is None else pruner
+        check_pruner(pruner, self.budgets)
+        check_setup(study, self._study_setup(study, pruner), tenant=self.tenant)
+        self._recorded.add((id(study._storage), study._study_id))
+
+    # -- the study ----------------------------------------------------------------------------
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
         """How a pipeline of this objective reads the sensitive feature at prediction time.
@@ -729,38 +536,35 @@ class FairObjective:
 
         A search that starts there keeps the model a practitioner would get without tuning
         whenever nothing it finds is more accurate on validation under the limits. Nothing is
-        enqueued when the study already has (or is waiting for) a trial with these parameters,
-        so that a resumed study does not run it again; workers that open a new study at the
+        enqueued when the study already has a completed, pruned, running or waiting trial
+        with these parameters, so that a resumed study does not run it again; a trial of it
+        that failed or was interrupted does not count. Workers that open a new study at the
         same moment may each run it once.
 
         Returns:
             Whether a trial was enqueued.
         """
-        params = self.default_params()
-        if params is None or any(
-            # A waiting (enqueued) trial keeps its parameters in its "fixed_params" attribute.
-            (t.system_attrs.get("fixed_params") if t.state.name == "WAITING" else t.params)
-            == params for t in study.get_trials(deepcopy=False)
-        ):
-            return False
-        study.enqueue_trial(params, skip_if_exists=True)
-        return True
+        from fairtune.tuning._study import enqueue_defaults
+
+        return enqueue_defaults(study, self.default_params())
 
     def prepare(self, study: optuna.Study, *, sampler: str | None = None, seed: int = 0,
                 pruner: str | None = None) -> None:
         """Make ``study`` ready for this objective, as ``fairtune tune`` does before its trials.
 
-        1. Store the objective's :attr:`setup` with the study, or raise if the study holds
-           another (:meth:`record_setup`).
-        2. Mark the running trials of dead workers as failed, so that no sampler treats them
+        1. Check the pruner against ``budgets`` (a pruner needs budgets, budgets need a
+           pruner: Optuna's default one counts as none), then store the objective's
+           :attr:`setup` with the study, or raise if the study holds another
+           (:meth:`record_setup`).
+        2. Give the study the pruner (``pruner``) and, with ``sampler`` (a name of
+           :data:`fairtune.samplers.SAMPLER_NAMES`), the sampler ``fairtune tune --sampler``
+           uses, seeded by ``seed`` plus the number of trials the study already holds, so
+           that a resumed study continues the random stream instead of replaying it.
+        3. Mark the running trials of dead workers as failed, so that no sampler treats them
            as pending points (on storages with a heartbeat).
-        3. Enqueue the untuned model as the next trial, once per study
-           (:meth:`enqueue_defaults`): the search keeps it unless it finds a more accurate
-           fair model. Not for a ``tenant``: a shared study's first rounds are the sampler's.
-        4. With ``sampler`` (a name of :data:`fairtune.samplers.SAMPLER_NAMES`), give the study
-           the sampler ``fairtune tune --sampler`` uses, seeded by ``seed`` plus the number of
-           trials the study already holds, so that a resumed study continues the random
-           stream instead of replaying it.
+        4. Enqueue the untuned model as the next trial (:meth:`enqueue_defaults`): the search
+           keeps it unless it finds a more accurate fair model. Not for a ``tenant``: a shared
+           study's first rounds are the sampler's.
 
         Args:
             study: The study to run this objective in.
@@ -769,21 +573,11 @@ class FairObjective:
             pruner: A pruner name of :data:`fairtune.tuning.PRUNER_NAMES` for the study, set
                 up for ``budgets`` (which it needs). Defaults to None: the study's pruner.
         """
-        from fairtune._storage import fail_stale_trials
-        from fairtune.samplers import make_sampler
+        from fairtune.tuning._study import prepare_study
 
-        self.record_setup(study)
-        fail_stale_trials(study)
-        if self.tenant is None:
-            self.enqueue_defaults(study)
-        if sampler is not None:
-            study.sampler = make_sampler(sampler, seed=seed + len(study.trials))
-        if pruner is not None:
-            if self.budgets is None:
-                raise ValueError(f"{arg('pruner')} stops trials at smaller budgets, so "
-                                 f"{arg('budgets')} must be given with it, but got "
-                                 f"{got('pruner', pruner)} and {got('budgets', None)}.")
-            study.pruner = make_pruner(pruner, self.budgets)
+        prepare_study(study, check=lambda s, p: self.record_setup(s, p),
+                      defaults=None if self.tenant is not None else self.default_params(),
+                      budgets=self.budgets, sampler=sampler, seed=seed, pruner=pruner)
 
     def create_study(
         self,
@@ -816,17 +610,12 @@ class FairObjective:
             study_name: The study's name. Defaults to None (a new name; with ``storage``,
                 give one to resume, or to run the same study from several workers).
             pruner: A pruner name for a multi-fidelity search (see ``budgets`` and
-                :meth:`prepare`). Defaults to None.
+                :meth:`prepare`). Defaults to None; with ``budgets``, one must be given.
         """
-        import optuna
+        from fairtune.tuning._study import create_study
 
-        from fairtune._storage import create_or_load_study
-
-        # Workers started together on a new database race to create it: retried.
-        study = create_or_load_study(lambda: optuna.create_study(
-            directions=self.directions or ["maximize"], storage=storage,
-            study_name=study_name, load_if_exists=study_name is not None,
-        ))
+        study = create_study(directions=self.directions or ["maximize"], storage=storage,
+                             study_name=study_name)
         self.prepare(study, sampler=sampler or ("mtkb" if self.objectives else "fairbo"),
                      seed=seed, pruner=pruner)
         return study
@@ -840,63 +629,6 @@ class FairObjective:
         if not self.mitigation:
             return None
         return params.get(MITIGATION_KEY, self.mitigation[0])
-
-    def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
-        """``(key, stored value, this objective's value)`` for every setup entry that differs.
-
-        Entries the study does not store yet are not differences.
-        """
-        stored = self._stored_setup(study)
-        if DATASET_KEY in stored:
-            # A FairObjective study that stored no mitigation was tuned without one.
-            stored.setdefault(MITIGATION_SETUP_KEY, [])
-        return [
-            (key, stored[key], value) for key, value in self.setup.items()
-            if key in stored and stored[key] != value
-        ]
-
-    def _stored_setup(self, study: optuna.Study) -> dict[str, Any]:
-        """The setup ``study`` stores for this objective: its own, or its tenant's."""
-        if self.tenant is None:
-            return dict(study.user_attrs)
-        return dict(study.user_attrs.get(TENANT_SETUP_PREFIX + self.tenant) or {})
-
-    def record_setup(self, study: optuna.Study) -> None:
-        """Store :attr:`setup` with ``study``, or raise if the study holds another one.
-
-        Raises:
-            ValueError: If the study was tuned with another setup (the message names each
-                difference), or is not a single-objective maximization study.
-        """
-        from optuna.study import StudyDirection
-
-        if self.objectives:
-            expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
-                        for d in self.directions]
-            if list(study.directions) != expected:
-                raise ValueError(
-                    f"`study` must have directions={self.directions} for the objectives "
-                    f"{self.objectives}, but got directions="
-                    f"{[d.name.lower() for d in study.directions]}; create the study with "
-                    "directions=objective.directions."
-                )
-        elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
-            raise ValueError(
-                f"`study` must maximize one value: FairObjective returns its {self.metric}, "
-                f"to be maximized, but got directions={[d.name for d in study.directions]}; "
-                "create the study with direction='maximize'."
-            )
-        differences = self.setup_differences(study)
-        if differences:
-            raise ValueError(other_setup_message(study, differences))
-        if self.tenant is not None:
-            stored = self._stored_setup(study)
-            if set(self.setup) - set(stored):
-                study.set_user_attr(TENANT_SETUP_PREFIX + self.tenant, {**self.setup, **stored})
-            return
-        for key, value in self.setup.items():
-            if key not in study.user_attrs:
-                study.set_user_attr(key, value)
 
     def make_pipeline(self, trial: optuna.Trial | optuna.trial.FixedTrial) -> Any:
         """Preprocessing + the estimator the space builds for ``trial`` (+ its mitigation).
@@ -1000,91 +732,31 @@ class FairObjective:
             y_score = pipeline.predict_proba(X)[:, 1] if self.metric == "roc_auc" else None
         return y_pred, y_score
 
-    def _fit_predict(
-        self, pipeline: Any, fit: tuple[pd.DataFrame, pd.Series, Any],
-        X_pred: pd.DataFrame, s_pred: Any,
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        return self._predict(
-            self._fit(pipeline, *fit), X_pred, s_pred, expected=self._score_expected
-        )
-
     def __call__(self, trial: optuna.Trial) -> float:
         study = getattr(trial, "study", None)
-        if study is not None:
-            key = (id(study._storage), study._study_id)
-            if key not in self._recorded:
-                self.record_setup(study)
-                self._recorded.add(key)
-        if self.budgets is not None:
-            self._run_smaller_budgets(trial)
-        if self.cv is None:
-            y_true, sensitive = self.y_valid, self.s_valid
-            y_pred, y_score = self._fit_predict(
-                self.make_pipeline(trial), (self.X_train, self.y_train, self.s_train),
-                self.X_valid, self.s_valid,
-            )
-        else:
-            y_true, sensitive = self.y_dev, self.s_dev
-            y_pred, y_score = out_of_fold_predictions(
-                self._folds, len(self.y_dev),
-                lambda fit_rows, valid_rows: self._fit_predict(
-                    self.make_pipeline(trial),
-                    (self.X_dev.iloc[fit_rows], self.y_dev.iloc[fit_rows],
-                     self.s_dev.iloc[fit_rows]),
-                    self.X_dev.iloc[valid_rows], self.s_dev.iloc[valid_rows],
-                ),
-                with_scores=self.metric == "roc_auc",
-            )
-        if self.budgets is not None:
-            trial.report(self._score(y_true, y_pred, y_score), len(self.budgets))
-        record_validation(trial, y_true, y_pred, sensitive, self.tuning_limits)
+        if study is not None and (id(study._storage), study._study_id) not in self._recorded:
+            self.record_setup(study)
+        rows = self._rows
+        scored = run_trial(
+            trial, _Pipelines(self, trial), rows.splits, y01=rows.y_dev.to_numpy(),
+            sensitive=rows.s_dev, metric=self.metric, limits=self.tuning_limits,
+            budgets=self.budgets, prune_unfair=self.prune_unfair)
         if self.mitigation:
             trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))
         trial.set_user_attr(
             SENSITIVE_AT_PREDICTION_KEY, self.needs_sensitive_features(trial.params) or "no"
         )
         if not self.objectives:
-            return self._score(y_true, y_pred, y_score)
+            return scored.value
         values = []
         for name in self.objectives:
             if name in METRIC_NAMES:
-                values.append(self._score(y_true, y_pred, y_score))
+                values.append(scored.value)
                 continue
-            value = fairness_value(name, y_true, y_pred, sensitive)
-            trial.set_user_attr(f"fairtune:{name}", value)
+            value = fairness_value(name, scored.y_true, scored.y_pred, scored.sensitive)
+            trial.set_user_attr(PREFIX + name, value)
             values.append(value)
         return tuple(values)  # type: ignore[return-value]
-
-    def _run_smaller_budgets(self, trial: optuna.Trial) -> None:
-        """Fit, score and report ``trial`` at each budget but the full one (see ``budgets``)."""
-        by_rows = self.resource == "n_samples"
-
-        def pipeline_at(budget: float) -> Any:
-            pipeline = self.make_pipeline(trial)
-            return pipeline if by_rows else scale_resource(pipeline, self.resource, budget)
-
-        for step, budget in enumerate(self.budgets[:-1]):  # type: ignore[index]
-            if self.cv is None:
-                rows = self._budget_rows[0][step] if by_rows else slice(None)
-                y_true, sensitive = self.y_valid, self.s_valid
-                y_pred, y_score = self._fit_predict(
-                    pipeline_at(budget), (self.X_train.iloc[rows], self.y_train.iloc[rows],
-                               self.s_train.iloc[rows]),
-                    self.X_valid, self.s_valid)
-            else:
-                y_true, sensitive = self.y_dev, self.s_dev
-                folds = [(fit[self._budget_rows[k][step]] if by_rows else fit, valid)
-                         for k, (fit, valid) in enumerate(self._folds)]
-                y_pred, y_score = out_of_fold_predictions(
-                    folds, len(self.y_dev),
-                    lambda fit_rows, valid_rows: self._fit_predict(
-                        pipeline_at(budget),
-                        (self.X_dev.iloc[fit_rows], self.y_dev.iloc[fit_rows],
-                         self.s_dev.iloc[fit_rows]),
-                        self.X_dev.iloc[valid_rows], self.s_dev.iloc[valid_rows]),
-                    with_scores=self.metric == "roc_auc")
-            report_rung(trial, step, budget, self._score(y_true, y_pred, y_score), y_true,
-                        y_pred, sensitive, self.tuning_limits, self.prune_unfair)
 
     def refit_best(
         self,
@@ -1127,8 +799,11 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
-        if self._stored_setup(study).get(DATA_KEY, self.data_fingerprint) != self.data_fingerprint:
-            raise ValueError(other_data_message(study, self.data_fingerprint))
+        stored = read_setup(study, self.tenant)
+        if stored.get("data", self.data_fingerprint) != self.data_fingerprint:
+            from fairtune.tuning._setup import setup_message
+
+            raise ValueError(setup_message(study, stored, self.setup, ["data"], self.tenant))
         if trial is not None:
             best = _completed_trial(study, trial)
         elif len(study.directions) > 1:
@@ -1215,6 +890,25 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
+
+
+class _Pipelines:
+    """A FairObjective trial as the trial path's candidate: the trial's pipeline, fitted on
+    some tuning rows (its resource cut at a smaller budget), predicting others."""
+
+    def __init__(self, objective: FairObjective, trial: Any) -> None:
+        self.objective, self.trial = objective, trial
+
+    def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        objective, rows = self.objective, self.objective._rows
+        pipeline = objective.make_pipeline(self.trial)
+        if budget < 1.0 and objective.resource != "n_samples":
+            pipeline = scale_resource(pipeline, objective.resource, budget)
+        model = objective._fit(pipeline, rows.X_dev.iloc[fit_rows], rows.y_dev.iloc[fit_rows],
+                               rows.s_dev.iloc[fit_rows])
+        return objective._predict(model, rows.X_dev.iloc[valid_rows],
+                                  rows.s_dev.iloc[valid_rows], expected=objective._score_expected)
 
 
 def _completed_trial(

@@ -56,6 +56,7 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -68,7 +69,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils.metaestimators import available_if
 
 from fairtune.fairness.constraints import (
-    LIMITS_KEY,
     FairnessLimit,
     LimitsLike,
     best_fair_trial,
@@ -76,7 +76,15 @@ from fairtune.fairness.constraints import (
     is_fair,
     parse_limits,
 )
-from fairtune.tuning._data import data_fingerprint, favourable_labels
+from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
+from fairtune.tuning._data import (
+    Splits,
+    budget_folds,
+    checked_group_sizes,
+    data_fingerprint,
+    favourable_labels,
+)
+from fairtune.tuning._setup import check_setup, describe_pruner, setup_record
 from fairtune.tuning.mitigation import (
     MITIGATION_KEY,
     MITIGATION_PARAMS,
@@ -100,14 +108,8 @@ __all__ = [
     "FairSearchCV",
 ]
 
-SPLIT_SCORES_KEY = "fairtune:split_scores"
-"""Trial user attribute: ``scoring`` on each fold's validation rows (``split<k>_test_score``)."""
-FIT_TIMES_KEY = "fairtune:fit_times"
-"""Trial user attribute: the seconds each fold's fit took."""
-SCORE_TIMES_KEY = "fairtune:score_times"
-"""Trial user attribute: the seconds each fold's prediction and scoring took."""
-ERROR_KEY = "fairtune:error"
-"""Trial user attribute of a failed trial: the error its estimator raised."""
+# Trial user attributes: ``scoring`` on each fold's validation rows (``split<k>_test_score``),
+# the seconds each fold's fit and its prediction and scoring took, a failed trial's error.
 
 _SENSITIVE = "sensitive_features"
 _PREDICT_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
@@ -610,13 +612,16 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "to measure the fairness limits): fit(X, y, sensitive_features=A), but got "
                 "sensitive_features=None."
             )
-        try:
-            trial_path.check_groups(sensitive_features)
-        except ValueError as error:
-            raise ValueError(
-                f"`sensitive_features` must give each row of X one of two or more groups: "
-                f"{str(error).replace('`sensitive_features` ', '')}"
-            ) from None
+        from fairtune._validation import sensitive_groups
+
+        if _n_rows(sensitive_features) == n:
+            try:
+                sensitive_groups(sensitive_features, n, warn_twins=True, stacklevel=4)
+            except ValueError as error:
+                raise ValueError(
+                    f"`sensitive_features` must give each row of X one of two or more groups: "
+                    f"{str(error).replace('`sensitive_features` ', '')}"
+                ) from None
         if _n_rows(sensitive_features) != n:
             raise ValueError(
                 f"`sensitive_features` must have one entry per row of X ({n}), but got "
@@ -817,31 +822,25 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fit_all, predict_all, split_params = self._fold_params(
             sensitive_features, fit_params, mitigation
         )
-        folds, covered = self._folds(X, y_array, split_params)
+        folds = self._folds(X, y_array, split_params)
 
         self._remember_groups(X, sensitive_features)
-        fingerprint = data_fingerprint(X, y01, sensitive_features, folds=folds)
-        study = self._prepare_study(limits, sampler_seed, fingerprint)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
-        if self.pruner is not None:
-            if budgets is None:
-                raise ValueError("`pruner` stops trials at smaller budgets, so `budgets` must be "
-                                 f"given with it, but got pruner={self.pruner!r} and budgets=None.")
-            study.pruner = (trial_path.make_pruner(self.pruner, budgets)
-                            if isinstance(self.pruner, str) else self.pruner)
-        if not study.trials:  # the untuned configuration first, once per study
-            untuned = self._untuned_params(space_or_distributions, mitigation, limits)
-            if untuned is not None:
-                study.enqueue_trial(untuned)
+        splits = Splits(folds, n, None if budgets is None or resource != "n_samples" else
+                        budget_folds(folds, y01, sensitive_features, budgets, seed))
+        checked_group_sizes(sensitive_features, splits.covered, limits,
+                            argument="`sensitive_features`", where="the cross-validation folds")
+        record = self._setup_record(X, y01, sensitive_features, folds, limits, mitigation,
+                                    space_or_distributions, budgets, resource)
+        study = self._prepare_study(
+            sampler_seed, record, budgets,
+            self._untuned_params(space_or_distributions, mitigation, limits))
         objective = _SearchObjective(
             self, build=build, X=X, y=y, y01=y01, positive=positive,
-            sensitive=sensitive_features, folds=folds, covered=covered,
+            sensitive=sensitive_features, splits=splits,
             fit_params=fit_all, predict_params=predict_all, limits=limits,
             mitigation=mitigation, seed=seed, budgets=budgets, resource=resource,
-            budget_folds=None if budgets is None else _budget_folds(
-                folds, y01, sensitive_features, budgets, seed) if resource == "n_samples"
-            else [folds] * (len(budgets) - 1),
         )
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
@@ -940,9 +939,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _folds(
         self, X: Any, y: np.ndarray, split_params: dict[str, Any]
-    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
-        """The (train, test) folds of ``cv`` and the rows in some test fold; the test folds
-        must not overlap (each row gets at most one out-of-fold prediction)."""
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The (train, test) folds of ``cv``; the test folds must not overlap (each row gets
+        at most one out-of-fold prediction)."""
         from sklearn.model_selection import check_cv
 
         cv = check_cv(self.cv, y, classifier=True)
@@ -956,7 +955,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "`cv` must give test folds that do not overlap (each row gets at most one "
                 f"out-of-fold prediction), but got cv={self.cv!r}."
             )
-        return folds, np.flatnonzero(tested)
+        return folds
 
     def _untuned_params(
         self, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit]
@@ -1052,19 +1051,30 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     what="values", why=why,
                 )
 
-    def _prepare_study(
-        self, limits: list[FairnessLimit], sampler_seed: int | None, fingerprint: str
-    ) -> Any:
-        """The study to run the trials in, holding the search's limits, scoring and the
-        fingerprint of the data its trials are scored on."""
+    def _setup_record(self, X: Any, y01: np.ndarray, sensitive: Any, folds: list[Any],
+                      limits: list[FairnessLimit], mitigation: list[str], space: Any,
+                      budgets: tuple[float, ...] | None, resource: str) -> dict[str, Any]:
+        """The setup of this search (see :mod:`fairtune.tuning._setup`), the pruner and its
+        check added by :func:`fairtune.tuning._study.prepare_study`."""
+        return setup_record(
+            entrance="FairSearchCV", pos_label=self.pos_label,
+            model=estimator_identity(self.estimator, space), metric=self.scoring,
+            limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
+            mitigation=list(mitigation), validation=_describe_cv(self.cv),
+            budgets=None if budgets is None else list(budgets), resource=resource,
+            prune_unfair=bool(self.prune_unfair),
+            data=data_fingerprint(X, y01, sensitive, folds=folds),
+        )
+
+    def _prepare_study(self, sampler_seed: int | None, record: dict[str, Any],
+                       budgets: tuple[float, ...] | None, untuned: dict[str, Any] | None) -> Any:
+        """The study to run the trials in, checked against and holding this search's setup,
+        with its pruner, and the untuned configuration enqueued unless it was evaluated."""
         import optuna
         from optuna.study import StudyDirection
 
-        stored = {
-            LIMITS_KEY: sorted(str(limit) for limit in limits),
-            trial_path.METRIC_KEY: self.scoring,
-            trial_path.DATA_KEY: fingerprint,
-        }
+        from fairtune.tuning._study import prepare_study
+
         if self.study is None:
             if self.sampler is None:
                 from fairtune.samplers import FairBOSampler
@@ -1072,7 +1082,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 sampler = FairBOSampler(seed=sampler_seed)
             else:
                 sampler = copy.deepcopy(self.sampler)
-            study = optuna.create_study(direction="maximize", sampler=sampler)
+            study = optuna.create_study(direction="maximize", sampler=sampler,
+                                        pruner=optuna.pruners.NopPruner())
         else:
             study = self.study
             if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
@@ -1081,22 +1092,18 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     f"directions={[d.name.lower() for d in study.directions]}; create it with "
                     "direction='maximize'."
                 )
-            for key, value in stored.items():
-                old = study.user_attrs.get(key)
-                if key == trial_path.DATA_KEY and old is not None and old != value:
-                    raise ValueError(trial_path.other_data_message(study, fingerprint) + (
-                        " A clone of the search (scikit-learn's clone, cross_validate) shares "
-                        "a database study: give each fit a study of its own, or study=None."
-                    ))
-                if old is not None and old != value:
-                    raise ValueError(
-                        f"`study` {study.study_name!r} holds trials of another search ({key} "
-                        f"{old!r} there, {value!r} here): their values are not comparable; "
-                        "use another study."
-                    )
-        for key, value in stored.items():
-            if key not in study.user_attrs:
-                study.set_user_attr(key, value)
+
+        def check(study: Any, pruner: Any) -> None:
+            try:
+                check_setup(study, {**record, "pruner": describe_pruner(pruner)})
+            except ValueError as error:
+                if "other data" not in str(error):
+                    raise
+                raise ValueError(f"{error} A clone of the search (scikit-learn's clone, "
+                                 "cross_validate) shares a database study: give each fit a "
+                                 "study of its own, or study=None.") from None
+
+        prepare_study(study, check=check, defaults=untuned, budgets=budgets, pruner=self.pruner)
         return study
 
     @staticmethod
@@ -1367,15 +1374,61 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
     return ranks
 
 
-def _budget_folds(folds: list[tuple[np.ndarray, np.ndarray]], y01: np.ndarray, sensitive: Any,
-                  budgets: tuple[float, ...], seed: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-    """For each budget but the full one, the folds with their training rows cut to it."""
-    from sklearn.utils import _safe_indexing
+def _describe_cv(cv: Any) -> str:
+    """The validation scheme of ``cv`` as the setup records it."""
+    if cv is None or isinstance(cv, Integral):
+        return f"{5 if cv is None else int(cv)}-fold cross-validation"
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(cv))
 
-    cut = [trial_path.budget_rows(y01[fit], _safe_indexing(sensitive, fit), budgets, seed)
-           for fit, _ in folds]
-    return [[(fit[cut[k][step]], valid) for k, (fit, valid) in enumerate(folds)]
-            for step in range(len(budgets) - 1)]
+
+def estimator_identity(estimator: Any, space: Any) -> str:
+    """What a FairSearchCV's trials are built from, as its setup records it: the estimator's
+    class (a pipeline's steps) and a digest of every parameter that is not tuned (another
+    scaler, another fixed setting) and of the searched space; a tuned parameter's starting
+    value is not part of it."""
+    import hashlib
+
+    from sklearn.pipeline import Pipeline
+
+    tuned = set(space) if isinstance(space, dict) else set()
+    params = estimator.get_params(deep=True)
+    described = []
+    for key in sorted(params):
+        if key in tuned:
+            continue
+        value = params[key]
+        if hasattr(value, "get_params"):
+            value = f"{type(value).__module__}.{type(value).__qualname__}"
+        elif key.endswith("steps") and isinstance(value, list):
+            value = [(name, type(step).__qualname__) for name, step in value]
+        described.append(f"{key}={re.sub(r' at 0x[0-9a-fA-F]+', '', repr(value))}")
+    described.append(repr(sorted((k, repr(v)) for k, v in space.items())) if isinstance(
+        space, dict) else f"space {space.name}")
+    digest = hashlib.sha256("\n".join(described).encode()).hexdigest()[:12]
+    if isinstance(estimator, Pipeline):
+        name = f"Pipeline({', '.join(type(step).__name__ for _, step in estimator.steps)})"
+    else:
+        name = type(estimator).__name__
+    return f"{name} #{digest}"
+
+
+class _Estimators:
+    """A FairSearchCV trial as the trial path's candidate: clones of the trial's estimator
+    fitted on a fold's rows (its resource cut at a smaller budget); the times and the folds'
+    scores of the full budget go to the trial's log."""
+
+    def __init__(self, objective: _SearchObjective, estimator: Any,
+                 log: dict[str, list[float]]) -> None:
+        self.objective, self.estimator, self.log = objective, estimator, log
+        self.scratch: dict[str, list[float]] = {key: [] for key in log}
+
+    def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
+                    ) -> tuple[Any, Any]:
+        objective, estimator = self.objective, self.estimator
+        if budget < 1.0 and objective.resource != "n_samples":
+            estimator = trial_path.scale_resource(clone(estimator), objective.resource, budget)
+        return objective._fit_predict(estimator, fit_rows, valid_rows,
+                                      self.log if budget >= 1.0 else self.scratch)
 
 
 @dataclass
@@ -1386,68 +1439,29 @@ class _SearchObjective:
     build: Callable[[Any], Any]  # trial -> unfitted estimator
     X: Any
     y: Any  # the labels as given (the estimator fits them)
-    y01: np.ndarray  # 1 = the favourable outcome (the greater label)
+    y01: np.ndarray  # 1 = the favourable outcome
     positive: Any
     sensitive: Any
-    folds: list[tuple[np.ndarray, np.ndarray]]
-    covered: np.ndarray  # the rows in some test fold
+    splits: Splits
     fit_params: dict[str, Any]
     predict_params: dict[str, dict[str, Any]]
     limits: list[FairnessLimit]
     mitigation: list[str]
     seed: int = 0  # random_state of a randomized predict (fairlearn's) that takes one
     budgets: tuple[float, ...] | None = None
-    budget_folds: list[list[tuple[np.ndarray, np.ndarray]]] | None = None  # per smaller budget
     resource: str = "n_samples"
-
-    def _scored(self, folds: list[tuple[np.ndarray, np.ndarray]], estimator: Any,
-                log: dict[str, list[float]]) -> tuple[float, np.ndarray, Any]:
-        """(score, pooled out-of-fold predictions, their groups) over ``folds``' test rows."""
-        from sklearn.utils import _safe_indexing
-
-        y_pred, y_score = trial_path.out_of_fold_predictions(
-            folds, len(self.y01),
-            lambda fit_rows, valid_rows: self._fit_predict(estimator, fit_rows, valid_rows, log),
-            with_scores=self.search.scoring == "roc_auc",
-        )
-        rows = self.covered
-        value = trial_path.metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
-                                        None if y_score is None else y_score[rows])
-        return value, y_pred[rows], _safe_indexing(self.sensitive, rows)
-
-    def _smaller_budgets(self, trial: optuna.Trial, estimator: Any) -> None:
-        scratch: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
-                                           SPLIT_SCORES_KEY: []}
-        for step, (budget, folds) in enumerate(zip(self.budgets or (), self.budget_folds or [])):
-            at_budget = estimator if self.resource == "n_samples" else trial_path.scale_resource(
-                clone(estimator), self.resource, budget)
-            value, y_pred, sensitive = self._scored(folds, at_budget, scratch)
-            trial_path.report_rung(trial, step, budget, value, self.y01[self.covered], y_pred,
-                                   sensitive, self.limits, self.search.prune_unfair)
 
     def __call__(self, trial: optuna.Trial) -> float:
         import optuna
-        from sklearn.utils import _safe_indexing
 
         estimator = self.build(trial)
         log: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
                                        SPLIT_SCORES_KEY: []}
         try:
-            if self.budget_folds is not None:
-                self._smaller_budgets(trial, estimator)
-            y_pred, y_score = trial_path.out_of_fold_predictions(
-                self.folds, len(self.y01),
-                lambda fit_rows, valid_rows: self._fit_predict(estimator, fit_rows, valid_rows,
-                                                               log),
-                with_scores=self.search.scoring == "roc_auc",
-            )
-            rows = self.covered
-            trial_path.record_validation(trial, self.y01[rows], y_pred[rows],
-                              _safe_indexing(self.sensitive, rows), self.limits)
-            value = trial_path.metric_score(self.search.scoring, self.y01[rows], y_pred[rows],
-                                 None if y_score is None else y_score[rows])
-            if self.budgets is not None:
-                trial.report(value, len(self.budgets))
+            scored = trial_path.run_trial(
+                trial, _Estimators(self, estimator, log), self.splits, y01=self.y01,
+                sensitive=self.sensitive, metric=self.search.scoring, limits=self.limits,
+                budgets=self.budgets, prune_unfair=self.search.prune_unfair)
         except optuna.TrialPruned:
             raise
         except Exception as error:
@@ -1463,7 +1477,7 @@ class _SearchObjective:
             trial.set_user_attr(
                 trial_path.MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
             )
-        return value
+        return scored.value
 
     def _fit_predict(
         self, estimator: Any, fit_rows: np.ndarray, valid_rows: np.ndarray,

@@ -1,0 +1,112 @@
+"""Study preparation, once: what ``fairtune tune``, FairObjective and FairSearchCV do to a study
+before its trials run.
+
+1. Check the setup: the pruner against the budgets (:func:`fairtune.tuning._trial.check_pruner`),
+   then the run's setup record against the stored one (:func:`fairtune.tuning._setup.check_setup`),
+   storing it on the first run.
+2. Give the study the pruner asked for, only once the checks passed.
+3. Mark the running trials of dead workers as failed (storages with a heartbeat).
+4. Enqueue the untuned configuration as the next trial unless the study already evaluated it,
+   is evaluating it or waits for it: a trial of it that failed or was interrupted does not count,
+   so that a resumed study still evaluates the model a practitioner gets without tuning.
+5. Give the study the sampler asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = ["create_study", "enqueue_defaults", "prepare_study"]
+
+
+def enqueue_defaults(study: optuna.Study, params: Mapping[str, Any] | None) -> bool:
+    """Make ``params`` (the untuned configuration) the study's next trial, unless a trial with
+    these parameters completed, was pruned, is running or waits; a failed one does not count.
+
+    Workers that open a new study at the same moment may each run it once.
+
+    Returns:
+        Whether a trial was enqueued.
+    """
+    from optuna.trial import TrialState
+
+    if params is None:
+        return False
+    params = dict(params)
+    for trial in study.get_trials(deepcopy=False):
+        if trial.state == TrialState.FAIL:
+            continue
+        # A waiting (enqueued) trial keeps its parameters in its "fixed_params" attribute.
+        given = (trial.system_attrs.get("fixed_params") if trial.state == TrialState.WAITING
+                 else trial.params)
+        if given == params:
+            return False
+    study.enqueue_trial(params)
+    return True
+
+
+def prepare_study(
+    study: optuna.Study,
+    *,
+    check: Callable[[optuna.Study, Any], None],
+    defaults: Mapping[str, Any] | None,
+    budgets: Sequence[float] | None,
+    sampler: str | None = None,
+    seed: int = 0,
+    pruner: str | Any | None = None,
+) -> None:
+    """Make ``study`` ready for an entrance's trials (see the module docstring).
+
+    Args:
+        study: The study.
+        check: ``check(study, pruner)`` compares the entrance's setup, with the pruner the
+            study will have, with the stored one, and stores it; raises ValueError.
+        defaults: The untuned configuration's parameters, or None to enqueue nothing (a
+            tenant of a shared study leaves the first rounds to the sampler).
+        budgets: The entrance's budgets (None for a single-fidelity search).
+        sampler: A name of :data:`fairtune.samplers.SAMPLER_NAMES`, or None to keep the
+            study's sampler. Seeded by ``seed`` plus the number of trials the study holds, so
+            that a resumed study continues the random stream instead of replaying it.
+        seed: The sampler's seed.
+        pruner: A name of :data:`fairtune.tuning.PRUNER_NAMES` (set up for ``budgets``), an
+            Optuna pruner, or None to keep the study's pruner.
+    """
+    from fairtune._storage import fail_stale_trials
+    from fairtune.tuning._trial import check_pruner, make_pruner
+
+    if isinstance(pruner, str):
+        check_pruner(pruner, budgets)  # a name without budgets: refused before it is built
+        pruner = make_pruner(pruner, budgets or ())
+    chosen = study.pruner if pruner is None else pruner
+    check_pruner(chosen, budgets)
+    check(study, chosen)
+    study.pruner = chosen
+    fail_stale_trials(study)
+    enqueue_defaults(study, defaults)
+    if sampler is not None:
+        from fairtune.samplers import make_sampler
+
+        # Seeded after the enqueue: the count includes the untuned trial, as it always has.
+        study.sampler = make_sampler(sampler, seed=seed + len(study.trials))
+
+
+def create_study(
+    *,
+    directions: Sequence[str],
+    storage: str | optuna.storages.BaseStorage | None = None,
+    study_name: str | None = None,
+) -> optuna.Study:
+    """A new study, or the stored study of that name (workers started together on a new
+    database race to create it: retried)."""
+    import optuna
+
+    from fairtune._storage import create_or_load_study
+
+    return create_or_load_study(lambda: optuna.create_study(
+        directions=list(directions), storage=storage, study_name=study_name,
+        load_if_exists=study_name is not None,
+    ))
