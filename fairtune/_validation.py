@@ -44,6 +44,7 @@ __all__ = [
     "sensitive_groups",
     "shown",
     "twins",
+    "with_counts",
 ]
 
 MIN_GROUP_VALIDATION_ROWS = 10
@@ -111,8 +112,10 @@ def twins(values: Iterable[Any]) -> list[list[Any]]:
     return [group for group in by_key.values() if len(group) > 1]
 
 
-def _counted(groups: list[list[Any]], column: pd.Series) -> str:
-    """``'F' (300 rows), 'f ' (12 rows)``; groups separated by ``; ``."""
+def with_counts(groups: list[list[Any]], column: Any) -> str:
+    """The values of ``groups`` with their row counts in ``column`` for a message:
+    ``'F' (300 rows), 'f ' (12 rows)``, the groups separated by ``; ``."""
+    column = pd.Series(np.asarray(column, dtype=object).ravel())
     counts = column.value_counts(dropna=False)
     return "; ".join(
         ", ".join(f"{v!r} ({int(counts.get(v, 0))} row{'' if counts.get(v, 0) == 1 else 's'})"
@@ -126,7 +129,7 @@ def _twins_note(values: pd.Series, found: Any) -> str:
     if not groups:
         return ""
     return (f" Labels that differ only in case or surrounding spaces are different labels: "
-            f"{_counted(groups, values)}.")
+            f"{with_counts(groups, values)}.")
 
 
 def _near_miss(values: pd.Series, pos_label: Any) -> str:
@@ -137,7 +140,7 @@ def _near_miss(values: pd.Series, pos_label: Any) -> str:
     if not close:
         return ""
     return (" It differs only in case or surrounding spaces from the labels "
-            f"{_counted([close], values)}.")
+            f"{with_counts([close], values)}.")
 
 
 def check_pos_label_twins(
@@ -168,7 +171,7 @@ def check_pos_label_twins(
     counts = values.value_counts(dropna=False)
     raise ValueError(MSG_POS_LABEL_TWINS.format(
         pos=arg(pos_argument), argument=argument, setting=got(pos_argument, pos_label),
-        twins=_counted([[*matched, *others]], values),
+        twins=with_counts([[*matched, *others]], values),
         count=int(sum(counts.get(v, 0) for v in others)),
     ))
 
@@ -256,7 +259,7 @@ def _warn_twins(
             label = f"column {column!r} " if named else (
                 f"column {position} " if several else "")
             parts.append(MSG_SENSITIVE_TWINS.format(
-                argument=argument, column=label, twins=_counted(groups, values),
+                argument=argument, column=label, twins=with_counts(groups, values),
                 values=shown(pd.unique(values)),
             ))
     if parts:

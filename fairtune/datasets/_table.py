@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from fairtune._names import arg, got
+from fairtune._validation import check_pos_label_twins, sensitive_groups, twins, with_counts
 from fairtune.datasets._base import FairDataset, _sha256
 
 __all__ = ["TABLE_FORMATS", "read_table"]
@@ -68,17 +69,21 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[s
 
 def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
     """The target column as 0/1, 1 the favourable outcome (``positive``; 1 or True for a
-    column of 0/1 or booleans); any other column of labels needs ``positive``."""
+    column of 0/1 or booleans); any other column of labels needs ``positive``, which must not
+    have twins among the values (see :func:`fairtune._validation.check_pos_label_twins`)."""
     values = list(pd.unique(column))
     shown = sorted(map(str, values))
     if positive is None:
         if set(values) <= {0, 1} and len(values) == 2 and column.dtype != object:
             return column.astype(int)
         if len(values) != 2:
+            alike = twins(values)
             raise ValueError(
                 f"{arg('target')} {target!r} must have two values (the favourable outcome and "
                 f"the other), or {arg('positive')} must name the favourable one, but it has "
                 f"{len(values)}: {shown[:10]}{' ...' if len(shown) > 10 else ''}."
+                + (" Values that differ only in case or surrounding spaces are different "
+                   f"values: {with_counts(alike, column)}." if alike else "")
             )
         raise ValueError(
             f"{arg('target')} {target!r} has the values {shown}: name the favourable one with "
@@ -87,10 +92,17 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
     # A value typed on the command line is text: compare as the file's values print.
     matches = [v for v in values if v == positive or str(v) == str(positive)]
     if not matches:
+        close = [v for group in twins([positive, *values])
+                 if any(str(v) == str(positive) for v in group)
+                 for v in group if str(v) != str(positive)]
         raise ValueError(
             f"{arg('positive')} must be one of the values of {arg('target')} {target!r} "
             f"{shown[:10]}, but got {got('positive', positive)}."
+            + (" It differs only in case or surrounding spaces from "
+               f"{with_counts([close], column)}." if close else "")
         )
+    check_pos_label_twins(column, positive, matches, argument=f"{arg('target')} {target!r}",
+                          pos_argument="positive")
     if len(values) < 2:
         raise ValueError(f"{arg('target')} {target!r} has one value only ({shown}): there is "
                          "nothing to predict.")
@@ -127,8 +139,15 @@ def read_table(
 
     Raises:
         ValueError: For an unsupported ending, a file that does not parse, a column that is
-            not in the file, missing values in the target or the sensitive columns, or a
-            target of other than two values (or of unknown polarity) without ``positive``.
+            not in the file, missing values in the target or the sensitive columns, sensitive
+            columns of a single group, a target of other than two values (or of unknown
+            polarity) without ``positive``, or a ``positive`` with twins among the target's
+            values (``"approved"`` beside ``"Approved"`` or ``"approved "``: an exact comparison
+            would count their rows as unfavourable).
+
+    Warns:
+        UserWarning: When a sensitive column's values differ only in case or surrounding
+            spaces (``"F"`` and ``"f "``): they are measured as separate groups.
     """
     missing = [arg(name) for name, value in (("target", target), ("sensitive", sensitive))
                if value is None]
@@ -154,6 +173,10 @@ def read_table(
                 "first."
             )
     y = _labels(frame[target], target, positive).rename(target)
+    # Two groups at least; twins among a column's values ("F", "f ") are named in a warning
+    # that points at the caller (this function, then its caller: stacklevel 3).
+    sensitive_groups(frame[sensitive_columns], argument=arg("sensitive"), warn_twins=True,
+                     stacklevel=3)
     X = frame.drop(columns=[target])
     for column in X.columns:
         if X[column].dtype == object or pd.api.types.is_string_dtype(X[column]):
