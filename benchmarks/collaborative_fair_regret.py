@@ -235,8 +235,8 @@ def run_femnist(tenants: dict, kind: str, rho: float, vary_c1: bool, seed: int, 
                 startup: int, epochs: int | None = None) -> tuple[dict[str, list[float]], float]:
     """One collaborative study; returns each tenant's accuracies in round order and the
     seconds spent training CNNs."""
-    from fairtune.datasets.femnist import CNN_PARAMS, CNNTenantObjective
     from fairtune.tenancy import tenant_of
+    from fairtune.tuning.femnist import CNN_PARAMS, CNNTenantObjective
 
     settings = dict(FEMNIST_SETTINGS[kind])
     if epochs is not None:
@@ -336,7 +336,7 @@ def femnist_timing(args: argparse.Namespace) -> None:
     """Seconds per CNN trial on a FEMNIST-sized tenant, and per round of the embedded default."""
     import numpy as np
 
-    from fairtune.datasets.femnist import CNNClassifier
+    from fairtune.tuning.femnist import CNNClassifier
 
     rng = np.random.RandomState(0)
     # A FEMNIST tenant: 10 writers x ~226 images (LEAF's mean), 80 % for training.

@@ -74,7 +74,7 @@ def main(
     from fairtune.fairness import gini_inequality
     from fairtune.samplers import CollaborativeUCBSampler
     from fairtune.tenancy import cumulative_utilities, tenant_of
-    from fairtune.datasets.femnist import CNNTenantObjective
+    from fairtune.tuning.femnist import CNNTenantObjective
 
     tenants, kind = load_tenants(data_home, only_digits, seed)
     settings = dict(SETTINGS[kind])

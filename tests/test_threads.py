@@ -21,13 +21,13 @@ from fairtune._gp.gp import fit_gp
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune.samplers import CollaborativeUCBSampler, FairBOSampler
-from fairtune.datasets.femnist import CNNClassifier
 from fairtune.tuning import (
     FairObjective,
     limit_training_threads,
     set_training_threads,
     training_threads,
 )
+from fairtune.tuning.femnist import CNNClassifier
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

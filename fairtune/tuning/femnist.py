@@ -1,6 +1,6 @@
 """The network of the collaborative FEMNIST experiment: a CNN, its 3-parameter space and the
 objective of tenants who tune it on their writers' images (the tenants of
-:func:`fairtune.datasets.fetch_femnist`): ``from fairtune.datasets.femnist import
+:func:`fairtune.datasets.fetch_femnist`): ``from fairtune.tuning.femnist import
 CNNClassifier, CNNTenantObjective, cnn_space``.
 
 Sim, Zhang, Low and Jaillet (ICML 2021, "Collaborative Bayesian Optimization with Fair Regret",
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fairtune._keys import CNN_DIVERGED_KEY
 from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class CNNClassifier:
 
     Example:
         >>> import numpy as np
-        >>> from fairtune.datasets.femnist import CNNClassifier
+        >>> from fairtune.tuning.femnist import CNNClassifier
         >>> X = np.zeros((20, 8, 8), dtype=np.float32); y = np.arange(20) % 2
         >>> X[y == 1, 2:6, 3:5] = 1.0
         >>> clf = CNNClassifier(learning_rate=0.1, epochs=20, channels=(4, 8), hidden=16)
@@ -273,7 +274,7 @@ class CNNTenantObjective:
         import optuna
         from fairtune.datasets import federated_digits
         from fairtune.samplers import CollaborativeUCBSampler
-        from fairtune.tuning import CNNTenantObjective
+        from fairtune.tuning.femnist import CNNTenantObjective
 
         tenants = federated_digits().partition(n_tenants=10, writers_per_tenant=10, seed=0)
         sampler = CollaborativeUCBSampler(tenants=list(tenants), rho=0.5, n_startup_rounds=2)
@@ -354,5 +355,5 @@ class CNNTenantObjective:
                 )
             data = self._tenants[tenant]
         model = self.classifier(params, data).fit(data.X_train, data.y_train)
-        trial.set_user_attr("fairtune:cnn_diverged", bool(model.diverged_))
+        trial.set_user_attr(CNN_DIVERGED_KEY, bool(model.diverged_))
         return model.score(data.X_valid, data.y_valid)

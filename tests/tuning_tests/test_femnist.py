@@ -13,7 +13,7 @@ import pytest
 from fairtune.datasets import TenantData, federated_digits
 from fairtune.samplers import CollaborativeUCBSampler
 from fairtune.tenancy import tenant_of
-from fairtune.datasets.femnist import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
+from fairtune.tuning.femnist import CNN_PARAMS, CNNClassifier, CNNTenantObjective, cnn_space
 
 SMALL = {"channels": (2, 4), "hidden": 8}
 
@@ -32,8 +32,9 @@ def _toy(n: int = 24) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def test_import_of_tuning_does_not_import_torch() -> None:
-    code = "import sys, fairtune.tuning, fairtune.datasets; print('torch' in sys.modules)"
+def test_import_of_the_cnn_module_does_not_import_torch() -> None:
+    code = ("import sys, fairtune.tuning.femnist, fairtune.datasets; "
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
