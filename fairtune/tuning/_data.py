@@ -28,6 +28,7 @@ the rules here, so that the same input gets the same answer whichever entrance i
 from __future__ import annotations
 
 import hashlib
+import warnings
 import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

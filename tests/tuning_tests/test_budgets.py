@@ -15,7 +15,8 @@ from fairtune.cli import main
 from fairtune.fairness import is_feasible
 from fairtune.fairness.constraints import parse_limits
 from fairtune.tuning import FairObjective, make_pruner
-from fairtune.tuning._trial import RUNGS_KEY, budget_rows, report_rung
+from fairtune.tuning._data import budget_rows
+from fairtune.tuning._trial import RUNGS_KEY, report_rung
 from tests.conftest import biased_data
 
 

@@ -11,6 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 from fairtune.fairness import demographic_parity_difference, equalized_odds_difference
 from fairtune.samplers import FairBOSampler
+from fairtune.tuning._setup import read_setup
 from fairtune.tuning import (
     MITIGATIONS,
     FairObjective,
@@ -174,7 +175,7 @@ def test_a_list_makes_the_mitigation_a_categorical_hyperparameter() -> None:
     for t in study.trials:
         assert set(t.params) == every_setting  # a fixed dimension, whichever is used
         assert t.user_attrs["fairtune:mitigation_used"] == t.params["mitigation"]
-    assert study.user_attrs["fairtune:mitigation"] == ALL
+    assert read_setup(study)["mitigation"] == ALL
 
 
 def test_correlation_remover_decorrelates_and_drops_the_sensitive_columns() -> None:
@@ -483,7 +484,7 @@ def test_margin_tightens_validation_and_the_mitigation_but_not_the_verdict() -> 
     limit = f"demographic_parity<={round(gap + 0.02, 3)}"
     obj = objective(None, limits=limit, margin=0.04)
     assert obj.tuning_limits[0].bound == pytest.approx(round(gap + 0.02, 3) - 0.04)
-    assert obj.setup["fairtune:limits"] == [str(obj.tuning_limits[0])]
+    assert obj.setup["limits"] == [str(obj.tuning_limits[0])]
     assert obj.evaluate(fitted)["fair"] is True  # judged against the limit itself
     study = optuna.create_study(direction="maximize")
     study.enqueue_trial({"C": 1.0})
