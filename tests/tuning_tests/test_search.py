@@ -645,7 +645,7 @@ def test_trials_run_in_parallel_and_a_study_can_be_resumed() -> None:
     assert resumed.n_trials_ == 4 and resumed.study_ is study
     with pytest.raises(ValueError, match=r"`study` 'no-name-.*' was tuned with `limits` \(and "
                                          r"`margin`\) 'demographic_parity<=0.4', but this run "
-                                         r"asks for 'demographic_parity<=0.1'"):
+                                         r"asks for 'demographic_parity<=0.05'"):
         search(cv=2, n_trials=1, study=study).fit(X, y, sensitive_features=group)
 
 
