@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["arg", "argument_names", "got"]
+__all__ = ["arg", "argument_names", "got", "has_name"]
 
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar("fairtune_argument_names", default={})
 
@@ -44,3 +44,10 @@ def got(name: str, value: Any) -> str:
         return names[setting]
     flag = names.get(name)
     return f"{flag} {value!r}" if flag else setting
+
+
+def has_name(name: str) -> bool:
+    """Whether the caller can type the argument ``name``: always in Python; under a mapping
+    (the command line), only the arguments it maps to a flag."""
+    names = _NAMES.get()
+    return not names or name in names

@@ -101,7 +101,8 @@ _FLAGS = {
     "use_sensitive_feature": "--hide-sensitive", "study": "study", "study_name": "--study-name",
     "tenant": "--tenant", "tenants": "--tenants", "agent": "--agent", "board": "--board",
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
-    "budgets": "--budgets", "resource": "--resource",
+    "budgets": "--budgets", "resource": "--resource", "pos_label": "--positive",
+    "entrance": "the study's entrance (FairObjective or FairSearchCV)",
 }
 # With --data, the dataset is the user's file and its columns.
 _DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",
@@ -309,9 +310,9 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                                or f"{source}-{args.model}-{args.sampler}")
     with database_errors("--storage", args.storage):
         study = _open_tune_study(args, name, directions=objective.directions or None)
-        _prepare_tune_study(study, objective, args, name)
-        if team is not None:
+        if team is not None:  # before the setup is checked: the tenants are part of it
             study.sampler = team
+        _prepare_tune_study(study, objective, args, name)
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
                                       show_progress_bar=not args.no_progress, tenant=args.tenant)
         if objective.margin and not multi:
@@ -320,10 +321,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                 f"(the limits less a margin of {objective.margin:g}); the test split is "
                 f"judged against {objective.limits_text}.\n"
             )
-        if args.tenant:
-            out.write(report.tenants_text(study, args.tenants))
-        else:
-            report.print_report(study, out, plot=args.plot)
+        # A tenant's report: the table of every tenant, and its own best fair trial and plots.
+        report.print_report(study, out, plot=args.plot, tenant=args.tenant)
         if args.agent:
             out.write(report.board_text(team.board, args.agent))
         if guard.interrupted:
@@ -342,7 +341,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             out.write(report.pareto_test_text(study, objective) if multi else "".join(
                 line + "\n" for line in report.scores_on_test_split(study, objective, best,
                                                               store=not args.tenant)))
-        _write_html(study, args.html, out=out)
+        _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
 
 
@@ -443,9 +442,11 @@ def _add_report_parser(subparsers: Any) -> None:
         help="show the setup and the best fair trial of a stored study",
         description=(
             "Print the setup of a stored study (dataset, model, metric, limits, validation, "
-            "test scores) and its best fair trial, the one that met every limit of the study "
-            "with the best value; plot the trade-off and the best-fair curve. Never writes to "
-            "the storage."
+            "mitigation, budgets and pruner, test scores), its trials (complete, pruned, "
+            "failed, fair) and its best fair trial, the one that met every limit of the study "
+            "with the best value; plot the trade-off and the best-fair curve. A study shared "
+            "by tenants is reported by tenant, each with its best fair trial among its own "
+            "trials. Never writes to the storage."
         ),
     )
     parser.add_argument("--storage", required=True, help="Optuna storage URL")
@@ -457,6 +458,9 @@ def _add_report_parser(subparsers: Any) -> None:
                                          "(default: the study's first limit); needs --plot")
     parser.add_argument("--curve", metavar="PNG",
                         help="write the best fair value vs. trial number to this file")
+    parser.add_argument("--tenant", metavar="NAME",
+                        help="a study shared by tenants: show this tenant's setup, best fair "
+                             "trial and plots of its own trials (needed for --plot, --curve)")
     parser.set_defaults(func=_cmd_report)
 
 
@@ -484,7 +488,7 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
     from fairtune.fairness import fairness_values, get_metric
-    from fairtune.report import print_report
+    from fairtune.report import check_tenant, print_report
 
     if args.metric is not None:
         if args.plot is None:
@@ -501,29 +505,35 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
         name = study.study_name
         if len(study.directions) > 1:
             for flag, value in (("--curve", args.curve), ("--metric", args.metric),
-                                ("--html", args.html)):
+                                ("--html", args.html), ("--tenant", args.tenant)):
                 if value is not None:
                     raise _UsageError(
                         f"{flag} does not apply to study {name!r}: it has "
                         f"{len(study.directions)} objectives, whose trade-off --plot draws as "
                         "a Pareto front (the best-fair curve and its axis need one objective)."
                     )
-        elif args.metric is not None and not any(
-            args.metric in fairness_values(t) for t in study.get_trials(deepcopy=False)
-        ):
-            raise RuntimeError(f"--metric {args.metric}: no trial of study {name!r} has a value "
-                               "for it.")
-        print_report(study, out, plot=args.plot, curve=args.curve, fairness_metric=args.metric)
-        _write_html(study, args.html, fairness_metric=args.metric, out=out)
+        else:
+            with argument_names(_FLAGS):
+                _usage(check_tenant, study, args.tenant, plots=bool(args.plot or args.curve))
+            if args.metric is not None and not any(
+                args.metric in fairness_values(t) for t in study.get_trials(deepcopy=False)
+            ):
+                raise RuntimeError(f"--metric {args.metric}: no trial of study {name!r} has a "
+                                   "value for it.")
+        print_report(study, out, plot=args.plot, curve=args.curve, fairness_metric=args.metric,
+                     tenant=args.tenant)
+        _write_html(study, args.html, fairness_metric=args.metric, out=out, tenant=args.tenant)
     return EXIT_OK
 
 
 def _write_html(study: Any, path: str | None, *, fairness_metric: str | None = None,
-                out: TextIO) -> None:
+                out: TextIO, tenant: str | None = None) -> None:
+    """The HTML report of ``study`` (of a study shared by tenants: the table of tenants and
+    ``tenant``'s section, or every tenant's) written to ``path``, if any."""
     if path:
         from fairtune.report import report
 
-        report(study).write_html(path, fairness_metric=fairness_metric)
+        report(study, tenant=tenant).write_html(path, fairness_metric=fairness_metric)
         out.write(f"HTML report written to {path}\n")
 
 

@@ -541,12 +541,11 @@ def tuning_rows(
             )
         splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
         folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(X_dev, y_dev)]
-    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None)
     splits = Splits(folds, n)
-    if limits:
-        checked_group_sizes(
-            s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
-            where="the validation split" if cv is None else "the cross-validation folds")
+    checked_group_sizes(
+        s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
+        where="the validation split" if cv is None else "the cross-validation folds")
+    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None)
     guard = X_dev[in_X] if (use_sensitive_feature and in_X) else None
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), s_dev, budgets, random_state,

@@ -33,7 +33,7 @@ from fairtune._keys import (
     TENANT_SETUP_PREFIX,
     VALIDATION_KEY,
 )
-from fairtune._names import arg
+from fairtune._names import arg, has_name
 
 if TYPE_CHECKING:
     import optuna
@@ -83,12 +83,15 @@ def _plain(value: Any) -> Any:
 
 def describe_pruner(pruner: Any) -> str | None:
     """What a pruner does to a trial's steps, as the setup records it: None when it prunes
-    nothing (``NopPruner``), else its class and settings, e.g.
+    nothing (``NopPruner``, or Optuna's default without budgets to prune at: see
+    :func:`is_default_pruner`), else its class and settings, e.g.
     ``"SuccessiveHalvingPruner(min_early_stopping_rate=0, min_resource=1, reduction_factor=3)"``."""
-    import optuna
-
-    if pruner is None or isinstance(pruner, optuna.pruners.NopPruner):
+    if is_default_pruner(pruner):
         return None
+    return _described(pruner)
+
+
+def _described(pruner: Any) -> str:
     settings = []
     for key, value in sorted(vars(pruner).items()):
         if isinstance(value, (bool, int, float, str)) or value is None:
@@ -107,7 +110,7 @@ def is_default_pruner(pruner: Any) -> bool:
         return True
     return type(pruner) is optuna.pruners.MedianPruner and not hasattr(
         pruner, "_fairtune_pruner") and (
-        describe_pruner(pruner) == describe_pruner(optuna.pruners.MedianPruner()))
+        _described(pruner) == _described(optuna.pruners.MedianPruner()))
 
 
 def read_setup(study: optuna.Study, tenant: str | None = None) -> dict[str, Any]:
@@ -134,12 +137,14 @@ def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[st
 
 def _show(value: Any) -> str:
     if isinstance(value, list):
-        return repr(", ".join(map(str, value)) or "none")
+        return repr(", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in value)
+                    or "none")
     return "none" if value is None else repr(value)
 
 
 def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mapping[str, Any],
-                  names: list[str], tenant: str | None = None) -> str:
+                  names: list[str], tenant: str | None = None,
+                  arguments: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """Why ``study`` cannot take this run's trials: each differing entry, named by the
     arguments that choose it, with the stored value and this run's; only the data when
     nothing else differs (other settings explain other data)."""
@@ -155,10 +160,11 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
         )
 
     def argument(name: str) -> str:
-        arguments = [arg(a) for a in _ARGUMENTS.get(name, (name,))]
-        if len(arguments) == 1:
-            return arguments[0]
-        return f"{arguments[0]} (and {', '.join(arguments[1:])})"
+        chosen = {**_ARGUMENTS, **(arguments or {})}.get(name, (name,))
+        spelled = [arg(a) for a in chosen if has_name(a)] or [arg(name)]
+        if len(spelled) == 1:
+            return spelled[0]
+        return f"{spelled[0]} (and {', '.join(spelled[1:])})"
 
     what = "; ".join(f"{argument(n)} {_show(stored[n])}, but this run asks for {_show(record[n])}"
                      for n in named)
@@ -170,12 +176,15 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
 
 
 def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
-                tenant: str | None = None) -> None:
+                tenant: str | None = None,
+                arguments: Mapping[str, tuple[str, ...]] | None = None) -> None:
     """Compare ``record`` with the setup ``study`` stores, then store what it lacks.
 
     The one comparison of every entrance and every resume: entries that differ raise one
-    ValueError naming them (:func:`setup_message`); entries not stored yet are stored (the
-    shared ones in the study's record, a tenant's own under its key).
+    ValueError naming them (:func:`setup_message`, with ``arguments`` naming the entrance's
+    own arguments for an entry, e.g. ``{"model": ("estimator", "param_distributions")}``);
+    entries not stored yet are stored (the shared ones in the study's record, a tenant's own
+    under its key).
 
     Raises:
         ValueError: If ``study`` holds trials scored with another setup.
@@ -184,7 +193,7 @@ def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
     stored = read_setup(study, tenant)
     names = differences(stored, record)
     if names:
-        raise ValueError(setup_message(study, stored, record, names, tenant))
+        raise ValueError(setup_message(study, stored, record, names, tenant, arguments))
     shared = dict(study.user_attrs.get(SETUP_KEY) or {})
     if tenant is None:
         if set(record) - set(shared):

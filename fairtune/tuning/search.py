@@ -1095,7 +1095,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         def check(study: Any, pruner: Any) -> None:
             try:
-                check_setup(study, {**record, "pruner": describe_pruner(pruner)})
+                check_setup(study, {**record, "pruner": describe_pruner(pruner)},
+                            arguments=_ARGUMENTS)
             except ValueError as error:
                 if "other data" not in str(error):
                     raise
@@ -1372,6 +1373,11 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
             previous = current
         ranks[i] = rank
     return ranks
+
+
+# The arguments of FairSearchCV that choose each entry of its setup (see tuning._setup).
+_ARGUMENTS = {"model": ("estimator", "param_distributions"), "validation": ("cv",),
+              "metric": ("scoring",), "limits": ("limits", "margin")}
 
 
 def _describe_cv(cv: Any) -> str:

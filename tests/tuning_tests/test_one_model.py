@@ -1,0 +1,246 @@
+"""One model of a search: the data, the setup and the evaluation written once, every entrance
+thin. Each test is a case where two parts of the library once held their own idea of the same
+fact and gave a plausible wrong answer."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+from fairtune.cli import main
+from fairtune.samplers import CollaborativeUCBSampler
+from fairtune.tuning import FairObjective, FairSearchCV, make_pruner
+from fairtune.tuning._setup import read_setup
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fairtune"
+
+
+def _data(n: int = 400, seed: int = 0, groups: tuple[str, ...] = ("a", "b")
+          ) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    rng = np.random.default_rng(seed)
+    group = pd.Series(rng.choice(list(groups), n), name="group")
+    x1 = rng.normal(size=n) + (group == groups[0]).to_numpy()
+    x2 = rng.normal(size=n)
+    y = pd.Series((x1 + 0.5 * x2 + rng.normal(scale=0.8, size=n) > 0.5).astype(int))
+    return pd.DataFrame({"x1": x1, "x2": x2}), y, group
+
+
+def _search(estimator=None, **kwargs) -> FairSearchCV:
+    kwargs.setdefault("limits", "demographic_parity<=0.4")
+    return FairSearchCV(
+        estimator if estimator is not None else make_pipeline(StandardScaler(),
+                                                              LogisticRegression()),
+        {"logisticregression__C": FloatDistribution(0.01, 10.0, log=True)},
+        cv=2, n_trials=2, random_state=0, **kwargs)
+
+
+# -- the data ---------------------------------------------------------------------------------
+
+
+def test_budget_subsets_keep_every_value_the_unseen_value_guard_checks() -> None:
+    # COMPAS's groups (Caucasian / Other) are coarser than its race column, which the model
+    # reads and whose unseen values the deployed pipeline refuses.
+    objective = FairObjective("compas", "linear", limits="demographic_parity<=0.1",
+                              budgets=(1 / 9, 1 / 3, 1.0))
+    races = set(objective.X_dev["race"])
+    for folds in objective._rows.splits.budget_folds:
+        for fit, valid in folds:
+            assert set(objective.X_dev["race"].iloc[fit]) == races
+    study = objective.create_study(pruner="successive_halving", seed=0)
+    study.optimize(objective, n_trials=3)
+    states = [t.state for t in study.trials]
+    assert TrialState.FAIL not in states and TrialState.COMPLETE in states
+
+
+@pytest.mark.parametrize("dataset", ["compas", "german", "adult"])
+def test_the_command_line_runs_a_multi_fidelity_search_on_every_bundled_dataset(
+    dataset: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["tune", "--dataset", dataset, "--model", "linear", "--limit",
+                 "demographic_parity<=0.1", "--pruner", "successive_halving", "--n-trials", "2",
+                 "--no-progress"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "Best fair trial" in out.out or "fair" in out.out
+
+
+def test_twins_of_a_sensitive_value_are_named_in_a_warning() -> None:
+    X, y, _ = _data(600)
+    group = pd.Series(np.resize(["F", "f ", "M"], 600), name="sex")
+    with pytest.warns(UserWarning, match=r"'F'.*'f '"):
+        FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2")
+
+
+def test_a_group_too_small_to_measure_is_refused_naming_it_and_the_minimum() -> None:
+    X, y, group = _data(400)
+    group = group.copy()
+    group.iloc[:3] = "tiny"
+    with pytest.raises(ValueError, match=r"at least 21 rows.*'tiny' \(3 rows\)"):
+        FairObjective((X, y, group), "linear", limits="demographic_parity<=0.05", cv=3)
+    with pytest.raises(ValueError, match=r"at least 21 rows.*'tiny' \(3 rows\)"):
+        _search(limits="demographic_parity<=0.05").fit(X, y, sensitive_features=group)
+
+
+# -- the setup --------------------------------------------------------------------------------
+
+
+def test_a_stored_search_refuses_another_mitigation_or_another_pipeline() -> None:
+    X, y, group = _data()
+    study = optuna.create_study(direction="maximize")
+    _search(mitigation="threshold", study=study).fit(X, y, sensitive_features=group)
+    with pytest.raises(ValueError, match=r"`mitigation` 'threshold', but this run asks for "
+                                         r"'none'"):
+        _search(study=study).fit(X, y, sensitive_features=group)
+    other = optuna.create_study(direction="maximize")
+    _search(study=other).fit(X, y, sensitive_features=group)
+    with pytest.raises(ValueError, match=r"`estimator` \(and `param_distributions`\) "
+                                         r"'Pipeline\(StandardScaler, LogisticRegression\) #"):
+        _search(make_pipeline(MinMaxScaler(), LogisticRegression()), study=other).fit(
+            X, y, sensitive_features=group)
+    # The starting value of a tuned parameter is not part of the setup.
+    _search(make_pipeline(StandardScaler(), LogisticRegression(C=3.0)), study=other).fit(
+        X, y, sensitive_features=group)
+
+
+def test_a_resumed_multi_fidelity_study_refuses_other_budgets_or_no_pruner(
+    tmp_path: Path
+) -> None:
+    X, y, group = _data()
+    storage = f"sqlite:///{tmp_path / 'mf.db'}"
+
+    def objective(budgets):
+        return FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2",
+                             budgets=budgets)
+
+    first = objective((1 / 3, 1.0)).create_study(storage=storage, study_name="mf",
+                                                 pruner="successive_halving")
+    first.optimize(objective((1 / 3, 1.0)), n_trials=2)
+    with pytest.raises(ValueError, match=r"`budgets` '0.333333, 1', but this run asks for "
+                                         r"'0.5, 1'"):
+        objective((0.5, 1.0)).create_study(storage=storage, study_name="mf",
+                                           pruner="successive_halving")
+    with pytest.raises(ValueError, match=r"`pruner` 'SuccessiveHalvingPruner\(.*\)', but this "
+                                         r"run asks for 'HyperbandPruner"):
+        objective((1 / 3, 1.0)).create_study(storage=storage, study_name="mf",
+                                             pruner="hyperband")
+    with pytest.raises(ValueError, match=r"`budgets` .* but this run asks for none"):
+        objective(None).create_study(storage=storage, study_name="mf")
+
+
+def test_the_command_line_names_the_flags_of_a_changed_multi_fidelity_setup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "data.csv"
+    X, y, group = _data()
+    X.assign(group=group, outcome=y).to_csv(path, index=False)
+    base = ["tune", "--data", str(path), "--target", "outcome", "--sensitive", "group",
+            "--model", "linear", "--limit", "demographic_parity<=0.2", "--n-trials", "1",
+            "--no-progress", "--storage", f"sqlite:///{tmp_path / 'cli.db'}",
+            "--study-name", "mf"]
+    assert main([*base, "--pruner", "successive_halving", "--budgets", "0.5,1"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--pruner", "successive_halving"]) == 2
+    assert "--budgets '0.5, 1', but this run asks for '0.111111, 0.333333, 1'" in (
+        capsys.readouterr().err)
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "--budgets '0.5, 1', but this run asks for none" in err and "--pruner" in err
+    assert main([*base, "--budgets", "0.5,1"]) == 2  # budgets without a pruner
+    assert "--budgets" in (err := capsys.readouterr().err) and "--pruner" in err
+
+
+def test_a_shared_study_refuses_tenants_in_another_order_or_another_tenant() -> None:
+    X, y, group = _data()
+    study = optuna.create_study(direction="maximize",
+                                sampler=CollaborativeUCBSampler(tenants=["a", "b"], seed=0))
+    FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2",
+                  tenant="a").prepare(study)
+    assert read_setup(study)["tenants"] == ["a", "b"]
+    for tenants in (["b", "a"], ["a", "b", "c"]):
+        study.sampler = CollaborativeUCBSampler(tenants=tenants, seed=0)
+        with pytest.raises(ValueError, match=r"`tenants` 'a, b', but this run asks for"):
+            FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2",
+                          tenant="b").prepare(study)
+
+
+def test_a_pruner_without_budgets_and_budgets_without_a_pruner_are_refused() -> None:
+    X, y, group = _data()
+    objective = FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2")
+    study = optuna.create_study(direction="maximize",
+                                pruner=optuna.pruners.SuccessiveHalvingPruner())
+    with pytest.raises(ValueError, match=r"`pruner` stops trials at smaller budgets, so "
+                                         r"`budgets` must be given"):
+        study.optimize(objective, n_trials=1)
+    with pytest.raises(ValueError, match=r"`pruner` stops trials at smaller budgets"):
+        _search(study=optuna.create_study(
+            direction="maximize", pruner=optuna.pruners.SuccessiveHalvingPruner())).fit(
+            X, y, sensitive_features=group)
+    with pytest.raises(ValueError, match=r"`pruner` stops trials at smaller budgets"):
+        _search(pruner=optuna.pruners.HyperbandPruner()).fit(X, y, sensitive_features=group)
+    budgeted = FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2",
+                             budgets=(0.5, 1.0))
+    with pytest.raises(ValueError, match=r"a pruner must be given with them"):
+        optuna.create_study(direction="maximize").optimize(budgeted, n_trials=1)
+    with pytest.raises(ValueError, match=r"a pruner must be given with them"):
+        _search(budgets=(0.5, 1.0)).fit(X, y, sensitive_features=group)
+    # An explicit median rule is a pruner, although it has the default's settings.
+    _search(budgets=(0.5, 1.0), pruner=make_pruner("median", (0.5, 1.0))).fit(
+        X, y, sensitive_features=group)
+
+
+# -- study preparation ------------------------------------------------------------------------
+
+
+def test_an_interrupted_untuned_trial_is_run_again_on_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'resume.db'}"
+    objective = FairObjective("german", "linear", limits="demographic_parity<=0.1")
+    study = objective.create_study(storage=storage, study_name="german-linear-fairbo")
+    trial = study.ask()  # the enqueued untuned model; Ctrl-C while it fits
+    objective.make_pipeline(trial)
+    study.tell(trial, state=TrialState.FAIL)
+    assert study.trials[0].params == objective.default_params()
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit",
+                 "demographic_parity<=0.1", "--n-trials", "1", "--no-progress",
+                 "--storage", storage]) == 0
+    resumed = optuna.load_study(study_name="german-linear-fairbo", storage=storage)
+    assert resumed.trials[1].params == objective.default_params()
+    assert resumed.trials[1].state == TrialState.COMPLETE
+
+
+# -- the evaluation and the layout ------------------------------------------------------------
+
+
+def _functions_calling(path: Path, name: str) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and (
+                    getattr(call.func, "attr", None) == name
+                    or getattr(call.func, "id", None) == name
+                ):
+                    found.add(node.name)
+    return found
+
+
+def test_both_entrances_call_the_one_evaluation_and_no_second_trial_loop() -> None:
+    for module in ("objective.py", "search.py"):
+        path = PACKAGE / "tuning" / module
+        assert _functions_calling(path, "run_trial") == {"__call__"}, module
+        for private in ("out_of_fold_predictions", "record_validation", "report_rung",
+                        "budget_rows", "fit_and_score"):
+            assert not _functions_calling(path, private), (module, private)
+        assert len(path.read_text().splitlines()) <= 700, module
