@@ -1,13 +1,20 @@
 """The study report: what a reviewer signs a fair model off on, as text or as one HTML page.
 
 :func:`report` reads a single-objective study (any storage) and returns a :class:`StudyReport`:
-the setup the study was tuned with, the best fair trial (its metric, every limited fairness
-value, the predicted positive rate per group, its parameters), what its deployed model needs at
-prediction time, how many trials predict one class for everyone, and the test split's scores
-with their intervals when the objective (or ``fairtune tune --test-size``) recorded them.
-:meth:`StudyReport.text` is what ``fairtune report`` prints; :meth:`StudyReport.html` is a
-self-contained page (no external file: the trade-off plot and the best-fair curve are inline
-images) that ``fairtune report --html`` and ``tune --html`` write.
+the setup the study was tuned with (its setup record: data, model, metric, limits and margin,
+validation, mitigation, and for a multi-fidelity search the budgets and the pruner), how many
+trials completed, were pruned, failed and are fair, the best fair trial (its metric, every
+limited fairness value, the predicted positive rate per group, its parameters), what its
+deployed model needs at prediction time, how many trials predict one class for everyone, and
+the test split's scores with their intervals when the objective (or ``fairtune tune
+--test-size``) recorded them. :meth:`StudyReport.text` is what ``fairtune report`` prints;
+:meth:`StudyReport.html` is a self-contained page (no external file: the trade-off plot and the
+best-fair curve are inline images) that ``fairtune report --html`` and ``tune --html`` write.
+
+A study shared by tenants (:mod:`fairtune.tenancy`) is reported by tenant: each tenant scores
+trials on its own data, so there is no best trial across tenants, only each tenant's best fair
+trial among its own trials (:func:`tenants_text`, and a section per tenant). Every value from
+the data or the user is printed with its control characters escaped.
 
 Example:
     >>> from fairtune.tuning import FairObjective
@@ -31,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fairtune import _keys
 from fairtune._text import format_table, printable
 
 if TYPE_CHECKING:
@@ -42,7 +50,9 @@ __all__ = [
     "TEST_CONFIDENCE",
     "TEST_SCORES_KEY",
     "StudyReport",
+    "TenantRow",
     "check_output_path",
+    "check_tenant",
     "deployment_lines",
     "format_table",
     "least_unfair_trial",
@@ -54,10 +64,12 @@ __all__ = [
     "running_line",
     "save_plot",
     "scores_on_test_split",
+    "study_tenants",
+    "tenants_text",
     "with_interval",
 ]
 
-TEST_SCORES_KEY = "fairtune:test_scores"
+TEST_SCORES_KEY = _keys.TEST_SCORES_KEY
 """Study user attribute: the test split's score lines of the best fair trial, as
 ``{"trial": number, "lines": [...]}`` (written by :func:`scores_on_test_split` with ``store``)."""
 TEST_CONFIDENCE = 0.95
@@ -139,45 +151,57 @@ def _running(study: optuna.Study) -> str:
             "heartbeat fails those; see --heartbeat).")
 
 
-def _setup(study: optuna.Study) -> list[tuple[str, str]]:
-    from fairtune.fairness.constraints import LIMITS_KEY
-    from fairtune.tuning._trial import (
-        DATASET_KEY,
-        METRIC_KEY,
-        MITIGATION_SETUP_KEY,
-        MODEL_KEY,
-        VALIDATION_KEY,
-    )
+def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's rows of a setup record (:func:`fairtune.tuning._setup.read_setup`): what
+    the trials were scored on and how, and for a multi-fidelity search the budgets, the
+    resource they cut and the pruner."""
 
-    attrs = study.user_attrs
-    rows = [
-        ("dataset", attrs.get(DATASET_KEY)),
-        ("model", attrs.get(MODEL_KEY)),
-        ("metric", attrs.get(METRIC_KEY)),
-        ("limits", ", ".join(attrs[LIMITS_KEY]) if attrs.get(LIMITS_KEY) else None),
-        ("validation", attrs.get(VALIDATION_KEY)),
-        ("mitigation", ", ".join(attrs.get(MITIGATION_SETUP_KEY) or []) or None),
+    def listed(values: Any) -> str | None:
+        return ", ".join(map(str, values)) if values else None
+
+    limits = listed(setup.get("limits"))
+    margin = setup.get("margin") or 0.0
+    if limits and margin > 0:
+        limits += f" (the limits less a margin of {margin:g})"
+    rows: list[tuple[str, Any]] = [
+        ("dataset", setup.get("dataset")),
+        ("model", setup.get("model")),
+        ("metric", setup.get("metric")),
+        ("limits", limits),
+        ("validation", setup.get("validation")),
+        ("mitigation", listed(setup.get("mitigation"))),
     ]
-    setup = [(what.capitalize(), str(value)) for what, value in rows if value]
-    if attrs.get(METRIC_KEY) == "roc_auc":
-        setup.append(("Note", "roc_auc scores the probabilities; the fairness values are "
-                              "measured on the 0/1 predictions (threshold 0.5)."))
-    return setup
+    budgets = setup.get("budgets")
+    if budgets:
+        resource = setup.get("resource") or "n_samples"
+        of = "the training rows" if resource == "n_samples" else resource
+        shown = ", ".join(f"{float(b):.3g}" for b in budgets)
+        rows.append(("budgets", f"{shown} (fractions of {of})"))
+        if resource != "n_samples":
+            rows.append(("resource", resource))
+        pruner = setup.get("pruner") or "none: every trial runs every budget"
+        if setup.get("prune_unfair"):
+            pruner += "; it also stops trials that break a limit at a smaller budget"
+        rows.append(("pruner", pruner))
+    out = [(what.capitalize(), str(value)) for what, value in rows if value]
+    if setup.get("metric") == "roc_auc":
+        out.append(("Note", "roc_auc scores the probabilities; the fairness values are "
+                            "measured on the 0/1 predictions (threshold 0.5)."))
+    return out
 
 
 def deployment_lines(trial: optuna.trial.FrozenTrial) -> list[str]:
     """Which mitigation a trial used and what its deployed model needs at prediction time."""
-    from fairtune.tuning._trial import MITIGATION_USED_KEY, SENSITIVE_AT_PREDICTION_KEY
     from fairtune.tuning.mitigation import MITIGATIONS
 
     lines = []
-    used = trial.user_attrs.get(MITIGATION_USED_KEY)
+    used = trial.user_attrs.get(_keys.MITIGATION_USED_KEY)
     if used in MITIGATIONS:
         lines.append(f"Mitigation: {used} ({MITIGATIONS[used].implementation}).")
         if used in ("threshold", "reduction"):
             lines.append("Its predictions are randomized: the trial's validation values are "
                          "their expected values.")
-    how = trial.user_attrs.get(SENSITIVE_AT_PREDICTION_KEY)
+    how = trial.user_attrs.get(_keys.SENSITIVE_AT_PREDICTION_KEY)
     if how == "no":
         lines.append("Sensitive feature at prediction: not needed.")
     elif how:
@@ -207,18 +231,66 @@ def least_unfair_trial(
     return min(trials, key=unfairness)
 
 
+_NOT_COMPARABLE = (
+    "Each tenant scores its trials on its own data, so the values of different tenants are not "
+    "comparable: each tenant's best fair trial is the best of its own trials."
+)
+
+
+def _e(value: Any) -> str:
+    """``value`` for an HTML page: control characters escaped, then HTML's special ones."""
+    return html_lib.escape(printable(value))
+
+
+@dataclass
+class TenantRow:
+    """One tenant's line in the report of a study shared by tenants.
+
+    Attributes:
+        tenant: The tenant's name.
+        trials: Its trials, in any state.
+        pruned: Those of its trials a pruner stopped at a smaller budget.
+        fair: Its completed trials that meet every limit (:func:`fairtune.fairness.is_fair`).
+        best: Its best fair trial among its own trials
+            (``fairtune.fairness.best_fair_trial(study, tenant=...)``), or None.
+        utility: Its cumulative utility (:func:`fairtune.tenancy.cumulative_utilities`).
+    """
+
+    tenant: str
+    trials: int
+    pruned: int
+    fair: int
+    best: Any
+    utility: float
+
+
+def _tenants_table(rows: Sequence[TenantRow]) -> str:
+    return format_table(
+        ["tenant", "trials", "pruned", "fair", "best fair trial", "cumulative utility"],
+        [[row.tenant, str(row.trials), str(row.pruned), str(row.fair),
+          "-" if row.best is None else f"#{row.best.number} {row.best.value:.4f}",
+          f"{row.utility:.4f}"] for row in rows],
+        right_aligned={1, 2, 3, 4, 5},
+    )
+
+
 @dataclass
 class StudyReport:
     """A single-objective study's report; :func:`report` builds it.
 
+    A study shared by tenants, each scoring trials on its own data, has no best trial across
+    tenants: its report holds a :class:`TenantRow` per tenant and one section (a report of the
+    tenant's own trials) per tenant shown.
+
     Attributes:
         study: The study reported on.
         counts: ``(trials, complete, failed, fair)``.
-        setup: ``(what, value)`` rows of the stored setup (dataset, model, metric, limits,
-            validation, mitigation).
+        setup: ``(what, value)`` rows of the stored setup record (dataset, model, metric,
+            limits and margin, validation, mitigation; for a multi-fidelity search the budgets,
+            the resource they cut and the pruner; the tenants of a shared study).
         running: A line about trials still RUNNING ('' if none).
         best: The best fair trial, or the least unfair one when no trial is fair (None without
-            completed trials).
+            completed trials, and for a study shared by tenants: see ``sections``).
         best_is_fair: Whether ``best`` meets every limit.
         metric: The name of the study's value (e.g. ``"accuracy"``).
         rows: ``(name, value, status)`` rows of ``best``: the metric, each fairness value
@@ -231,6 +303,13 @@ class StudyReport:
         test_lines: The test split's score lines (:func:`scores_on_test_split`).
         test_recorded: Whether the test lines are those ``fairtune tune`` stored with the
             study (rather than computed for this report).
+        pruned: The trials a pruner stopped at a smaller budget.
+        tenant: The tenant asked for (:func:`report`'s ``tenant``); in a section, the tenant
+            whose trials it reports.
+        tenants: Of a study shared by tenants, one row per tenant (empty otherwise).
+        sections: Of a study shared by tenants, the report of each tenant's own trials: the
+            tenant asked for, else every tenant.
+        untagged: Of a study shared by tenants, the trials that carry no tenant.
     """
 
     study: Any
@@ -247,10 +326,25 @@ class StudyReport:
     test_trial: int | None = None
     test_lines: list[str] = field(default_factory=list)
     test_recorded: bool = False
+    pruned: int = 0
+    tenant: str | None = None
+    tenants: list[TenantRow] = field(default_factory=list)
+    sections: list[StudyReport] = field(default_factory=list)
+    untagged: int = 0
 
     def _summary(self) -> str:
         trials, complete, failed, fair = self.counts
-        return (f"Study {self.study.study_name}: {trials} trials, {complete} complete"
+        if self.tenants:
+            untagged = f" ({self.untagged} untagged)" if self.untagged else ""
+            who = (f"Study {printable(self.study.study_name)}: {trials} trials of "
+                   f"{len(self.tenants)} tenants{untagged}")
+        elif self.tenant is not None:
+            who = f"Tenant {printable(self.tenant)}: {trials} trials"
+        else:
+            who = f"Study {printable(self.study.study_name)}: {trials} trials"
+        # A multi-fidelity search says how many trials it stopped early, even none.
+        pruning = self.pruned or any(what == "Pruner" for what, _ in self.setup)
+        return (who + f", {complete} complete" + (f", {self.pruned} pruned" if pruning else "")
                 + (f", {failed} failed" if failed else "") + f", {fair} fair.")
 
     def _findings(self) -> list[str]:
@@ -277,88 +371,130 @@ class StudyReport:
         return f"No trial meets every limit yet; the least unfair one is #{self.best.number}."
 
     def text(self) -> str:
-        """The report as ``fairtune report`` prints it."""
+        """The report as ``fairtune report`` prints it (every value from the data or the user
+        with its control characters escaped).
+
+        Of a study shared by tenants: the table of tenants, each with its own best fair trial,
+        and the section of the tenant asked for (never one best trial across tenants).
+        """
         out = [self._summary() + "\n"]
-        out += [f"{what:<11} {value}\n" for what, value in self.setup]
+        out += [f"{what:<11} {printable(value)}\n" for what, value in self.setup]
         if self.running:
-            out.append(f"{'Running':<11} {self.running}\n")
+            out.append(f"{'Running':<11} {printable(self.running)}\n")
+        if self.tenants:
+            out.append(_tenants_table(self.tenants))
+            out.append(_NOT_COMPARABLE + "\n")
+            for section in self.sections if self.tenant is not None else []:
+                out.append("\n" + section.text())
+            return "".join(out)
         out.append(self._headline() + "\n")
         if self.best is None:
             return "".join(out)
         out.append(format_table(["", "value", ""], [list(r) for r in self.rows],
                                 right_aligned={1}))
-        out += [line + "\n" for line in self.deployment + self._findings()]
+        out += [printable(line) + "\n" for line in self.deployment + self._findings()]
         if self.test_lines:
             source = "recorded by `fairtune tune` " if self.test_recorded else ""
             out.append(f"Test scores {source}for trial #{self.test_trial}:\n")
-            out += [f"  {line}\n" for line in self.test_lines]
+            out += [f"  {printable(line)}\n" for line in self.test_lines]
         return "".join(out)
 
     def html(self, *, fairness_metric: str | None = None) -> str:
         """The report as one self-contained HTML page, the plots inline.
 
+        Of a study shared by tenants: the table of tenants, then a section per tenant shown
+        (the tenant asked for, else every tenant) with its best fair trial and plots of its
+        own trials only.
+
         Args:
             fairness_metric: The trade-off plot's x axis. Defaults to None: the study's first
                 limit.
         """
-        e = html_lib.escape
         title = f"fairtune report: {self.study.study_name}"
         parts = [
             "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{e(title)}</title>", f"<style>{_CSS}</style></head><body>",
-            f"<h1>{e(title)}</h1>", f"<p class=summary>{e(self._summary())}</p>",
+            f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
+            f"<h1>{_e(title)}</h1>",
         ]
+        parts += self._html_body(fairness_metric, level=2)
+        if self.tenants:
+            parts.append("<h2>Tenants</h2><table class=tenants><tr><th>tenant</th>"
+                         "<th>trials</th><th>pruned</th><th>fair</th><th>best fair trial</th>"
+                         "<th>cumulative utility</th></tr>")
+            for row in self.tenants:
+                best = "-" if row.best is None else f"#{row.best.number} {row.best.value:.4f}"
+                parts.append(f"<tr><td>{_e(row.tenant)}</td><td class=num>{row.trials}</td>"
+                             f"<td class=num>{row.pruned}</td><td class=num>{row.fair}</td>"
+                             f"<td class=num>{_e(best)}</td>"
+                             f"<td class=num>{row.utility:.4f}</td></tr>")
+            parts.append("</table>")
+            parts.append(f"<p class=note>{_e(_NOT_COMPARABLE)}</p>")
+            for section in self.sections:
+                parts.append(f"<section><h2>Tenant {_e(section.tenant)}</h2>")
+                parts += section._html_body(fairness_metric, level=3)
+                parts.append("</section>")
+        parts.append("</body></html>")
+        return "\n".join(parts) + "\n"
+
+    def _html_body(self, fairness_metric: str | None, *, level: int) -> list[str]:
+        """The page's summary, setup and (but of a study shared by tenants) best trial, its
+        headings at ``level``."""
+        h = f"h{level}"
+        parts = [f"<p class=summary>{_e(self._summary())}</p>"]
         if self.setup:
-            parts.append("<h2>Setup</h2><table class=setup>")
-            parts += [f"<tr><th>{e(what)}</th><td>{e(value)}</td></tr>"
+            parts.append(f"<{h}>Setup</{h}><table class=setup>")
+            parts += [f"<tr><th>{_e(what)}</th><td>{_e(value)}</td></tr>"
                       for what, value in self.setup]
             parts.append("</table>")
         if self.running:
-            parts.append(f"<p class=note>Running: {e(self.running)}</p>")
-        parts.append(f"<h2>{e(self._headline())}</h2>")
-        if self.best is not None:
-            findings = self._findings()
-            parts += [f'<p class="{"warning" if line.startswith("Warning") else "note"}">'
-                      f"{e(line)}</p>" for line in findings]
-            scores = [row for row in self.rows if row[2] != "param"]
-            params = [row for row in self.rows if row[2] == "param"]
-            parts.append("<div class=tables><table class=best><caption>Validation scores"
-                         "</caption><tr><th></th><th>value</th><th></th></tr>")
-            for name, value, status in scores:
-                cls = "bad" if status.startswith("violated") else "ok" if status == "ok" else ""
-                indent = " class=group" if name.startswith("  ") else ""
-                parts.append(f"<tr class='{cls}'><td{indent}>{e(name.strip())}</td>"
-                             f"<td class=num>{e(value)}</td><td>{e(status)}</td></tr>")
+            parts.append(f"<p class=note>Running: {_e(self.running)}</p>")
+        if self.tenants:
+            return parts
+        parts.append(f"<{h}>{_e(self._headline())}</{h}>")
+        if self.best is None:
+            return parts
+        findings = self._findings()
+        parts += [f'<p class="{"warning" if line.startswith("Warning") else "note"}">'
+                  f"{_e(line)}</p>" for line in findings]
+        scores = [row for row in self.rows if row[2] != "param"]
+        params = [row for row in self.rows if row[2] == "param"]
+        parts.append("<div class=tables><table class=best><caption>Validation scores"
+                     "</caption><tr><th></th><th>value</th><th></th></tr>")
+        for name, value, status in scores:
+            cls = "bad" if status.startswith("violated") else "ok" if status == "ok" else ""
+            indent = " class=group" if name.startswith("  ") else ""
+            parts.append(f"<tr class='{cls}'><td{indent}>{_e(name.strip())}</td>"
+                         f"<td class=num>{_e(value)}</td><td>{_e(status)}</td></tr>")
+        parts.append("</table>")
+        if params:
+            parts.append("<table class=params><caption>Parameters</caption>")
+            parts += [f"<tr><td>{_e(name)}</td><td class=num>{_e(value)}</td></tr>"
+                      for name, value, _ in params]
             parts.append("</table>")
-            if params:
-                parts.append("<table class=params><caption>Parameters</caption>")
-                parts += [f"<tr><td>{e(name)}</td><td class=num>{e(value)}</td></tr>"
-                          for name, value, _ in params]
-                parts.append("</table>")
-            parts.append("</div>")
-            if self.deployment:
-                parts.append("<h2>The deployed model</h2><ul>")
-                parts += [f"<li>{e(line)}</li>" for line in self.deployment]
-                parts.append("</ul>")
-            if self.test_lines:
-                parts.append(f"<h2>Test split (trial #{self.test_trial})</h2><ul>")
-                parts += [f"<li>{e(line)}</li>" for line in self.test_lines]
-                parts.append("</ul>")
-            parts.append("<h2>Trade-off and progress</h2><div class=plots>")
-            for draw, caption in (
-                ("tradeoff", "Every trial's validation value against its fairness value, the "
-                             "limit and the best fair trial."),
-                ("curve", "The best fair validation value after each trial."),
-            ):
-                image = _plot_png(self.study, draw, fairness_metric)
-                if image:
-                    parts.append(f'<figure><img alt="{e(caption)}" '
-                                 f'src="data:image/png;base64,{image}">'
-                                 f"<figcaption>{e(caption)}</figcaption></figure>")
-            parts.append("</div>")
-        parts.append("</body></html>")
-        return "\n".join(parts) + "\n"
+        parts.append("</div>")
+        if self.deployment:
+            parts.append(f"<{h}>The deployed model</{h}><ul>")
+            parts += [f"<li>{_e(line)}</li>" for line in self.deployment]
+            parts.append("</ul>")
+        if self.test_lines:
+            parts.append(f"<{h}>Test split (trial #{self.test_trial})</{h}><ul>")
+            parts += [f"<li>{_e(line)}</li>" for line in self.test_lines]
+            parts.append("</ul>")
+        parts.append(f"<{h}>Trade-off and progress</{h}><div class=plots>")
+        own = "" if self.tenant is None else f" (tenant {self.tenant}'s trials only)"
+        for draw, caption in (
+            ("tradeoff", f"Every trial's validation value against its fairness value, the "
+                         f"limit and the best fair trial{own}."),
+            ("curve", f"The best fair validation value after each trial{own}."),
+        ):
+            image = _plot_png(self.study, draw, fairness_metric, tenant=self.tenant)
+            if image:
+                parts.append(f'<figure><img alt="{_e(caption)}" '
+                             f'src="data:image/png;base64,{image}">'
+                             f"<figcaption>{_e(caption)}</figcaption></figure>")
+        parts.append("</div>")
+        return parts
 
     def write_html(self, path: str, *, fairness_metric: str | None = None) -> None:
         """Write :meth:`html` to ``path`` (UTF-8)."""
@@ -378,13 +514,15 @@ _CSS = (
     ".tables{display:flex;flex-wrap:wrap;gap:2.5rem;align-items:flex-start}"
     ".plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:1rem}"
     "figure{margin:0}.plots img{width:100%;display:block}"
-    "figcaption{color:#555;font-size:.9rem}"
+    "figcaption{color:#555;font-size:.9rem}h3{font-size:1.05rem;margin-top:1.4rem}"
+    "section{border-top:2px solid #ccc;margin-top:2rem}"
 )
 
 
-def _axes(study: Any, draw: str, fairness_metric: str | None) -> Any:
+def _axes(study: Any, draw: str, fairness_metric: str | None, tenant: str | None = None) -> Any:
     """The trade-off plot (``draw="tradeoff"``), the best-fair curve (``"curve"``) or, of a
-    multi-objective study, Optuna's Pareto-front plot (``"pareto"``)."""
+    multi-objective study, Optuna's Pareto-front plot (``"pareto"``); with ``tenant``, of that
+    tenant's trials only."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -397,20 +535,21 @@ def _axes(study: Any, draw: str, fairness_metric: str | None) -> Any:
         with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return plot_pareto_front(study, target_names=objective_names(study))
-    return (plot_tradeoff(study, metric=fairness_metric) if draw == "tradeoff"
-            else plot_best_feasible(study))
+    return (plot_tradeoff(study, metric=fairness_metric, tenant=tenant) if draw == "tradeoff"
+            else plot_best_feasible(study, tenant=tenant))
 
 
 def save_plot(
     study: optuna.Study, path: str, draw: str = "tradeoff", *,
-    fairness_metric: str | None = None,
+    fairness_metric: str | None = None, tenant: str | None = None,
 ) -> None:
     """Write the trade-off plot (``draw="tradeoff"``, x axis ``fairness_metric``, by default
     the first limit), the best-fair curve (``"curve"``) or, of a multi-objective study, the
-    Pareto front (``"pareto"``) of ``study`` to an image file."""
+    Pareto front (``"pareto"``) of ``study`` to an image file; with ``tenant``, of that
+    tenant's trials only (a study shared by tenants)."""
     import matplotlib.pyplot as plt
 
-    ax = _axes(study, draw, fairness_metric)
+    ax = _axes(study, draw, fairness_metric, tenant)
     ax.figure.tight_layout()
     try:
         ax.figure.savefig(path, dpi=120)
@@ -418,9 +557,10 @@ def save_plot(
         plt.close(ax.figure)
 
 
-def _plot_png(study: Any, draw: str, fairness_metric: str | None) -> str | None:
-    """A plot of ``study`` as base64 PNG text, or None when there is nothing to draw (or no
-    matplotlib)."""
+def _plot_png(study: Any, draw: str, fairness_metric: str | None,
+              tenant: str | None = None) -> str | None:
+    """A plot of ``study`` (of ``tenant``'s trials only) as base64 PNG text, or None when there
+    is nothing to draw (or no matplotlib)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - the plot extra is not installed
@@ -428,7 +568,7 @@ def _plot_png(study: Any, draw: str, fairness_metric: str | None) -> str | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ax = _axes(study, draw, fairness_metric)
+            ax = _axes(study, draw, fairness_metric, tenant)
     except ValueError:  # no trial with fairness values to draw
         return None
     buffer = io.BytesIO()
@@ -447,7 +587,6 @@ def _best_rows(
     the other fairness values, the predicted positive rate overall and per group, and its
     parameters."""
     from fairtune.fairness import fairness_values
-    from fairtune.tuning._trial import POSITIVE_RATE_KEY, POSITIVE_RATES_KEY
 
     rows = [(metric, f"{best.value:.4f}", "")]
     values = fairness_values(best)
@@ -463,39 +602,108 @@ def _best_rows(
         else:
             rows.append((name, "-", "not measured"))
     rows += [(name, f"{value:.4f}", "") for name, value in values.items() if name not in limits]
-    if POSITIVE_RATE_KEY in best.user_attrs:
-        rows.append(("predicted positive rate", f"{best.user_attrs[POSITIVE_RATE_KEY]:.4f}", ""))
+    attrs = best.user_attrs
+    if _keys.POSITIVE_RATE_KEY in attrs:
+        rows.append(("predicted positive rate", f"{attrs[_keys.POSITIVE_RATE_KEY]:.4f}", ""))
         rows += [(f"  group {group}", f"{rate:.4f}", "")
-                 for group, rate in (best.user_attrs.get(POSITIVE_RATES_KEY) or {}).items()]
+                 for group, rate in (attrs.get(_keys.POSITIVE_RATES_KEY) or {}).items()]
     rows += [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
              for name, value in best.params.items()]
     return rows
 
 
-def report(study: optuna.Study, *, objective: FairObjective | None = None) -> StudyReport:
+def study_tenants(study: optuna.Study) -> list[str]:
+    """The tenants of a study shared by tenants (``[]`` for a study of one): those its setup
+    record lists, in that order, then any other tenant a trial is tagged with, in trial order."""
+    from fairtune.tenancy import tenant_of
+    from fairtune.tuning._setup import read_setup
+
+    listed = [str(t) for t in read_setup(study).get("tenants") or []]
+    tagged = (tenant_of(t) for t in study.get_trials(deepcopy=False))
+    return list(dict.fromkeys([*listed, *(t for t in tagged if t is not None)]))
+
+
+def check_tenant(study: optuna.Study, tenant: str | None, *, plots: bool = False) -> list[str]:
+    """Fail before any work if ``tenant`` is not a tenant of ``study``, or if ``plots`` are
+    asked of a study shared by tenants without one (each tenant's values are measured on its own
+    data: a plot draws one tenant's trials). Returns the study's tenants
+    (:func:`study_tenants`).
+
+    Raises:
+        ValueError: Naming ``tenant`` and the study's tenants.
+    """
+    from fairtune._names import arg, got
+
+    tenants = study_tenants(study)
+    name = study.study_name
+    if tenant is not None and not tenants:
+        raise ValueError(f"{arg('tenant')} must name a tenant of a study shared by tenants, but "
+                         f"study {name!r} has none (got {got('tenant', tenant)}).")
+    if tenant is not None and tenant not in tenants:
+        raise ValueError(f"{arg('tenant')} must be one of {tenants} (the tenants of study "
+                         f"{name!r}), but got {got('tenant', tenant)}.")
+    if plots and tenants and tenant is None:
+        raise ValueError(f"the plots of study {name!r} draw one tenant's trials (its tenants "
+                         f"{tenants} score on their own data, so their values are not "
+                         f"comparable): give {arg('tenant')}.")
+    return tenants
+
+
+def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
+            ) -> tuple[tuple[int, int, int, int], int]:
+    """``((trials, complete, failed, fair), pruned)`` of ``trials``."""
+    from optuna.trial import TrialState
+
+    from fairtune.fairness import is_fair
+
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    fair = sum(is_fair(t, limits) for t in complete)
+    failed = sum(t.state == TrialState.FAIL for t in trials)
+    pruned = sum(t.state == TrialState.PRUNED for t in trials)
+    return (len(trials), len(complete), failed, fair), pruned
+
+
+def _tenant_rows(study: optuna.Study, tenants: Sequence[str], limits: dict[str, Any]
+                 ) -> list[TenantRow]:
+    from fairtune.fairness import best_fair_trial
+    from fairtune.tenancy import cumulative_utilities, trials_by_tenant
+
+    by_tenant = trials_by_tenant(study, states=None)
+    utilities = cumulative_utilities(study, tenants)
+    rows = []
+    for tenant in tenants:
+        (trials, _, _, fair), pruned = _counts(by_tenant.get(tenant, []), limits)
+        rows.append(TenantRow(tenant=tenant, trials=trials, pruned=pruned, fair=fair,
+                              best=best_fair_trial(study, limits, tenant=tenant),
+                              utility=utilities[tenant]))
+    return rows
+
+
+def report(
+    study: optuna.Study, *, objective: FairObjective | None = None, tenant: str | None = None,
+) -> StudyReport:
     """The report of a single-objective study.
+
+    A study shared by tenants (:mod:`fairtune.tenancy`), whose tenants each score trials on
+    their own data, is reported by tenant: a :class:`TenantRow` each (its trials, pruned and
+    fair trials, its best fair trial among its own trials, its cumulative utility) and a section
+    of the tenant asked for, or of every tenant; never one best trial across tenants.
 
     Args:
         study: A single-objective study (fairtune's trials record their fairness values).
-        objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with; with a
-            test split, the best fair trial is refitted and scored on it
-            (:func:`scores_on_test_split`). Defaults to None: the test lines that ``fairtune tune``
-            stored with the study, if any.
+        objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with (of a
+            shared study: ``tenant``'s); with a test split, the best fair trial is refitted and
+            scored on it (:func:`scores_on_test_split`). Defaults to None: the test lines that
+            ``fairtune tune`` stored with the study, if any.
+        tenant: Of a study shared by tenants, the tenant whose section to show. Defaults to
+            None: every tenant's.
 
     Raises:
-        ValueError: If the study has several objectives.
+        ValueError: If the study has several objectives, or ``tenant`` is not one of its
+            tenants (:func:`check_tenant`).
     """
-    from optuna.trial import TrialState
-
-    from fairtune.fairness import (
-        best_fair_trial,
-        is_fair,
-        study_limits,
-    )
-    from fairtune.tuning._trial import (
-        METRIC_KEY,
-        predicts_one_class,
-    )
+    from fairtune.fairness import study_limits
+    from fairtune.tuning._setup import read_setup
 
     if len(study.directions) != 1:
         raise ValueError(
@@ -503,19 +711,47 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
             f"{len(study.directions)} directions; `fairtune report` shows a multi-objective "
             "study's Pareto-optimal trials."
         )
+    tenants = check_tenant(study, tenant)
+    if not tenants:
+        return _report_of(study, objective=objective)
     limits = study_limits(study)
     trials = study.get_trials(deepcopy=False)
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    fair = [t for t in complete if is_fair(t, limits)]
-    failed = sum(t.state == TrialState.FAIL for t in trials)
-    page = StudyReport(
-        study=study, counts=(len(trials), len(complete), failed, len(fair)),
-        setup=_setup(study), running=_running(study), best=None, best_is_fair=False,
-        metric=str(study.user_attrs.get(METRIC_KEY, "value")),
+    counts, pruned = _counts(trials, limits)
+    rows = _tenant_rows(study, tenants, limits)
+    setup = _setup(read_setup(study)) + [("Tenants", ", ".join(tenants))]
+    return StudyReport(
+        study=study, counts=counts, pruned=pruned, setup=setup, running=_running(study),
+        best=None, best_is_fair=False, metric="value", tenant=tenant, tenants=rows,
+        untagged=sum(_keys.TENANT_KEY not in t.user_attrs for t in trials),
+        sections=[_report_of(study, objective=objective if t == tenant else None, tenant=t)
+                  for t in ([tenant] if tenant is not None else tenants)],
     )
+
+
+def _report_of(study: optuna.Study, *, objective: FairObjective | None,
+               tenant: str | None = None) -> StudyReport:
+    """The report of ``study``'s trials (of ``tenant``'s only, under its own setup record)."""
+    from optuna.trial import TrialState
+
+    from fairtune.fairness import best_fair_trial, study_limits
+    from fairtune.tenancy import tenant_of
+    from fairtune.tuning import predicts_one_class
+    from fairtune.tuning._setup import read_setup
+
+    setup = read_setup(study, tenant)
+    limits = study_limits(study)
+    trials = [t for t in study.get_trials(deepcopy=False)
+              if tenant is None or tenant_of(t) == tenant]
+    counts, pruned = _counts(trials, limits)
+    page = StudyReport(
+        study=study, counts=counts, pruned=pruned, setup=_setup(setup),
+        running=_running(study) if tenant is None else "", best=None, best_is_fair=False,
+        metric=str(setup.get("metric") or "value"), tenant=tenant,
+    )
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if not complete:
         return page
-    best = best_fair_trial(study, limits)
+    best = best_fair_trial(study, limits, tenant=tenant)
     page.best_is_fair = best is not None
     page.best = best if best is not None else least_unfair_trial(complete, limits)
     best = page.best
@@ -527,8 +763,9 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
         page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
     else:
         stored = study.user_attrs.get(TEST_SCORES_KEY) or {}
-        page.test_trial, page.test_lines = stored.get("trial"), list(stored.get("lines") or [])
-        page.test_recorded = bool(page.test_lines)
+        if stored.get("trial") in {t.number for t in complete}:  # of this tenant's trials
+            page.test_trial, page.test_lines = stored["trial"], list(stored.get("lines") or [])
+            page.test_recorded = bool(page.test_lines)
     return page
 
 
@@ -537,11 +774,11 @@ def report(study: optuna.Study, *, objective: FairObjective | None = None) -> St
 
 def objective_names(study: optuna.Study) -> list[str]:
     """The names of a multi-objective study's objectives as stored (``objective i`` if not)."""
-    from fairtune.tuning._trial import OBJECTIVES_KEY
+    from fairtune.tuning._setup import read_setup
 
-    return list(study.user_attrs.get(OBJECTIVES_KEY) or [
+    return [str(name) for name in read_setup(study).get("objectives") or [
         f"objective {i}" for i in range(len(study.directions))
-    ])
+    ]]
 
 
 def pareto_text(study: optuna.Study) -> str:
@@ -550,12 +787,12 @@ def pareto_text(study: optuna.Study) -> str:
     from optuna.trial import TrialState
 
     from fairtune._storage import stored_task_correlation
-    from fairtune.tuning._trial import predicts_one_class
+    from fairtune.tuning import predicts_one_class
 
     names = objective_names(study)
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    out = [f"Study {study.study_name}: {len(study.trials)} trials, {len(trials)} complete.\n",
-           running_line(study)]
+    out = [f"Study {printable(study.study_name)}: {len(study.trials)} trials, {len(trials)} "
+           "complete.\n", running_line(study)]
     if not trials:
         return "".join(out) + "No completed trial yet.\n"
     best = sorted(study.best_trials, key=lambda t: t.number)
@@ -611,12 +848,18 @@ def pareto_test_text(study: optuna.Study, objective: FairObjective) -> str:
 
 def print_report(
     study: optuna.Study, out: Any, *, plot: str | None = None, curve: str | None = None,
-    fairness_metric: str | None = None,
+    fairness_metric: str | None = None, tenant: str | None = None,
 ) -> None:
     """Write ``study``'s text report to the stream ``out`` (:meth:`StudyReport.text`, or
     :func:`pareto_text` for a multi-objective study) and save the plots asked for: ``plot``
     the trade-off (the Pareto front), ``curve`` the best-fair curve, each once there is a trial
-    to draw."""
+    to draw. Of a study shared by tenants, ``tenant`` names the tenant whose section is shown
+    and whose own trials the plots draw (they need one).
+
+    Raises:
+        ValueError: Before writing anything, for a ``tenant`` the study does not have, or plots
+            of a study shared by tenants without ``tenant`` (:func:`check_tenant`).
+    """
     from optuna.trial import TrialState
 
     if len(study.directions) > 1:
@@ -624,36 +867,35 @@ def print_report(
         drawn = [(plot, "pareto")] if study.get_trials(
             deepcopy=False, states=(TrialState.COMPLETE,)) else []
     else:
-        page = report(study)
+        check_tenant(study, tenant, plots=bool(plot or curve))
+        page = report(study, tenant=tenant)
         out.write(page.text())
-        drawn = [] if page.best is None else [(plot, "tradeoff"), (curve, "curve")]
+        shown = page.sections[0] if page.tenants and tenant is not None else page
+        drawn = [] if shown.best is None else [(plot, "tradeoff"), (curve, "curve")]
     names = {"tradeoff": "Trade-off plot", "curve": "Best-fair curve",
              "pareto": "Pareto front plot"}
     for path, draw in drawn:
         if path:
-            save_plot(study, path, draw, fairness_metric=fairness_metric)
-            out.write(f"{names[draw]} written to {path}\n")
+            save_plot(study, path, draw, fairness_metric=fairness_metric, tenant=tenant)
+            out.write(f"{names[draw]} written to {printable(path)}\n")
 
 
-def tenants_text(study: optuna.Study, tenants: Sequence[str]) -> str:
-    """A shared study's report by tenant: each tenant's trials, fair trials, best fair trial
-    and cumulative utility (the sum of its values, :func:`fairtune.tenancy.cumulative_utilities`),
-    so that each team sees what it got and how the others fared."""
-    from fairtune.fairness import best_fair_trial, is_feasible
-    from fairtune.tenancy import cumulative_utilities, trials_by_tenant
+def tenants_text(study: optuna.Study, tenants: Sequence[str] | None = None) -> str:
+    """A shared study's table by tenant: each tenant's trials, pruned and fair trials, its best
+    fair trial among its own trials and its cumulative utility (the sum of its values,
+    :func:`fairtune.tenancy.cumulative_utilities`), so that each team sees what it got and how
+    the others fared. The tenants score on their own data: no trial is best across them.
 
-    by_tenant = trials_by_tenant(study)
-    utilities = cumulative_utilities(study, tenants)
-    rows = []
-    for tenant in tenants:
-        trials = by_tenant.get(tenant, [])
-        best = best_fair_trial(study, tenant=tenant)
-        rows.append([tenant, str(len(trials)), str(sum(map(is_feasible, trials))),
-                     "-" if best is None else f"#{best.number} {best.value:.4f}",
-                     f"{utilities[tenant]:.4f}"])
-    return (f"Study {study.study_name}: {len(study.trials)} trials of {len(tenants)} tenants.\n"
-            + format_table(["tenant", "trials", "fair", "best fair trial", "cumulative utility"],
-                           rows, right_aligned={1, 2, 3, 4}))
+    Args:
+        study: The shared study.
+        tenants: The tenants, in this order. Defaults to None: :func:`study_tenants`.
+    """
+    from fairtune.fairness import study_limits
+
+    tenants = study_tenants(study) if tenants is None else list(tenants)
+    rows = _tenant_rows(study, tenants, study_limits(study))
+    return (f"Study {printable(study.study_name)}: {len(study.trials)} trials of {len(tenants)} "
+            "tenants.\n" + _tenants_table(rows))
 
 
 def board_text(board: Any, agent: str) -> str:
@@ -662,7 +904,8 @@ def board_text(board: Any, agent: str) -> str:
     agents = sorted({post.agent for post in posts})
     mine = [post for post in posts if post.agent == agent]
     return (f"Board {board.name!r}: {len(posts)} posts by {len(agents)} agents "
-            f"({', '.join(agents) or 'none yet'}); {agent} posted {len(mine)} times.\n")
+            f"({printable(', '.join(agents) or 'none yet')}); {printable(agent)} posted "
+            f"{len(mine)} times.\n")
 
 
 def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = False) -> None:

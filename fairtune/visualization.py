@@ -4,6 +4,9 @@
   trial (figure 3 of Perrone et al. 2021).
 * :func:`plot_best_feasible`: best feasible objective vs. trial number, median and interquartile
   band over repeated studies (figure 2 of the paper).
+
+Of a study shared by tenants, each scoring trials on its own data, both draw one tenant's trials
+(``tenant``). A study name is drawn as written: its ``$`` signs are not typeset as math.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
+from fairtune._text import printable
 from fairtune.fairness.constraints import (
     USER_ATTR_PREFIX,
     FairnessLimit,
@@ -42,23 +46,35 @@ def _pyplot() -> Any:
     return plt
 
 
-def _complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+def _complete(study: optuna.Study, tenant: str | None = None) -> list[optuna.trial.FrozenTrial]:
+    """The completed trials with a finite value (of ``tenant``'s only, if given)."""
+    from fairtune.tenancy import tenant_of
+
     return [
         t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if t.value is not None and np.isfinite(t.value)
+        and (tenant is None or tenant_of(t) == tenant)
     ]
 
 
-def _value_label(studies: Sequence[optuna.Study], default: str) -> str:
-    """The name of the metric the studies optimized (stored by FairObjective), or ``default``."""
-    from fairtune.tuning.objective import METRIC_KEY
+def _value_label(studies: Sequence[optuna.Study], default: str, tenant: str | None = None) -> str:
+    """The name of the metric the studies optimized (their setup records', ``tenant``'s of a
+    shared study), or ``default``."""
+    from fairtune.tuning._setup import read_setup
 
-    names = {s.user_attrs.get(METRIC_KEY) for s in studies}
-    return str(names.pop()) if len(names) == 1 and None not in names else default
+    names = {read_setup(s, tenant).get("metric") for s in studies}
+    return _literal(names.pop()) if len(names) == 1 and None not in names else default
+
+
+def _literal(text: Any) -> str:
+    """``text`` as matplotlib should draw it: control characters escaped, and each ``$``
+    escaped so that a name such as ``"cost $5-$10"`` is not typeset as math."""
+    return printable(text).replace("$", r"\$")
 
 
 def plot_tradeoff(
-    study: optuna.Study, metric: str | None = None, *, ax: Axes | None = None
+    study: optuna.Study, metric: str | None = None, *, ax: Axes | None = None,
+    tenant: str | None = None,
 ) -> Axes:
     """Scatter every completed trial as fairness value (x) vs. objective (y).
 
@@ -68,6 +84,8 @@ def plot_tradeoff(
         metric: The fairness metric on the x axis (name or alias). Defaults to the study's
             first limit, else the first metric found on the trials.
         ax: Axes to draw on. Defaults to a new figure.
+        tenant: Of a study shared by tenants, draw this tenant's trials only, and star its
+            best fair trial among them. Defaults to None: every trial.
 
     Returns:
         The Axes: points coloured by trial number (with a colorbar), the limit as a dashed
@@ -81,7 +99,7 @@ def plot_tradeoff(
         ValueError: If no completed trial has a value for the metric.
     """
     plt = _pyplot()
-    trials = _complete(study)
+    trials = _complete(study, tenant)
     if metric is None:
         limited = [m for m, limit in study_limits(study).items() if isinstance(limit, FairnessLimit)]
         found = limited + [m for t in trials for m in fairness_values(t)]
@@ -107,24 +125,26 @@ def plot_tradeoff(
     if isinstance(limit, FairnessLimit):
         ax.axvline(limit.bound, color="crimson", linestyle="--", linewidth=1.2,
                    label=f"limit {limit}")
-    best = best_fair_trial(study)
+    best = best_fair_trial(study, tenant=tenant)
     if best is not None and name in fairness_values(best):
         ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
                    facecolors="gold", edgecolors="black", zorder=5,
                    label=f"best fair trial (#{best.number})")
     ax.set_xlabel(f"{name} ({spec.description})")
-    ax.set_ylabel(_value_label([study], "objective value"))
-    ax.set_title(f"Trade-off: {study.study_name}")
+    ax.set_ylabel(_value_label([study], "objective value", tenant))
+    whose = "" if tenant is None else f" (tenant {_literal(tenant)})"
+    ax.set_title(f"Trade-off: {_literal(study.study_name)}{whose}")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     return ax
 
 
-def _best_feasible_curve(study: optuna.Study, n_trials: int) -> np.ndarray:
+def _best_feasible_curve(study: optuna.Study, n_trials: int,
+                         tenant: str | None = None) -> np.ndarray:
     maximize = study.direction == StudyDirection.MAXIMIZE
     curve = np.full(n_trials, np.nan)
     best = np.nan
-    by_number = {t.number: t for t in _complete(study)}
+    by_number = {t.number: t for t in _complete(study, tenant)}
     limits = study_limits(study)
     for i in range(n_trials):
         t = by_number.get(i)
@@ -141,6 +161,7 @@ def plot_best_feasible(
     | optuna.Study,
     *,
     ax: Axes | None = None,
+    tenant: str | None = None,
 ) -> Axes:
     """Best fair objective value vs. trial number, median and IQR band over studies.
 
@@ -152,6 +173,8 @@ def plot_best_feasible(
             list of studies or a single study is drawn as one line labelled with the (first)
             study's name.
         ax: Axes to draw on. Defaults to a new figure.
+        tenant: Of studies shared by tenants, count this tenant's trials only (the x axis
+            still numbers the study's trials). Defaults to None: every trial.
 
     Returns:
         The Axes, one line (median over studies, counting only studies that already have a
@@ -164,7 +187,7 @@ def plot_best_feasible(
     if isinstance(studies, Sequence) and studies and all(
         isinstance(s, optuna.Study) for s in studies
     ):
-        studies = {studies[0].study_name: list(studies)}
+        studies = {_literal(studies[0].study_name): list(studies)}
     if not isinstance(studies, Mapping) or not studies:
         raise ValueError(
             "`studies` must be a study, a list of studies or a mapping from labels to lists of "
@@ -185,7 +208,7 @@ def plot_best_feasible(
         n = max(len(s.trials) for s in group)
         if n == 0:
             continue  # no trial yet: nothing to draw for this label
-        curves = np.vstack([_best_feasible_curve(s, n) for s in group])
+        curves = np.vstack([_best_feasible_curve(s, n, tenant) for s in group])
         has = ~np.isnan(curves).all(0)
         if not has.any():
             continue  # no feasible trial in any of the label's studies yet
@@ -197,7 +220,7 @@ def plot_best_feasible(
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("trial number")
     every = [s for group in groups.values() for s in group]
-    ax.set_ylabel(f"best fair {_value_label(every, 'objective value')}")
+    ax.set_ylabel(f"best fair {_value_label(every, 'objective value', tenant)}")
     if ax.get_lines():
         ax.legend(loc="best", fontsize="small")
     return ax

@@ -402,3 +402,57 @@ def test_report_names_the_running_trials_and_their_age(
     assert "Study s: 3 trials, 2 complete" in out
     assert re.search(r"Running     #2 \(started [45] min ago\): still in progress, or their "
                      r"worker died", out), out
+
+
+def test_report_of_a_tenant_study_is_by_tenant_and_each_names_its_own_best(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_report import tenant_study
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    tenant_study(url)  # a's best is #0 (0.95), b's own #3 (0.61): their values are not comparable
+    assert main(["report", "--storage", url]) == 0
+    out = capsys.readouterr().out
+    assert "Study shared: 5 trials of 2 tenants" in out and "Best fair trial" not in out
+    assert re.search(r"\na +2 +0 +1 +#0 0\.9500 ", out) and re.search(r"\nb +3 +0 +2 +#3 ", out)
+    page, plot, curve = tmp_path / "b.html", tmp_path / "b.png", tmp_path / "c.png"
+    assert main(["report", "--storage", url, "--tenant", "b", "--html", str(page),
+                 "--plot", str(plot), "--curve", str(curve)]) == 0
+    out = capsys.readouterr().out
+    assert "Tenant b: 3 trials" in out and "Best fair trial: #3\n" in out
+    assert "Best fair trial: #0" not in out and plot.exists() and curve.exists()
+    html = page.read_text(encoding="utf-8")
+    assert "<h2>Tenant b</h2>" in html and "<h2>Tenant a</h2>" not in html
+    assert "Best fair trial: #3</h3>" in html and html.count("data:image/png;base64,") == 2
+    # A plot draws one tenant's trials; a tenant must be one of the study's.
+    assert main(["report", "--storage", url, "--plot", str(plot)]) == 2
+    assert ("the plots of study 'shared' draw one tenant's trials (its tenants ['a', 'b'] "
+            "score on their own data, so their values are not comparable): give --tenant."
+            ) in capsys.readouterr().err
+    assert main(["report", "--storage", url, "--tenant", "c"]) == 2
+    assert ("--tenant must be one of ['a', 'b'] (the tenants of study 'shared'), but got "
+            "--tenant 'c'.") in capsys.readouterr().err
+    assert main(_tune(tmp_path, n_trials=1)) == 0
+    capsys.readouterr()
+    assert main(["report", "--storage", f"sqlite:///{tmp_path / 'ft.db'}", "--tenant", "a"]) == 2
+    assert ("--tenant must name a tenant of a study shared by tenants, but study 's' has none"
+            in capsys.readouterr().err)
+
+
+def test_report_counts_pruned_trials_and_shows_the_budgets_and_pruner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _tune(tmp_path, "--pruner", "successive_halving", "--budgets", "0.333,1",
+                 n_trials=8)
+    args[args.index("random_forest")] = "linear"
+    assert main(args) == 0
+    capsys.readouterr()
+    url = f"sqlite:///{tmp_path / 'ft.db'}"
+    study = optuna.load_study(study_name="s", storage=url)
+    pruned = sum(t.state == TrialState.PRUNED for t in study.trials)
+    assert pruned > 0
+    assert main(["report", "--storage", url]) == 0
+    out = capsys.readouterr().out
+    assert f", {pruned} pruned, " in out.splitlines()[0], out
+    assert "Budgets     0.333, 1 (fractions of the training rows)\n" in out
+    assert re.search(r"Pruner      (successive_halving|SuccessiveHalvingPruner\(.*\))\n", out), out

@@ -14,7 +14,7 @@ import pytest
 from fairtune.cli import main
 from fairtune.collaboration import Board
 from fairtune.samplers.collaborative import ROUND_KEY
-from fairtune.tenancy import TENANT_KEY
+from fairtune.tenancy import TENANT_KEY, tenant_of
 from tests.test_cli_data import _applicants
 
 TEAMS = ["a", "b", "c"]
@@ -102,3 +102,30 @@ def test_a_team_flag_misused_is_one_line_naming_it(
     assert main(_command(data, 1, *extra)[3:]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_a_tenants_html_report_shows_its_own_best_fair_trial_and_plots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.fairness import best_fair_trial
+
+    files = _files(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    pages = {}
+    for team in ("a", "b"):  # one after the other, each on its own file
+        pages[team] = tmp_path / f"{team}.html"
+        assert main(_command(files[team], 2, "--tenant", team, "--tenants", "a,b", "--storage",
+                             storage, "--study-name", "shared", "--html",
+                             str(pages[team]))[3:]) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="shared", storage=storage)
+    best = {team: best_fair_trial(study, tenant=team) for team in ("a", "b")}
+    assert best["b"] is not None and tenant_of(best["b"]) == "b"
+    # b's text: the table of both tenants, then b's own best fair trial.
+    text_b = out[out.rindex("Study shared: 4 trials of 2 tenants"):]
+    assert "Tenant b: 2 trials" in text_b and f"Best fair trial: #{best['b'].number}\n" in text_b
+    html = pages["b"].read_text(encoding="utf-8")
+    assert "<h2>Tenant b</h2>" in html and "<h2>Tenant a</h2>" not in html
+    assert f"Best fair trial: #{best['b'].number}</h3>" in html
+    assert "b.csv" in html and "a.csv" not in html  # b's setup; a's file only a's business
+    assert "tenant b&#x27;s trials only" in html and html.count("data:image/png;base64,") == 2

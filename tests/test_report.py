@@ -95,3 +95,141 @@ def test_tune_and_report_write_the_html_page(tmp_path: Path,
     assert main(["tune", "--dataset", "german", "--model", "linear", "--objectives",
                  "accuracy,dsp", "--n-trials", "2", "--html", str(tmp_path / "m.html")]) == 2
     assert "--html writes the report of a single-objective study" in capsys.readouterr().err
+
+
+# -- the setup record, pruned trials, tenants, text from the data ----------------------------
+
+
+def _add(study: optuna.Study, value: float, dsp: float, *, tenant: str | None = None,
+         **attrs: object) -> optuna.trial.FrozenTrial:
+    """A trial (``tenant``'s) with its demographic parity told against the bound 0.1."""
+    from fairtune.fairness import USER_ATTR_PREFIX
+    from fairtune.tenancy import ask
+
+    trial = study.ask() if tenant is None else ask(study, tenant)
+    trial.suggest_categorical("kind", [str(attrs.pop("kind", "tree"))])
+    trial.set_user_attr(USER_ATTR_PREFIX + "demographic_parity", dsp)
+    trial.set_constraint("demographic_parity", dsp - 0.1)
+    for key, attr in attrs.items():
+        trial.set_user_attr(key, attr)
+    return study.tell(trial, value)
+
+
+def tenant_study(storage: str | None = None) -> optuna.Study:
+    """Tenants a and b, each scored on its own file: the best fair value of all (0.95, #0) is
+    a's; b's own best fair trial is #3 (0.61)."""
+    from fairtune._keys import SETUP_KEY, TENANT_SETUP_PREFIX
+
+    study = optuna.create_study(direction="maximize", study_name="shared", storage=storage)
+    study.set_user_attr(SETUP_KEY, {"tenants": ["a", "b"]})
+    for tenant, metric in (("a", "accuracy"), ("b", "balanced_accuracy")):
+        study.set_user_attr(TENANT_SETUP_PREFIX + tenant, {
+            "entrance": "FairObjective", "dataset": f"{tenant}.csv (sensitive: gender)",
+            "model": "linear", "metric": metric, "limits": ["demographic_parity<=0.1"],
+            "margin": 0.0, "mitigation": [], "budgets": None, "resource": "n_samples",
+            "pruner": None, "validation": "a 30% validation split, split seed 0",
+        })
+    _add(study, 0.95, 0.05, tenant="a")
+    _add(study, 0.99, 0.30, tenant="a")  # a's unfair trial
+    _add(study, 0.70, 0.40, tenant="b")  # b's unfair trial
+    _add(study, 0.61, 0.02, tenant="b")
+    _add(study, 0.55, 0.01, tenant="b")
+    return study
+
+
+def test_a_tenant_study_names_each_tenants_own_best_and_no_best_across_tenants() -> None:
+    study = tenant_study()
+    page = report(study)
+    text = page.text()
+    assert page.best is None and "Best fair trial" not in text, text
+    assert text.startswith("Study shared: 5 trials of 2 tenants, 5 complete, 3 fair.\n")
+    assert "Tenants     a, b\n" in text
+    assert [(row.tenant, row.trials, row.fair, row.best.number) for row in page.tenants] == [
+        ("a", 2, 1, 0), ("b", 3, 2, 3)]
+    assert re.search(r"\na +2 +0 +1 +#0 0\.9500 +1\.9400\n", text), text
+    assert re.search(r"\nb +3 +0 +2 +#3 0\.6100 +1\.8600\n", text), text
+    # A tenant asked for: its own setup and its best fair trial among its own trials.
+    text_b = report(study, tenant="b").text()
+    assert "Tenant b: 3 trials, 3 complete, 2 fair.\n" in text_b
+    assert "Dataset     b.csv (sensitive: gender)\n" in text_b
+    assert "Metric      balanced_accuracy\n" in text_b
+    assert "Best fair trial: #3\n" in text_b and "Best fair trial: #0" not in text_b
+    assert re.search(r"\nbalanced_accuracy +0\.6100\n", text_b), text_b
+    # The page: the table, then one section per tenant (or the one asked for).
+    html = page.html()
+    assert "Best fair trial: #0</h3>" in html and "Best fair trial: #3</h3>" in html
+    assert html.count("<section>") == 2 and "b.csv (sensitive: gender)" in html
+    html_b = report(study, tenant="b").html()
+    assert html_b.count("<section>") == 1 and "<h2>Tenant b</h2>" in html_b
+    assert "Best fair trial: #3</h3>" in html_b and "Best fair trial: #0" not in html_b
+    assert "a.csv" not in html_b
+    with pytest.raises(ValueError, match=r"`tenant` must be one of \['a', 'b'\] \(the tenants "
+                                         r"of study 'shared'\), but got tenant='c'"):
+        report(study, tenant="c")
+
+
+def test_pruned_trials_are_counted_and_a_multi_fidelity_setup_shown() -> None:
+    from optuna.trial import TrialState
+
+    from fairtune._keys import SETUP_KEY
+
+    study = optuna.create_study(direction="maximize", study_name="mf")
+    study.set_user_attr(SETUP_KEY, {
+        "entrance": "FairObjective", "dataset": "german (sensitive: sex)", "model": "xgboost",
+        "metric": "accuracy", "limits": ["demographic_parity<=0.09"], "margin": 0.01,
+        "mitigation": ["threshold"], "objectives": None, "budgets": [1 / 3, 1.0],
+        "resource": "n_estimators", "pruner": "SuccessiveHalvingPruner(min_resource=1, "
+        "reduction_factor=3)", "prune_unfair": True, "tenants": None,
+        "validation": "3-fold cross-validation, split seed 0",
+    })
+    _add(study, 0.74, 0.05)
+    _add(study, 0.78, 0.20)
+    for _ in range(2):  # stopped at the first budget
+        trial = study.ask()
+        trial.report(0.6, 1)
+        study.tell(trial, state=TrialState.PRUNED)
+    page = report(study)
+    assert page.pruned == 2 and page.counts == (4, 2, 0, 1)
+    text = page.text()
+    assert text.startswith("Study mf: 4 trials, 2 complete, 2 pruned, 1 fair.\n"), text
+    for row in ("Dataset     german (sensitive: sex)", "Model       xgboost",
+                "Limits      demographic_parity<=0.09 (the limits less a margin of 0.01)",
+                "Validation  3-fold cross-validation, split seed 0",
+                "Mitigation  threshold",
+                "Budgets     0.333, 1 (fractions of n_estimators)",
+                "Resource    n_estimators",
+                "Pruner      SuccessiveHalvingPruner(min_resource=1, reduction_factor=3); it "
+                "also stops trials that break a limit at a smaller budget"):
+        assert row + "\n" in text, row
+    html = page.html()
+    assert "2 pruned" in html and "<th>Budgets</th><td>0.333, 1 (fractions of n_estimators)" in html
+    # A search of one budget has nothing to prune: no pruned count, no budgets.
+    assert "pruned" not in report(tenant_study(), tenant="a").sections[0].text()
+
+
+def test_text_from_the_data_prints_its_control_characters_escaped() -> None:
+    from fairtune._keys import POSITIVE_RATE_KEY, POSITIVE_RATES_KEY, SETUP_KEY, TEST_SCORES_KEY
+
+    evil = "\x1b[2J\r\n"
+    study = optuna.create_study(direction="maximize", study_name=f"s{evil}")
+    study.set_user_attr(SETUP_KEY, {"dataset": f"d{evil}.csv (sensitive: g{evil})",
+                                    "metric": "accuracy", "limits": ["demographic_parity<=0.1"]})
+    trial = _add(study, 0.8, 0.05, kind=f"k{evil}", **{
+        POSITIVE_RATE_KEY: 0.5, POSITIVE_RATES_KEY: {f"g{evil}1": 0.4, "g2": 0.6}})
+    study.set_user_attr(TEST_SCORES_KEY, {"trial": trial.number, "lines": [f"t{evil}"]})
+    text = report(study).text()
+    assert not any(c in text for c in "\x1b\r"), repr(text)
+    escaped = r"\x1b[2J\r\n"
+    for shown in (f"Study s{escaped}: 1 trials", f"Dataset     d{escaped}.csv (sensitive: "
+                  f"g{escaped})\n", f"  group g{escaped}1 ", f"kind  ", f"k{escaped}  param",
+                  f"  t{escaped}\n"):
+        assert shown in text, (shown, text)
+    # Every line is one of the report's: none broken by a newline from the data.
+    assert len(text.splitlines()) == 15, text
+    html = report(study).html()
+    assert not any(c in html for c in "\x1b\r") and f"d{escaped}.csv" in html
+    # The table of tenants escapes the tenants' names.
+    tenants = optuna.create_study(direction="maximize", study_name="t")
+    _add(tenants, 0.5, 0.05, tenant=f"x{evil}")
+    table = report(tenants).text()
+    assert "\x1b" not in table and f"x{escaped}" in table

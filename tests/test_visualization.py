@@ -17,14 +17,15 @@ Y = np.array([1, 0] * 10)
 GROUPS = np.array(["a"] * 10 + ["b"] * 10)
 
 
-def _study(seed: int, n: int = 8) -> optuna.Study:
+def _study(seed: int, n: int = 8, name: str | None = None) -> optuna.Study:
     def objective(trial: optuna.Trial) -> float:
         x = trial.suggest_float("x", 0, 1)
         y_pred = np.where((GROUPS == "a") & (np.arange(20) < 10 * x), 1, Y)
         set_fairness_constraints(trial, Y, y_pred, sensitive_features=GROUPS, limits="dsp<=0.2")
         return x
 
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=seed))
+    study = optuna.create_study(direction="maximize", study_name=name,
+                                sampler=optuna.samplers.RandomSampler(seed=seed))
     study.optimize(objective, n_trials=n)
     return study
 
@@ -112,4 +113,32 @@ def test_axes_carry_the_stored_metric_name_and_the_curve_uses_the_one_fairness_r
     ax = plot_best_feasible(study)
     assert ax.get_ylabel() == "best fair balanced_accuracy"
     assert max(ax.get_lines()[0].get_ydata()) < 5.0
+    plt.close("all")
+
+
+def test_a_study_name_with_dollars_is_drawn_as_written() -> None:
+    from matplotlib import cbook
+
+    study = _study(0, name="cost $5 to $10")
+    title = plot_tradeoff(study).get_title()
+    assert not cbook.is_math_text(title)  # not typeset as math...
+    assert title.replace(r"\$", "$") == "Trade-off: cost $5 to $10"  # ...drawn as written
+    (line,) = plot_best_feasible(study).get_lines()
+    assert not cbook.is_math_text(line.get_label())
+    plt.close("all")
+
+
+def test_a_tenant_plot_draws_its_own_trials_and_stars_its_own_best() -> None:
+    from tests.test_report import tenant_study
+
+    study = tenant_study()
+    ax = plot_tradeoff(study, tenant="b")
+    points = ax.collections[0].get_offsets()
+    assert sorted(map(tuple, points)) == [(0.01, 0.55), (0.02, 0.61), (0.4, 0.7)]
+    star = ax.collections[1].get_offsets()[0]
+    assert tuple(star) == pytest.approx((0.02, 0.61))  # b's best fair trial, not a's 0.95
+    assert ax.get_title() == "Trade-off: shared (tenant b)"
+    assert ax.get_ylabel() == "balanced_accuracy"  # b's metric
+    (line,) = plot_best_feasible(study, tenant="b").get_lines()
+    assert list(line.get_xdata()) == [3, 4] and list(line.get_ydata()) == [0.61, 0.61]
     plt.close("all")
