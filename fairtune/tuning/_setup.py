@@ -38,7 +38,7 @@ from fairtune._names import arg, has_name
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_setup", "describe_pruner", "read_setup", "setup_record"]
+__all__ = ["check_directions", "check_setup", "describe_pruner", "read_setup", "setup_record"]
 
 # The record's entries, in the order messages and reports list them; each is the Python
 # argument that sets it (the command line renames them to its flags through fairtune._names).
@@ -206,3 +206,26 @@ def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
     mine = {n: v for n, v in record.items() if n not in _SHARED}
     if set(mine) - set(own):
         study.set_user_attr(TENANT_SETUP_PREFIX + tenant, {**mine, **own})
+
+
+def check_directions(study: optuna.Study, directions: list[str], *, objectives: list[str],
+                     metric: str) -> None:
+    """Refuse a study whose directions do not fit the objective's: one maximized metric, or
+    the multi-objective form's ``directions``."""
+    from optuna.study import StudyDirection
+
+    if objectives:
+        expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+                    for d in directions]
+        if list(study.directions) != expected:
+            raise ValueError(
+                f"`study` must have directions={directions} for the objectives {objectives}, "
+                f"but got directions={[d.name.lower() for d in study.directions]}; create the "
+                "study with directions=objective.directions."
+            )
+    elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+        raise ValueError(
+            f"`study` must maximize one value: FairObjective returns its {metric}, to be "
+            f"maximized, but got directions={[d.name for d in study.directions]}; create the "
+            "study with direction='maximize'."
+        )

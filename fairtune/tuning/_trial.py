@@ -45,7 +45,7 @@ __all__ = [
     "PRUNER_NAMES", "RUNGS_KEY", "SENSITIVE_AT_PREDICTION_KEY", "VALIDATION_ERROR_KEY",
     "Candidate", "Scored", "checked_budgets", "checked_resource", "fairness_value",
     "fit_and_score", "is_expected", "make_pruner", "metric_score", "out_of_fold_predictions",
-    "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource",
+    "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource", "scores_of",
     "takes_random_state", "tightened", "warn_if_cannot_bind",
 ]
 
@@ -115,6 +115,29 @@ def run_trial(trial: Any, candidate: Candidate, splits: Any, *, y01: np.ndarray,
         trial.report(scored.value, len(budgets))
     record_validation(trial, scored.y_true, scored.y_pred, scored.sensitive, limits)
     return scored
+
+
+def scores_of(metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray | None,
+              sensitive: Any, *, fairness: Sequence[str], limits: Sequence[Any],
+              confidence_level: float | None = None, random_state: int = 0) -> dict[str, Any]:
+    """A deployed model's scores on rows it was not chosen on: ``metric``, every fairness
+    metric of ``fairness`` and of ``limits``, whether every limit holds (``"fair"``, with
+    limits), and with ``confidence_level`` each fairness metric's bootstrap interval."""
+    from fairtune.fairness import METRICS, metric_interval
+
+    report: dict[str, Any] = {metric: metric_score(metric, y_true, y_pred, y_score)}
+    names = list(fairness) + [limit.metric for limit in limits if limit.metric not in fairness]
+    for name in names:
+        report[name] = float(METRICS[name].function(y_true, y_pred, sensitive_features=sensitive))
+    if limits:
+        report["fair"] = all(limit.violation(report[limit.metric]) <= 0 for limit in limits)
+    if confidence_level is not None:
+        report["intervals"] = {
+            name: metric_interval(name, y_true, y_pred, sensitive_features=sensitive,
+                                  confidence_level=confidence_level, random_state=random_state)
+            for name in names
+        }
+    return report
 
 
 def takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:

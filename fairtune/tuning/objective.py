@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
@@ -10,12 +9,22 @@ import numpy as np
 import pandas as pd
 
 from fairtune._keys import PREFIX
-from fairtune._names import arg, got
 from fairtune.fairness import parse_limits
-from fairtune.fairness.constraints import LimitsLike, best_fair_trial
-from fairtune.tuning._data import BUNDLED as _BUNDLED
+from fairtune.fairness.constraints import LimitsLike
+from fairtune.tuning._arguments import (
+    check_budgets_objectives,
+    check_validation,
+    checked_tenant,
+    checked_mitigation,
+    chosen_trial,
+    parse_objectives,
+    space_of,
+)
 from fairtune.tuning._data import tuning_rows
-from fairtune.tuning._setup import check_setup, describe_pruner, read_setup, setup_record
+from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
+from fairtune.tuning._setup import (
+    check_directions, check_setup, describe_pruner, read_setup, setup_record,
+)
 from fairtune.tuning._trial import (
     METRIC_NAMES,
     MITIGATION_USED_KEY,
@@ -28,25 +37,13 @@ from fairtune.tuning._trial import (
     checked_resource,
     check_pruner,
     fairness_value,
-    metric_score,
     predicts_one_class,
     run_trial,
-    scale_resource,
-    takes_random_state,
+    scores_of,
     tightened,
     warn_if_cannot_bind,
 )
-from fairtune.tuning.mitigation import (
-    ReductionClassifier,
-    ThresholdClassifier,
-    _KnownGroups,
-    mitigated_estimator,
-    needs_sensitive_features,
-    parse_mitigation,
-    suggest_mitigation_params,
-)
-from fairtune.tuning.spaces import Space, get_space
-from fairtune._threads import limit_training_threads
+from fairtune.tuning.mitigation import needs_sensitive_features
 
 if TYPE_CHECKING:
     import optuna
@@ -68,60 +65,6 @@ __all__ = [
 DatasetLike = Union[str, "FairDataset", tuple]
 
 
-def _check_validation(
-    metric: Any, validation_size: Any, test_size: Any, cv: Any
-) -> None:
-    """The metric and the validation options, or a ValueError naming the bad one."""
-    if metric not in METRIC_NAMES:
-        raise ValueError(
-            f"{arg('metric')} must be one of {list(METRIC_NAMES)}, but got {got('metric', metric)}."
-        )
-    for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
-        if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
-            raise ValueError(
-                f"{arg(name)} must be a float in (0, 1), but got {got(name, fraction)}."
-            )
-    if cv is not None:
-        if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
-            raise ValueError(
-                f"{arg('cv')} must be None or an integer >= 2, but got {got('cv', cv)}."
-            )
-        if validation_size is not None:
-            raise ValueError(
-                f"{arg('validation_size')} and {arg('cv')} cannot be combined: cross-validation "
-                f"uses every tuning row for validation, but got "
-                f"{got('validation_size', validation_size)} and {got('cv', cv)}."
-            )
-
-
-def _space_of(model: Any) -> Space:
-    if isinstance(model, str):
-        return get_space(model)
-    if callable(model):
-        return Space(getattr(model, "__name__", "custom"), model, needs_scaling=True)
-    raise ValueError(
-        f"{arg('model')} must be a space name or a callable trial -> estimator, but got {model!r}."
-    )
-
-
-def _checked_mitigation(mitigation: Any, limits: list[Any], metric: str) -> list[str]:
-    """The mitigation names, which need a limit to aim at and labels, not scores."""
-    names = parse_mitigation(mitigation)
-    if names and not limits:
-        raise ValueError(
-            f"{arg('mitigation')} aims at a fairness limit, so {arg('limits')} must be given with "
-            f"it, but got {got('limits', None)} and {got('mitigation', mitigation)}."
-        )
-    randomized = [m for m in names if m in ("threshold", "reduction")]
-    if randomized and metric == "roc_auc":
-        raise ValueError(
-            f"{arg('mitigation')} {randomized[0]!r} predicts randomized labels, not scores: "
-            f"{arg('metric')} must not be 'roc_auc' with it, but got {got('metric', 'roc_auc')} "
-            f"and {got('mitigation', mitigation)}."
-        )
-    return names
-
-
 class FairObjective:
     """An Optuna objective: train a model, score it, and record its fairness as constraints.
 
@@ -131,27 +74,21 @@ class FairObjective:
     2. wraps it in a scikit-learn ``Pipeline`` with the preprocessing the data needs (one-hot
        encoding of categorical columns, standardization of numeric ones for models that need
        it),
-    3. fits it on the training split, predicts the validation split and returns the validation
-       ``metric`` (to be maximized),
-    4. calls :func:`fairtune.fairness.set_fairness_constraints` with the validation predictions
-       and sensitive features, so that ``study.best_trial`` is the best fair trial, and stores
-       the validation error (``"fairtune:validation_error"``) and the predicted positive rate,
-       overall and per group (``"fairtune:positive_rate"``, ``"fairtune:positive_rate_by_group"``)
-       as user attributes; :func:`predicts_one_class` reads them.
+    3. fits and scores it through the trial path every entrance shares
+       (:func:`fairtune.tuning._trial.run_trial`): fitted on the training split (or each
+       fold's training rows, at each budget), it predicts the validation rows, and the trial
+       returns the validation ``metric`` (to be maximized),
+    4. records the fairness values as constraints
+       (:func:`fairtune.fairness.set_fairness_constraints`), so that ``study.best_trial`` is the
+       best fair trial, and the validation error and the predicted positive rate, overall and
+       per group, as user attributes (:func:`predicts_one_class` reads them).
 
-    Validation. A fairness gap measured on a few hundred validation rows is noisy, and the trial
-    that a study picks is the one whose noise looked best: its gap on new data is often larger
-    (``benchmarks/fair_generalization.py`` measures how often the limit then fails on a test
-    split). Two options address this:
-
-    - ``cv=k`` scores every trial by stratified k-fold cross-validation: the model is trained
-      k times, and the metric and the fairness gaps are computed once, on the pooled
-      out-of-fold predictions, which cover all the tuning rows instead of a 30 % split (k times
-      the training cost per trial).
-    - ``test_size=f`` holds out a stratified fraction of the rows that tuning never sees;
-      :meth:`evaluate` scores a fitted pipeline on it, e.g. ``objective.evaluate(
-      objective.refit_best(study))``, to check the chosen model's accuracy and fairness on
-      data it was not selected on.
+    Validation. A gap measured on a few hundred validation rows is noisy, and the trial a
+    study picks is the one whose noise looked best (``benchmarks/fair_generalization.py``).
+    ``cv=k`` scores every trial on the pooled out-of-fold predictions of all the tuning rows
+    (k times the training cost); ``test_size=f`` holds out rows that tuning never sees, on
+    which :meth:`evaluate` scores the chosen model, e.g. ``objective.evaluate(
+    objective.refit_best(study))``.
 
     Example:
         >>> import optuna
@@ -277,18 +214,19 @@ class FairObjective:
             Defaults to None: the study is this objective's alone.
 
     Raises:
-        ValueError: On invalid arguments, including sensitive features with missing values or
-            a single group (in all the rows or in the validation split).
+        ValueError: On invalid arguments and on data a search cannot score correctly
+            (:mod:`fairtune.tuning._data`): sensitive features with missing values or a single
+            group, a group with too few validation rows, a ``pos_label`` with twins.
 
     Warns:
         UserWarning: When a limit cannot bind (every fairness metric lies in [0, 1], so e.g.
             ``"dsp<=2"`` holds for every model).
 
-    A study remembers the objective's :attr:`setup` (dataset and sensitive feature, model,
-    metric, limits, validation, and a fingerprint of the rows, labels, groups and splits the
-    trials are scored on): the first trial stores it as study user attributes, and a trial of
-    another setup in the same study raises ``ValueError`` naming what differs, rather than
-    mixing values that are not comparable.
+    A study remembers the objective's :attr:`setup` (the data's fingerprint, the model space,
+    metric, limits and margin, mitigation, budgets and pruner, tenants, validation): the first
+    trial stores it, and another setup in the same study raises ``ValueError`` naming each
+    differing argument (:mod:`fairtune.tuning._setup`), rather than mixing values that are not
+    comparable.
 
     A pipeline whose model reads the sensitive columns of X refuses, at prediction, a value of
     those columns that it did not see at fit (and so does the threshold mitigation for the
@@ -328,27 +266,21 @@ class FairObjective:
         prune_unfair: bool = False,
         tenant: str | None = None,
     ) -> None:
-        _check_validation(metric, validation_size, test_size, cv)
-        if tenant is not None and (not isinstance(tenant, str) or not tenant):
-            raise ValueError(f"{arg('tenant')} must be a non-empty string or None, but got "
-                             f"{got('tenant', tenant)}.")
-        self.tenant = tenant
+        check_validation(metric, validation_size, test_size, cv)
+        self.tenant = checked_tenant(tenant)
         self.budgets = None if budgets is None else checked_budgets(budgets)
         self.resource = checked_resource(resource, self.budgets)
         self.prune_unfair = bool(prune_unfair)
-        self.space = _space_of(model)
-        self.objectives, self.directions = _parse_objectives(objectives, limits)
+        self.space = space_of(model)
+        self.objectives, self.directions = parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
         self.margin = margin
         self.tuning_limits = tightened(self.limits, margin)
         warn_if_cannot_bind(self.limits, stacklevel=2)
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
-        self.mitigation = _checked_mitigation(mitigation, self.limits, self.metric)
-        if self.budgets is not None and self.objectives:
-            raise ValueError(f"{arg('budgets')} prune single-objective studies (Optuna's "
-                             f"pruners do not stop multi-objective trials), but got "
-                             f"{got('objectives', list(self.objectives))}.")
+        self.mitigation = checked_mitigation(mitigation, self.limits, self.metric)
+        check_budgets_objectives(self.budgets, self.objectives)
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -469,24 +401,8 @@ class FairObjective:
                 difference), if ``budgets`` come without a pruner or a pruner without them,
                 or if the study's directions do not fit the objective.
         """
-        from optuna.study import StudyDirection
-
-        if self.objectives:
-            expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
-                        for d in self.directions]
-            if list(study.directions) != expected:
-                raise ValueError(
-                    f"`study` must have directions={self.directions} for the objectives "
-                    f"{self.objectives}, but got directions="
-                    f"{[d.name.lower() for d in study.directions]}; create the study with "
-                    "directions=objective.directions."
-                )
-        elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
-            raise ValueError(
-                f"`study` must maximize one value: FairObjective returns its {self.metric}, "
-                f"to be maximized, but got directions={[d.name for d in study.directions]}; "
-                "create the study with direction='maximize'."
-            )
+        check_directions(study, self.directions or ["maximize"], objectives=self.objectives,
+                         metric=self.metric)
         pruner = study.pruner if pruner is None else pruner
         check_pruner(pruner, self.budgets)
         check_setup(study, self._study_setup(study, pruner), tenant=self.tenant)
@@ -640,97 +556,18 @@ class FairObjective:
             :class:`~fairtune.tuning.ReductionClassifier` around that pipeline, which is fitted
             with ``fit(X, y, sensitive_features=...)``.
         """
-        from sklearn.compose import ColumnTransformer
-        from sklearn.pipeline import Pipeline
-        from sklearn.preprocessing import OneHotEncoder, StandardScaler
+        return build_pipeline(
+            self.X, self.space, trial, random_state=self.random_state, mitigation=self.mitigation,
+            limit=self.tuning_limits[0] if self.tuning_limits else None,
+            sensitive_columns=self._sensitive_columns,
+            guard=self._model_sees_sensitive(), holdout=self._threshold_holdout)
 
-        def is_categorical(c: Any) -> bool:
-            return bool(
-                isinstance(self.X[c].dtype, pd.CategoricalDtype) or self.X[c].dtype == object
-                or pd.api.types.is_bool_dtype(self.X[c]) or pd.api.types.is_string_dtype(self.X[c])
-            )
-
-        build = self.space.build
-        if takes_random_state(build):
-            estimator = build(trial, random_state=self.random_state)
-        else:
-            estimator = build(trial)
-        if not self.mitigation:
-            mitigation, settings = None, {}
-        else:
-            mitigation, settings = suggest_mitigation_params(
-                trial, self.mitigation, self.tuning_limits[0]
-            )
-        decorrelate = mitigation == "correlation_remover"
-        # The correlation remover finds the sensitive columns by position: they come first,
-        # one-hot encoded with the categories of all the rows, so their number is known.
-        first = self._sensitive_columns if decorrelate else []
-        categorical = [c for c in self.X.columns if c not in first and is_categorical(c)]
-        numeric = [c for c in self.X.columns if c not in first and c not in categorical]
-        transformers: list[tuple[str, Any, list[Any]]] = []
-        n_sensitive = 0
-        for c in first:
-            if is_categorical(c):
-                categories = sorted(pd.unique(self.X[c].dropna().astype(str)))
-                transformers.append((f"sensitive_{len(transformers)}", OneHotEncoder(
-                    categories=[categories], handle_unknown="ignore", sparse_output=False,
-                ), [c]))
-                n_sensitive += len(categories)
-            else:
-                transformers.append((f"sensitive_{len(transformers)}", "passthrough", [c]))
-                n_sensitive += 1
-        transformers += [
-            ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
-            ("numeric", StandardScaler() if self.space.needs_scaling else "passthrough", numeric),
-        ]
-        steps: list[tuple[str, Any]] = [("preprocess", ColumnTransformer(transformers))]
-        if self._model_sees_sensitive():
-            # One-hot encoding would read a group unseen at fit as no group at all.
-            steps.insert(0, ("check_groups", _KnownGroups(self._sensitive_columns)))
-        if decorrelate:
-            from fairlearn.preprocessing import CorrelationRemover
-
-            steps.append(("decorrelate", CorrelationRemover(
-                sensitive_feature_ids=list(range(n_sensitive)),
-                alpha=settings["correlation_alpha"],
-            )))
-        pipeline = Pipeline([*steps, ("model", estimator)])
-        if mitigation in ("threshold", "reduction"):
-            return mitigated_estimator(
-                pipeline, mitigation, settings, self.tuning_limits[0],
-                random_state=self.random_state, holdout=self._threshold_holdout,
-            )
-        return pipeline
-
-    def _score(self, y_true: pd.Series, y_pred: np.ndarray, y_score: np.ndarray | None) -> float:
-        return metric_score(self.metric, y_true, y_pred, y_score)
-
-    @staticmethod
-    def _fit(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:
-        from sklearn.exceptions import ConvergenceWarning
-
-        with warnings.catch_warnings(), limit_training_threads():
-            # Short training budgets (max_iter, tol) are part of the search space: not reaching
-            # convergence is an expected outcome of a trial, not an error.
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
-                return pipeline.fit(X, y, sensitive_features=sensitive)
-            return pipeline.fit(X, y)
+    _fit = staticmethod(fit_pipeline)
 
     def _predict(
         self, pipeline: Any, X: pd.DataFrame, sensitive: Any, *, expected: bool = False
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores; with
-        ``expected``, a randomized mitigation's probabilities of predicting 1 instead."""
-        with limit_training_threads():
-            if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
-                if expected:
-                    return pipeline.predict_proba(X, sensitive_features=sensitive)[:, 1], None
-                y_pred = np.asarray(pipeline.predict(X, sensitive_features=sensitive))
-                return y_pred.astype(int), None
-            y_pred = np.asarray(pipeline.predict(X)).astype(int)
-            y_score = pipeline.predict_proba(X)[:, 1] if self.metric == "roc_auc" else None
-        return y_pred, y_score
+        return predict_pipeline(pipeline, X, sensitive, metric=self.metric, expected=expected)
 
     def __call__(self, trial: optuna.Trial) -> float:
         study = getattr(trial, "study", None)
@@ -738,7 +575,7 @@ class FairObjective:
             self.record_setup(study)
         rows = self._rows
         scored = run_trial(
-            trial, _Pipelines(self, trial), rows.splits, y01=rows.y_dev.to_numpy(),
+            trial, Pipelines(self, trial), rows.splits, y01=rows.y_dev.to_numpy(),
             sensitive=rows.s_dev, metric=self.metric, limits=self.tuning_limits,
             budgets=self.budgets, prune_unfair=self.prune_unfair)
         if self.mitigation:
@@ -804,25 +641,7 @@ class FairObjective:
             from fairtune.tuning._setup import setup_message
 
             raise ValueError(setup_message(study, stored, self.setup, ["data"], self.tenant))
-        if trial is not None:
-            best = _completed_trial(study, trial)
-        elif len(study.directions) > 1:
-            front = sorted(study.best_trials, key=lambda t: t.number)
-            if len(front) != 1:
-                raise ValueError(
-                    f"`study` has {len(front)} Pareto-optimal trials "
-                    f"{[t.number for t in front]}: a multi-objective study has no single best "
-                    "trial; pass trial=<number> (one of them) to refit_best, but got trial=None."
-                )
-            best = front[0]
-        else:
-            found = best_fair_trial(study, tenant=self.tenant)
-            if found is None:
-                raise ValueError(
-                    "`study` has no fair trial to refit: no completed trial meets "
-                    f"{', '.join(map(str, self.tuning_limits))}."
-                )
-            best = found
+        best = chosen_trial(study, trial, tenant=self.tenant, limits=self.tuning_limits)
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
         if on == "tuning":
             return self._fit(pipeline, self.X_dev, self.y_dev, self.s_dev)
@@ -855,7 +674,6 @@ class FairObjective:
             ValueError: If the objective has no test split (``test_size`` was not given), or
                 for a ``confidence_level`` outside (0, 1).
         """
-        from fairtune.fairness import METRICS, metric_interval
         from fairtune.fairness.metrics import _check_confidence_level
 
         if confidence_level is not None:
@@ -866,109 +684,16 @@ class FairObjective:
                 "test_size=0.2, but got test_size=None."
             )
         y_pred, y_score = self._predict(pipeline, self.X_test, self.s_test)
-        report: dict[str, Any] = {self.metric: self._score(self.y_test, y_pred, y_score)}
         names = [n for n in self.objectives if n not in METRIC_NAMES]
-        names += [limit.metric for limit in self.limits if limit.metric not in names]
-        for name in names:
-            report[name] = float(
-                METRICS[name].function(self.y_test, y_pred, sensitive_features=self.s_test)
-            )
-        if self.limits:
-            report["fair"] = all(
-                limit.violation(report[limit.metric]) <= 0 for limit in self.limits
-            )
-        if confidence_level is not None:
-            report["intervals"] = {
-                name: metric_interval(
-                    name, self.y_test, y_pred, sensitive_features=self.s_test,
-                    confidence_level=confidence_level, random_state=self.random_state,
-                )
-                for name in names
-            }
-        return report
+        return scores_of(self.metric, self.y_test, y_pred, y_score, self.s_test,
+                         fairness=names, limits=self.limits,
+                         confidence_level=confidence_level, random_state=self.random_state)
 
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
 
 
-class _Pipelines:
-    """A FairObjective trial as the trial path's candidate: the trial's pipeline, fitted on
-    some tuning rows (its resource cut at a smaller budget), predicting others."""
-
-    def __init__(self, objective: FairObjective, trial: Any) -> None:
-        self.objective, self.trial = objective, trial
-
-    def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
-                    ) -> tuple[np.ndarray, np.ndarray | None]:
-        objective, rows = self.objective, self.objective._rows
-        pipeline = objective.make_pipeline(self.trial)
-        if budget < 1.0 and objective.resource != "n_samples":
-            pipeline = scale_resource(pipeline, objective.resource, budget)
-        model = objective._fit(pipeline, rows.X_dev.iloc[fit_rows], rows.y_dev.iloc[fit_rows],
-                               rows.s_dev.iloc[fit_rows])
-        return objective._predict(model, rows.X_dev.iloc[valid_rows],
-                                  rows.s_dev.iloc[valid_rows], expected=objective._score_expected)
 
 
-def _completed_trial(
-    study: optuna.Study, trial: int | optuna.trial.FrozenTrial
-) -> optuna.trial.FrozenTrial:
-    """The completed trial of ``study`` that ``trial`` (a number or a trial) names."""
-    from optuna.trial import FrozenTrial, TrialState
 
-    number = trial.number if isinstance(trial, FrozenTrial) else trial
-    if isinstance(number, (int, np.integer)) and not isinstance(number, bool):
-        trials = study.get_trials(deepcopy=False)
-        if 0 <= number < len(trials) and trials[number].state == TrialState.COMPLETE:
-            return trials[number]
-    raise ValueError(
-        "`trial` must be the number of a completed trial of `study` (or that trial), but got "
-        f"trial={number!r}."
-    )
-
-
-def _parse_objectives(
-    objectives: Sequence[str] | None, limits: LimitsLike | None
-) -> tuple[list[str], list[str]]:
-    """Canonical objective names and their study directions (empty for the single form)."""
-    from fairtune.fairness import METRICS, get_metric
-
-    if objectives is None:
-        if limits is None:
-            raise ValueError(
-                f"{arg('limits')} must be given for a single-objective FairObjective (or "
-                f"{arg('objectives')} for a multi-objective one), but got {got('limits', None)}."
-            )
-        return [], []
-    if isinstance(objectives, str) or not (
-        isinstance(objectives, Sequence) and all(isinstance(o, str) for o in objectives)
-    ) or len(objectives) < 2:
-        raise ValueError(
-            f"{arg('objectives')} must be a list of two or more metric names, e.g. "
-            f"['accuracy', 'demographic_parity'], but got {got('objectives', objectives)}."
-        )
-    names: list[str] = []
-    for name in objectives:
-        key = name.strip().lower()
-        if key in METRIC_NAMES:
-            names.append(key)
-            continue
-        try:
-            names.append(get_metric(name).name)
-        except ValueError:
-            raise ValueError(
-                f"{arg('objectives')} must name performance metrics {list(METRIC_NAMES)} or "
-                f"fairness metrics {sorted(METRICS)} (or their aliases), but got {name!r} in "
-                f"{got('objectives', list(objectives))}."
-            ) from None
-    if len(set(names)) != len(names) or sum(n in METRIC_NAMES for n in names) > 1:
-        raise ValueError(
-            f"{arg('objectives')} must name each metric once and at most one of "
-            f"{list(METRIC_NAMES)}, but got {got('objectives', list(objectives))}."
-        )
-    directions = [
-        "maximize" if n in METRIC_NAMES or METRICS[n].sense == "lower" else "minimize"
-        for n in names
-    ]
-    return names, directions

@@ -1,0 +1,147 @@
+"""The pipelines of a FairObjective: preprocessing, the space's estimator and the mitigation,
+built for a trial, fitted on some rows and predicting others."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from fairtune._threads import limit_training_threads
+from fairtune.tuning._trial import scale_resource, takes_random_state
+from fairtune.tuning.mitigation import (
+    ReductionClassifier,
+    ThresholdClassifier,
+    _KnownGroups,
+    mitigated_estimator,
+    suggest_mitigation_params,
+)
+
+if TYPE_CHECKING:
+    from fairtune.tuning.objective import FairObjective
+    from fairtune.tuning.spaces import Space
+
+__all__ = ["build_pipeline", "fit_pipeline", "predict_pipeline"]
+
+
+def build_pipeline(
+    X: pd.DataFrame, space: Space, trial: Any, *, random_state: int,
+    mitigation: Sequence[str], limit: Any, sensitive_columns: Sequence[str], guard: bool,
+    holdout: float,
+) -> Any:
+    """Preprocessing + the estimator ``space`` builds for ``trial`` (+ its mitigation, aimed at
+    ``limit``): one-hot encoding of the categorical columns of ``X``, scaling of the numeric
+    ones for spaces that need it, and with ``guard`` a first step that refuses values of the
+    ``sensitive_columns`` unseen at fit (one-hot encoding would read them as no group)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    mitigation_names = list(mitigation)
+    def is_categorical(c: Any) -> bool:
+        return bool(
+            isinstance(X[c].dtype, pd.CategoricalDtype) or X[c].dtype == object
+            or pd.api.types.is_bool_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])
+        )
+
+    build = space.build
+    if takes_random_state(build):
+        estimator = build(trial, random_state=random_state)
+    else:
+        estimator = build(trial)
+    if not mitigation_names:
+        mitigation, settings = None, {}
+    else:
+        mitigation, settings = suggest_mitigation_params(trial, mitigation_names, limit)
+    decorrelate = mitigation == "correlation_remover"
+    # The correlation remover finds the sensitive columns by position: they come first,
+    # one-hot encoded with the categories of all the rows, so their number is known.
+    first = sensitive_columns if decorrelate else []
+    categorical = [c for c in X.columns if c not in first and is_categorical(c)]
+    numeric = [c for c in X.columns if c not in first and c not in categorical]
+    transformers: list[tuple[str, Any, list[Any]]] = []
+    n_sensitive = 0
+    for c in first:
+        if is_categorical(c):
+            categories = sorted(pd.unique(X[c].dropna().astype(str)))
+            transformers.append((f"sensitive_{len(transformers)}", OneHotEncoder(
+                categories=[categories], handle_unknown="ignore", sparse_output=False,
+            ), [c]))
+            n_sensitive += len(categories)
+        else:
+            transformers.append((f"sensitive_{len(transformers)}", "passthrough", [c]))
+            n_sensitive += 1
+    transformers += [
+        ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
+        ("numeric", StandardScaler() if space.needs_scaling else "passthrough", numeric),
+    ]
+    steps: list[tuple[str, Any]] = [("preprocess", ColumnTransformer(transformers))]
+    if guard:
+        # One-hot encoding would read a group unseen at fit as no group at all.
+        steps.insert(0, ("check_groups", _KnownGroups(sensitive_columns)))
+    if decorrelate:
+        from fairlearn.preprocessing import CorrelationRemover
+
+        steps.append(("decorrelate", CorrelationRemover(
+            sensitive_feature_ids=list(range(n_sensitive)),
+            alpha=settings["correlation_alpha"],
+        )))
+    pipeline = Pipeline([*steps, ("model", estimator)])
+    if mitigation in ("threshold", "reduction"):
+        return mitigated_estimator(
+            pipeline, mitigation, settings, limit,
+            random_state=random_state, holdout=holdout,
+        )
+    return pipeline
+
+
+
+def fit_pipeline(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:
+    """Fit ``pipeline`` (a mitigated one with the sensitive features)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(), limit_training_threads():
+        # Short training budgets (max_iter, tol) are part of the search space: not reaching
+        # convergence is an expected outcome of a trial, not an error.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+            return pipeline.fit(X, y, sensitive_features=sensitive)
+        return pipeline.fit(X, y)
+
+
+def predict_pipeline(
+    pipeline: Any, X: pd.DataFrame, sensitive: Any, *, metric: str, expected: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """0/1 predictions of a fitted pipeline on ``X`` and, for roc_auc, its scores; with
+    ``expected``, a randomized mitigation's probabilities of predicting 1 instead."""
+    with limit_training_threads():
+        if isinstance(pipeline, (ThresholdClassifier, ReductionClassifier)):
+            if expected:
+                return pipeline.predict_proba(X, sensitive_features=sensitive)[:, 1], None
+            y_pred = np.asarray(pipeline.predict(X, sensitive_features=sensitive))
+            return y_pred.astype(int), None
+        y_pred = np.asarray(pipeline.predict(X)).astype(int)
+        y_score = pipeline.predict_proba(X)[:, 1] if metric == "roc_auc" else None
+    return y_pred, y_score
+
+
+class Pipelines:
+    """A FairObjective trial as the trial path's candidate: the trial's pipeline, fitted on
+    some tuning rows (its resource cut at a smaller budget), predicting others."""
+
+    def __init__(self, objective: FairObjective, trial: Any) -> None:
+        self.objective, self.trial = objective, trial
+
+    def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        objective, rows = self.objective, self.objective._rows
+        pipeline = objective.make_pipeline(self.trial)
+        if budget < 1.0 and objective.resource != "n_samples":
+            pipeline = scale_resource(pipeline, objective.resource, budget)
+        model = fit_pipeline(pipeline, rows.X_dev.iloc[fit_rows], rows.y_dev.iloc[fit_rows],
+                               rows.s_dev.iloc[fit_rows])
+        return predict_pipeline(model, rows.X_dev.iloc[valid_rows], rows.s_dev.iloc[valid_rows],
+                                metric=objective.metric, expected=objective._score_expected)
