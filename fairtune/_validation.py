@@ -232,16 +232,18 @@ def favourable_labels(
     return values.to_numpy().astype(float).astype(int), np.array([0, 1])
 
 
-def _frame(sensitive_features: Any, argument: str) -> pd.DataFrame:
-    """The sensitive features as a DataFrame with a RangeIndex, one column per feature."""
+def _frame(sensitive_features: Any, argument: str, dtype: Any = None) -> pd.DataFrame:
+    """The sensitive features as a DataFrame with a RangeIndex, one column per feature
+    (``dtype=object``: the values as given, where pandas would read ``None`` beside text as a
+    missing string, NaN)."""
     if isinstance(sensitive_features, pd.DataFrame):
         return sensitive_features.reset_index(drop=True)
     array = np.asarray(sensitive_features, dtype=object)
     if array.ndim == 1:
         name = sensitive_features.name if isinstance(sensitive_features, pd.Series) else None
-        return pd.DataFrame({"sensitive" if name is None else name: array})
+        return pd.DataFrame({"sensitive" if name is None else name: array}, dtype=dtype)
     if array.ndim == 2:
-        return pd.DataFrame(array)
+        return pd.DataFrame(array, dtype=dtype)
     raise ValueError(MSG_SENSITIVE_NDIM.format(argument=argument, shape=array.shape))
 
 
@@ -303,7 +305,9 @@ def sensitive_groups(
             columns, missing values or fewer than two groups (the last two unless
             ``predicting``); the message names ``argument``.
     """
-    frame = _frame(sensitive_features, argument)
+    # Rows to predict keep their values as given (a missing None is shown as None).
+    keep = object if predicting else None
+    frame = _frame(sensitive_features, argument, keep)
     if n is not None and len(frame) != n:
         raise ValueError(MSG_SENSITIVE_LENGTH.format(
             argument=argument, name=argument.strip("`"), n=n, m=len(frame)))
@@ -315,7 +319,7 @@ def sensitive_groups(
             raise ValueError(MSG_SENSITIVE_MISSING.format(argument=argument, count=missing))
     if frame.shape[1] == 1:
         # to_numpy() drops unused categories of a categorical column (they are not groups).
-        groups = pd.Series(frame.iloc[:, 0].to_numpy(), name="group")
+        groups = pd.Series(frame.iloc[:, 0].to_numpy(), name="group", dtype=keep)
     else:
         groups = pd.Series(list(frame.itertuples(index=False, name=None)), name="group")
     if not predicting:
