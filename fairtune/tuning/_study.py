@@ -14,13 +14,16 @@ before its trials run.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["create_study", "enqueue_defaults", "prepare_study"]
+    from fairtune.tuning.search import FairSearchCV
+
+__all__ = ["create_study", "enqueue_defaults", "prepare_search_study", "prepare_study"]
 
 
 def enqueue_defaults(study: optuna.Study, params: Mapping[str, Any] | None) -> bool:
@@ -110,3 +113,52 @@ def create_study(
         directions=list(directions), storage=storage, study_name=study_name,
         load_if_exists=study_name is not None,
     ))
+
+
+# The arguments of FairSearchCV that choose each entry of its setup (see tuning._setup).
+_ARGUMENTS = {"model": ("estimator", "param_distributions"), "validation": ("cv",),
+              "metric": ("scoring",), "limits": ("limits", "margin")}
+
+
+def prepare_search_study(search: FairSearchCV, sampler_seed: int | None, record: dict[str, Any],
+                         budgets: tuple[float, ...] | None, untuned: dict[str, Any] | None
+                         ) -> Any:
+    """A FairSearchCV's study (its ``study``, or a new one with its sampler), checked against
+    and holding the search's setup, with its pruner, and the untuned configuration enqueued
+    unless it was evaluated."""
+    import optuna
+    from optuna.study import StudyDirection
+
+    from fairtune.tuning._setup import check_setup, describe_pruner
+
+    if search.study is None:
+        if search.sampler is None:
+            from fairtune.samplers import FairBOSampler
+
+            sampler = FairBOSampler(seed=sampler_seed)
+        else:
+            sampler = copy.deepcopy(search.sampler)
+        study = optuna.create_study(direction="maximize", sampler=sampler,
+                                    pruner=optuna.pruners.NopPruner())
+    else:
+        study = search.study
+        if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+            raise ValueError(
+                "`study` must maximize one value (the search maximizes `scoring`), but got "
+                f"directions={[d.name.lower() for d in study.directions]}; create it with "
+                "direction='maximize'."
+            )
+
+    def check(study: Any, pruner: Any) -> None:
+        try:
+            check_setup(study, {**record, "pruner": describe_pruner(pruner)},
+                        arguments=_ARGUMENTS)
+        except ValueError as error:
+            if "other data" not in str(error):
+                raise
+            raise ValueError(f"{error} A clone of the search (scikit-learn's clone, "
+                             "cross_validate) shares a database study: give each fit a "
+                             "study of its own, or study=None.") from None
+
+    prepare_study(study, check=check, defaults=untuned, budgets=budgets, pruner=search.pruner)
+    return study

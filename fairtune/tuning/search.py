@@ -3,7 +3,7 @@
 A scikit-learn user with a ``Pipeline`` of their own and a sensitive feature gets ``fit`` /
 ``predict`` and ``cv_results_`` as with ``GridSearchCV``, and never writes an Optuna objective.
 Every trial of the search is scored exactly as :class:`~fairtune.tuning.FairObjective` scores a
-trial with ``cv=k`` (the same private functions of :mod:`fairtune.tuning.objective`):
+trial with ``cv=k``, by the trial path both share (:func:`fairtune.tuning._trial.run_trial`):
 
 1. the trial's configuration is fitted once per cross-validation fold, and each fold's model
    predicts the rows of its validation part;
@@ -21,81 +21,72 @@ trial with ``cv=k`` (the same private functions of :mod:`fairtune.tuning.objecti
 Pooling matters for fairness: a gap measured on the few hundred rows of one fold is much noisier
 than on all of them, and averaging per-fold gaps is not the gap of any model.
 
-Sensitive features and scikit-learn's metadata routing
-------------------------------------------------------
-``fit(X, y, *, sensitive_features)`` always needs the group of each row (to measure the
-limits). It also reaches the estimator, each fold's share of it:
-
-- With metadata routing enabled (``sklearn.set_config(enable_metadata_routing=True)``),
-  scikit-learn's requests decide, as for any metadata: e.g.
-  ``ThresholdOptimizer(...).set_fit_request(sensitive_features=True)
-  .set_predict_request(sensitive_features=True)``; other fit metadata (``sample_weight``) is
-  routed the same way, and the search itself requests ``sensitive_features`` from its own
-  caller with ``search.set_fit_request(sensitive_features=True)``.
-- Otherwise (scikit-learn's default), and for estimators that cannot request it because their
-  ``fit`` reads it from ``**kwargs`` (fairlearn's ``ExponentiatedGradient``), the search passes
-  ``sensitive_features=`` to every ``fit`` / ``predict`` that *takes* it: whose signature names
-  ``sensitive_features``, or a fairlearn estimator's ``fit`` with ``**kwargs``. In a
-  ``Pipeline`` it goes to the steps that take it (``<step>__sensitive_features``), and to the
-  final step's ``predict``. Other fit parameters go to ``estimator.fit`` as given, sliced to
-  each fold's rows (``groups`` goes to ``cv.split``).
-
-A model that needs the groups at prediction time (``ThresholdOptimizer``,
-``mitigation="threshold"``) needs them again from the caller:
-``search.predict(X, sensitive_features=A)``.
-
-fairlearn's ``ThresholdOptimizer`` and ``ExponentiatedGradient`` given as ``estimator``
-predict at random for some rows: a trial is scored by one draw of their predictions, made
-reproducible by the ``random_state=`` the search passes to their ``predict`` (the models'
-seed, unless one is routed). ``mitigation=`` wraps them instead and scores the expected
-predictions, which one draw's noise does not move.
+Sensitive features reach the estimator as scikit-learn's metadata routing asks, or, without
+routing, through the ``fit`` / ``predict`` parameters that take them
+(:mod:`fairtune.tuning._estimators` says how); a model that needs the groups at prediction
+time (``mitigation="threshold"``) needs them again: ``search.predict(X, sensitive_features=A)``.
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
-import inspect
-import re
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils.metaestimators import available_if
 
+from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
+from fairtune._threads import limit_training_threads
 from fairtune.fairness.constraints import (
     FairnessLimit,
     LimitsLike,
     best_fair_trial,
-    fairness_values,
-    is_fair,
     parse_limits,
 )
-from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
+from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._data import (
     Splits,
     budget_folds,
     checked_group_sizes,
-    data_fingerprint,
     favourable_labels,
 )
-from fairtune.tuning._setup import check_setup, describe_pruner, setup_record
-from fairtune.tuning.mitigation import (
-    MITIGATION_KEY,
-    MITIGATION_PARAMS,
-    ReductionClassifier,
-    ThresholdClassifier,
-    mitigated_estimator,
-    parse_mitigation,
-    suggest_mitigation_params,
+from fairtune.tuning._estimators import (
+    _PREDICT_METHODS,
+    _positive_scores,
+    _routing_enabled,
+    _SearchObjective,
+    _TrialFailed,
+    builder,
+    check_groups_known,
+    fold_params,
+    remember_groups,
+    with_sensitive,
 )
-from fairtune.tuning import _trial as trial_path
-from fairtune._threads import limit_training_threads
+from fairtune.tuning._results import (
+    finished_trials,
+    no_fair_trial_message,
+    report_failures,
+    results,
+    warn_if_one_class,
+)
+from fairtune.tuning._search_checks import (
+    binary_target,
+    check_mitigation,
+    check_options,
+    check_same_rows,
+    check_scores_for_roc_auc,
+    check_sensitive,
+    check_space_class,
+    checked_space,
+    cv_folds,
+    search_setup,
+    seeds,
+    untuned_params,
+)
+from fairtune.tuning._study import prepare_search_study
 
 if TYPE_CHECKING:
     import optuna
@@ -111,117 +102,24 @@ __all__ = [
 # Trial user attributes: ``scoring`` on each fold's validation rows (``split<k>_test_score``),
 # the seconds each fold's fit and its prediction and scoring took, a failed trial's error.
 
-_SENSITIVE = "sensitive_features"
-_PREDICT_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
 
 
-class _TrialFailed(Exception):
-    """A trial's estimator raised while fitting or scoring (it scores ``error_score``)."""
 
 
-def _routing_enabled() -> bool:
-    import sklearn
-
-    return bool(sklearn.get_config().get("enable_metadata_routing", False))
 
 
-def _n_rows(value: Any) -> int | None:
-    shape = getattr(value, "shape", None)
-    if shape is not None and len(shape) > 0:
-        return int(shape[0])
-    if isinstance(value, (list, tuple)):
-        return len(value)
-    return None
 
 
-def _rows_of(params: Mapping[str, Any], rows: np.ndarray, n: int) -> dict[str, Any]:
-    """``params`` with every per-row value (one entry per row of X) restricted to ``rows``."""
-    from sklearn.utils import _safe_indexing
-
-    return {
-        key: _safe_indexing(value, rows) if _n_rows(value) == n else value
-        for key, value in params.items()
-    }
 
 
-def _takes_sensitive(estimator: Any, method: str) -> bool:
-    """Whether ``estimator.<method>`` takes ``sensitive_features`` without routing: its
-    signature names it, or it is a fairlearn estimator's ``fit`` reading it from ``**kwargs``
-    (``ExponentiatedGradient``)."""
-    function = getattr(estimator, method, None)
-    if function is None:
-        return False
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-    if _SENSITIVE in parameters:
-        return True
-    return (
-        method == "fit"
-        and type(estimator).__module__.startswith("fairlearn.")
-        and any(p.kind == p.VAR_KEYWORD for p in parameters.values())
-    )
 
 
-def _sensitive_keys(estimator: Any, method: str) -> list[str]:
-    """The keyword names under which ``estimator.<method>`` takes the sensitive features when
-    metadata routing is disabled (a pipeline's steps get ``<step>__sensitive_features`` in
-    ``fit``; its final step gets them unprefixed in the prediction methods)."""
-    from sklearn.pipeline import Pipeline
-
-    if isinstance(estimator, Pipeline):
-        steps = [(name, step) for name, step in estimator.steps
-                 if step not in (None, "passthrough")]
-        if method == "fit":
-            return [f"{name}__{_SENSITIVE}" for name, step in steps
-                    if _takes_sensitive(step, "fit")]
-        final = steps[-1][1] if steps else None
-        return [_SENSITIVE] if final is not None and _takes_sensitive(final, method) else []
-    return [_SENSITIVE] if _takes_sensitive(estimator, method) else []
 
 
-def _routing_knows_sensitive(estimator: Any, method: str) -> bool:
-    """Whether scikit-learn's routing knows ``sensitive_features`` for ``estimator.<method>``
-    (requested, refused or left unset): then routing, not the signature, decides."""
-    from sklearn.pipeline import Pipeline
-    from sklearn.utils.metadata_routing import get_routing_for_object
-
-    if isinstance(estimator, Pipeline):
-        return True  # a pipeline routes to its steps by their own requests
-    request = get_routing_for_object(estimator)
-    method_request = getattr(request, method, None)
-    requests = getattr(method_request, "requests", None)
-    return requests is None or _SENSITIVE in requests
 
 
-def _suggest(trial: Any, name: str, distribution: Any) -> Any:
-    from optuna.distributions import (
-        CategoricalDistribution,
-        FloatDistribution,
-        IntDistribution,
-    )
-
-    if isinstance(distribution, FloatDistribution):
-        return trial.suggest_float(
-            name, distribution.low, distribution.high, step=distribution.step, log=distribution.log
-        )
-    if isinstance(distribution, IntDistribution):
-        return trial.suggest_int(
-            name, distribution.low, distribution.high, step=distribution.step, log=distribution.log
-        )
-    assert isinstance(distribution, CategoricalDistribution)
-    return trial.suggest_categorical(name, distribution.choices)
 
 
-def _positive_scores(model: Any, X: Any, positive: Any, params: dict[str, Any]) -> np.ndarray:
-    """Scores of the positive class (for roc_auc): ``predict_proba``, else ``decision_function``."""
-    if hasattr(model, "predict_proba"):
-        proba = np.asarray(model.predict_proba(X, **params))
-        column = int(np.flatnonzero(np.asarray(model.classes_) == positive)[0])
-        return proba[:, column]
-    scores = np.asarray(model.decision_function(X, **params)).ravel()
-    return scores if np.asarray(model.classes_)[1] == positive else -scores
 
 
 def _estimator_has(attr: str) -> Callable[[FairSearchCV], bool]:
@@ -479,172 +377,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         trial_path.warn_if_cannot_bind(limits, stacklevel=3)
         return limits
 
-    def _check_options(self) -> None:
-        if self.scoring not in trial_path.METRIC_NAMES:
-            raise ValueError(
-                f"`scoring` must be one of {list(trial_path.METRIC_NAMES)}, but got "
-                f"scoring={self.scoring!r}."
-            )
-        n_trials, timeout = self.n_trials, self.timeout
-        if n_trials is not None and (
-            isinstance(n_trials, bool) or not isinstance(n_trials, Integral) or n_trials < 1
-        ):
-            raise ValueError(
-                f"`n_trials` must be None or an integer >= 1, but got n_trials={n_trials!r}."
-            )
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, Real) or not timeout > 0
-        ):
-            raise ValueError(
-                f"`timeout` must be None or a positive number, but got timeout={timeout!r}."
-            )
-        if n_trials is None and timeout is None:
-            raise ValueError(
-                "`n_trials` or `timeout` must be given, or the search never ends, but got "
-                "n_trials=None and timeout=None."
-            )
-        n_jobs = self.n_jobs
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
-            raise ValueError(
-                f"`n_jobs` must be a non-zero integer (-1: one per CPU), but got n_jobs={n_jobs!r}."
-            )
-        if not isinstance(self.refit, bool):
-            raise ValueError(f"`refit` must be True or False, but got refit={self.refit!r}.")
-        if not (self.error_score == "raise" or (
-            isinstance(self.error_score, Real) and not isinstance(self.error_score, bool)
-        )):
-            raise ValueError(
-                "`error_score` must be a number or 'raise', but got "
-                f"error_score={self.error_score!r}."
-            )
-        if self.callbacks is not None and (
-            isinstance(self.callbacks, str) or not isinstance(self.callbacks, Sequence)
-            or not all(callable(c) for c in self.callbacks)
-        ):
-            raise ValueError(
-                "`callbacks` must be None or a list of callables f(study, frozen_trial), but got "
-                f"callbacks={self.callbacks!r}."
-            )
-        if self.study is not None and self.sampler is not None:
-            raise ValueError(
-                "`sampler` and `study` cannot both be given: the study samples with its own "
-                f"sampler, but got sampler={self.sampler!r} and study={self.study!r}."
-            )
 
-    def _check_mitigation(self, y: np.ndarray) -> list[str]:
-        names = parse_mitigation(self.mitigation)
-        if "correlation_remover" in names:
-            raise ValueError(
-                "`mitigation` must be 'threshold', 'reduction' or a list of them here: fairlearn's "
-                "CorrelationRemover is a step of a pipeline, so put it in `estimator` (and tune "
-                f"its alpha in `param_distributions`), but got mitigation={self.mitigation!r}."
-            )
-        if names and self.scoring == "roc_auc":
-            raise ValueError(
-                f"`mitigation` {names[0]!r} predicts randomized labels, not scores: `scoring` must "
-                "not be 'roc_auc' with it, but got scoring='roc_auc' and "
-                f"mitigation={self.mitigation!r}."
-            )
-        return names
 
-    def _space_or_distributions(self, mitigation: list[str]) -> Any:
-        """The fairtune :class:`~fairtune.tuning.Space` named by ``param_distributions``, or the
-        validated dict of distributions."""
-        from optuna.distributions import (
-            CategoricalDistribution,
-            FloatDistribution,
-            IntDistribution,
-        )
 
-        from fairtune.tuning.spaces import SPACES
 
-        given = self.param_distributions
-        if isinstance(given, str):
-            if given not in SPACES:
-                raise ValueError(
-                    "`param_distributions` must be a dict of Optuna distributions or one of "
-                    f"{sorted(SPACES)}, but got param_distributions={given!r}."
-                )
-            return SPACES[given]
-        if not isinstance(given, Mapping):
-            raise ValueError(
-                "`param_distributions` must be a dict {parameter name: Optuna distribution} or "
-                f"a fairtune space name, but got {type(given).__name__}: {given!r}."
-            )
-        valid = self.estimator.get_params(deep=True)
-        reserved = {MITIGATION_KEY, *MITIGATION_PARAMS} if mitigation else set()
-        for name, distribution in given.items():
-            if not isinstance(name, str) or name not in valid:
-                by_lower = {key.lower(): key for key in valid}
-                close = [by_lower[key] for key in
-                         difflib.get_close_matches(str(name).lower(), list(by_lower), n=3)]
-                hint = f" Did you mean {close}?" if close else ""
-                raise ValueError(
-                    f"`param_distributions` names a parameter that {type(self.estimator).__name__} "
-                    f"does not have: {name!r} (valid names are those of "
-                    f"estimator.get_params(), e.g. {sorted(valid)[:6]}).{hint}"
-                )
-            if name in reserved:
-                raise ValueError(
-                    f"`param_distributions` must not name {name!r} with a `mitigation`: the "
-                    f"mitigation's own settings {sorted(reserved)} use that name."
-                )
-            if not isinstance(distribution, (FloatDistribution, IntDistribution,
-                                             CategoricalDistribution)):
-                hint = (
-                    " A list of values is CategoricalDistribution([...])."
-                    if isinstance(distribution, (list, tuple)) else
-                    " A scipy.stats distribution is FloatDistribution(low, high, log=...) or "
-                    "IntDistribution(low, high)." if hasattr(distribution, "rvs") else ""
-                )
-                raise ValueError(
-                    f"`param_distributions[{name!r}]` must be an Optuna distribution "
-                    "(optuna.distributions.FloatDistribution, IntDistribution or "
-                    f"CategoricalDistribution), but got {distribution!r} "
-                    f"({type(distribution).__name__}).{hint}"
-                )
-        return dict(given)
-
-    def _check_sensitive(self, sensitive_features: Any, n: int) -> None:
-        if sensitive_features is None:
-            raise ValueError(
-                "`sensitive_features` must be given to FairSearchCV.fit (the group of each row, "
-                "to measure the fairness limits): fit(X, y, sensitive_features=A), but got "
-                "sensitive_features=None."
-            )
-        from fairtune._validation import sensitive_groups
-
-        if _n_rows(sensitive_features) == n:
-            try:
-                sensitive_groups(sensitive_features, n, warn_twins=True, stacklevel=4)
-            except ValueError as error:
-                raise ValueError(
-                    f"`sensitive_features` must give each row of X one of two or more groups: "
-                    f"{str(error).replace('`sensitive_features` ', '')}"
-                ) from None
-        if _n_rows(sensitive_features) != n:
-            raise ValueError(
-                f"`sensitive_features` must have one entry per row of X ({n}), but got "
-                f"{_n_rows(sensitive_features)}."
-            )
-
-    @staticmethod
-    def _check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
-        """Refuse pandas labels or groups whose index differs from a DataFrame X's: the search
-        matches rows by position, as scikit-learn does, and a shuffled index would give rows
-        another person's label or group without a word."""
-        import pandas as pd
-
-        if not isinstance(X, pd.DataFrame):
-            return
-        for name, value in (("y", y), ("sensitive_features", sensitive_features)):
-            if isinstance(value, (pd.Series, pd.DataFrame)) and not value.index.equals(X.index):
-                raise ValueError(
-                    f"`{name}` must have the index of X: FairSearchCV matches rows by position, "
-                    f"as scikit-learn does, but the index of `{name}` differs from X's (first "
-                    f"labels {value.index[:3].tolist()} against {X.index[:3].tolist()}); align "
-                    f"it first (`{name}.loc[X.index]`, or `.reindex(X.index)`), or pass arrays."
-                )
 
     def _check_refit(self, attr: str) -> None:
         if not self.refit:
@@ -653,67 +389,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "best estimator. Fit a clone of `estimator` with `best_params_` yourself."
             )
 
-    def _seeds(self) -> tuple[int | None, int]:
-        """(sampler seed, seed of the models): random_state, drawn from it if a RandomState."""
-        state = self.random_state
-        if state is None:
-            return None, 0
-        if isinstance(state, np.random.RandomState):
-            seed = int(state.randint(np.iinfo(np.int32).max))
-            return seed, seed
-        if isinstance(state, bool) or not isinstance(state, Integral):
-            raise ValueError(
-                "`random_state` must be None, an integer or a numpy RandomState, but got "
-                f"random_state={state!r}."
-            )
-        return int(state), int(state)
 
     # ------------------------------------------------------------------ building
 
-    def _builder(
-        self, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit],
-        seed: int,
-    ) -> Callable[[Any], Any]:
-        """``trial -> unfitted estimator`` (a FixedTrial of a trial's params rebuilds it)."""
-        from sklearn.pipeline import Pipeline
 
-        def build(trial: Any) -> Any:
-            if isinstance(space_or_distributions, dict):
-                params = {name: _suggest(trial, name, distribution)
-                          for name, distribution in space_or_distributions.items()}
-                estimator = clone(self.estimator).set_params(**params)
-            else:
-                function = space_or_distributions.build
-                model = (function(trial, random_state=seed)
-                         if trial_path.takes_random_state(function) else function(trial))
-                estimator = clone(self.estimator)
-                if isinstance(estimator, Pipeline):
-                    estimator.set_params(**{estimator.steps[-1][0]: model})
-                else:
-                    estimator = model
-            if mitigation:
-                name, settings = suggest_mitigation_params(trial, mitigation, limits[0])
-                estimator = mitigated_estimator(estimator, name, settings, limits[0],
-                                                random_state=seed, pos_label=self.pos_label)
-            return estimator
-
-        return build
-
-    def _check_space_class(self, space: Any) -> None:
-        """A fairtune space replaces the final step: it must be of the class the space builds."""
-        import optuna
-        from sklearn.pipeline import Pipeline
-
-        # A throwaway trial: the class is known only once the space has built an estimator.
-        model = space.build(optuna.create_study(sampler=optuna.samplers.RandomSampler(0)).ask())
-        final = (self.estimator.steps[-1][1] if isinstance(self.estimator, Pipeline)
-                 else self.estimator)
-        if type(final) is not type(model):
-            raise ValueError(
-                f"`param_distributions` {space.name!r} builds a {type(model).__name__} that "
-                f"replaces the estimator's final step, which must then be a "
-                f"{type(model).__name__}, but got {type(final).__name__}."
-            )
 
     # ------------------------------------------------------------------ routing
 
@@ -741,43 +420,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         return router
 
-    def _fold_params(
-        self, sensitive: Any, fit_params: dict[str, Any], mitigation: list[str],
-    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
-        """(fit params, {prediction method: params}, split params) for all the rows; the
-        sensitive features are added per built estimator by :meth:`_with_sensitive`."""
-        if mitigation:
-            if fit_params:
-                raise ValueError(
-                    f"`mitigation` {self.mitigation!r} fits fairlearn's mitigation with X, y and "
-                    "sensitive_features only, so fit must not get other parameters, but got "
-                    f"{sorted(fit_params)}."
-                )
-            return {}, {}, {}
-        if _routing_enabled():
-            from sklearn.utils.metadata_routing import process_routing
 
-            routed = process_routing(self, "fit", **{_SENSITIVE: sensitive}, **fit_params)
-            estimator = routed["estimator"]
-            predict = {m: dict(estimator.get(m, {})) for m in _PREDICT_METHODS}
-            return dict(estimator.get("fit", {})), predict, dict(routed["splitter"]["split"])
-        params = dict(fit_params)
-        split = {"groups": params.pop("groups")} if "groups" in params else {}
-        return params, {}, split
-
-    def _with_sensitive(
-        self, estimator: Any, method: str, params: dict[str, Any], sensitive: Any,
-        mitigation: bool,
-    ) -> dict[str, Any]:
-        """``params`` with the sensitive features under the keys ``estimator.<method>``
-        takes them by, when routing does not decide (see the module docstring)."""
-        if mitigation:
-            # ThresholdClassifier / ReductionClassifier: fit(X, y, *, sensitive_features),
-            # predict(X, *, sensitive_features=None).
-            return {**params, _SENSITIVE: sensitive}
-        if _routing_enabled() and _routing_knows_sensitive(estimator, method):
-            return params
-        return {**params, **{key: sensitive for key in _sensitive_keys(estimator, method)}}
 
     # ------------------------------------------------------------------ fit
 
@@ -803,39 +446,39 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         import optuna
         from sklearn.utils import indexable
 
-        self._check_options()
+        check_options(self)
         limits = trial_path.tightened(self._check_limits(), self.margin)
-        y_array = self._binary_target(y)
+        y_array = binary_target(y)
         X, y = indexable(X, y)
         n = len(y_array)
-        self._check_sensitive(sensitive_features, n)
-        self._check_same_rows(X, y, sensitive_features)
-        mitigation = self._check_mitigation(y_array)
-        space_or_distributions = self._space_or_distributions(mitigation)
-        sampler_seed, seed = self._seeds()
-        build = self._builder(space_or_distributions, mitigation, limits, seed)
+        check_sensitive(self, sensitive_features, n)
+        check_same_rows(X, y, sensitive_features)
+        mitigation = check_mitigation(self, y_array)
+        space_or_distributions = checked_space(self, mitigation)
+        sampler_seed, seed = seeds(self)
+        build = builder(self, space_or_distributions, mitigation, limits, seed)
         if not isinstance(space_or_distributions, dict):
-            self._check_space_class(space_or_distributions)
-        self._check_scores_for_roc_auc(mitigation)
+            check_space_class(self, space_or_distributions)
+        check_scores_for_roc_auc(self, mitigation)
 
         y01, positive = self._favourable(y_array)
-        fit_all, predict_all, split_params = self._fold_params(
+        fit_all, predict_all, split_params = fold_params(self, 
             sensitive_features, fit_params, mitigation
         )
-        folds = self._folds(X, y_array, split_params)
+        folds = cv_folds(self, X, y_array, split_params)
 
-        self._remember_groups(X, sensitive_features)
+        remember_groups(self, X, sensitive_features)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
         splits = Splits(folds, n, None if budgets is None or resource != "n_samples" else
                         budget_folds(folds, y01, sensitive_features, budgets, seed))
         checked_group_sizes(sensitive_features, splits.covered, limits,
                             argument="`sensitive_features`", where="the cross-validation folds")
-        record = self._setup_record(X, y01, sensitive_features, folds, limits, mitigation,
+        record = search_setup(self, X, y01, sensitive_features, folds, limits, mitigation,
                                     space_or_distributions, budgets, resource)
-        study = self._prepare_study(
+        study = prepare_search_study(self, 
             sampler_seed, record, budgets,
-            self._untuned_params(space_or_distributions, mitigation, limits))
+            untuned_params(self, space_or_distributions, mitigation, limits))
         objective = _SearchObjective(
             self, build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, splits=splits,
@@ -844,7 +487,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
-        numbers_before = {t.number for t in self._finished_trials(study)}
+        numbers_before = {t.number for t in finished_trials(study)}
         study.optimize(
             objective,
             n_trials=self.n_trials,
@@ -858,7 +501,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         best = self._select(study, limits, numbers_before)
         if best is not None and self.refit:
             estimator = build(optuna.trial.FixedTrial(best.params))
-            self._refit(estimator, X, y, self._with_sensitive(
+            self._refit(estimator, X, y, with_sensitive(self, 
                 estimator, "fit", fit_all, sensitive_features, bool(mitigation)))
         return self
 
@@ -867,34 +510,26 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ) -> optuna.trial.FrozenTrial | None:
         """``cv_results_`` and the best fair trial (None, with a warning, when no trial is
         fair and ``refit=False``); this fit's failures are reported."""
-        trials = self._finished_trials(study)
-        self.cv_results_ = self._results(trials, limits)
+        trials = finished_trials(study)
+        self.cv_results_ = results(self, trials, limits)
         self.n_trials_ = len(trials)
-        self._report_failures(
+        report_failures(self, 
             [t for t in trials if t.number not in numbers_before], limits
         )
         best = best_fair_trial(study, {limit.metric: limit for limit in limits})
         if best is None:
-            message = self._no_fair_trial_message(trials, limits)
+            message = no_fair_trial_message(self, trials, limits)
             if self.refit:
                 raise ValueError(message)
             warnings.warn(message, UserWarning, stacklevel=3)
             return None
         self.best_trial_ = best
-        self._warn_if_one_class(best)
+        warn_if_one_class(self, best)
         self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
         self.best_params_ = dict(best.params)
         self.best_score_ = float(best.value)
         return best
 
-    def _check_scores_for_roc_auc(self, mitigation: list[str]) -> None:
-        if self.scoring == "roc_auc" and not mitigation and not (
-            hasattr(self.estimator, "predict_proba") or hasattr(self.estimator, "decision_function")
-        ):
-            raise ValueError(
-                "`scoring` 'roc_auc' needs the estimator's predict_proba or decision_function, "
-                f"but {type(self.estimator).__name__} has neither."
-            )
 
     def _favourable(self, y: np.ndarray) -> tuple[np.ndarray, Any]:
         """(0/1 labels with 1 = the favourable label, that label), remembered with the other
@@ -914,330 +549,17 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.refit_time_ = time.perf_counter() - start
         self.best_estimator_ = estimator
 
-    @staticmethod
-    def _binary_target(y: Any) -> np.ndarray:
-        """``y`` as a 1-d array of a binary target, or scikit-learn's errors and ours."""
-        from sklearn.utils import assert_all_finite
-        from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
-        if y is not None and np.asarray(y).dtype.kind == "f":
-            assert_all_finite(y, input_name="y")  # before type_of_target casts inf to int
-        check_classification_targets(y)
-        y_array = np.asarray(y)
-        if y_array.ndim == 2 and y_array.shape[1] == 1:
-            y_array = y_array.ravel()
-        target = type_of_target(y_array, input_name="y", raise_unknown=True)
-        if target != "binary" or len(np.unique(y_array)) != 2:
-            classes = np.unique(y_array)
-            raise ValueError(
-                "Only binary classification is supported: `y` must have two classes (the "
-                "fairness metrics compare the rates of the favourable outcome), but got "
-                f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
-                f"{classes[:10].tolist()} (a {target} target)."
-            )
-        return y_array
 
-    def _folds(
-        self, X: Any, y: np.ndarray, split_params: dict[str, Any]
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The (train, test) folds of ``cv``; the test folds must not overlap (each row gets
-        at most one out-of-fold prediction)."""
-        from sklearn.model_selection import check_cv
 
-        cv = check_cv(self.cv, y, classifier=True)
-        folds = [(np.asarray(train), np.asarray(test))
-                 for train, test in cv.split(X, y, **split_params)]
-        tested = np.zeros(len(y), dtype=int)
-        for _, test in folds:
-            tested[test] += 1
-        if not folds or tested.max() > 1:
-            raise ValueError(
-                "`cv` must give test folds that do not overlap (each row gets at most one "
-                f"out-of-fold prediction), but got cv={self.cv!r}."
-            )
-        return folds
 
-    def _untuned_params(
-        self, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit]
-    ) -> dict[str, Any] | None:
-        """The trial parameters of the configuration a user gets without tuning, or None.
 
-        A fairtune space's defaults, or the estimator's own values of the searched parameters
-        (numbers clipped into their distributions and rounded to their step); None when a
-        value cannot be placed in its distribution (e.g. ``max_depth=None`` for an
-        ``IntDistribution``, a category not among the choices). With a mitigation, its
-        settings as fairlearn sets it up for the limit.
-        """
-        from optuna.distributions import CategoricalDistribution, IntDistribution
 
-        from fairtune.tuning.mitigation import default_mitigation_params
 
-        if isinstance(space_or_distributions, dict):
-            current = self.estimator.get_params(deep=True)
-            params: dict[str, Any] = {}
-            for name, distribution in space_or_distributions.items():
-                value = current[name]
-                if isinstance(distribution, CategoricalDistribution):
-                    if not any(value is c or (type(value) is type(c) and value == c)
-                               for c in distribution.choices):
-                        return None
-                    params[name] = value
-                    continue
-                if isinstance(value, bool) or not isinstance(value, Real):
-                    return None
-                low, high, step = distribution.low, distribution.high, distribution.step
-                value = min(max(float(value), low), high)
-                if step is not None:
-                    value = min(low + round((value - low) / step) * step, high)
-                params[name] = (int(round(value)) if isinstance(distribution, IntDistribution)
-                                else float(value))
-        else:
-            if space_or_distributions.defaults is None:
-                return None
-            params = dict(space_or_distributions.defaults)
-        if mitigation:
-            params.update(default_mitigation_params(mitigation, limits[0]))
-        return params
 
-    def _warn_if_one_class(self, best: optuna.trial.FrozenTrial) -> None:
-        one_class = trial_path.predicts_one_class(best)
-        if one_class is None:
-            return
-        label = self._positive_label if one_class == 1 else self._other_label
-        label = label.item() if isinstance(label, np.generic) else label
-        warnings.warn(
-            f"The best fair trial (trial {best.number}) predicts {label!r} for every "
-            f"out-of-fold row: its {self.scoring} {best.value:.4f} is that of a constant model, "
-            "which meets demographic-parity limits trivially and decides nothing. Add a "
-            "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
-            "cv_results_['predicts_one_class'] marks such trials.",
-            UserWarning,
-            stacklevel=4,
-        )
 
-    def _remember_groups(self, X: Any, sensitive: Any) -> None:
-        """What the predictions are checked against: the groups of fit, and the values of the
-        sensitive columns when they are columns of a DataFrame X (the estimator reads them)."""
-        import pandas as pd
 
-        from fairtune.tuning.mitigation import _as_sensitive
 
-        self._known_groups = list(pd.unique(pd.Series(_as_sensitive(sensitive, X))))
-        names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
-                 else [sensitive.name] if isinstance(sensitive, pd.Series) else [])
-        self._group_columns = {
-            name: list(pd.unique(X[name])) for name in names
-            if isinstance(X, pd.DataFrame) and name is not None and name in X.columns
-        }
-
-    def _check_groups_known(self, X: Any, params: dict[str, Any], method: str) -> None:
-        """Refuse rows of a group the search never saw (see :meth:`predict`)."""
-        import pandas as pd
-
-        from fairtune.tuning.mitigation import _as_sensitive, check_known_groups
-
-        why = ("The model was chosen and fitted on the known groups only: correct the values, "
-               "or search again on data that has these groups.")
-        given = params.get(_SENSITIVE)
-        if given is not None and hasattr(self, "_known_groups"):
-            check_known_groups(
-                _as_sensitive(given, X), self._known_groups, argument=_SENSITIVE,
-                where=f"FairSearchCV.{method}", why=why,
-            )
-        for name, known in getattr(self, "_group_columns", {}).items():
-            if isinstance(X, pd.DataFrame) and name in X.columns:
-                check_known_groups(
-                    X[name], known, argument=f"X[{name!r}]", where=f"FairSearchCV.{method}",
-                    what="values", why=why,
-                )
-
-    def _setup_record(self, X: Any, y01: np.ndarray, sensitive: Any, folds: list[Any],
-                      limits: list[FairnessLimit], mitigation: list[str], space: Any,
-                      budgets: tuple[float, ...] | None, resource: str) -> dict[str, Any]:
-        """The setup of this search (see :mod:`fairtune.tuning._setup`), the pruner and its
-        check added by :func:`fairtune.tuning._study.prepare_study`."""
-        return setup_record(
-            entrance="FairSearchCV", pos_label=self.pos_label,
-            model=estimator_identity(self.estimator, space), metric=self.scoring,
-            limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
-            mitigation=list(mitigation), validation=_describe_cv(self.cv),
-            budgets=None if budgets is None else list(budgets), resource=resource,
-            prune_unfair=bool(self.prune_unfair),
-            data=data_fingerprint(X, y01, sensitive, folds=folds),
-        )
-
-    def _prepare_study(self, sampler_seed: int | None, record: dict[str, Any],
-                       budgets: tuple[float, ...] | None, untuned: dict[str, Any] | None) -> Any:
-        """The study to run the trials in, checked against and holding this search's setup,
-        with its pruner, and the untuned configuration enqueued unless it was evaluated."""
-        import optuna
-        from optuna.study import StudyDirection
-
-        from fairtune.tuning._study import prepare_study
-
-        if self.study is None:
-            if self.sampler is None:
-                from fairtune.samplers import FairBOSampler
-
-                sampler = FairBOSampler(seed=sampler_seed)
-            else:
-                sampler = copy.deepcopy(self.sampler)
-            study = optuna.create_study(direction="maximize", sampler=sampler,
-                                        pruner=optuna.pruners.NopPruner())
-        else:
-            study = self.study
-            if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
-                raise ValueError(
-                    "`study` must maximize one value (the search maximizes `scoring`), but got "
-                    f"directions={[d.name.lower() for d in study.directions]}; create it with "
-                    "direction='maximize'."
-                )
-
-        def check(study: Any, pruner: Any) -> None:
-            try:
-                check_setup(study, {**record, "pruner": describe_pruner(pruner)},
-                            arguments=_ARGUMENTS)
-            except ValueError as error:
-                if "other data" not in str(error):
-                    raise
-                raise ValueError(f"{error} A clone of the search (scikit-learn's clone, "
-                                 "cross_validate) shares a database study: give each fit a "
-                                 "study of its own, or study=None.") from None
-
-        prepare_study(study, check=check, defaults=untuned, budgets=budgets, pruner=self.pruner)
-        return study
-
-    @staticmethod
-    def _finished_trials(study: Any) -> list[optuna.trial.FrozenTrial]:
-        from optuna.trial import TrialState
-
-        return sorted(
-            study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)),
-            key=lambda t: t.number,
-        )
-
-    def _results(
-        self, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
-    ) -> dict[str, Any]:
-        """scikit-learn's ``cv_results_`` layout, one row per trial."""
-        from optuna.trial import TrialState
-
-        n = len(trials)
-        results: dict[str, Any] = {"params": [dict(t.params) for t in trials]}
-        names = list(dict.fromkeys(name for t in trials for name in t.params))
-        for name in names:
-            column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
-            for i, t in enumerate(trials):
-                if name in t.params:
-                    column[i] = t.params[name]
-            results[f"param_{name}"] = column
-
-        error = np.nan if self.error_score == "raise" else float(self.error_score)
-
-        def per_split(key: str, fill: float) -> np.ndarray:
-            table = np.full((n, self.n_splits_), np.nan)
-            for i, t in enumerate(trials):
-                values = list(t.user_attrs.get(key) or [])[: self.n_splits_]
-                table[i, : len(values)] = values
-                if t.state == TrialState.FAIL:
-                    table[i, len(values):] = fill
-            return table
-
-        scores = per_split(SPLIT_SCORES_KEY, error)
-        for i, t in enumerate(trials):
-            if t.state == TrialState.FAIL:
-                scores[i] = error
-        for k in range(self.n_splits_):
-            results[f"split{k}_test_score"] = scores[:, k]
-        mean = np.array([
-            t.value if t.state == TrialState.COMPLETE and t.value is not None else error
-            for t in trials
-        ], dtype=float)
-        results["mean_test_score"] = mean
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of failed trials
-            results["std_test_score"] = np.nanstd(scores, axis=1) if n else np.empty(0)
-            fair = np.array([is_fair(t, {lim.metric: lim for lim in limits}) for t in trials],
-                            dtype=bool)
-            results["rank_test_score"] = _rank(mean, fair, trials)
-            for key, label in ((FIT_TIMES_KEY, "fit"), (SCORE_TIMES_KEY, "score")):
-                times = per_split(key, np.nan)
-                results[f"mean_{label}_time"] = (np.nanmean(times, axis=1) if n
-                                                 else np.empty(0))
-                results[f"std_{label}_time"] = np.nanstd(times, axis=1) if n else np.empty(0)
-        for limit in limits:
-            results[limit.metric] = np.array(
-                [fairness_values(t).get(limit.metric, np.nan) for t in trials], dtype=float
-            )
-        results["fair"] = fair
-        results["predicts_one_class"] = np.array(
-            [trial_path.predicts_one_class(t) is not None for t in trials], dtype=bool
-        )
-        results["trial_number"] = np.array([t.number for t in trials], dtype=int)
-        return results
-
-    def _report_failures(
-        self, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
-    ) -> None:
-        from optuna.trial import TrialState
-        from sklearn.exceptions import FitFailedWarning
-
-        failed = [t for t in trials if t.state == TrialState.FAIL]
-        if not failed:
-            return
-        first = failed[0]
-        reason = first.user_attrs.get(ERROR_KEY) or first.system_attrs.get("fail_reason", "?")
-        if len(failed) == len(trials):
-            raise ValueError(
-                f"All {len(trials)} trials of the search failed: the estimator raised while "
-                f"fitting or scoring. The first error (trial {first.number}, params "
-                f"{first.params}): {reason}"
-            )
-        warnings.warn(
-            f"{len(failed)} of {len(trials)} trials failed and scored "
-            f"error_score={self.error_score!r}; the first error (trial {first.number}, params "
-            f"{first.params}): {reason}",
-            FitFailedWarning,
-            stacklevel=4,
-        )
-
-    def _no_fair_trial_message(
-        self, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
-    ) -> str:
-        from optuna.trial import TrialState
-
-        text = ", ".join(str(limit) for limit in limits)
-        if self.margin:
-            text += f" (the given limits less `margin`={self.margin:g})"
-        completed = [t for t in trials if t.state == TrialState.COMPLETE]
-
-        def excess(t: optuna.trial.FrozenTrial) -> float:
-            values = fairness_values(t)
-            if any(limit.metric not in values for limit in limits):
-                return np.inf
-            return sum(max(0.0, limit.violation(values[limit.metric])) for limit in limits)
-
-        message = (
-            f"No trial meets the fairness limit{'s' if len(limits) > 1 else ''} {text} on its "
-            f"out-of-fold predictions ({len(completed)} completed trial"
-            f"{'s' if len(completed) != 1 else ''})"
-        )
-        if completed:
-            closest = min(completed, key=lambda t: (excess(t), -(t.value or 0.0)))
-            values = fairness_values(closest)
-            measured = ", ".join(
-                f"{limit.metric}={values[limit.metric]:.4f}" for limit in limits
-                if limit.metric in values
-            )
-            message += (
-                f": the closest is trial {closest.number} ({measured}, {self.scoring}="
-                f"{closest.value:.4f}, params {closest.params})"
-            )
-        return message + (
-            ". Loosen `limits`, run more trials (`n_trials`), widen `param_distributions` "
-            "towards simpler models, or add a `mitigation` ('threshold' aims exactly at the "
-            "limit); refit=False keeps the search's results without a best estimator."
-        )
 
     # ------------------------------------------------------------------ delegation
 
@@ -1268,28 +590,28 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """``best_estimator_.predict(X, **params)`` (e.g. ``sensitive_features=`` for a
         threshold mitigation)."""
         best = self._fitted_best("predict")
-        self._check_groups_known(X, params, "predict")
+        check_groups_known(self, X, params, "predict")
         return best.predict(X, **self._method_params("predict", params))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X, **params)``."""
         best = self._fitted_best("predict_proba")
-        self._check_groups_known(X, params, "predict_proba")
+        check_groups_known(self, X, params, "predict_proba")
         return best.predict_proba(X, **self._method_params("predict_proba", params))
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_log_proba(X, **params)``."""
         best = self._fitted_best("predict_log_proba")
-        self._check_groups_known(X, params, "predict_log_proba")
+        check_groups_known(self, X, params, "predict_log_proba")
         return best.predict_log_proba(X, **self._method_params("predict_log_proba", params))
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X, **params)``."""
         best = self._fitted_best("decision_function")
-        self._check_groups_known(X, params, "decision_function")
+        check_groups_known(self, X, params, "decision_function")
         return best.decision_function(X, **self._method_params("decision_function", params))
 
     def score(self, X: Any, y: Any, **params: Any) -> float:
@@ -1299,7 +621,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``predict(X)``.
         """
         best = self._fitted_best("score")
-        self._check_groups_known(X, params, "score")
+        check_groups_known(self, X, params, "score")
         params = self._method_params("score", params)
         positive = self._positive_label
         y_true = (np.asarray(y).ravel() == positive).astype(int)
@@ -1352,196 +674,13 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return tags
 
 
-def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
-    """Ranks (1 = best, ties share the smallest): fair trials by score, then the other
-    completed ones by score, then the failed ones."""
-    from optuna.trial import TrialState
-
-    tier = np.array([
-        0 if is_fair_ else 1 if t.state == TrialState.COMPLETE and np.isfinite(m) else 2
-        for t, m, is_fair_ in zip(trials, mean, fair)
-    ])
-    key = np.where(tier < 2, -np.nan_to_num(mean, nan=0.0), 0.0)
-    order = np.lexsort((key, tier))
-    ranks = np.empty(len(mean), dtype=np.int32)
-    previous: tuple[int, float] | None = None
-    rank = 0
-    for position, i in enumerate(order):
-        current = (int(tier[i]), float(key[i]))
-        if current != previous:
-            rank = position + 1
-            previous = current
-        ranks[i] = rank
-    return ranks
 
 
-# The arguments of FairSearchCV that choose each entry of its setup (see tuning._setup).
-_ARGUMENTS = {"model": ("estimator", "param_distributions"), "validation": ("cv",),
-              "metric": ("scoring",), "limits": ("limits", "margin")}
 
 
-def _describe_cv(cv: Any) -> str:
-    """The validation scheme of ``cv`` as the setup records it."""
-    if cv is None or isinstance(cv, Integral):
-        return f"{5 if cv is None else int(cv)}-fold cross-validation"
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(cv))
 
 
-def estimator_identity(estimator: Any, space: Any) -> str:
-    """What a FairSearchCV's trials are built from, as its setup records it: the estimator's
-    class (a pipeline's steps) and a digest of every parameter that is not tuned (another
-    scaler, another fixed setting) and of the searched space; a tuned parameter's starting
-    value is not part of it."""
-    import hashlib
-
-    from sklearn.pipeline import Pipeline
-
-    tuned = set(space) if isinstance(space, dict) else set()
-    params = estimator.get_params(deep=True)
-    described = []
-    for key in sorted(params):
-        if key in tuned:
-            continue
-        value = params[key]
-        if hasattr(value, "get_params"):
-            value = f"{type(value).__module__}.{type(value).__qualname__}"
-        elif key.endswith("steps") and isinstance(value, list):
-            value = [(name, type(step).__qualname__) for name, step in value]
-        described.append(f"{key}={re.sub(r' at 0x[0-9a-fA-F]+', '', repr(value))}")
-    described.append(repr(sorted((k, repr(v)) for k, v in space.items())) if isinstance(
-        space, dict) else f"space {space.name}")
-    digest = hashlib.sha256("\n".join(described).encode()).hexdigest()[:12]
-    if isinstance(estimator, Pipeline):
-        name = f"Pipeline({', '.join(type(step).__name__ for _, step in estimator.steps)})"
-    else:
-        name = type(estimator).__name__
-    return f"{name} #{digest}"
 
 
-class _Estimators:
-    """A FairSearchCV trial as the trial path's candidate: clones of the trial's estimator
-    fitted on a fold's rows (its resource cut at a smaller budget); the times and the folds'
-    scores of the full budget go to the trial's log."""
-
-    def __init__(self, objective: _SearchObjective, estimator: Any,
-                 log: dict[str, list[float]]) -> None:
-        self.objective, self.estimator, self.log = objective, estimator, log
-        self.scratch: dict[str, list[float]] = {key: [] for key in log}
-
-    def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
-                    ) -> tuple[Any, Any]:
-        objective, estimator = self.objective, self.estimator
-        if budget < 1.0 and objective.resource != "n_samples":
-            estimator = trial_path.scale_resource(clone(estimator), objective.resource, budget)
-        return objective._fit_predict(estimator, fit_rows, valid_rows,
-                                      self.log if budget >= 1.0 else self.scratch)
 
 
-@dataclass
-class _SearchObjective:
-    """The Optuna objective of one ``FairSearchCV.fit``: cross-validate a trial's estimator."""
-
-    search: FairSearchCV
-    build: Callable[[Any], Any]  # trial -> unfitted estimator
-    X: Any
-    y: Any  # the labels as given (the estimator fits them)
-    y01: np.ndarray  # 1 = the favourable outcome
-    positive: Any
-    sensitive: Any
-    splits: Splits
-    fit_params: dict[str, Any]
-    predict_params: dict[str, dict[str, Any]]
-    limits: list[FairnessLimit]
-    mitigation: list[str]
-    seed: int = 0  # random_state of a randomized predict (fairlearn's) that takes one
-    budgets: tuple[float, ...] | None = None
-    resource: str = "n_samples"
-
-    def __call__(self, trial: optuna.Trial) -> float:
-        import optuna
-
-        estimator = self.build(trial)
-        log: dict[str, list[float]] = {FIT_TIMES_KEY: [], SCORE_TIMES_KEY: [],
-                                       SPLIT_SCORES_KEY: []}
-        try:
-            scored = trial_path.run_trial(
-                trial, _Estimators(self, estimator, log), self.splits, y01=self.y01,
-                sensitive=self.sensitive, metric=self.search.scoring, limits=self.limits,
-                budgets=self.budgets, prune_unfair=self.search.prune_unfair)
-        except optuna.TrialPruned:
-            raise
-        except Exception as error:
-            for key, values in log.items():
-                trial.set_user_attr(key, values)
-            trial.set_user_attr(ERROR_KEY, f"{type(error).__name__}: {error}")
-            if self.search.error_score == "raise":
-                raise
-            raise _TrialFailed(f"{type(error).__name__}: {error}") from error
-        for key, values in log.items():
-            trial.set_user_attr(key, values)
-        if self.mitigation:
-            trial.set_user_attr(
-                trial_path.MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
-            )
-        return scored.value
-
-    def _fit_predict(
-        self, estimator: Any, fit_rows: np.ndarray, valid_rows: np.ndarray,
-        log: dict[str, list[float]],
-    ) -> tuple[Any, Any]:
-        """Fit a clone of ``estimator`` on ``fit_rows``, predict ``valid_rows``: 0/1 labels (1
-        = the favourable one), or a randomized mitigation's probabilities of it, and the
-        positive class's scores for roc_auc; the times and the fold's score go to ``log``."""
-        from sklearn.utils import _safe_indexing
-
-        search, n = self.search, len(self.y01)
-        model = clone(estimator)
-        fit = search._with_sensitive(
-            model, "fit", _rows_of(self.fit_params, fit_rows, n),
-            _safe_indexing(self.sensitive, fit_rows), bool(self.mitigation),
-        )
-        start = time.perf_counter()
-        try:
-            with limit_training_threads():
-                model.fit(_safe_indexing(self.X, fit_rows), _safe_indexing(self.y, fit_rows),
-                          **fit)
-        finally:
-            log[FIT_TIMES_KEY].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        X_valid = _safe_indexing(self.X, valid_rows)
-        s_valid = _safe_indexing(self.sensitive, valid_rows)
-
-        def params(method: str) -> dict[str, Any]:
-            return search._with_sensitive(
-                model, method, _rows_of(self.predict_params.get(method, {}), valid_rows, n),
-                s_valid, bool(self.mitigation),
-            )
-
-        with limit_training_threads():
-            y_pred = self._favourable_predictions(model, X_valid, params("predict"))
-            y_score = None
-            if search.scoring == "roc_auc":
-                method = ("predict_proba" if hasattr(model, "predict_proba")
-                          else "decision_function")
-                y_score = _positive_scores(model, X_valid, self.positive, params(method))
-        log[SPLIT_SCORES_KEY].append(
-            trial_path.metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
-        )
-        log[SCORE_TIMES_KEY].append(time.perf_counter() - start)
-        return y_pred, y_score
-
-    def _favourable_predictions(self, model: Any, X: Any, predict: dict[str, Any]) -> Any:
-        """1 where ``model`` predicts the favourable label, or a randomized mitigation's
-        probability of predicting it (its expected predictions, as FairObjective scores it)."""
-        if isinstance(model, (ThresholdClassifier, ReductionClassifier)):
-            proba = model.predict_proba(X, **predict)
-            classes = list(model.classes_)
-            return (proba[:, classes.index(self.positive)] if self.positive in classes
-                    else np.zeros(len(proba)))
-        if "random_state" not in predict and trial_path.takes_random_state(model.predict,
-                                                                var_keyword=False):
-            # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at random from
-            # numpy's global generator unless given one: fix it, so that a trial is
-            # reproducible.
-            predict = {**predict, "random_state": self.seed}
-        return (np.asarray(model.predict(X, **predict)).ravel() == self.positive).astype(int)

@@ -1,0 +1,190 @@
+"""FairSearchCV's results: ``cv_results_`` from the study's trials, the failures of a fit and
+the message when no trial is fair."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
+from fairtune.fairness.constraints import FairnessLimit, fairness_values, is_fair
+from fairtune.tuning import _trial as trial_path
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fairtune.tuning.search import FairSearchCV
+
+
+def finished_trials(study: Any) -> list[optuna.trial.FrozenTrial]:
+    from optuna.trial import TrialState
+
+    return sorted(
+        study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)),
+        key=lambda t: t.number,
+    )
+
+
+def results(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
+) -> dict[str, Any]:
+    """scikit-learn's ``cv_results_`` layout, one row per trial."""
+    from optuna.trial import TrialState
+
+    n = len(trials)
+    results: dict[str, Any] = {"params": [dict(t.params) for t in trials]}
+    names = list(dict.fromkeys(name for t in trials for name in t.params))
+    for name in names:
+        column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
+        for i, t in enumerate(trials):
+            if name in t.params:
+                column[i] = t.params[name]
+        results[f"param_{name}"] = column
+
+    error = np.nan if search.error_score == "raise" else float(search.error_score)
+
+    def per_split(key: str, fill: float) -> np.ndarray:
+        table = np.full((n, search.n_splits_), np.nan)
+        for i, t in enumerate(trials):
+            values = list(t.user_attrs.get(key) or [])[: search.n_splits_]
+            table[i, : len(values)] = values
+            if t.state == TrialState.FAIL:
+                table[i, len(values):] = fill
+        return table
+
+    scores = per_split(SPLIT_SCORES_KEY, error)
+    for i, t in enumerate(trials):
+        if t.state == TrialState.FAIL:
+            scores[i] = error
+    for k in range(search.n_splits_):
+        results[f"split{k}_test_score"] = scores[:, k]
+    mean = np.array([
+        t.value if t.state == TrialState.COMPLETE and t.value is not None else error
+        for t in trials
+    ], dtype=float)
+    results["mean_test_score"] = mean
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of failed trials
+        results["std_test_score"] = np.nanstd(scores, axis=1) if n else np.empty(0)
+        fair = np.array([is_fair(t, {lim.metric: lim for lim in limits}) for t in trials],
+                        dtype=bool)
+        results["rank_test_score"] = _rank(mean, fair, trials)
+        for key, label in ((FIT_TIMES_KEY, "fit"), (SCORE_TIMES_KEY, "score")):
+            times = per_split(key, np.nan)
+            results[f"mean_{label}_time"] = (np.nanmean(times, axis=1) if n
+                                             else np.empty(0))
+            results[f"std_{label}_time"] = np.nanstd(times, axis=1) if n else np.empty(0)
+    for limit in limits:
+        results[limit.metric] = np.array(
+            [fairness_values(t).get(limit.metric, np.nan) for t in trials], dtype=float
+        )
+    results["fair"] = fair
+    results["predicts_one_class"] = np.array(
+        [trial_path.predicts_one_class(t) is not None for t in trials], dtype=bool
+    )
+    results["trial_number"] = np.array([t.number for t in trials], dtype=int)
+    return results
+
+
+def report_failures(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
+) -> None:
+    from optuna.trial import TrialState
+    from sklearn.exceptions import FitFailedWarning
+
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    if not failed:
+        return
+    first = failed[0]
+    reason = first.user_attrs.get(ERROR_KEY) or first.system_attrs.get("fail_reason", "?")
+    if len(failed) == len(trials):
+        raise ValueError(
+            f"All {len(trials)} trials of the search failed: the estimator raised while "
+            f"fitting or scoring. The first error (trial {first.number}, params "
+            f"{first.params}): {reason}"
+        )
+    warnings.warn(
+        f"{len(failed)} of {len(trials)} trials failed and scored "
+        f"error_score={search.error_score!r}; the first error (trial {first.number}, params "
+        f"{first.params}): {reason}",
+        FitFailedWarning,
+        stacklevel=4,
+    )
+
+
+def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
+) -> str:
+    from optuna.trial import TrialState
+
+    text = ", ".join(str(limit) for limit in limits)
+    if search.margin:
+        text += f" (the given limits less `margin`={search.margin:g})"
+    completed = [t for t in trials if t.state == TrialState.COMPLETE]
+
+    def excess(t: optuna.trial.FrozenTrial) -> float:
+        values = fairness_values(t)
+        if any(limit.metric not in values for limit in limits):
+            return np.inf
+        return sum(max(0.0, limit.violation(values[limit.metric])) for limit in limits)
+
+    message = (
+        f"No trial meets the fairness limit{'s' if len(limits) > 1 else ''} {text} on its "
+        f"out-of-fold predictions ({len(completed)} completed trial"
+        f"{'s' if len(completed) != 1 else ''})"
+    )
+    if completed:
+        closest = min(completed, key=lambda t: (excess(t), -(t.value or 0.0)))
+        values = fairness_values(closest)
+        measured = ", ".join(
+            f"{limit.metric}={values[limit.metric]:.4f}" for limit in limits
+            if limit.metric in values
+        )
+        message += (
+            f": the closest is trial {closest.number} ({measured}, {search.scoring}="
+            f"{closest.value:.4f}, params {closest.params})"
+        )
+    return message + (
+        ". Loosen `limits`, run more trials (`n_trials`), widen `param_distributions` "
+        "towards simpler models, or add a `mitigation` ('threshold' aims exactly at the "
+        "limit); refit=False keeps the search's results without a best estimator."
+    )
+
+
+def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
+    """Ranks (1 = best, ties share the smallest): fair trials by score, then the other
+    completed ones by score, then the failed ones."""
+    from optuna.trial import TrialState
+
+    tier = np.array([
+        0 if is_fair_ else 1 if t.state == TrialState.COMPLETE and np.isfinite(m) else 2
+        for t, m, is_fair_ in zip(trials, mean, fair)
+    ])
+    key = np.where(tier < 2, -np.nan_to_num(mean, nan=0.0), 0.0)
+    order = np.lexsort((key, tier))
+    ranks = np.empty(len(mean), dtype=np.int32)
+    previous: tuple[int, float] | None = None
+    rank = 0
+    for position, i in enumerate(order):
+        current = (int(tier[i]), float(key[i]))
+        if current != previous:
+            rank = position + 1
+            previous = current
+        ranks[i] = rank
+    return ranks
+
+
+def warn_if_one_class(search: FairSearchCV, best: optuna.trial.FrozenTrial) -> None:
+    one_class = trial_path.predicts_one_class(best)
+    if one_class is None:
+        return
+    label = search._positive_label if one_class == 1 else search._other_label
+    label = label.item() if isinstance(label, np.generic) else label
+    warnings.warn(
+        f"The best fair trial (trial {best.number}) predicts {label!r} for every "
+        f"out-of-fold row: its {search.scoring} {best.value:.4f} is that of a constant model, "
+        "which meets demographic-parity limits trivially and decides nothing. Add a "
+        "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
+        "cv_results_['predicts_one_class'] marks such trials.",
+        UserWarning,
+        stacklevel=4,
+    )

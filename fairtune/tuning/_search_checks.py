@@ -1,0 +1,337 @@
+"""FairSearchCV's argument checks: each refused at once, naming the argument and what was
+given (the data's own checks are :mod:`fairtune.tuning._data`'s)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fairtune.fairness.constraints import FairnessLimit
+from fairtune.tuning import _trial as trial_path
+from fairtune.tuning._data import data_fingerprint
+from fairtune.tuning._estimators import _describe_cv, _n_rows, estimator_identity
+from fairtune.tuning._setup import setup_record
+from fairtune.tuning.mitigation import MITIGATION_KEY, MITIGATION_PARAMS, parse_mitigation
+
+if TYPE_CHECKING:
+
+    from fairtune.tuning.search import FairSearchCV
+
+
+def check_options(search: FairSearchCV) -> None:
+    if search.scoring not in trial_path.METRIC_NAMES:
+        raise ValueError(
+            f"`scoring` must be one of {list(trial_path.METRIC_NAMES)}, but got "
+            f"scoring={search.scoring!r}."
+        )
+    n_trials, timeout = search.n_trials, search.timeout
+    if n_trials is not None and (
+        isinstance(n_trials, bool) or not isinstance(n_trials, Integral) or n_trials < 1
+    ):
+        raise ValueError(
+            f"`n_trials` must be None or an integer >= 1, but got n_trials={n_trials!r}."
+        )
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, Real) or not timeout > 0
+    ):
+        raise ValueError(
+            f"`timeout` must be None or a positive number, but got timeout={timeout!r}."
+        )
+    if n_trials is None and timeout is None:
+        raise ValueError(
+            "`n_trials` or `timeout` must be given, or the search never ends, but got "
+            "n_trials=None and timeout=None."
+        )
+    n_jobs = search.n_jobs
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
+        raise ValueError(
+            f"`n_jobs` must be a non-zero integer (-1: one per CPU), but got n_jobs={n_jobs!r}."
+        )
+    if not isinstance(search.refit, bool):
+        raise ValueError(f"`refit` must be True or False, but got refit={search.refit!r}.")
+    if not (search.error_score == "raise" or (
+        isinstance(search.error_score, Real) and not isinstance(search.error_score, bool)
+    )):
+        raise ValueError(
+            "`error_score` must be a number or 'raise', but got "
+            f"error_score={search.error_score!r}."
+        )
+    if search.callbacks is not None and (
+        isinstance(search.callbacks, str) or not isinstance(search.callbacks, Sequence)
+        or not all(callable(c) for c in search.callbacks)
+    ):
+        raise ValueError(
+            "`callbacks` must be None or a list of callables f(study, frozen_trial), but got "
+            f"callbacks={search.callbacks!r}."
+        )
+    if search.study is not None and search.sampler is not None:
+        raise ValueError(
+            "`sampler` and `study` cannot both be given: the study samples with its own "
+            f"sampler, but got sampler={search.sampler!r} and study={search.study!r}."
+        )
+
+
+def check_mitigation(search: FairSearchCV, y: np.ndarray) -> list[str]:
+    names = parse_mitigation(search.mitigation)
+    if "correlation_remover" in names:
+        raise ValueError(
+            "`mitigation` must be 'threshold', 'reduction' or a list of them here: fairlearn's "
+            "CorrelationRemover is a step of a pipeline, so put it in `estimator` (and tune "
+            f"its alpha in `param_distributions`), but got mitigation={search.mitigation!r}."
+        )
+    if names and search.scoring == "roc_auc":
+        raise ValueError(
+            f"`mitigation` {names[0]!r} predicts randomized labels, not scores: `scoring` must "
+            "not be 'roc_auc' with it, but got scoring='roc_auc' and "
+            f"mitigation={search.mitigation!r}."
+        )
+    return names
+
+
+def checked_space(search: FairSearchCV, mitigation: list[str]) -> Any:
+    """The fairtune :class:`~fairtune.tuning.Space` named by ``param_distributions``, or the
+    validated dict of distributions."""
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
+    from fairtune.tuning.spaces import SPACES
+
+    given = search.param_distributions
+    if isinstance(given, str):
+        if given not in SPACES:
+            raise ValueError(
+                "`param_distributions` must be a dict of Optuna distributions or one of "
+                f"{sorted(SPACES)}, but got param_distributions={given!r}."
+            )
+        return SPACES[given]
+    if not isinstance(given, Mapping):
+        raise ValueError(
+            "`param_distributions` must be a dict {parameter name: Optuna distribution} or "
+            f"a fairtune space name, but got {type(given).__name__}: {given!r}."
+        )
+    valid = search.estimator.get_params(deep=True)
+    reserved = {MITIGATION_KEY, *MITIGATION_PARAMS} if mitigation else set()
+    for name, distribution in given.items():
+        if not isinstance(name, str) or name not in valid:
+            by_lower = {key.lower(): key for key in valid}
+            close = [by_lower[key] for key in
+                     difflib.get_close_matches(str(name).lower(), list(by_lower), n=3)]
+            hint = f" Did you mean {close}?" if close else ""
+            raise ValueError(
+                f"`param_distributions` names a parameter that {type(search.estimator).__name__} "
+                f"does not have: {name!r} (valid names are those of "
+                f"estimator.get_params(), e.g. {sorted(valid)[:6]}).{hint}"
+            )
+        if name in reserved:
+            raise ValueError(
+                f"`param_distributions` must not name {name!r} with a `mitigation`: the "
+                f"mitigation's own settings {sorted(reserved)} use that name."
+            )
+        if not isinstance(distribution, (FloatDistribution, IntDistribution,
+                                         CategoricalDistribution)):
+            hint = (
+                " A list of values is CategoricalDistribution([...])."
+                if isinstance(distribution, (list, tuple)) else
+                " A scipy.stats distribution is FloatDistribution(low, high, log=...) or "
+                "IntDistribution(low, high)." if hasattr(distribution, "rvs") else ""
+            )
+            raise ValueError(
+                f"`param_distributions[{name!r}]` must be an Optuna distribution "
+                "(optuna.distributions.FloatDistribution, IntDistribution or "
+                f"CategoricalDistribution), but got {distribution!r} "
+                f"({type(distribution).__name__}).{hint}"
+            )
+    return dict(given)
+
+
+def check_sensitive(search: FairSearchCV, sensitive_features: Any, n: int) -> None:
+    if sensitive_features is None:
+        raise ValueError(
+            "`sensitive_features` must be given to FairSearchCV.fit (the group of each row, "
+            "to measure the fairness limits): fit(X, y, sensitive_features=A), but got "
+            "sensitive_features=None."
+        )
+    from fairtune._validation import sensitive_groups
+
+    if _n_rows(sensitive_features) == n:
+        try:
+            sensitive_groups(sensitive_features, n, warn_twins=True, stacklevel=4)
+        except ValueError as error:
+            raise ValueError(
+                f"`sensitive_features` must give each row of X one of two or more groups: "
+                f"{str(error).replace('`sensitive_features` ', '')}"
+            ) from None
+    if _n_rows(sensitive_features) != n:
+        raise ValueError(
+            f"`sensitive_features` must have one entry per row of X ({n}), but got "
+            f"{_n_rows(sensitive_features)}."
+        )
+
+
+def check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
+    """Refuse pandas labels or groups whose index differs from a DataFrame X's: the search
+    matches rows by position, as scikit-learn does, and a shuffled index would give rows
+    another person's label or group without a word."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame):
+        return
+    for name, value in (("y", y), ("sensitive_features", sensitive_features)):
+        if isinstance(value, (pd.Series, pd.DataFrame)) and not value.index.equals(X.index):
+            raise ValueError(
+                f"`{name}` must have the index of X: FairSearchCV matches rows by position, "
+                f"as scikit-learn does, but the index of `{name}` differs from X's (first "
+                f"labels {value.index[:3].tolist()} against {X.index[:3].tolist()}); align "
+                f"it first (`{name}.loc[X.index]`, or `.reindex(X.index)`), or pass arrays."
+            )
+
+
+def seeds(search: FairSearchCV) -> tuple[int | None, int]:
+    """(sampler seed, seed of the models): random_state, drawn from it if a RandomState."""
+    state = search.random_state
+    if state is None:
+        return None, 0
+    if isinstance(state, np.random.RandomState):
+        seed = int(state.randint(np.iinfo(np.int32).max))
+        return seed, seed
+    if isinstance(state, bool) or not isinstance(state, Integral):
+        raise ValueError(
+            "`random_state` must be None, an integer or a numpy RandomState, but got "
+            f"random_state={state!r}."
+        )
+    return int(state), int(state)
+
+
+def check_space_class(search: FairSearchCV, space: Any) -> None:
+    """A fairtune space replaces the final step: it must be of the class the space builds."""
+    import optuna
+    from sklearn.pipeline import Pipeline
+
+    # A throwaway trial: the class is known only once the space has built an estimator.
+    model = space.build(optuna.create_study(sampler=optuna.samplers.RandomSampler(0)).ask())
+    final = (search.estimator.steps[-1][1] if isinstance(search.estimator, Pipeline)
+             else search.estimator)
+    if type(final) is not type(model):
+        raise ValueError(
+            f"`param_distributions` {space.name!r} builds a {type(model).__name__} that "
+            f"replaces the estimator's final step, which must then be a "
+            f"{type(model).__name__}, but got {type(final).__name__}."
+        )
+
+
+def check_scores_for_roc_auc(search: FairSearchCV, mitigation: list[str]) -> None:
+    if search.scoring == "roc_auc" and not mitigation and not (
+        hasattr(search.estimator, "predict_proba") or hasattr(search.estimator, "decision_function")
+    ):
+        raise ValueError(
+            "`scoring` 'roc_auc' needs the estimator's predict_proba or decision_function, "
+            f"but {type(search.estimator).__name__} has neither."
+        )
+
+
+def binary_target(y: Any) -> np.ndarray:
+    """``y`` as a 1-d array of a binary target, or scikit-learn's errors and ours."""
+    from sklearn.utils import assert_all_finite
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
+    if y is not None and np.asarray(y).dtype.kind == "f":
+        assert_all_finite(y, input_name="y")  # before type_of_target casts inf to int
+    check_classification_targets(y)
+    y_array = np.asarray(y)
+    if y_array.ndim == 2 and y_array.shape[1] == 1:
+        y_array = y_array.ravel()
+    target = type_of_target(y_array, input_name="y", raise_unknown=True)
+    if target != "binary" or len(np.unique(y_array)) != 2:
+        classes = np.unique(y_array)
+        raise ValueError(
+            "Only binary classification is supported: `y` must have two classes (the "
+            "fairness metrics compare the rates of the favourable outcome), but got "
+            f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
+            f"{classes[:10].tolist()} (a {target} target)."
+        )
+    return y_array
+
+
+def cv_folds(search: FairSearchCV, X: Any, y: np.ndarray, split_params: dict[str, Any]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (train, test) folds of ``cv``; the test folds must not overlap (each row gets
+    at most one out-of-fold prediction)."""
+    from sklearn.model_selection import check_cv
+
+    cv = check_cv(search.cv, y, classifier=True)
+    folds = [(np.asarray(train), np.asarray(test))
+             for train, test in cv.split(X, y, **split_params)]
+    tested = np.zeros(len(y), dtype=int)
+    for _, test in folds:
+        tested[test] += 1
+    if not folds or tested.max() > 1:
+        raise ValueError(
+            "`cv` must give test folds that do not overlap (each row gets at most one "
+            f"out-of-fold prediction), but got cv={search.cv!r}."
+        )
+    return folds
+
+
+def untuned_params(search: FairSearchCV, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit]
+) -> dict[str, Any] | None:
+    """The trial parameters of the configuration a user gets without tuning, or None.
+
+    A fairtune space's defaults, or the estimator's own values of the searched parameters
+    (numbers clipped into their distributions and rounded to their step); None when a
+    value cannot be placed in its distribution (e.g. ``max_depth=None`` for an
+    ``IntDistribution``, a category not among the choices). With a mitigation, its
+    settings as fairlearn sets it up for the limit.
+    """
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    from fairtune.tuning.mitigation import default_mitigation_params
+
+    if isinstance(space_or_distributions, dict):
+        current = search.estimator.get_params(deep=True)
+        params: dict[str, Any] = {}
+        for name, distribution in space_or_distributions.items():
+            value = current[name]
+            if isinstance(distribution, CategoricalDistribution):
+                if not any(value is c or (type(value) is type(c) and value == c)
+                           for c in distribution.choices):
+                    return None
+                params[name] = value
+                continue
+            if isinstance(value, bool) or not isinstance(value, Real):
+                return None
+            low, high, step = distribution.low, distribution.high, distribution.step
+            value = min(max(float(value), low), high)
+            if step is not None:
+                value = min(low + round((value - low) / step) * step, high)
+            params[name] = (int(round(value)) if isinstance(distribution, IntDistribution)
+                            else float(value))
+    else:
+        if space_or_distributions.defaults is None:
+            return None
+        params = dict(space_or_distributions.defaults)
+    if mitigation:
+        params.update(default_mitigation_params(mitigation, limits[0]))
+    return params
+
+
+def search_setup(search: FairSearchCV, X: Any, y01: np.ndarray, sensitive: Any, folds: list[Any],
+                  limits: list[FairnessLimit], mitigation: list[str], space: Any,
+                  budgets: tuple[float, ...] | None, resource: str) -> dict[str, Any]:
+    """The setup of this search (see :mod:`fairtune.tuning._setup`), the pruner and its
+    check added by :func:`fairtune.tuning._study.prepare_study`."""
+    return setup_record(
+        entrance="FairSearchCV", pos_label=search.pos_label,
+        model=estimator_identity(search.estimator, space), metric=search.scoring,
+        limits=sorted(str(limit) for limit in limits), margin=float(search.margin),
+        mitigation=list(mitigation), validation=_describe_cv(search.cv),
+        budgets=None if budgets is None else list(budgets), resource=resource,
+        prune_unfair=bool(search.prune_unfair),
+        data=data_fingerprint(X, y01, sensitive, folds=folds),
+    )
