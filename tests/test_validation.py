@@ -330,15 +330,16 @@ def test_the_minimum_group_size_follows_the_tightest_upper_bound() -> None:
     def limits(*texts: str) -> list[FairnessLimit]:
         return [FairnessLimit.parse(t) for t in texts]
 
-    assert MIN_GROUP_VALIDATION_ROWS == 10
+    assert MIN_GROUP_VALIDATION_ROWS == 2
     assert minimum_group_rows(limits("demographic_parity<=0.05")) == 21
     assert minimum_group_rows(limits("demographic_parity<=0.1")) == 11
-    assert minimum_group_rows(limits("demographic_parity<=0.2")) == 10
-    assert minimum_group_rows(None) == 10
-    assert minimum_group_rows([]) == 10
+    assert minimum_group_rows(limits("demographic_parity<=0.2")) == 6
+    assert minimum_group_rows(limits("demographic_parity<=0.9")) == 2
+    assert minimum_group_rows(None) == 2
+    assert minimum_group_rows([]) == 2
     # Ratios bound from below and do not count; the tightest upper bound does.
-    assert minimum_group_rows(limits("disparate_impact>=0.8")) == 10
-    assert minimum_group_rows(limits("dsp<=0.2", "disparate_impact>=0.05")) == 10
+    assert minimum_group_rows(limits("disparate_impact>=0.8")) == 2
+    assert minimum_group_rows(limits("dsp<=0.2", "disparate_impact>=0.05")) == 6
     assert minimum_group_rows(limits("dsp<=0.2", "eod<=0.05", "di>=0.9")) == 21
     assert minimum_group_rows(FairnessLimit.parse("dsp<=0.04")) == 26  # one limit
     # Duck-typed: anything with .sense and .bound.
