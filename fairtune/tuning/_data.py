@@ -38,70 +38,12 @@ import numpy as np
 import pandas as pd
 
 from fairtune._names import arg, got
+from fairtune._validation import favourable_labels, sensitive_groups, shown
 
 __all__ = [
     "Splits", "aligned", "budget_folds", "budget_rows", "checked_group_sizes", "data_fingerprint",
     "favourable_labels", "group_labels", "group_name", "shown",
 ]
-
-
-def shown(values: Iterable[Any], limit: int = 10) -> str:
-    """Up to ``limit`` values as a sorted list for a message (``...`` when there are more)."""
-    values = list(values)
-    text = ", ".join(repr(v.item() if isinstance(v, np.generic) else v)
-                     for v in sorted(values[:limit], key=repr))
-    return f"[{text}{', ...' if len(values) > limit else ''}]"
-
-
-def favourable_labels(
-    y: Any, pos_label: Any = None, *, argument: str = "`y`"
-) -> tuple[np.ndarray, np.ndarray]:
-    """The labels as 0/1 ints (1 = the favourable outcome) and the sorted distinct labels.
-
-    Args:
-        y: One label per row.
-        pos_label: The favourable label, or None when the labels are 0/1 or booleans.
-        argument: How error messages name ``y``, e.g. ``"`y`"``.
-
-    Raises:
-        ValueError: For missing labels, more than two labels, labels other than 0/1 or
-            booleans without ``pos_label``, or a ``pos_label`` that is not one of the labels;
-            the message lists the labels found.
-    """
-    values = pd.Series(np.asarray(y).ravel())
-    if values.isna().any():
-        raise ValueError(
-            f"{argument} must not have missing labels, but got {int(values.isna().sum())} "
-            "missing values."
-        )
-    found = pd.unique(values)
-    if len(found) > 2:
-        raise ValueError(
-            f"{argument} must hold two distinct labels (a binary decision), but got {len(found)}: "
-            f"{shown(found)}."
-        )
-    if pos_label is not None:
-        matches = [v for v in found if v == pos_label]
-        if not matches:
-            raise ValueError(
-                f"`pos_label` must be one of the labels of {argument} {shown(found)}, but got "
-                f"pos_label={pos_label!r}."
-            )
-        return (values == pos_label).to_numpy().astype(int), np.asarray(sorted(found))
-    if pd.api.types.is_bool_dtype(values):
-        return values.to_numpy().astype(int), np.array([0, 1])
-    try:
-        numeric = found.astype(float)
-        binary = bool(np.isin(numeric, [0.0, 1.0]).all())
-    except (TypeError, ValueError):
-        binary = False
-    if not binary:
-        raise ValueError(
-            f"{argument} must be 0/1 (1 = the favourable outcome) or booleans, or "
-            f"`pos_label` must name the favourable one, but got the labels {shown(found)} and "
-            "pos_label=None."
-        )
-    return values.to_numpy().astype(float).astype(int), np.array([0, 1])
 
 
 def aligned(X: pd.DataFrame, other: Any, argument: str) -> Any:
@@ -201,11 +143,9 @@ Fold = tuple[np.ndarray, np.ndarray]
 
 
 def group_labels(sensitive: Any) -> pd.Series:
-    """One group label per row (tuples for several columns), validated: the one reading of
-    sensitive features that the splits, the budgets and the records share."""
-    from fairtune.fairness.metrics import _check_sensitive
-
-    return _check_sensitive(sensitive, len(sensitive))
+    """One group label per row (tuples for several columns), validated: the splits, the
+    budgets and the records read the groups through the one validator."""
+    return sensitive_groups(sensitive, len(sensitive))
 
 
 def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int,
@@ -492,8 +432,6 @@ def tuning_rows(
         ValueError: Naming the argument, for data a search cannot score correctly.
     """
     from sklearn.model_selection import StratifiedKFold, train_test_split
-
-    from fairtune._validation import sensitive_groups
 
     X, y, sensitive, name = load(dataset)
     drop = checked_drop_columns(drop_columns, X)

@@ -746,7 +746,7 @@ def _between_groups_factor(constraint: str, y: np.ndarray, groups: np.ndarray) -
 def _fit_labels(y: Any, pos_label: Any) -> tuple[np.ndarray, np.ndarray]:
     """(0/1 labels, ``classes_``): with ``pos_label``, 1 marks it and ``classes_`` are the two
     labels sorted; without, the labels must be 0/1 or booleans and ``classes_`` is [0, 1]."""
-    from fairtune.tuning._data import favourable_labels
+    from fairtune._validation import favourable_labels
 
     y01, classes = favourable_labels(y, pos_label)
     if pos_label is not None and len(classes) != 2:
