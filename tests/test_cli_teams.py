@@ -65,9 +65,10 @@ def test_three_tenants_and_three_agents_share_one_postgresql_server(
                     if t.state == optuna.trial.TrialState.COMPLETE)
     assert points == [(t, r) for t in TEAMS for r in range(rounds)]
     setups = {t: study.user_attrs[f"fairtune:setup:{t}"] for t in TEAMS}
-    assert {s["fairtune:dataset"].split(",")[0] for s in setups.values()} == {
+    assert {s["dataset"].split(",")[0] for s in setups.values()} == {
         "a.csv", "b.csv", "c.csv"}
-    assert len({s["fairtune:data_fingerprint"] for s in setups.values()}) == 3
+    assert len({s["data"] for s in setups.values()}) == 3
+    assert study.user_attrs["fairtune:setup"]["tenants"] == TEAMS
 
     trials = 12  # past CGPSampler's 10 startup designs: the agents post on the board
     agents = _run_all([

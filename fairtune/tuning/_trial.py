@@ -24,14 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
-from fairtune._keys import (
-    MITIGATION_USED_KEY,
-    POSITIVE_RATE_KEY,
-    POSITIVE_RATES_KEY,
-    RUNGS_KEY,
-    SENSITIVE_AT_PREDICTION_KEY,
-    VALIDATION_ERROR_KEY,
-)
+from fairtune import _keys
 from fairtune._names import arg, got
 from fairtune.fairness import parse_limits, set_fairness_constraints
 from fairtune.fairness.constraints import cannot_bind, record_fairness_values
@@ -48,6 +41,21 @@ __all__ = [
     "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource", "scores_of",
     "takes_random_state", "tightened", "warn_if_cannot_bind",
 ]
+
+#: Trial user attribute: the share of validation rows the model misclassifies.
+VALIDATION_ERROR_KEY = _keys.VALIDATION_ERROR_KEY
+#: Trial user attribute: the share of validation rows predicted 1 (the favourable outcome).
+POSITIVE_RATE_KEY = _keys.POSITIVE_RATE_KEY
+#: Trial user attribute: ``{group: share of the group's validation rows predicted 1}``.
+POSITIVE_RATES_KEY = _keys.POSITIVE_RATES_KEY
+#: Trial user attribute: the mitigation the trial's pipeline used (with a mitigation only).
+MITIGATION_USED_KEY = _keys.MITIGATION_USED_KEY
+#: Trial user attribute: how the trial's deployed pipeline reads the sensitive feature at
+#: prediction time, or ``"no"``.
+SENSITIVE_AT_PREDICTION_KEY = _keys.SENSITIVE_AT_PREDICTION_KEY
+#: Trial user attribute: ``[{"budget": 0.1, "value": ..., "<metric>": gap, ...}, ...]``, the
+#: trial's validation value and fairness at each smaller budget it was fitted on.
+RUNGS_KEY = _keys.RUNGS_KEY
 
 Metric = Literal["accuracy", "balanced_accuracy", "f1", "roc_auc"]
 METRIC_NAMES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "f1", "roc_auc")
