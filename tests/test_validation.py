@@ -74,13 +74,13 @@ def test_favourable_labels_keeps_its_behaviour_without_twins() -> None:
     assert y01.tolist() == [0, 1, 0] and classes.tolist() == ["approved", "denied"]
     for y, pos_label, message in [
         ([0, 1, None], None, "`y` must not have missing labels, but got 1 missing values."),
-        ([0, 1, 2], None, "`y` must hold two distinct labels (a binary decision), but got 3: "
-                          "[0, 1, 2]."),
-        (["no", "yes"], None, "`y` must be 0/1 (1 = the favourable outcome) or booleans, or "
-                              "`pos_label` must name the favourable one, but got the labels "
-                              "['no', 'yes'] and pos_label=None."),
-        (["no", "yes"], "maybe", "`pos_label` must be one of the labels of `y` ['no', 'yes'], "
-                                 "but got pos_label='maybe'."),
+        ([0, 1, 2], None, ("`y` must hold two distinct labels (a binary decision), but got 3: "
+                           "[0, 1, 2].")),
+        (["no", "yes"], None, ("`y` must be 0/1 (1 = the favourable outcome) or booleans, or "
+                               "`pos_label` must name the favourable one, but got the labels "
+                               "['no', 'yes'] and pos_label=None.")),
+        (["no", "yes"], "maybe", ("`pos_label` must be one of the labels of `y` ['no', 'yes'], "
+                                  "but got pos_label='maybe'.")),
     ]:
         with pytest.raises(ValueError) as caught:
             favourable_labels(y, pos_label)
@@ -164,19 +164,19 @@ def test_sensitive_groups_normalises_as_the_metrics_did(name: str) -> None:
 @pytest.mark.parametrize(
     ("value", "n", "message"),
     [
-        (np.zeros((4, 1, 1)), 4, "`sensitive_features` must be 1-d or 2-d (one column per "
-                                  "feature), but got an array of shape (4, 1, 1)."),
-        (["a", "b"], 4, "`sensitive_features` must have the same length as `y_true`, but got "
-                        "len(y_true)=4 and len(sensitive_features)=2."),
-        (pd.DataFrame(index=range(4)), 4, "`sensitive_features` must have at least one column, "
-                                          "but got none."),
-        (["a", None, "b", np.nan], 4, "`sensitive_features` must not contain NaN or missing "
-                                      "values, but got 2 of them."),
-        (["a"] * 4, 4, "`sensitive_features` must define at least two groups to compare, but "
-                       "got a single group 'a'."),
+        (np.zeros((4, 1, 1)), 4, ("`sensitive_features` must be 1-d or 2-d (one column per "
+                                  "feature), but got an array of shape (4, 1, 1).")),
+        (["a", "b"], 4, ("`sensitive_features` must have the same length as `y_true`, but got "
+                         "len(y_true)=4 and len(sensitive_features)=2.")),
+        (pd.DataFrame(index=range(4)), 4, ("`sensitive_features` must have at least one column, "
+                                           "but got none.")),
+        (["a", None, "b", np.nan], 4, ("`sensitive_features` must not contain NaN or missing "
+                                       "values, but got 2 of them.")),
+        (["a"] * 4, 4, ("`sensitive_features` must define at least two groups to compare, but "
+                        "got a single group 'a'.")),
         (pd.DataFrame({"s": ["a"] * 4, "r": ["x"] * 4}), 4,
-         "`sensitive_features` must define at least two groups to compare, but got a single "
-         "group ('a', 'x')."),
+         ("`sensitive_features` must define at least two groups to compare, but got a single "
+          "group ('a', 'x').")),
     ],
 )
 def test_sensitive_groups_refuses_with_the_metrics_messages(value, n: int, message: str) -> None:

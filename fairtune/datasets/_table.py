@@ -17,7 +17,12 @@ from typing import Any
 import pandas as pd
 
 from fairtune._names import arg, got
-from fairtune._validation import check_pos_label_twins, sensitive_groups, twins, with_counts
+from fairtune._validation import (
+    check_pos_label_twins,
+    sensitive_groups,
+    twins,
+    with_counts,
+)
 from fairtune.datasets._base import FairDataset, _sha256
 
 __all__ = ["TABLE_FORMATS", "read_table"]

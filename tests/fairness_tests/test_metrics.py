@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from fairlearn import metrics as flm
 
+from fairtune import _validation as validation
 from fairtune.fairness import (
     METRICS,
     demographic_parity_difference,
@@ -17,7 +18,6 @@ from fairtune.fairness import (
     get_metric,
     group_rates,
 )
-from fairtune import _validation as validation
 from fairtune.fairness import metrics as fm
 
 
