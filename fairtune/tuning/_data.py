@@ -439,8 +439,10 @@ def tuning_rows(
     y = pd.Series(favourable_labels(y, pos_label, argument=f"{arg('dataset')} labels")[0],
                   index=X.index, name="target")
     _check_sensitive(sensitive, "the rows")
+    # Twins among the groups' values are named once: by read_table for a file (its
+    # FairDataset), here for an (X, y, sensitive) tuple.
     sensitive_groups(sensitive, len(sensitive), argument=f"{arg('dataset')} sensitive features",
-                     warn_twins=True, stacklevel=stacklevel + 1)
+                     warn_twins=isinstance(dataset, tuple), stacklevel=stacklevel + 1)
     sensitive_names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
                        else [sensitive.name])
     sensitive_name = (", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
