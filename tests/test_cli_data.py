@@ -45,7 +45,7 @@ def test_a_csv_is_tuned_resumed_reported_and_another_file_refused(
     out = capsys.readouterr().out
     study = optuna.load_study(study_name="own", storage=f"sqlite:///{db}")
     # The study records the file: its name, row count and the start of its checksum.
-    dataset = study.user_attrs["fairtune:dataset"]
+    dataset = study.user_attrs["fairtune:setup"]["dataset"]
     assert dataset.startswith("applicants.csv, 400 rows, sha256 ") and "(sensitive: gender)" in dataset
     assert f"Dataset     {dataset}" in out and "group female" in out and "group male" in out
     assert "Test split (100 rows)" in out

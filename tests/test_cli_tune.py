@@ -79,7 +79,7 @@ def test_resuming_with_another_setup_is_refused_naming_the_flag_and_both_values(
     assert f"use the same {named} as before" in err
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
     assert len(study.trials) == 1  # nothing was added under the other setup
-    assert study.user_attrs["fairtune:limits"] == [
+    assert study.user_attrs["fairtune:setup"]["limits"] == [
         "demographic_parity<=0.05", "equal_opportunity<=0.2"
     ]
 
@@ -121,7 +121,7 @@ def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_re
     assert main(_tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=4)) == 0
     out = capsys.readouterr().out
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
-    assert study.user_attrs["fairtune:validation"] == (
+    assert study.user_attrs["fairtune:setup"]["validation"] == (
         "3-fold cross-validation, 0.25 held out for testing, split seed 0"
     )
     assert any(all(v <= 0 for v in t.constraints.values()) for t in study.trials)
@@ -569,7 +569,7 @@ def test_margin_validates_tighter_and_judges_the_test_split_against_the_limit(
     assert ("Trials validated against demographic_parity<=0.05 (the limits less a margin of "
             "0.25); the test split is judged against demographic_parity<=0.3.") in out
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
-    assert study.user_attrs["fairtune:limits"] == ["demographic_parity<=0.05"]
+    assert study.user_attrs["fairtune:setup"]["limits"] == ["demographic_parity<=0.05"]
     for t in study.trials:
         gap = t.user_attrs["fairtune:demographic_parity"]
         assert t.constraints["demographic_parity"] == pytest.approx(gap - 0.05)
@@ -610,7 +610,7 @@ def test_hide_sensitive_keeps_the_group_out_of_the_inputs_and_auto_drops_correla
     out = capsys.readouterr().out
     assert "Mitigation  threshold, reduction" in out
     study = optuna.load_study(study_name="s", storage=storage)
-    assert study.user_attrs["fairtune:dataset"] == "german (sensitive: sex, hidden from the model)"
+    assert study.user_attrs["fairtune:setup"]["dataset"] == "german (sensitive: sex, hidden from the model)"
     best = study.best_trial  # the loose limit holds for the first trials
     chosen = best.user_attrs["fairtune:mitigation_used"]
     expected = ("needed, as predict(X, sensitive_features=...)" if chosen == "threshold"
@@ -642,7 +642,7 @@ def test_drop_columns_hides_a_column_that_reveals_the_group(
     assert "determine sex" not in err
     assert "german (sensitive: sex, hidden from the model, without personal_status_sex)" in out
     study = optuna.load_study(study_name="t", storage=storage)
-    assert study.user_attrs["fairtune:dataset"].endswith("without personal_status_sex)")
+    assert study.user_attrs["fairtune:setup"]["dataset"].endswith("without personal_status_sex)")
     # Unknown columns and empty names are one-line errors naming the flag.
     assert main([*argv, "--drop-columns", "personal_status_sex,savngs"]) == 2
     err = capsys.readouterr().err.strip()
@@ -758,7 +758,8 @@ def test_a_resume_on_other_data_is_refused_naming_the_flag(
 ) -> None:
     assert main(_tune(tmp_path, n_trials=1)) == 0
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
-    study.set_user_attr("fairtune:data_fingerprint", "0123456789abcdef")  # scored elsewhere
+    setup = study.user_attrs["fairtune:setup"]
+    study.set_user_attr("fairtune:setup", {**setup, "data": "0123456789abcdef"})  # elsewhere
     capsys.readouterr()
     assert main(_tune(tmp_path, n_trials=1)) == 2
     err = capsys.readouterr().err

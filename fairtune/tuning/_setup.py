@@ -53,7 +53,6 @@ _SHARED: tuple[str, ...] = ("tenants",)
 _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "dataset": ("dataset", "use_sensitive_feature", "drop_columns"),
     "validation": ("cv", "validation_size", "test_size", "random_state"),
-    "limits": ("limits", "margin"),
     "model": ("model",),
 }
 # The keys older versions stored one entry each under.
@@ -162,16 +161,24 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
     def argument(name: str) -> str:
         chosen = {**_ARGUMENTS, **(arguments or {})}.get(name, (name,))
         spelled = [arg(a) for a in chosen if has_name(a)] or [arg(name)]
-        if len(spelled) == 1:
-            return spelled[0]
-        return f"{spelled[0]} (and {', '.join(spelled[1:])})"
+        if name == "dataset" and len(spelled) > 1:  # the data, and what the model sees of it
+            return f"{spelled[0]} (and {', '.join(spelled[1:])})"
+        return spelled[0] if len(spelled) == 1 else (
+            f"{', '.join(spelled[:-1])} and {spelled[-1]}")
 
-    what = "; ".join(f"{argument(n)} {_show(stored[n])}, but this run asks for {_show(record[n])}"
-                     for n in named)
+    def note(name: str) -> str:
+        if name != "limits":
+            return ""
+        return (f" (the limits the trials are validated against: {arg('limits')} less "
+                f"{arg('margin')})")
+
+    what = "; ".join(f"{argument(n)} {_show(stored[n])}, but this run asks for "
+                     f"{_show(record[n])}{note(n)}" for n in named)
     return (
         f"{arg('study')} {study.study_name!r}{whose} was tuned with {what}: its trials were "
         "scored another way and are not comparable with this run's; use the same "
-        f"{', '.join(argument(n) for n in named)} as before, or another {arg('study_name')}."
+        f"{' and '.join(argument(n) for n in named)} as before, or another "
+        f"{arg('study_name')}."
     )
 
 

@@ -117,7 +117,7 @@ def create_study(
 
 # The arguments of FairSearchCV that choose each entry of its setup (see tuning._setup).
 _ARGUMENTS = {"model": ("estimator", "param_distributions"), "validation": ("cv",),
-              "metric": ("scoring",), "limits": ("limits", "margin")}
+              "metric": ("scoring",)}
 
 
 def prepare_search_study(search: FairSearchCV, sampler_seed: int | None, record: dict[str, Any],

@@ -93,7 +93,7 @@ def test_pruned_trials_record_their_rungs_and_the_best_fair_trial_ran_the_full_b
 def test_budgets_under_cross_validation_fit_every_fold_on_its_share() -> None:
     objective = FairObjective(biased_data(600), "linear", limits="dsp<=0.3", cv=3,
                               budgets=(0.25, 1.0))
-    study = objective.create_study(seed=0)
+    study = objective.create_study(seed=0, pruner="median")
     study.optimize(objective, n_trials=2)
     for trial in study.trials:
         (rung,) = trial.user_attrs[RUNGS_KEY]
@@ -263,7 +263,7 @@ def test_a_resource_that_is_no_integer_parameter_of_the_model_is_refused() -> No
         FairObjective(biased_data(200), "xgboost", limits="dsp<=0.2", resource="n_estimators")
     objective = FairObjective(biased_data(300), "xgboost", limits="dsp<=0.2",
                               budgets=(0.5, 1.0), resource="n_trees")
-    study = objective.create_study(seed=0)
+    study = objective.create_study(seed=0, pruner="median")
     with pytest.raises(ValueError, match=r"`resource` must name one positive integer parameter "
                                          r"of the model, but got resource='n_trees', which "
                                          r"matches none; the integer parameters: \[.*"

@@ -104,7 +104,7 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
         dropped = FairObjective(data, "random_forest", limits="dsp<=0.1",
                                 use_sensitive_feature=False, drop_columns=["personal_status_sex"])
     assert "personal_status_sex" not in dropped.X.columns and "sex" not in dropped.X.columns
-    assert dropped.setup["fairtune:dataset"] == (
+    assert dropped.setup["dataset"] == (
         "german (sensitive: sex, hidden from the model, without personal_status_sex)"
     )
     assert dropped.sensitive.equals(data.sensitive_features)  # the limits still read the group
@@ -358,7 +358,7 @@ def test_refit_on_the_training_split_needs_a_validation_split() -> None:
 @pytest.mark.parametrize("labels", [[True, False] * 10, [1.0, 0.0] * 10, ["1", "0"] * 10])
 def test_boolean_float_and_digit_string_labels_become_0_1(labels: list) -> None:
     X = pd.DataFrame({"a": range(20)})
-    objective = FairObjective((X, labels, ["x", "y"] * 10), "linear", limits="dsp<=0.1")
+    objective = FairObjective((X, labels, ["x", "y"] * 10), "linear", limits="dsp<=0.9")
     assert objective.y.tolist() == [1, 0] * 10 and objective.y.dtype.kind == "i"
 
 
@@ -393,7 +393,7 @@ def test_custom_models_get_random_state_only_if_they_take_it_and_are_called_once
 # Issue 24 ---------------------------------------------------------------------------------
 
 
-def _toy(sensitive: list, n: int = 60) -> tuple[pd.DataFrame, np.ndarray, list]:
+def _toy(sensitive: list, n: int = 240) -> tuple[pd.DataFrame, np.ndarray, list]:
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"x": rng.normal(size=n)})
     y = (X["x"] > 0).astype(int).to_numpy()
@@ -474,11 +474,11 @@ def test_a_study_remembers_its_setup_and_refuses_another() -> None:
     first = FairObjective((X, y, s), "linear", limits=["dsp<=0.1", "deo<=0.3"])
     study = optuna.create_study(direction="maximize")
     study.optimize(first, n_trials=1)
-    assert study.user_attrs["fairtune:limits"] == ["demographic_parity<=0.1",
-                                                   "equal_opportunity<=0.3"]
-    assert study.user_attrs["fairtune:dataset"] == "data (sensitive: sensitive)"
-    assert study.user_attrs["fairtune:model"] == "linear"
-    assert study.user_attrs["fairtune:metric"] == "accuracy"
+    assert study.user_attrs["fairtune:setup"]["limits"] == ["demographic_parity<=0.1",
+                                                            "equal_opportunity<=0.3"]
+    assert study.user_attrs["fairtune:setup"]["dataset"] == "data (sensitive: sensitive)"
+    assert study.user_attrs["fairtune:setup"]["model"] == "linear"
+    assert study.user_attrs["fairtune:setup"]["metric"] == "accuracy"
     again = FairObjective((X, y, s), "linear", limits=["deo<=0.3", "dsp<=0.1"])
     study.optimize(again, n_trials=1)  # the same limits in another order
     other = FairObjective((X, y, s), "linear", limits="dsp<=0.2", metric="f1")
@@ -486,8 +486,9 @@ def test_a_study_remembers_its_setup_and_refuses_another() -> None:
             "was tuned with `metric` 'accuracy', but this run asks for 'f1'; `limits` "
             "'demographic_parity<=0.1, equal_opportunity<=0.3', but this run asks for "
             "'demographic_parity<=0.2' (the limits the trials are validated against: `limits` "
-            "less `margin`): its values are not comparable with this run's; use the same "
-            "`metric` and `limits` as before or another `study_name`.")):
+            "less `margin`): its trials were scored another way and are not comparable with "
+            "this run's; use the same `metric` and `limits` as before, or another "
+            "`study_name`.")):
         study.optimize(other, n_trials=1)
     assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "FAIL"]
 
