@@ -20,7 +20,6 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from fairtune.cli import main
 from fairtune.samplers import CollaborativeUCBSampler
 from fairtune.tuning import FairObjective, FairSearchCV, make_pruner
-from fairtune.tuning._setup import read_setup
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairtune"
 
@@ -52,14 +51,14 @@ def test_budget_subsets_keep_every_value_the_unseen_value_guard_checks() -> None
     # reads and whose unseen values the deployed pipeline refuses.
     objective = FairObjective("compas", "linear", limits="demographic_parity<=0.1",
                               budgets=(1 / 9, 1 / 3, 1.0))
-    races = set(objective.X_dev["race"])
-    for folds in objective._rows.splits.budget_folds:
-        for fit, valid in folds:
-            assert set(objective.X_dev["race"].iloc[fit]) == races
     study = objective.create_study(pruner="successive_halving", seed=0)
     study.optimize(objective, n_trials=3)
     states = [t.state for t in study.trials]
     assert TrialState.FAIL not in states and TrialState.COMPLETE in states
+    races = set(objective.X_dev["race"])
+    for folds in objective._rows.splits.budget_folds:
+        for fit, valid in folds:
+            assert set(objective.X_dev["race"].iloc[fit]) == races
 
 
 @pytest.mark.parametrize("dataset", ["compas", "german", "adult"])
@@ -165,7 +164,7 @@ def test_a_shared_study_refuses_tenants_in_another_order_or_another_tenant() -> 
                                 sampler=CollaborativeUCBSampler(tenants=["a", "b"], seed=0))
     FairObjective((X, y, group), "linear", limits="demographic_parity<=0.2",
                   tenant="a").prepare(study)
-    assert read_setup(study)["tenants"] == ["a", "b"]
+    assert study.user_attrs["fairtune:setup"]["tenants"] == ["a", "b"]
     for tenants in (["b", "a"], ["a", "b", "c"]):
         study.sampler = CollaborativeUCBSampler(tenants=tenants, seed=0)
         with pytest.raises(ValueError, match=r"`tenants` 'a, b', but this run asks for"):
