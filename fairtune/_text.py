@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["format_table", "printable"]
+__all__ = ["distinct", "format_table", "printable"]
 
 
 def printable(value: Any) -> str:
@@ -21,6 +21,16 @@ def printable(value: Any) -> str:
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                    for c in text)
+
+
+def distinct(value: Any) -> str:
+    """A name from the data as text that tells it from its twins: quoted (``'F '``,
+    ``'F\\r'``) when it has surrounding spaces or control characters, which would otherwise
+    print like another name (``F``), else as it is."""
+    text = str(value)
+    if text != text.strip() or not text.isprintable():
+        return repr(text)
+    return text
 
 
 def format_table(

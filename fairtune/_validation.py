@@ -41,6 +41,7 @@ from fairtune._names import arg, got
 __all__ = [
     "MIN_GROUP_VALIDATION_ROWS",
     "check_group_sizes",
+    "check_groups_are_not_labels",
     "check_pos_label_twins",
     "favourable_labels",
     "minimum_group_rows",
@@ -377,3 +378,26 @@ def check_group_sizes(groups: pd.Series, minimum: int, *, where: str, argument: 
         listed += f" and {len(small) - 10} more"
     raise ValueError(MSG_SMALL_GROUPS.format(
         argument=argument, minimum=minimum, where=where, groups=listed))
+
+
+def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -> None:
+    """Refuse groups each of which holds one outcome only: the sensitive features then
+    determine the labels (most often they *are* the target column, passed twice), every gap
+    measures the labels rather than the model, and no model is both accurate and fair.
+
+    Raises:
+        ValueError: Naming the argument and the groups with their single outcome.
+    """
+    labels = np.asarray(y01).ravel()
+    frame = pd.DataFrame({"group": np.asarray(groups, dtype=object), "label": labels})
+    outcomes = frame.groupby("group", sort=False)["label"].nunique()
+    if len(outcomes) >= 2 and (outcomes == 1).all() and len(np.unique(labels)) == 2:
+        first = frame.groupby("group", sort=False)["label"].first()
+        listed = ", ".join(f"{_plain(g)!r}: every row {'favourable' if v == 1 else 'unfavourable'}"
+                           for g, v in list(first.items())[:5])
+        raise ValueError(
+            f"{argument} must not determine the labels, but every group has one outcome only "
+            f"({listed}): the sensitive features are the target (or a copy of it), so each "
+            "gap would measure the labels, not the model. Pass the column of the groups the "
+            "limits protect."
+        )

@@ -143,7 +143,7 @@ def _add_tune_parser(subparsers: Any) -> None:
         description=(
             "Tune a model on a bundled dataset or your own file for a validation metric under "
             "fairness limits, and print the best fair trial; the first trial is the untuned "
-            "model. With --storage a second call resumes the study (refusing another setup or "
+            "model (but for --tenant). With --storage a second call resumes the study (refusing another setup or "
             "data). Ctrl-C stops the run (exit code 130) and prints the best fair trial so far."
         ),
     )
@@ -189,7 +189,7 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--pruner", choices=PRUNER_NAMES, help="multi-fidelity: fit each trial "
                         "on --budgets of the training rows, stopping poor ones early")
     parser.add_argument("--budgets", type=_budgets, metavar="F,F,...,1", help="with --pruner: "
-                        "fractions of --resource (default 0.111,0.333,1)")
+                        "fractions of --resource, e.g. 0.25,1 (default 1/9,1/3,1)")
     parser.add_argument("--resource", default="n_samples", metavar="PARAM", help="what --budgets "
                         "cut: n_samples (training rows) or n_estimators (boosting rounds, trees)")
     _add_team_arguments(parser)
@@ -265,11 +265,14 @@ def _mitigation(args: argparse.Namespace) -> Any:
 
 
 def _budgets(value: str) -> list[float]:
+    """``--budgets 1/9,1/3,1`` (fractions or decimals) -> [0.111..., 0.333..., 1.0]."""
+    from fractions import Fraction
+
     try:
-        return [float(v) for v in value.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, but got "
-                                         f"{value!r}") from None
+        return [float(Fraction(v.strip())) for v in value.split(",")]
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"expected numbers or fractions (1/9) separated by "
+                                         f"commas, but got {value!r}") from None
 
 
 def _column_list(value: str) -> list[str]:
@@ -355,6 +358,9 @@ def _tune_objective(args: argparse.Namespace) -> Any:
         _check_multi_objective_flags(args)
     elif not args.limit:
         raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
+    if args.resource != "n_samples" and not args.pruner:
+        raise _UsageError(f"--resource is what a --pruner's budgets cut, so --pruner must be "
+                          f"given with it, but got --resource {args.resource} and no --pruner.")
     if args.data is None:
         given = [flag for flag in ("--target", "--sensitive", "--positive")
                  if getattr(args, flag[2:]) is not None]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fairtune import _keys
-from fairtune._text import format_table, printable
+from fairtune._text import distinct, format_table, printable
 
 if TYPE_CHECKING:
     import optuna
@@ -464,7 +464,7 @@ class StudyReport:
         for name, value, status in scores:
             cls = "bad" if status.startswith("violated") else "ok" if status == "ok" else ""
             indent = " class=group" if name.startswith("  ") else ""
-            parts.append(f"<tr class='{cls}'><td{indent}>{_e(name.strip())}</td>"
+            parts.append(f"<tr class='{cls}'><td{indent}>{_e(name.removeprefix('  '))}</td>"
                          f"<td class=num>{_e(value)}</td><td>{_e(status)}</td></tr>")
         parts.append("</table>")
         if params:
@@ -605,7 +605,7 @@ def _best_rows(
     attrs = best.user_attrs
     if _keys.POSITIVE_RATE_KEY in attrs:
         rows.append(("predicted positive rate", f"{attrs[_keys.POSITIVE_RATE_KEY]:.4f}", ""))
-        rows += [(f"  group {group}", f"{rate:.4f}", "")
+        rows += [(f"  group {distinct(group)}", f"{rate:.4f}", "")
                  for group, rate in (attrs.get(_keys.POSITIVE_RATES_KEY) or {}).items()]
     rows += [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
              for name, value in best.params.items()]
@@ -665,16 +665,18 @@ def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
 
 def _tenant_rows(study: optuna.Study, tenants: Sequence[str], limits: dict[str, Any]
                  ) -> list[TenantRow]:
-    from fairtune.fairness import best_fair_trial
+    from fairtune.fairness import best_fair_trial, study_limits
     from fairtune.tenancy import cumulative_utilities, trials_by_tenant
 
     by_tenant = trials_by_tenant(study, states=None)
     utilities = cumulative_utilities(study, tenants)
     rows = []
     for tenant in tenants:
-        (trials, _, _, fair), pruned = _counts(by_tenant.get(tenant, []), limits)
+        # Each tenant under its own limits (each may have others).
+        own = study_limits(study, tenant) or limits
+        (trials, _, _, fair), pruned = _counts(by_tenant.get(tenant, []), own)
         rows.append(TenantRow(tenant=tenant, trials=trials, pruned=pruned, fair=fair,
-                              best=best_fair_trial(study, limits, tenant=tenant),
+                              best=best_fair_trial(study, own, tenant=tenant),
                               utility=utilities[tenant]))
     return rows
 
@@ -718,6 +720,8 @@ def report(
     trials = study.get_trials(deepcopy=False)
     counts, pruned = _counts(trials, limits)
     rows = _tenant_rows(study, tenants, limits)
+    # Fair by each tenant's own limits.
+    counts = (*counts[:3], sum(row.fair for row in rows))
     setup = _setup(read_setup(study)) + [("Tenants", ", ".join(tenants))]
     return StudyReport(
         study=study, counts=counts, pruned=pruned, setup=setup, running=_running(study),
@@ -739,7 +743,7 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     from fairtune.tuning._setup import read_setup
 
     setup = read_setup(study, tenant)
-    limits = study_limits(study)
+    limits = study_limits(study, tenant) if tenant is not None else study_limits(study)
     trials = [t for t in study.get_trials(deepcopy=False)
               if tenant is None or tenant_of(t) == tenant]
     counts, pruned = _counts(trials, limits)

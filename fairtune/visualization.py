@@ -101,7 +101,8 @@ def plot_tradeoff(
     plt = _pyplot()
     trials = _complete(study, tenant)
     if metric is None:
-        limited = [m for m, limit in study_limits(study).items() if isinstance(limit, FairnessLimit)]
+        limited = [m for m, limit in study_limits(study, tenant).items()
+                   if isinstance(limit, FairnessLimit)]
         found = limited + [m for t in trials for m in fairness_values(t)]
         if not found:
             raise ValueError(
@@ -121,7 +122,7 @@ def plot_tradeoff(
     scatter = ax.scatter(x, y, c=numbers, cmap="viridis", s=28, edgecolors="none")
     ax.figure.colorbar(scatter, ax=ax, label="trial number")
     spec = METRICS[name]
-    limit = study_limits(study).get(name)
+    limit = study_limits(study, tenant).get(name)
     if isinstance(limit, FairnessLimit):
         ax.axvline(limit.bound, color="crimson", linestyle="--", linewidth=1.2,
                    label=f"limit {limit}")
@@ -145,7 +146,7 @@ def _best_feasible_curve(study: optuna.Study, n_trials: int,
     curve = np.full(n_trials, np.nan)
     best = np.nan
     by_number = {t.number: t for t in _complete(study, tenant)}
-    limits = study_limits(study)
+    limits = study_limits(study, tenant)
     for i in range(n_trials):
         t = by_number.get(i)
         if t is not None and is_fair(t, limits):

@@ -409,8 +409,10 @@ def _implied_bound(trial: optuna.trial.FrozenTrial, name: str) -> float | None:
     return value - violation if METRICS[name].sense == "upper" else value + violation
 
 
-def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
-    """The limits that decide which trials of ``study`` are fair, by constraint name.
+def study_limits(study: optuna.Study, tenant: str | None = None
+                 ) -> dict[str, FairnessLimit | None]:
+    """The limits that decide which trials of ``study`` are fair, by constraint name (of
+    ``tenant``'s trials, under its own setup, in a study that tenants share).
 
     1. The limits stored with the study (its setup record, written by
        :class:`~fairtune.tuning.FairObjective`, :class:`~fairtune.tuning.FairSearchCV` and
@@ -422,6 +424,8 @@ def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
 
     Args:
         study: Any single-objective study.
+        tenant: A tenant of a shared study: its own limits (each tenant may have others) and
+            the constraints of its own trials. Defaults to None: the study's.
 
     Returns:
         ``{name: FairnessLimit or None}``, stored limits first; empty if the study has none.
@@ -430,14 +434,19 @@ def study_limits(study: optuna.Study) -> dict[str, FairnessLimit | None]:
 
     limits: dict[str, FairnessLimit | None] = {}
     # The setup record's limits; a study stored by an older version kept them under LIMITS_KEY.
-    stored = (study.user_attrs.get(_keys.SETUP_KEY) or {}).get("limits")
+    record = (study.user_attrs.get(_keys.SETUP_KEY) if tenant is None
+              else study.user_attrs.get(_keys.TENANT_SETUP_PREFIX + tenant)) or {}
+    stored = record.get("limits")
+    if stored is None and tenant is not None:  # a tenant record of an older version
+        stored = record.get(LIMITS_KEY)
     for text in stored if stored is not None else study.user_attrs.get(LIMITS_KEY) or []:
         try:
             limit = FairnessLimit.parse(str(text))
         except ValueError:
             continue  # not written by fairtune: the constraints below still count
         limits[limit.metric] = limit
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+              if tenant is None or t.user_attrs.get(_keys.TENANT_KEY) == tenant]
     names = list(dict.fromkeys(name for t in trials for name in t.constraints))
     for name in names:
         if name in limits:
@@ -494,7 +503,7 @@ def best_fair_trial(
 
     Args:
         study: The study.
-        limits: Its limits. Defaults to :func:`study_limits` of the study.
+        limits: Its limits. Defaults to :func:`study_limits` of the study (of ``tenant``).
         tenant: Only this tenant's trials (:mod:`fairtune.tenancy`). Defaults to None: all.
 
     Returns:
@@ -504,7 +513,7 @@ def best_fair_trial(
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 
-    limits = study_limits(study) if limits is None else limits
+    limits = study_limits(study, tenant) if limits is None else limits
     fair = [
         t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if is_fair(t, limits) and (tenant is None or t.user_attrs.get(_keys.TENANT_KEY) == tenant)

@@ -16,7 +16,7 @@ from fairtune.tuning.spaces import Space, get_space
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_budgets_objectives", "check_validation", "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial", "parse_objectives",
+__all__ = ["check_budgets_objectives", "check_resource", "check_validation", "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial", "parse_objectives",
            "space_of"]
 
 
@@ -170,8 +170,31 @@ def checked_tenant(tenant: Any) -> str | None:
     return tenant
 
 
-def check_budgets_objectives(budgets: Any, objectives: Sequence[str]) -> None:
+def check_budgets_objectives(budgets: Any, objectives: Sequence[str],
+                             tenant: str | None = None) -> None:
     if budgets is not None and objectives:
         raise ValueError(f"{arg('budgets')} prune single-objective studies (Optuna's pruners "
                          f"do not stop multi-objective trials), but got "
                          f"{got('objectives', list(objectives))}.")
+    if budgets is not None and tenant is not None:
+        raise ValueError(
+            f"{arg('budgets')} let a pruner stop a trial whose value is poor next to the "
+            "study's other trials, but in a study that tenants share each tenant scores on "
+            "its own data, so one tenant's trials would be stopped by another's values: tune "
+            f"a tenant without {arg('budgets')} (and {arg('pruner')}), but got "
+            f"{got('budgets', list(budgets))} and {got('tenant', tenant)}.")
+
+
+def check_resource(objective: Any) -> None:
+    """Refuse a ``resource`` the model does not have before any trial (each trial would fail
+    at its first smaller budget): the untuned model's pipeline is cut once to see."""
+    import optuna
+
+    from fairtune.tuning._trial import scale_resource
+
+    if objective.budgets is None or objective.resource == "n_samples":
+        return
+    params = objective.default_params()
+    if params is not None:
+        pipeline = objective.make_pipeline(optuna.trial.FixedTrial(params))
+        scale_resource(pipeline, objective.resource, objective.budgets[0])

@@ -225,13 +225,17 @@ class Splits:
 
 
 def checked_group_sizes(sensitive: Any, rows: np.ndarray, limits: Sequence[Any], *,
-                        where: str, argument: str) -> None:
-    """Refuse a group with too few validation ``rows`` for its rate to mean anything (the
-    minimum: :func:`fairtune._validation.minimum_group_rows` of the limits)."""
+                        where: str, argument: str, y01: Any = None) -> None:
+    """Refuse groups that cannot be measured: a group with too few validation ``rows`` for its
+    rate to mean anything (the minimum: :func:`fairtune._validation.minimum_group_rows` of the
+    limits), and, given the labels ``y01`` of every row, groups that are the labels."""
     from sklearn.utils import _safe_indexing
 
-    from fairtune._validation import check_group_sizes, minimum_group_rows
+    from fairtune._validation import check_group_sizes, check_groups_are_not_labels, minimum_group_rows
 
+    groups = group_labels(sensitive)
+    if y01 is not None:
+        check_groups_are_not_labels(groups, y01, argument=argument)
     check_group_sizes(group_labels(_safe_indexing(sensitive, rows)).map(group_name),
                       minimum_group_rows(limits), where=where, argument=argument)
 
@@ -409,6 +413,7 @@ class TuningRows:
     sensitive_name: str
     sensitive_columns: list[str]  # sensitive columns the model reads (its guard checks them)
     dropped: list[str]  # the columns of the data the model does not see (drop_columns)
+    favourable: Any  # a file's favourable value (read_table's positive=), recorded as pos_label
     X_dev: pd.DataFrame
     y_dev: pd.Series
     s_dev: Any
@@ -484,7 +489,8 @@ def tuning_rows(
     splits = Splits(folds, n)
     checked_group_sizes(
         s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
-        where="the validation split" if cv is None else "the cross-validation folds")
+        where="the validation split" if cv is None else "the cross-validation folds",
+        y01=y_dev.to_numpy())
     _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None)
     guard = X_dev[in_X] if (use_sensitive_feature and in_X) else None
     if budgets is not None and resource == "n_samples":
@@ -499,7 +505,8 @@ def tuning_rows(
         fingerprint = data_fingerprint(X_dev, y_dev, s_dev, folds=folds)
     return TuningRows(
         X=X, y=y, sensitive=sensitive, name=name, sensitive_name=sensitive_name,
-        sensitive_columns=in_X, dropped=drop, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev, X_test=X_test,
+        sensitive_columns=in_X, dropped=drop, favourable=(
+            dataset.get("favourable") if isinstance(dataset, dict) else None), X_dev=X_dev, y_dev=y_dev, s_dev=s_dev, X_test=X_test,
         y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
         fingerprint=fingerprint,
     )

@@ -47,8 +47,9 @@ FIELDS: tuple[str, ...] = (
     "mitigation", "validation", "budgets", "resource", "pruner", "prune_unfair", "tenants",
     "data",
 )
-# Entries shared by every tenant of a study (stored in the study's own record).
-_SHARED: tuple[str, ...] = ("tenants",)
+# Entries shared by every tenant of a study (stored in the study's own record): the tenants,
+# and what the sampler proposes for all of them, the model space and the mitigation's settings.
+_SHARED: tuple[str, ...] = ("tenants", "model", "mitigation")
 # What each entry is, for messages: the arguments that choose it.
 _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "dataset": ("dataset", "use_sensitive_feature", "drop_columns"),
@@ -136,7 +137,7 @@ def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[st
 
 def _show(value: Any) -> str:
     if isinstance(value, list):
-        return repr(", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in value)
+        return repr(", ".join(f"{v:.12g}" if isinstance(v, float) else str(v) for v in value)
                     or "none")
     return "none" if value is None else repr(value)
 

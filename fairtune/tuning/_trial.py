@@ -446,12 +446,18 @@ def check_pruner(pruner: Any, budgets: Sequence[float] | None) -> None:
                 f"given with it, but got {got('pruner', pruner)} and {got('budgets', None)}.")
         return
     if budgets and is_default_pruner(pruner):
+        import optuna
+
+        which = ("no pruner" if pruner is None or isinstance(pruner, optuna.pruners.NopPruner)
+                 else "Optuna's default pruner, a MedianPruner with its default settings (what "
+                 "optuna.create_study gives without a pruner, which cannot be told apart from "
+                 "an explicit MedianPruner(); for the median rule pass make_pruner('median', "
+                 "budgets))")
         raise ValueError(
             f"{arg('budgets')} fit each trial on smaller budgets first so that a pruner can stop "
             f"poor ones, so a pruner must be given with them (one of {list(PRUNER_NAMES)}: "
-            f"{arg('pruner')} in fairtune, or optuna.create_study(pruner=make_pruner(name, "
-            f"budgets))), but got {got('budgets', list(budgets))} and the study's pruner "
-            f"{describe_pruner(pruner) or 'none'} (Optuna's default when none is given)."
+            f"{arg('pruner')}, or optuna.create_study(pruner=make_pruner(name, budgets))), but "
+            f"got {got('budgets', list(budgets))} and {which}."
         )
     if not budgets and not is_default_pruner(pruner):
         raise ValueError(

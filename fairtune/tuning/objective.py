@@ -12,13 +12,8 @@ from fairtune._keys import PREFIX
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tuning._arguments import (
-    check_budgets_objectives,
-    check_validation,
-    checked_tenant,
-    checked_mitigation,
-    chosen_trial,
-    parse_objectives,
-    space_of,
+    check_budgets_objectives, check_resource, check_validation, checked_mitigation,
+    checked_tenant, chosen_trial, parse_objectives, space_of,
 )
 from fairtune.tuning._data import tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
@@ -280,7 +275,7 @@ class FairObjective:
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
         self.mitigation = checked_mitigation(mitigation, self.limits, self.metric)
-        check_budgets_objectives(self.budgets, self.objectives)
+        check_budgets_objectives(self.budgets, self.objectives, self.tenant)
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
         self.test_size = test_size
@@ -307,8 +302,8 @@ class FairObjective:
         # odds most rows are predicted at random, and one draw's noise in the accuracy and
         # the gaps is what a search over many trials would select on.
         self._score_expected = True
-        # Studies whose setup this objective has checked and stored.
-        self._recorded: set[tuple[int, int]] = set()
+        self._recorded: set[tuple[int, int]] = set()  # studies whose setup it has checked
+        check_resource(self)
 
     # -- the rows (views of the data, see fairtune.tuning._data) ------------------------------
 
@@ -366,7 +361,8 @@ class FairObjective:
         return setup_record(
             entrance="FairObjective",
             dataset=f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden}{dropped})",
-            pos_label=self.pos_label, model=self.space.name, metric=self.metric,
+            pos_label=self.pos_label if self.pos_label is not None else self._rows.favourable,
+            model=self.space.name, metric=self.metric,
             objectives=list(self.objectives) or None,
             limits=sorted(str(limit) for limit in self.tuning_limits), margin=float(self.margin),
             mitigation=list(self.mitigation), validation=validation,

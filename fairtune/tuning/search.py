@@ -472,7 +472,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         resource = trial_path.checked_resource(self.resource, budgets)
         splits = Splits(folds, n, None if budgets is None or resource != "n_samples" else
                         budget_folds(folds, y01, sensitive_features, budgets, seed))
-        checked_group_sizes(sensitive_features, splits.covered, limits,
+        checked_group_sizes(sensitive_features, splits.covered, limits, y01=y01,
                             argument="`sensitive_features`", where="the cross-validation folds")
         record = search_setup(self, X, y01, sensitive_features, folds, limits, mitigation,
                                     space_or_distributions, budgets, resource)

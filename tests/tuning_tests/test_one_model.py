@@ -5,6 +5,7 @@ fact and gave a plausible wrong answer."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +125,7 @@ def test_a_resumed_multi_fidelity_study_refuses_other_budgets_or_no_pruner(
     first = objective((1 / 3, 1.0)).create_study(storage=storage, study_name="mf",
                                                  pruner="successive_halving")
     first.optimize(objective((1 / 3, 1.0)), n_trials=2)
-    with pytest.raises(ValueError, match=r"`budgets` '0.333333, 1', but this run asks for "
+    with pytest.raises(ValueError, match=r"`budgets` '0.333333333333, 1', but this run asks for "
                                          r"'0.5, 1'"):
         objective((0.5, 1.0)).create_study(storage=storage, study_name="mf",
                                            pruner="successive_halving")
@@ -149,13 +150,17 @@ def test_the_command_line_names_the_flags_of_a_changed_multi_fidelity_setup(
     assert main([*base, "--pruner", "successive_halving", "--budgets", "0.5,1"]) == 0
     capsys.readouterr()
     assert main([*base, "--pruner", "successive_halving"]) == 2
-    assert "--budgets '0.5, 1', but this run asks for '0.111111, 0.333333, 1'" in (
+    assert "--budgets '0.5, 1', but this run asks for '0.111111111111, 0.333333333333, 1'" in (
         capsys.readouterr().err)
     assert main(base) == 2
     err = capsys.readouterr().err
     assert "--budgets '0.5, 1', but this run asks for none" in err and "--pruner" in err
     assert main([*base, "--budgets", "0.5,1"]) == 2  # budgets without a pruner
     assert "--budgets" in (err := capsys.readouterr().err) and "--pruner" in err
+    # The default budgets, typed as --help shows them, resume a study tuned with the default.
+    other = [*base[:-1], "default", "--pruner", "successive_halving"]
+    assert main(other) == 0
+    assert main([*other, "--budgets", "1/9,1/3,1"]) == 0
 
 
 def test_a_shared_study_refuses_tenants_in_another_order_or_another_tenant() -> None:
@@ -251,3 +256,114 @@ def test_both_entrances_call_the_one_evaluation_and_no_second_trial_loop() -> No
             assert not _functions_calling(path, private), (path.name, private)
     for module in ("objective.py", "search.py"):
         assert len((tuning / module).read_text().splitlines()) <= 700, module
+
+
+# -- cases a probe from the docs alone found --------------------------------------------------
+
+
+def test_sensitive_features_that_are_the_labels_are_refused_by_both_entrances() -> None:
+    X, y, _ = _data()
+    decision = y.map({1: "approved", 0: "denied"})
+    with pytest.raises(ValueError, match=r"must not determine the labels.*'approved': every "
+                                         r"row favourable"):
+        FairObjective((X, decision, decision), "linear", limits="demographic_parity<=0.2",
+                      pos_label="approved")
+    with pytest.raises(ValueError, match=r"`sensitive_features` must not determine the labels"):
+        _search().fit(X, y, sensitive_features=y.astype(str))
+
+
+def _tenant(study, tenant, **kwargs):
+    X, y, group = _data(seed={"a": 0, "b": 1}[tenant])
+    objective = FairObjective((X, y, group), "linear", tenant=tenant, **kwargs)
+    objective.prepare(study)
+    return objective
+
+
+def test_each_tenant_is_judged_by_its_own_limits() -> None:
+    from fairtune.fairness import best_fair_trial, is_fair, study_limits
+    from fairtune.report import report
+    from fairtune.tenancy import ask
+
+    study = optuna.create_study(direction="maximize",
+                                sampler=CollaborativeUCBSampler(tenants=["a", "b"], seed=0))
+    strict = _tenant(study, "a", limits="demographic_parity<=0.02")
+    loose = _tenant(study, "b", limits="demographic_parity<=0.5")
+    for objective in (strict, loose, strict, loose):
+        trial = ask(study, objective.tenant)
+        study.tell(trial, objective(trial))
+    assert str(study_limits(study, "a")["demographic_parity"]) == "demographic_parity<=0.02"
+    assert str(study_limits(study, "b")["demographic_parity"]) == "demographic_parity<=0.5"
+    for tenant in ("a", "b"):
+        limits = study_limits(study, tenant)
+        mine = [t for t in study.trials if t.user_attrs["fairtune:tenant"] == tenant]
+        fair = [t for t in mine if is_fair(t, limits)]
+        best = best_fair_trial(study, tenant=tenant)
+        assert best == (max(fair, key=lambda t: t.value) if fair else None)
+        row = next(r for r in report(study).tenants if r.tenant == tenant)
+        assert row.fair == len(fair)
+
+
+def test_a_shared_study_refuses_budgets_and_another_model_space() -> None:
+    study = optuna.create_study(direction="maximize",
+                                sampler=CollaborativeUCBSampler(tenants=["a", "b"], seed=0))
+    with pytest.raises(ValueError, match=r"`budgets` let a pruner stop.*tenant='a'"):
+        _tenant(study, "a", limits="demographic_parity<=0.2", budgets=(0.5, 1.0))
+    _tenant(study, "a", limits="demographic_parity<=0.2")
+    with pytest.raises(ValueError, match=r"`model` 'linear', but this run asks for "
+                                         r"'random_forest'"):
+        X, y, group = _data(seed=1)
+        FairObjective((X, y, group), "random_forest", tenant="b",
+                      limits="demographic_parity<=0.2").prepare(study)
+
+
+def test_another_positive_value_of_a_file_is_named_on_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    X, y, group = _data()
+    path = tmp_path / "decisions.csv"
+    X.assign(group=group, outcome=np.where(y == 1, "yes", "no")).to_csv(path, index=False)
+    base = ["tune", "--data", str(path), "--target", "outcome", "--sensitive", "group",
+            "--model", "linear", "--limit", "demographic_parity<=0.4", "--n-trials", "1",
+            "--no-progress", "--storage", f"sqlite:///{tmp_path / 'p.db'}", "--study-name", "p"]
+    assert main([*base, "--positive", "yes"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--positive", "no"]) == 2
+    assert "--positive 'yes', but this run asks for 'no'" in capsys.readouterr().err
+
+
+def test_groups_that_print_alike_are_told_apart_in_the_report() -> None:
+    from fairtune.report import report
+
+    X, y, _ = _data(600)
+    group = pd.Series(np.resize(["F", "F\r", "F "], 600), name="sex")
+    with pytest.warns(UserWarning):
+        objective = FairObjective((X, y, group), "linear", limits="demographic_parity<=0.4")
+    study = optuna.create_study(direction="maximize")
+    study.optimize(objective, n_trials=1)
+    page = report(study)
+    text, html = page.text(), page.html()
+    names = [re.match(r"\s*(group .*?)\s+[0-9.]+$", line).group(1)
+             for line in text.splitlines() if line.strip().startswith("group ")]
+    assert sorted(names) == sorted(["group F", "group 'F\\r'", "group 'F '"])
+    assert "group &#x27;F\\r&#x27;" in html and "group &#x27;F &#x27;" in html
+
+
+def test_search_names_label_twins_in_its_two_classes_message() -> None:
+    X, _, group = _data(300)
+    labels = np.resize(["approved", "Approved", "denied"], 300)
+    with pytest.raises(ValueError, match=r"differ only in case.*'Approved' \(100 rows\), "
+                                         r"'approved' \(100 rows\)"):
+        _search(pos_label="approved").fit(X, labels, sensitive_features=group)
+
+
+def test_a_resource_the_model_lacks_is_refused_before_any_trial(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ValueError, match=r"`resource` must name one positive integer "
+                                         r"parameter"):
+        FairObjective("german", "linear", limits="demographic_parity<=0.1",
+                      budgets=(0.5, 1.0), resource="n_estimators")
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit",
+                 "demographic_parity<=0.1", "--resource", "n_estimators", "--n-trials", "1",
+                 "--no-progress"]) == 2
+    assert "--pruner must be given with it" in capsys.readouterr().err
