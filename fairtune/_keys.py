@@ -27,6 +27,8 @@ OBJECTIVES_KEY = "fairtune:objectives"
 DATA_KEY = "fairtune:data_fingerprint"
 MITIGATION_SETUP_KEY = "fairtune:mitigation"
 TEST_SCORES_KEY = "fairtune:test_scores"
+TENANT_TEST_SCORES_PREFIX = "fairtune:test_scores:"
+"""``"fairtune:test_scores:<tenant>"``: a tenant's test lines in a study that tenants share."""
 
 # -- trial user attributes -----------------------------------------------------------------
 FAIR_KEY = "fairtune:fair"

@@ -343,7 +343,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             # Stored, so that `report` shows them (for the trial they belong to).
             out.write(report.pareto_test_text(study, objective) if multi else "".join(
                 line + "\n" for line in report.scores_on_test_split(study, objective, best,
-                                                              store=not args.tenant)))
+                                                              store=True)))
         _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
 

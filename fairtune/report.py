@@ -82,6 +82,10 @@ def with_interval(value: float, interval: tuple[float, float] | None, label: str
     return text if interval is None else f"{text} ({label}{interval[0]:.4f}-{interval[1]:.4f})"
 
 
+def _test_scores_key(tenant: str | None) -> str:
+    return TEST_SCORES_KEY if tenant is None else _keys.TENANT_TEST_SCORES_PREFIX + tenant
+
+
 def scores_on_test_split(
     study: optuna.Study, objective: FairObjective, best: optuna.trial.FrozenTrial, *,
     store: bool = False,
@@ -97,8 +101,9 @@ def scores_on_test_split(
         study: The objective's study.
         objective: A :class:`~fairtune.tuning.FairObjective` with a test split.
         best: The trial to score (the best fair one).
-        store: Also store the lines with the study (:data:`TEST_SCORES_KEY`), so that a later
-            report of the stored study shows them. Defaults to False.
+        store: Also store the lines with the study (:data:`TEST_SCORES_KEY`; a tenant's under
+            its own key), so that a later report of the stored study shows them. Defaults to
+            False.
     """
     fits = [("tuning", "best fair trial refitted on the other rows")]
     if objective.cv is None:
@@ -122,7 +127,8 @@ def scores_on_test_split(
                         "holds on new data (the limit lies inside the interval)")
         lines.append(f"Test split ({rows} rows), {what}: {values}; {verdict}.")
     if store:
-        study.set_user_attr(TEST_SCORES_KEY, {"trial": best.number, "lines": lines})
+        study.set_user_attr(_test_scores_key(getattr(objective, "tenant", None)),
+                            {"trial": best.number, "lines": lines})
     return lines
 
 
@@ -766,7 +772,7 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     if objective is not None and objective.X_test is not None and page.best_is_fair:
         page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
     else:
-        stored = study.user_attrs.get(TEST_SCORES_KEY) or {}
+        stored = study.user_attrs.get(_test_scores_key(tenant)) or {}
         if stored.get("trial") in {t.number for t in complete}:  # of this tenant's trials
             page.test_trial, page.test_lines = stored["trial"], list(stored.get("lines") or [])
             page.test_recorded = bool(page.test_lines)

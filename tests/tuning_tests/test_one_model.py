@@ -367,3 +367,28 @@ def test_a_resource_the_model_lacks_is_refused_before_any_trial(
                  "demographic_parity<=0.1", "--resource", "n_estimators", "--n-trials", "1",
                  "--no-progress"]) == 2
     assert "--pruner must be given with it" in capsys.readouterr().err
+
+
+def test_a_tenants_test_scores_are_stored_and_reported_as_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    for tenant, seed in (("a", 0), ("b", 1)):
+        X, y, group = _data(seed=seed)
+        path = tmp_path / f"{tenant}.csv"
+        X.assign(group=group, outcome=y).to_csv(path, index=False)
+        assert main(["tune", "--data", str(path), "--target", "outcome", "--sensitive", "group",
+                     "--model", "linear", "--limit", "demographic_parity<=0.4", "--n-trials",
+                     "2", "--no-progress", "--test-size", "0.25", "--tenant", tenant,
+                     "--tenants", "a,b", "--storage", storage, "--study-name", "shared"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("Test split")]
+    for tenant in ("a", "b"):
+        assert main(["report", "--storage", storage, "--study-name", "shared",
+                     "--tenant", tenant]) == 0
+        shown = [line.strip() for line in capsys.readouterr().out.splitlines()
+                 if line.strip().startswith("Test split")]
+        assert shown and set(shown) <= set(printed)
+    study = optuna.load_study(study_name="shared", storage=storage)
+    assert (study.user_attrs["fairtune:test_scores:a"]["lines"]
+            != study.user_attrs["fairtune:test_scores:b"]["lines"])
