@@ -438,13 +438,13 @@ def test_one_class_models_are_recognised_and_rates_recorded_per_group() -> None:
     ],
 )
 def test_bad_sensitive_features_are_refused_at_construction(sensitive: list, match: str) -> None:
-    X, y, s = _toy(sensitive)
+    X, y, s = _toy(sensitive, n=60)
     with pytest.raises(ValueError, match=re.escape(match)):
         FairObjective((X, y, s), "linear", limits="dsp<=0.1")
 
 
 def test_a_group_missing_from_the_validation_split_is_refused_at_construction() -> None:
-    X, y, _ = _toy(["a"])
+    X, y, _ = _toy(["a"], n=60)
     s = ["a"] * 59 + ["b"]
     with pytest.raises(ValueError, match="in the validation split: must define at least two"):
         FairObjective((X, y, s), "linear", limits="dsp<=0.1", random_state=1,
