@@ -358,13 +358,14 @@ def test_refit_on_the_training_split_needs_a_validation_split() -> None:
 @pytest.mark.parametrize("labels", [[True, False] * 10, [1.0, 0.0] * 10, ["1", "0"] * 10])
 def test_boolean_float_and_digit_string_labels_become_0_1(labels: list) -> None:
     X = pd.DataFrame({"a": range(20)})
-    objective = FairObjective((X, labels, ["x", "y"] * 10), "linear", limits="dsp<=0.9")
+    objective = FairObjective((X, labels, ["x", "x", "y", "y"] * 5), "linear",
+                              limits="dsp<=0.9")
     assert objective.y.tolist() == [1, 0] * 10 and objective.y.dtype.kind == "i"
 
 
 def test_custom_models_get_random_state_only_if_they_take_it_and_are_called_once() -> None:
     X = pd.DataFrame({"a": range(40)})
-    data = (X, [0, 1] * 20, ["x", "y"] * 20)
+    data = (X, [0, 1] * 20, ["x", "x", "y", "y"] * 10)
     seen: list[object] = []
 
     def seeded(trial: optuna.Trial, *, random_state: int):
