@@ -28,6 +28,9 @@ DATA_KEY = "fairtune:data_fingerprint"
 MITIGATION_SETUP_KEY = "fairtune:mitigation"
 TEST_SCORES_KEY = "fairtune:test_scores"
 TENANT_TEST_SCORES_PREFIX = "fairtune:test_scores:"
+CERTIFICATE_KEY = "fairtune:certificate"
+"""The certificate of the deployed model (``confidence=``), or the refusal's text; a tenant's
+under ``"fairtune:certificate:<tenant>"``."""
 """``"fairtune:test_scores:<tenant>"``: a tenant's test lines in a study that tenants share."""
 
 # -- trial user attributes -----------------------------------------------------------------

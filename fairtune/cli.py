@@ -102,6 +102,7 @@ _FLAGS = {
     "tenant": "--tenant", "tenants": "--tenants", "agent": "--agent", "board": "--board",
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
     "budgets": "--budgets", "resource": "--resource", "pos_label": "--positive",
+    "confidence": "--confidence", "safety_size": "--safety-size",
     "entrance": "the study's entrance (FairObjective or FairSearchCV)",
 }
 # With --data, the dataset is the user's file and its columns.
@@ -173,6 +174,13 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--margin", type=float, default=0.0, metavar="M",
                         help="validate against the limits less M, so that the chosen model "
                              "keeps them on new data more often (default 0)")
+    parser.add_argument("--confidence", type=_fraction, metavar="LEVEL",
+                        help="deploy a model only with a certificate that it keeps the limits "
+                             "on new data at this level (e.g. 0.95), tested on rows the search "
+                             "never sees; else exit 1")
+    parser.add_argument("--safety-size", type=_fraction, metavar="F",
+                        help="with --confidence: the share of the tuning rows kept for the "
+                             "safety test (default 0.3)")
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
     parser.add_argument(
@@ -339,12 +347,38 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         if failed:
             print(f"{PROG}: warning: {failed}", file=sys.stderr)
         best = None if multi else best_fair_trial(study, tenant=args.tenant)
+        if objective.confidence is not None:
+            return _certify(study, objective, args, out)
         if args.test_size and (multi or best is not None):
             # Stored, so that `report` shows them (for the trial they belong to).
             out.write(report.pareto_test_text(study, objective) if multi else "".join(
                 line + "\n" for line in report.scores_on_test_split(study, objective, best,
                                                               store=True)))
         _write_html(study, args.html, out=out, tenant=args.tenant)
+    return EXIT_OK
+
+
+def _certify(study: Any, objective: Any, args: argparse.Namespace, out: TextIO) -> int:
+    """``--confidence``: the safety test's certificate of the deployed model (and its scores on
+    the test split), or the refusal on standard error and exit code 1."""
+    from fairtune.tuning import NotCertifiedError
+
+    try:
+        with argument_names(_flags(args)):
+            pipeline = objective.certify(study)
+    except NotCertifiedError as refusal:
+        print(f"{PROG}: error: {refusal}", file=sys.stderr)
+        _write_html(study, args.html, out=out, tenant=args.tenant)
+        return EXIT_ERROR
+    out.write(pipeline.certificate_.text() + "\n")
+    if args.test_size:
+        scores = objective.evaluate(pipeline)
+        values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items()
+                           if isinstance(v, float))
+        verdict = "meets every limit" if scores["fair"] else f"violates {objective.limits_text}"
+        out.write(f"Test split ({len(objective.X_test)} rows), the certified model: {values}; "
+                  f"{verdict}.\n")
+    _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
 
 
@@ -380,7 +414,8 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 dataset, args.model, cv=args.cv, test_size=args.test_size,
                 random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
-                tenant=args.tenant, budgets=args.budgets or (
+                tenant=args.tenant, confidence=args.confidence, safety_size=args.safety_size,
+                budgets=args.budgets or (
                     [1 / 9, 1 / 3, 1.0] if args.pruner else None), resource=args.resource, **kwargs,
             )
         except ValueError as e:

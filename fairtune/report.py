@@ -767,6 +767,12 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     best = page.best
     page.rows = _best_rows(best, limits, page.metric)
     page.deployment = deployment_lines(best)
+    # The safety test's verdict (confidence=): the certificate of the deployed model, or the
+    # refusal, as recorded with the study.
+    verdict = study.user_attrs.get(
+        _keys.CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)) or {}
+    if verdict.get("message"):
+        page.deployment.append(str(verdict["message"]))
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
     page.best_one_class = predicts_one_class(best)
     if objective is not None and objective.X_test is not None and page.best_is_fair:

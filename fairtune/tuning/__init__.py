@@ -16,6 +16,7 @@ from fairtune.tuning.objective import (
     FairObjective,
     predicts_one_class,
 )
+from fairtune.tuning._certify import Certificate, NotCertifiedError
 from fairtune.tuning._trial import PRUNER_NAMES, make_pruner
 from fairtune.tuning.search import FairSearchCV
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
@@ -27,6 +28,8 @@ from fairtune._threads import (
 )
 
 __all__ = [
+    "Certificate",
+    "NotCertifiedError",
     "METRIC_NAMES",
     "MITIGATIONS",
     "MITIGATION_PARAMS",

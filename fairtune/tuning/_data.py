@@ -414,6 +414,9 @@ class TuningRows:
     sensitive_columns: list[str]  # sensitive columns the model reads (its guard checks them)
     dropped: list[str]  # the columns of the data the model does not see (drop_columns)
     favourable: Any  # a file's favourable value (read_table's positive=), recorded as pos_label
+    X_safe: pd.DataFrame | None  # the safety rows of a certified search (confidence=), or None
+    y_safe: pd.Series | None
+    s_safe: Any
     X_dev: pd.DataFrame
     y_dev: pd.Series
     s_dev: Any
@@ -429,7 +432,7 @@ def tuning_rows(
     dataset: Any, *, pos_label: Any, drop_columns: Any, use_sensitive_feature: bool,
     test_size: float | None, validation_size: float | None, cv: int | None, random_state: int,
     limits: Sequence[Any], budgets: Sequence[float] | None, resource: str,
-    correlation_remover: bool, stacklevel: int,
+    correlation_remover: bool, stacklevel: int, safety_size: float | None = None,
 ) -> TuningRows:
     """The data of a FairObjective, checked before any trial (see the module docstring).
 
@@ -469,6 +472,11 @@ def tuning_rows(
     else:
         X_dev, X_test, y_dev, y_test, s_dev, s_test = train_test_split(
             X, y, sensitive, test_size=test_size, stratify=y, random_state=random_state)
+    X_safe = y_safe = s_safe = None
+    if safety_size is not None:  # the rows of the safety test, which the search never sees
+        X_dev, X_safe, y_dev, y_safe, s_dev, s_safe = train_test_split(
+            X_dev, y_dev, s_dev, test_size=safety_size, stratify=y_dev,
+            random_state=random_state)
     n = len(y_dev)
     if cv is None:
         # Positions of the split train_test_split makes of the rows themselves (same rows,
@@ -491,22 +499,25 @@ def tuning_rows(
         s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
         where="the validation split" if cv is None else "the cross-validation folds",
         y01=y_dev.to_numpy())
-    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None)
+    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None,
+                                    s_safe=s_safe)
     guard = X_dev[in_X] if (use_sensitive_feature and in_X) else None
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), s_dev, budgets, random_state,
                                            keep=guard)
+    safety = () if X_safe is None else (X_safe, y_safe, s_safe)
     if cv is None:
         (fit_rows, valid_rows), = folds
         parts = (X_dev.iloc[fit_rows], y_dev.iloc[fit_rows], s_dev.iloc[fit_rows],
                  X_dev.iloc[valid_rows], y_dev.iloc[valid_rows], s_dev.iloc[valid_rows])
-        fingerprint = data_fingerprint(*parts)
+        fingerprint = data_fingerprint(*parts, *safety)
     else:
-        fingerprint = data_fingerprint(X_dev, y_dev, s_dev, folds=folds)
+        fingerprint = data_fingerprint(X_dev, y_dev, s_dev, *safety, folds=folds)
     return TuningRows(
         X=X, y=y, sensitive=sensitive, name=name, sensitive_name=sensitive_name,
         sensitive_columns=in_X, dropped=drop, favourable=(
-            dataset.get("favourable") if isinstance(dataset, dict) else None), X_dev=X_dev, y_dev=y_dev, s_dev=s_dev, X_test=X_test,
+            dataset.get("favourable") if isinstance(dataset, dict) else None),
+        X_safe=X_safe, y_safe=y_safe, s_safe=s_safe, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev, X_test=X_test,
         y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
         fingerprint=fingerprint,
     )
@@ -523,13 +534,16 @@ def _check_sensitive(sensitive: Any, rows: str) -> None:
 
 
 def _check_every_group_is_validated(sensitive: Any, s_dev: Any, s_test: Any,
-                                    folds: list[Fold], *, single: bool) -> None:
+                                    folds: list[Fold], *, single: bool,
+                                    s_safe: Any = None) -> None:
     """Refuse a group without rows in a training or a validation part (or the test split):
     its fairness cannot be measured there, and a mitigation fitted without it cannot
     predict it."""
     groups = group_labels(sensitive)
     dev = group_labels(s_dev).to_numpy()
     parts = [("the test split", group_labels(s_test).to_numpy())] if s_test is not None else []
+    if s_safe is not None:
+        parts.append(("the safety rows", group_labels(s_safe).to_numpy()))
     for k, (train, valid) in enumerate(folds):
         if single:
             parts += [("the training split", dev[train]), ("the validation split", dev[valid])]

@@ -45,7 +45,7 @@ __all__ = ["check_directions", "check_setup", "describe_pruner", "read_setup", "
 FIELDS: tuple[str, ...] = (
     "entrance", "dataset", "pos_label", "model", "metric", "objectives", "limits", "margin",
     "mitigation", "validation", "budgets", "resource", "pruner", "prune_unfair", "tenants",
-    "data",
+    "confidence", "safety_size", "data",
 )
 # Entries shared by every tenant of a study (stored in the study's own record): the tenants,
 # and what the sampler proposes for all of them, the model space and the mitigation's settings.
@@ -237,3 +237,19 @@ def check_directions(study: optuna.Study, directions: list[str], *, objectives: 
             f"maximized, but got directions={[d.name for d in study.directions]}; create the "
             "study with direction='maximize'."
         )
+
+
+def in_study(record: Mapping[str, Any], study: optuna.Study, pruner: Any) -> dict[str, Any]:
+    """An objective's record with what the study adds: its pruner and its sampler's tenants."""
+    tenants = getattr(study.sampler, "tenants", None)
+    return {**record, "pruner": describe_pruner(pruner),
+            "tenants": None if tenants is None else list(tenants)}
+
+
+def validation_text(cv: int | None, validation_size: float | None, test_size: float | None,
+                    random_state: int) -> str:
+    """The validation scheme as a FairObjective's record states it."""
+    scheme = (f"{cv}-fold cross-validation" if cv
+              else f"a {validation_size:.0%} validation split")
+    held_out = f", {test_size:g} held out for testing" if test_size else ""
+    return f"{scheme}{held_out}, split seed {random_state}"

@@ -15,10 +15,11 @@ from fairtune.tuning._arguments import (
     check_budgets_objectives, check_resource, check_validation, checked_mitigation,
     checked_tenant, chosen_trial, parse_objectives, space_of,
 )
+from fairtune.tuning._certify import check_confidence, limits_for_search
 from fairtune.tuning._data import tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
 from fairtune.tuning._setup import (
-    check_directions, check_setup, describe_pruner, read_setup, setup_record,
+    check_directions, check_setup, in_study, read_setup, setup_record, validation_text,
 )
 from fairtune.tuning._trial import (
     METRIC_NAMES,
@@ -118,14 +119,10 @@ class FairObjective:
             ``"random_forest"``, ``"mlp"``, ``"linear"``) or a callable ``trial -> estimator``.
         limits: Fairness limits, e.g. ``"demographic_parity<=0.05"`` (see
             :func:`fairtune.fairness.parse_limits`).
-        metric: ``"accuracy"``, ``"balanced_accuracy"``, ``"f1"`` or ``"roc_auc"``. Defaults to
-            ``"accuracy"``. The study direction must be ``"maximize"`` (a minimizing study
-            is refused at its first trial). The fairness limits are always measured on the
-            model's 0/1 predictions (``predict``, i.e. a 0.5 probability threshold), while
-            ``"roc_auc"`` scores the probabilities, whatever the threshold: a model can rank
-            well and still predict one class for almost everyone. The predicted positive rate
-            is recorded per trial (user attributes ``"fairtune:positive_rate"`` and
-            ``"fairtune:positive_rate_by_group"``) to show it.
+        metric: ``"accuracy"``, ``"balanced_accuracy"``, ``"f1"`` or ``"roc_auc"``, maximized.
+            Defaults to ``"accuracy"``. The limits are measured on the 0/1 predictions (a 0.5
+            threshold) while ``"roc_auc"`` scores the probabilities: a model can rank well and
+            predict one class for almost everyone (the recorded positive rates show it).
         validation_size: Fraction of the tuning rows held out for validation (stratified on the
             label). Defaults to 0.3 when ``cv`` is not given; cannot be combined with ``cv``.
         cv: Number of stratified cross-validation folds (an integer >= 2), instead of a single
@@ -170,13 +167,11 @@ class FairObjective:
             (given, they still become constraints). Defaults to None (single objective:
             ``metric``).
         margin: Validate every trial against the limits tightened by ``margin`` (an upper
-            bound lowered by it, the disparate-impact ratio's lower bound raised), and aim the
-            mitigation there, while :meth:`evaluate` judges the limits themselves. A gap
-            measured on validation rows is noisy, and the best fair trial is the most accurate
-            one that looked fair there: aimed exactly at the limit it breaks the limit on new
-            data about half the time, while with a mitigation a margin costs little accuracy
-            (``benchmarks/vs_mitigation.py``). The study stores the tightened limits
-            (:attr:`tuning_limits`). Defaults to 0.
+            bound lowered, the disparate-impact ratio's lower bound raised) and aim the
+            mitigation there, while :meth:`evaluate` judges the limits themselves: the best
+            fair trial is the most accurate one that looked fair on noisy validation rows
+            (``benchmarks/vs_mitigation.py``; ``confidence`` derives a margin from the data).
+            The study stores the tightened limits (:attr:`tuning_limits`). Defaults to 0.
         pos_label: The favourable label (the outcome whose rates the fairness metrics
             compare, as in scikit-learn's scorers) when the labels are not 0/1 or booleans,
             e.g. ``"approved"``; the pipelines then predict 1 for it. Defaults to None: the
@@ -207,6 +202,14 @@ class FairObjective:
             ``"fairtune:setup:<tenant>"``), :meth:`refit_best` picks among the tenant's trials,
             and :meth:`prepare` leaves the first trials to the sampler's startup rounds.
             Defaults to None: the study is this objective's alone.
+        confidence: Deploy a model only with a certificate at this level, e.g. 0.95
+            (:mod:`fairtune.tuning._certify`): a share of the tuning rows is kept from the
+            search for a safety test, the search validates against the limits tightened by
+            the width of the bounds those rows allow, and :meth:`refit_best` returns the best
+            fair model whose bounds on them keep every limit (``pipeline.certificate_``), or
+            raises :class:`~fairtune.tuning.NotCertifiedError`. Defaults to None.
+        safety_size: The share of the tuning rows kept for the safety test. Defaults to 0.3
+            with ``confidence``.
 
     Raises:
         ValueError: On invalid arguments and on data a search cannot score correctly
@@ -260,6 +263,8 @@ class FairObjective:
         resource: str = "n_samples",
         prune_unfair: bool = False,
         tenant: str | None = None,
+        confidence: float | None = None,
+        safety_size: float | None = None,
     ) -> None:
         check_validation(metric, validation_size, test_size, cv)
         self.tenant = checked_tenant(tenant)
@@ -282,6 +287,7 @@ class FairObjective:
         self.random_state = random_state
         self.pos_label = pos_label
         self.use_sensitive_feature = use_sensitive_feature
+        self.confidence, self.safety_size = check_confidence(confidence, safety_size, self.limits)
         # The data, once: rows, labels, groups, splits, budget subsets and their fingerprint.
         self._rows = tuning_rows(
             dataset, pos_label=pos_label, drop_columns=drop_columns,
@@ -289,7 +295,11 @@ class FairObjective:
             validation_size=self.validation_size, cv=self.cv, random_state=random_state,
             limits=self.tuning_limits, budgets=self.budgets, resource=self.resource,
             correlation_remover="correlation_remover" in self.mitigation, stacklevel=3,
+            safety_size=self.safety_size,
         )
+        if self.confidence is not None:  # aim at what the safety test can certify
+            self.tuning_limits = limits_for_search(
+                self.tuning_limits, self.confidence, self._rows.y_safe, self._rows.s_safe)
         self.dataset_name = self._rows.name
         self.drop_columns = self._rows.dropped
         self.sensitive_name = self._rows.sensitive_name
@@ -340,8 +350,6 @@ class FairObjective:
         them), their labels and groups, and the validation split or folds."""
         return self._rows.fingerprint
 
-    # -- the setup ----------------------------------------------------------------------------
-
     @property
     def setup(self) -> dict[str, Any]:
         """What makes this objective's trial values comparable, as stored with a study (the
@@ -350,12 +358,8 @@ class FairObjective:
         ``{"entrance": "FairObjective", "dataset": "german (sensitive: sex)", "model":
         "random_forest", "metric": "accuracy", "limits": ["demographic_parity<=0.05"], ...}``
         """
-        validation = (
-            f"{self.cv}-fold cross-validation" if self.cv
-            else f"a {self.validation_size:.0%} validation split"
-        ) + (f", {self.test_size:g} held out for testing" if self.test_size else "") + (
-            f", split seed {self.random_state}"
-        )
+        validation = validation_text(self.cv, self.validation_size, self.test_size,
+                                     self.random_state)
         hidden = "" if self.use_sensitive_feature else ", hidden from the model"
         dropped = f", without {', '.join(self.drop_columns)}" if self.drop_columns else ""
         return setup_record(
@@ -368,12 +372,8 @@ class FairObjective:
             mitigation=list(self.mitigation), validation=validation,
             budgets=None if self.budgets is None else list(self.budgets),
             resource=self.resource, prune_unfair=self.prune_unfair, data=self.data_fingerprint,
+            confidence=self.confidence, safety_size=self.safety_size,
         )
-
-    def _study_setup(self, study: optuna.Study, pruner: Any) -> dict[str, Any]:
-        tenants = getattr(study.sampler, "tenants", None)
-        return {**self.setup, "pruner": describe_pruner(pruner),
-                "tenants": None if tenants is None else list(tenants)}
 
     def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
         """``(entry, stored value, this objective's value)`` for every setup entry that
@@ -381,7 +381,7 @@ class FairObjective:
         from fairtune.tuning._setup import differences
 
         stored = read_setup(study, self.tenant)
-        mine = self._study_setup(study, study.pruner)
+        mine = in_study(self.setup, study, study.pruner)
         return [(name, stored[name], mine[name]) for name in differences(stored, mine)]
 
     def record_setup(self, study: optuna.Study, pruner: Any = None) -> None:
@@ -401,25 +401,15 @@ class FairObjective:
                          metric=self.metric)
         pruner = study.pruner if pruner is None else pruner
         check_pruner(pruner, self.budgets)
-        check_setup(study, self._study_setup(study, pruner), tenant=self.tenant)
+        check_setup(study, in_study(self.setup, study, pruner), tenant=self.tenant)
         self._recorded.add((id(study._storage), study._study_id))
 
-    # -- the study ----------------------------------------------------------------------------
-
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
-        """How a pipeline of this objective reads the sensitive feature at prediction time.
-
-        Args:
-            params: A trial's parameters (they say which mitigation it used when
-                ``mitigation`` is a list). Defaults to None: this objective's only mitigation.
-
-        Returns:
-            None if the deployed pipeline does not need the sensitive feature, otherwise how it
-            reads it, e.g. ``"predict(X, sensitive_features=...)"``.
-        """
+        """How a pipeline of this objective reads the sensitive feature at prediction time:
+        None if it does not, else how, e.g. ``"predict(X, sensitive_features=...)"``; a
+        trial's ``params`` say which mitigation it used (``mitigation`` a list)."""
         return needs_sensitive_features(
-            self._mitigation_of(params or {}), model_uses_them=self._model_sees_sensitive()
-        )
+            self._mitigation_of(params or {}), model_uses_them=self._model_sees_sensitive())
 
     def default_params(self) -> dict[str, Any] | None:
         """The parameters of the untuned model, as a trial of this objective suggests them.
@@ -462,21 +452,14 @@ class FairObjective:
 
     def prepare(self, study: optuna.Study, *, sampler: str | None = None, seed: int = 0,
                 pruner: str | None = None) -> None:
-        """Make ``study`` ready for this objective, as ``fairtune tune`` does before its trials.
-
-        1. Check the pruner against ``budgets`` (a pruner needs budgets, budgets need a
-           pruner: Optuna's default one counts as none), then store the objective's
-           :attr:`setup` with the study, or raise if the study holds another
-           (:meth:`record_setup`).
-        2. Give the study the pruner (``pruner``) and, with ``sampler`` (a name of
-           :data:`fairtune.samplers.SAMPLER_NAMES`), the sampler ``fairtune tune --sampler``
-           uses, seeded by ``seed`` plus the number of trials the study already holds, so
-           that a resumed study continues the random stream instead of replaying it.
-        3. Mark the running trials of dead workers as failed, so that no sampler treats them
-           as pending points (on storages with a heartbeat).
-        4. Enqueue the untuned model as the next trial (:meth:`enqueue_defaults`): the search
-           keeps it unless it finds a more accurate fair model. Not for a ``tenant``: a shared
-           study's first rounds are the sampler's.
+        """Make ``study`` ready for this objective, as ``fairtune tune`` does before its trials
+        (:func:`fairtune.tuning._study.prepare_study`): check the pruner against ``budgets``
+        and the study's setup against this objective's (:meth:`record_setup`, storing it on
+        the first run), give the study the pruner and the sampler asked for (seeded by
+        ``seed`` plus the trials the study holds, so that a resume continues the random
+        stream), fail the trials of dead workers, and enqueue the untuned model unless the
+        study evaluated it (:meth:`enqueue_defaults`; not for a ``tenant``, whose shared
+        study's first rounds are the sampler's).
 
         Args:
             study: The study to run this objective in.
@@ -637,6 +620,8 @@ class FairObjective:
             from fairtune.tuning._setup import setup_message
 
             raise ValueError(setup_message(study, stored, self.setup, ["data"], self.tenant))
+        if self.confidence is not None and trial is None and on == "tuning":
+            return self.certify(study)
         best = chosen_trial(study, trial, tenant=self.tenant, limits=self.tuning_limits)
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
         if on == "tuning":
@@ -681,9 +666,25 @@ class FairObjective:
             )
         y_pred, y_score = self._predict(pipeline, self.X_test, self.s_test)
         names = [n for n in self.objectives if n not in METRIC_NAMES]
-        return scores_of(self.metric, self.y_test, y_pred, y_score, self.s_test,
-                         fairness=names, limits=self.limits,
-                         confidence_level=confidence_level, random_state=self.random_state)
+        report = scores_of(self.metric, self.y_test, y_pred, y_score, self.s_test,
+                           fairness=names, limits=self.limits,
+                           confidence_level=confidence_level, random_state=self.random_state)
+        if getattr(pipeline, "certificate_", None) is not None:  # a certified model's
+            report["certificate"] = pipeline.certificate_.as_dict()
+        return report
+
+    def certify(self, study: optuna.Study) -> Pipeline:
+        """The certified model: the first fair trial (best first, at most
+        :data:`~fairtune.tuning._certify.CANDIDATES`) refitted on the search rows whose bounds on
+        the safety rows keep every limit at ``confidence``; its certificate is
+        ``pipeline.certificate_`` and is stored with the study.
+
+        Raises:
+            NotCertifiedError: Naming the best candidate's bounds and what would change them.
+        """
+        from fairtune.tuning._certify import certify_objective
+
+        return certify_objective(self, study)
 
     @property
     def limits_text(self) -> str:

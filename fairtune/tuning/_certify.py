@@ -1,0 +1,252 @@
+"""A deployed model with a stated confidence that it keeps the limits on new data, or a refusal.
+
+A limit met on validation rows is a measurement of the best of many tries, optimistically
+biased. With ``confidence=`` an entrance works in the manner of the Seldonian framework
+(Thomas et al., "Preventing undesirable behavior of intelligent machines", Science 2019):
+
+1. Safety rows: a share of the tuning rows (``safety_size``, stratified by label) that the
+   search never sees, split off before the validation split or folds.
+2. The search aims at models that can pass: every limit is tightened by the width that a
+   bound on the safety rows will have (:func:`limits_for_search`), a margin derived from the
+   data instead of a guessed one.
+3. The safety test: the fair completed trials, best first, at most ``candidates`` of them, are
+   refitted on the search rows and predict the safety rows (a randomized mitigation's
+   probabilities of predicting 1, whose mean is its rate); each limit's metric gets a bound
+   (:func:`fairtune.fairness.bounds.metric_bound`) that holds with probability
+   ``1 - (1 - confidence) / (candidates * limits)``. The first candidate whose every bound
+   keeps its limit is certified. By a union bound over every test that could have been run,
+   the probability that the certified model breaks a limit on the population is at most
+   ``1 - confidence``.
+4. Else a refusal that names the best candidate's bounds and what would change them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fairtune._names import arg, got
+
+__all__ = ["Certificate", "NotCertifiedError", "certify_objective", "check_confidence",
+           "limits_for_search"]
+
+#: The fair trials tested on the safety rows, best first; the error probability is split
+#: among them, so more candidates make each bound wider.
+CANDIDATES = 5
+
+
+@dataclass
+class Certificate:
+    """A model's certificate: with probability at least ``level``, each fairness metric of the
+    model on the population the rows come from is within ``bounds`` (an upper bound of a gap,
+    a lower bound of a ratio), which keep the ``limits``.
+
+    Attributes:
+        trial: The number of the certified trial.
+        level: The confidence level.
+        bounds: ``{metric: bound}``.
+        limits: The limits certified, as text.
+        rows: The safety rows the bounds were computed on.
+        candidates: How many candidates the error probability was split among.
+        tested: How many were tested before this one passed (this one included).
+    """
+
+    trial: int
+    level: float
+    bounds: dict[str, float]
+    limits: list[str]
+    rows: int
+    candidates: int
+    tested: int
+    values: dict[str, float] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """One line for a person: what is guaranteed, at what level, on what."""
+        shown = ", ".join(f"{name} {'<=' if name != 'disparate_impact' else '>='} {bound:.4f}"
+                          for name, bound in self.bounds.items())
+        return (f"Certified: trial #{self.trial} keeps {', '.join(self.limits)} on new data "
+                f"with {self.level:.0%} confidence ({shown} on the population, bounded on "
+                f"{self.rows} safety rows the search never saw; {self.candidates} candidates "
+                f"accounted for, {self.tested} tested).")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class NotCertifiedError(ValueError):
+    """No candidate's bounds keep the limits: the entrance refuses to deploy a model."""
+
+
+def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any]
+                     ) -> tuple[float | None, float | None]:
+    """``(confidence, safety_size)`` checked: a level in (0, 1) with limits to certify, and a
+    share of the tuning rows in (0, 1) (0.3 when not given)."""
+    if confidence is None:
+        if safety_size is not None:
+            raise ValueError(f"{arg('safety_size')} holds out rows for the safety test of "
+                             f"{arg('confidence')}, so {arg('confidence')} must be given with "
+                             f"it, but got {got('safety_size', safety_size)} and "
+                             f"{got('confidence', None)}.")
+        return None, None
+    if isinstance(confidence, bool) or not isinstance(confidence, (float, int)) or not (
+            0.0 < float(confidence) < 1.0):
+        raise ValueError(f"{arg('confidence')} must be a level in (0, 1), e.g. 0.95, but got "
+                         f"{got('confidence', confidence)}.")
+    if not limits:
+        raise ValueError(f"{arg('confidence')} certifies fairness limits, so {arg('limits')} "
+                         f"must be given with it, but got {got('limits', None)}.")
+    share = 0.3 if safety_size is None else safety_size
+    if isinstance(share, bool) or not isinstance(share, float) or not 0.0 < share < 1.0:
+        raise ValueError(f"{arg('safety_size')} must be a float in (0, 1), but got "
+                         f"{got('safety_size', safety_size)}.")
+    return float(confidence), share
+
+
+def _delta(confidence: float, limits: Sequence[Any]) -> float:
+    """The error probability of one metric's bound on one candidate."""
+    return (1.0 - confidence) / (CANDIDATES * len(limits))
+
+
+def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's rows per rate of ``metric`` (shape (groups, rates)), and the rate at which
+    the margin is planned: the labels' base rate for a selection rate, 1/2 (the widest) for
+    the error rates, whose level the search does not know in advance."""
+    import pandas as pd
+
+    from fairtune.fairness import METRICS
+    from fairtune.fairness.metrics import _RATE_CONDITION
+
+    codes, uniques = pd.factorize(groups)
+    spec = METRICS[metric]
+    sizes = np.empty((len(uniques), len(spec.rates)))
+    rates = np.empty_like(sizes)
+    for column, rate in enumerate(spec.rates):
+        label = _RATE_CONDITION[rate][0]
+        rows = slice(None) if label is None else y == label
+        sizes[:, column] = np.bincount(codes[rows], minlength=len(uniques))
+        rates[:, column] = float(np.mean(y)) if label is None else 0.5
+    return sizes, rates
+
+
+def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
+                      s_safe: Any) -> list[Any]:
+    """The limits the search validates against: each tightened by the width its bound will
+    have on the safety rows (see the module docstring), so that the models it finds can pass.
+
+    Raises:
+        ValueError: If the safety rows are too few for any model to be certified (the width
+            reaches the limit), naming ``confidence``, ``safety_size`` and the limit.
+    """
+    from fairtune.fairness import FairnessLimit
+    from fairtune.fairness.bounds import metric_bound_width
+    from fairtune.tuning._data import group_labels
+
+    y = np.asarray(y_safe).astype(int)
+    groups = group_labels(s_safe)
+    tightened = []
+    for limit in limits:
+        sizes, rates = _sizes(limit.metric, y, groups)
+        width = metric_bound_width(limit.metric, sizes, rates,
+                                   delta=_delta(confidence, limits))
+        bound = limit.bound - width if limit.sense == "upper" else limit.bound + width
+        if (bound <= 0.0) if limit.sense == "upper" else (bound >= 1.0):
+            raise ValueError(
+                f"{arg('confidence')} {confidence:g} cannot be reached for {limit} on "
+                f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows "
+                f"a rate is measured on): a bound on them would be at least {width:.3f} from "
+                f"the measured value, as wide as the limit. Give more rows "
+                f"({arg('safety_size')}, or more data), a lower {arg('confidence')}, or a "
+                "looser limit."
+            )
+        tightened.append(FairnessLimit(limit.metric, round(bound, 10)))
+    return tightened
+
+
+def safety_bounds(limits: Sequence[Any], confidence: float, y_safe: Any, predicted: Any,
+                  s_safe: Any) -> dict[str, float]:
+    """Each limit's bound of a candidate's predictions of the safety rows."""
+    from fairtune.fairness.bounds import metric_bound
+
+    delta = _delta(confidence, limits)
+    return {limit.metric: metric_bound(limit.metric, y_safe, predicted,
+                                       sensitive_features=s_safe, delta=delta)
+            for limit in limits}
+
+
+def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[Any],
+                    confidence: float, rows: int) -> tuple[Any, Certificate]:
+    """The first of ``candidates`` (trials, best first) whose bounds keep every limit, with its
+    certificate; ``bounds_of(trial) -> (model, {metric: bound}, {metric: value})``.
+
+    Raises:
+        NotCertifiedError: Naming the best candidate's bounds and what would change them.
+    """
+    tried: list[tuple[Any, dict[str, float]]] = []
+    for number, trial in enumerate(list(candidates)[:CANDIDATES], start=1):
+        model, bounds, values = bounds_of(trial)
+        if all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits):
+            return model, Certificate(
+                trial=trial.number, level=confidence, bounds=bounds,
+                limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
+                tested=number, values=values)
+        tried.append((trial, bounds))
+    if not tried:
+        raise NotCertifiedError(
+            f"No model could be certified: the search found no fair trial to test on the "
+            f"safety rows (under the limits tightened for {arg('confidence')} "
+            f"{confidence:g}). Run more trials, loosen the limits or lower "
+            f"{arg('confidence')}.")
+    trial, bounds = tried[0]
+    shown = ", ".join(f"{name} {bound:.4f}" for name, bound in bounds.items())
+    raise NotCertifiedError(
+        f"No model could be certified at {arg('confidence')} {confidence:g}: the best "
+        f"candidate, trial #{trial.number}, has the bounds {shown} on {rows} safety rows, "
+        f"beyond {', '.join(str(limit) for limit in limits)} ({len(tried)} of {CANDIDATES} "
+        f"candidates tested). More safety rows ({arg('safety_size')}, or more data) narrow "
+        f"the bounds; a looser limit or a lower {arg('confidence')} asks less.")
+
+
+def certify_objective(objective: Any, study: Any) -> Any:
+    """:meth:`FairObjective.certify <fairtune.tuning.FairObjective.certify>`: the safety test
+    of the study's fair trials on the objective's safety rows; the certificate (or the
+    refusal) is stored with the study."""
+    from optuna.trial import TrialState
+
+    from fairtune._keys import CERTIFICATE_KEY
+    from fairtune.fairness import is_fair, study_limits
+    from fairtune.tenancy import tenant_of
+    from fairtune.tuning._trial import fairness_value
+
+    if objective.confidence is None:
+        raise ValueError(f"`certify` needs {arg('confidence')}: create the FairObjective with "
+                         "confidence=..., e.g. 0.95, but got confidence=None.")
+    rows, limits = objective._rows, objective.limits
+    fair_by = study_limits(study, objective.tenant)
+    candidates = sorted(
+        (t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+         if (objective.tenant is None or tenant_of(t) == objective.tenant)
+         and is_fair(t, fair_by)),
+        key=lambda t: (-t.value, t.number))
+
+    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float]]:
+        model = objective.refit_best(study, trial=trial)  # on the search rows
+        predicted, _ = objective._predict(model, rows.X_safe, rows.s_safe, expected=True)
+        bounds = safety_bounds(limits, objective.confidence, rows.y_safe, predicted, rows.s_safe)
+        values = {limit.metric: fairness_value(limit.metric, rows.y_safe.to_numpy(), predicted,
+                                               rows.s_safe) for limit in limits}
+        return model, bounds, values
+
+    key = CERTIFICATE_KEY + ("" if objective.tenant is None else ":" + objective.tenant)
+    try:
+        model, certificate = first_certified(candidates, bounds_of, limits,
+                                             objective.confidence, len(rows.y_safe))
+    except NotCertifiedError as refusal:
+        study.set_user_attr(key, {"certified": False, "message": str(refusal)})
+        raise
+    model.certificate_ = certificate
+    study.set_user_attr(key, {"certified": True, **certificate.as_dict(),
+                              "message": certificate.text()})
+    return model

@@ -1,0 +1,175 @@
+"""A deployed model with a stated confidence that it keeps the limits on new data, or a refusal:
+the bounds, the safety rows, the certified model and its records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+
+from fairtune.cli import main
+from fairtune.fairness.bounds import kl_lower, kl_upper, metric_bound, metric_bound_width
+from fairtune.tuning import FairObjective, NotCertifiedError
+from fairtune.tuning._certify import CANDIDATES
+
+
+def _population(n: int, seed: int) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """Applicants whose base rate depends on the group, with a proxy of the group."""
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], n, p=[0.4, 0.6])
+    merit = rng.normal(size=n)
+    proxy = (group == "a") + rng.normal(scale=0.8, size=n)
+    y = (merit + 0.6 * (group == "a") + rng.normal(scale=0.7, size=n) > 0.4).astype(int)
+    X = pd.DataFrame({"merit": merit + rng.normal(scale=0.5, size=n), "proxy": proxy})
+    return X, pd.Series(y), pd.Series(group, name="group")
+
+
+# -- the bounds -------------------------------------------------------------------------------
+
+
+def test_a_bound_holds_for_a_randomized_classifier_at_least_at_its_level() -> None:
+    # A fixed randomized classifier whose rates on the population are known: each group's
+    # probabilities of 1 are Beta-distributed with known means, a gap of 1/3 - 2/7.
+    true_gap, delta, misses, runs = 2 / 6 - 2 / 7, 0.2, 0, 400
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        group = rng.choice(["a", "b"], 300)
+        p = np.where(group == "a", rng.beta(2, 5, 300), rng.beta(2, 4, 300))
+        y = rng.integers(0, 2, 300)
+        bound = metric_bound("demographic_parity", y, p, sensitive_features=group, delta=delta)
+        misses += bound < true_gap
+        assert bound >= abs(p[group == "a"].mean() - p[group == "b"].mean())
+    assert misses / runs <= delta
+
+
+def test_bounds_are_tight_where_they_can_be_and_shrink_with_rows() -> None:
+    # The Chernoff bound of a rate lies around the observed one, inside [0, 1], and narrows
+    # as rows are added; the width a search plans with is that of equal rates.
+    for p_hat in (0.0, 0.05, 0.3, 1.0):
+        low, high = kl_lower(p_hat, 400, 0.01), kl_upper(p_hat, 400, 0.01)
+        assert 0.0 <= low <= p_hat <= high <= 1.0
+    assert kl_upper(0.3, 4000, 0.01) - 0.3 < kl_upper(0.3, 400, 0.01) - 0.3
+    narrow = metric_bound_width("demographic_parity", [[5000], [5000]], 0.3, delta=0.01)
+    wide = metric_bound_width("demographic_parity", [[500], [500]], 0.3, delta=0.01)
+    assert 0 < narrow < wide
+    # Two groups of n rows: sqrt(log(1 / d) (2 / n) / 2), d = delta / 2 ordered pairs.
+    assert narrow == pytest.approx(np.sqrt(np.log(2 / 0.01) * (2 / 5000) / 2))
+
+
+def test_a_ratio_bound_is_below_the_observed_ratio() -> None:
+    rng = np.random.default_rng(0)
+    group = rng.choice(["a", "b"], 2000)
+    y_pred = (rng.random(2000) < np.where(group == "a", 0.3, 0.4)).astype(int)
+    observed = y_pred[group == "a"].mean() / y_pred[group == "b"].mean()
+    bound = metric_bound("disparate_impact", y_pred, y_pred, sensitive_features=group,
+                         delta=0.05)
+    assert 0 < bound < observed
+
+
+# -- the search -------------------------------------------------------------------------------
+
+
+def _objective(n: int = 8000, **kwargs) -> FairObjective:
+    kwargs.setdefault("limits", "demographic_parity<=0.1")
+    kwargs.setdefault("confidence", 0.9)
+    return FairObjective(_population(n, 0), "linear", test_size=0.2, **kwargs)
+
+
+def test_the_safety_rows_are_never_seen_by_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    objective = _objective()
+    safety = set(objective._rows.X_safe.index)
+    assert safety and not safety & set(objective.X_dev.index)
+    assert not safety & set(objective.X_test.index)
+    seen: set = set()
+    fit, predict = FairObjective._fit, FairObjective._predict
+    monkeypatch.setattr(FairObjective, "_fit", staticmethod(
+        lambda pipeline, X, y, s: (seen.update(X.index), fit(pipeline, X, y, s))[1]))
+    monkeypatch.setattr(FairObjective, "_predict", lambda self, pipeline, X, s, **kw: (
+        seen.update(X.index), predict(self, pipeline, X, s, **kw))[1])
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=3)
+    assert seen and not seen & safety
+
+
+def test_the_search_aims_at_the_limit_less_the_width_the_safety_rows_allow() -> None:
+    objective = _objective()
+    (limit,), (aimed,) = objective.limits, objective.tuning_limits
+    groups = objective._rows.s_safe.value_counts()
+    width = metric_bound_width("demographic_parity", groups.to_numpy()[:, None], 0.5,
+                               delta=(1 - 0.9) / CANDIDATES)
+    assert aimed.bound == pytest.approx(limit.bound - width)
+    assert objective.setup["confidence"] == 0.9 and objective.setup["safety_size"] == 0.3
+    assert objective.setup["limits"] == [str(aimed)]
+
+
+def test_the_deployed_model_comes_with_its_certificate() -> None:
+    from fairtune.report import report
+
+    objective = _objective()
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=6)
+    pipeline = objective.refit_best(study)
+    certificate = pipeline.certificate_
+    assert certificate.level == 0.9 and certificate.rows == len(objective._rows.y_safe)
+    assert certificate.bounds["demographic_parity"] <= 0.1
+    assert certificate.values["demographic_parity"] <= certificate.bounds["demographic_parity"]
+    # The certified model is the candidate's pipeline fitted on the search rows: its
+    # predictions of the safety rows give the recorded value.
+    again = objective.refit_best(study, trial=certificate.trial)
+    assert np.array_equal(again.predict(objective._rows.X_safe),
+                          pipeline.predict(objective._rows.X_safe))
+    assert objective.evaluate(pipeline)["certificate"]["trial"] == certificate.trial
+    stored = study.user_attrs["fairtune:certificate"]
+    assert stored["certified"] and stored["bounds"] == certificate.bounds
+    assert "Certified: trial #" in report(study).text()
+
+
+def test_no_certifiable_model_is_a_refusal_that_names_the_bounds() -> None:
+    objective = _objective(limits="demographic_parity<=0.12", confidence=0.6)
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=2)
+    # Every trial of another study: nothing fair, nothing to test.
+    empty = optuna.create_study(direction="maximize")
+    objective.record_setup(empty)
+    with pytest.raises(NotCertifiedError, match=r"found no fair trial to test"):
+        objective.refit_best(empty)
+    assert empty.user_attrs["fairtune:certificate"]["certified"] is False
+
+
+def test_too_few_safety_rows_for_the_limit_are_refused_before_any_trial() -> None:
+    with pytest.raises(ValueError, match=r"`confidence` 0.99 cannot be reached for "
+                                         r"demographic_parity<=0.05 on \d+ safety rows.*"
+                                         r"`safety_size`"):
+        _objective(n=1000, limits="demographic_parity<=0.05", confidence=0.99)
+    with pytest.raises(ValueError, match=r"`safety_size` holds out rows for the safety test"):
+        FairObjective(_population(1000, 0), "linear", limits="dsp<=0.1", safety_size=0.2)
+    with pytest.raises(ValueError, match=r"`confidence` must be a level in \(0, 1\)"):
+        _objective(confidence=95)
+
+
+def test_a_resume_with_another_confidence_is_refused() -> None:
+    objective = _objective()
+    study = objective.create_study(seed=0)
+    with pytest.raises(ValueError, match=r"`confidence` 0.9, but this run asks for 0.8"):
+        _objective(confidence=0.8).prepare(study)
+
+
+def test_the_command_line_prints_the_certificate_or_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    X, y, group = _population(8000, 1)
+    path = tmp_path / "applicants.csv"
+    X.assign(group=group, decision=y).to_csv(path, index=False)
+    args = ["tune", "--data", str(path), "--target", "decision", "--sensitive", "group",
+            "--model", "linear", "--limit", "demographic_parity<=0.1", "--n-trials", "4",
+            "--test-size", "0.2", "--confidence", "0.9", "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Certified: trial #" in out and "with 90% confidence" in out
+    assert "Test split (1600 rows), the certified model:" in out
+    assert main([*args[:-5], "--confidence", "0.999", "--safety-size", "0.05",
+                 "--no-progress"]) == 2
+    assert "--confidence 0.999 cannot be reached" in capsys.readouterr().err
