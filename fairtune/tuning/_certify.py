@@ -30,8 +30,8 @@ import numpy as np
 
 from fairtune._names import arg, got
 
-__all__ = ["Certificate", "NotCertifiedError", "certify_objective", "check_confidence",
-           "limits_for_search"]
+__all__ = ["Certificate", "NotCertifiedError", "certify_objective", "certify_search",
+           "check_confidence", "limits_for_search", "split_safety"]
 
 #: The fair trials tested on the safety rows, best first; the error probability is split
 #: among them, so more candidates make each bound wider.
@@ -250,3 +250,79 @@ def certify_objective(objective: Any, study: Any) -> Any:
     study.set_user_attr(key, {"certified": True, **certificate.as_dict(),
                               "message": certificate.text()})
     return model
+
+
+def split_safety(search: Any, X: Any, y: Any, sensitive: Any, fit_params: dict[str, Any],
+                 share: float) -> tuple[tuple[Any, Any, Any, dict[str, Any]], tuple[Any, ...]]:
+    """FairSearchCV's rows split into those of the search and the safety rows (stratified by
+    label, seeded by ``random_state``): ``((X, y, sensitive, fit_params), (X_safe, y01_safe,
+    sensitive_safe))``, per-row fit parameters cut to the search rows."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.utils import _safe_indexing
+
+    from fairtune.tuning._estimators import _rows_of
+    from fairtune.tuning._search_checks import seeds
+
+    if not search.refit:
+        raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` must "
+                         "be True with it, but got refit=False.")
+    labels = np.asarray(y)
+    rows, safe = train_test_split(np.arange(len(labels)), test_size=share, stratify=labels,
+                                  random_state=seeds(search)[1])
+    rows, safe = np.sort(rows), np.sort(safe)
+    y01, _ = search._favourable(labels)
+    part = (_safe_indexing(X, rows), _safe_indexing(y, rows), _safe_indexing(sensitive, rows),
+            _rows_of(fit_params, rows, len(labels)))
+    return part, (_safe_indexing(X, safe), y01[safe], _safe_indexing(sensitive, safe))
+
+
+def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitive: Any,
+                   fit_params: dict[str, Any], safe: tuple[Any, ...], limits: Sequence[Any],
+                   confidence: float, mitigated: bool) -> None:
+    """FairSearchCV's safety test: ``best_estimator_`` and ``certificate_`` of the first fair
+    trial (best first) refitted on the search rows whose bounds on the safety rows keep the
+    ``limits``; the certificate (or the refusal) is stored with the study."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from fairtune._keys import CERTIFICATE_KEY
+    from fairtune.fairness import is_fair, study_limits
+    from fairtune.tuning._estimators import favourable_predictions, with_sensitive
+    from fairtune.tuning._search_checks import seeds
+    from fairtune.tuning._trial import fairness_value
+
+    X_safe, y_safe, s_safe = safe
+    fair_by = study_limits(study)
+    candidates = sorted(
+        (t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+         if is_fair(t, fair_by)), key=lambda t: (-t.value, t.number))
+
+    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float]]:
+        estimator = build(optuna.trial.FixedTrial(trial.params))
+        search._refit(estimator, X, y, with_sensitive(search, estimator, "fit", fit_params,
+                                                      sensitive, mitigated))
+        # The favourable predictions (a randomized mitigation's expected ones).
+        predicted = favourable_predictions(
+            estimator, X_safe, with_sensitive(search, estimator, "predict", {}, s_safe,
+                                              mitigated), search._positive_label,
+            seeds(search)[1])
+        bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe)
+        values = {limit.metric: fairness_value(limit.metric, y_safe, predicted, s_safe)
+                  for limit in limits}
+        return estimator, bounds, values
+
+    try:
+        estimator, certificate = first_certified(candidates, bounds_of, limits, confidence,
+                                                 len(y_safe))
+    except NotCertifiedError as refusal:
+        study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "message": str(refusal)})
+        raise
+    estimator.certificate_ = certificate
+    search.best_estimator_, search.certificate_ = estimator, certificate
+    chosen = next(t for t in candidates if t.number == certificate.trial)
+    search.best_trial_, search.best_params_ = chosen, dict(chosen.params)
+    search.best_score_ = float(chosen.value)
+    search.best_index_ = int(np.flatnonzero(
+        search.cv_results_["trial_number"] == chosen.number)[0])
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": True, **certificate.as_dict(),
+                                          "message": certificate.text()})

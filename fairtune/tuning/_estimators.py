@@ -395,20 +395,25 @@ class _SearchObjective:
         return y_pred, y_score
 
     def _favourable_predictions(self, model: Any, X: Any, predict: dict[str, Any]) -> Any:
-        """1 where ``model`` predicts the favourable label, or a randomized mitigation's
-        probability of predicting it (its expected predictions, as FairObjective scores it)."""
-        if isinstance(model, (ThresholdClassifier, ReductionClassifier)):
-            proba = model.predict_proba(X, **predict)
-            classes = list(model.classes_)
-            return (proba[:, classes.index(self.positive)] if self.positive in classes
-                    else np.zeros(len(proba)))
-        if "random_state" not in predict and trial_path.takes_random_state(model.predict,
-                                                                var_keyword=False):
-            # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at random from
-            # numpy's global generator unless given one: fix it, so that a trial is
-            # reproducible.
-            predict = {**predict, "random_state": self.seed}
-        return (np.asarray(model.predict(X, **predict)).ravel() == self.positive).astype(int)
+        return favourable_predictions(model, X, predict, self.positive, self.seed)
+
+
+def favourable_predictions(model: Any, X: Any, predict: dict[str, Any], positive: Any,
+                           seed: int) -> Any:
+    """1 where ``model`` predicts the favourable label ``positive``, or a randomized
+    mitigation's probability of predicting it (its expected predictions, as FairObjective
+    scores it)."""
+    if isinstance(model, (ThresholdClassifier, ReductionClassifier)):
+        proba = model.predict_proba(X, **predict)
+        classes = list(model.classes_)
+        return (proba[:, classes.index(positive)] if positive in classes
+                else np.zeros(len(proba)))
+    if "random_state" not in predict and trial_path.takes_random_state(model.predict,
+                                                                       var_keyword=False):
+        # fairlearn's ThresholdOptimizer and ExponentiatedGradient predict at random from
+        # numpy's global generator unless given one: fix it, so that a trial is reproducible.
+        predict = {**predict, "random_state": seed}
+    return (np.asarray(model.predict(X, **predict)).ravel() == positive).astype(int)
 
 
 def remember_groups(search: FairSearchCV, X: Any, sensitive: Any) -> None:

@@ -337,6 +337,7 @@ def search_setup(search: FairSearchCV, X: Any, y01: np.ndarray, sensitive: Any, 
         limits=sorted(str(limit) for limit in limits), margin=float(search.margin),
         mitigation=list(mitigation), validation=_describe_cv(search.cv),
         budgets=None if budgets is None else list(budgets), resource=resource,
-        prune_unfair=bool(search.prune_unfair),
+        prune_unfair=bool(search.prune_unfair), confidence=search.confidence,
+        safety_size=None if search.confidence is None else search.safety_size or 0.3,
         data=data_fingerprint(X, y01, sensitive, folds=folds),
     )

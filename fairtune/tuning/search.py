@@ -5,21 +5,13 @@ A scikit-learn user with a ``Pipeline`` of their own and a sensitive feature get
 Every trial of the search is scored exactly as :class:`~fairtune.tuning.FairObjective` scores a
 trial with ``cv=k``, by the trial path both share (:func:`fairtune.tuning._trial.run_trial`):
 
-1. the trial's configuration is fitted once per cross-validation fold, and each fold's model
-   predicts the rows of its validation part;
-2. the predictions of all folds are pooled, so every validated row has exactly one
-   out-of-fold prediction ``yhat_i``;
-3. the trial's value is ``scoring`` on the pooled predictions, and every limited fairness
-   metric is computed once on them, e.g. for demographic parity
-   ``DSP = max_g P(yhat=1 | g) - min_g P(yhat=1 | g)`` over all the validated rows;
-4. each limit is recorded as an Optuna 5 constraint ``metric - bound`` (feasible iff
-   ``<= 0``) with the raw value as the user attribute ``"fairtune:<metric>"``
-   (:func:`fairtune.fairness.set_fairness_constraints`), which is what
-   :class:`~fairtune.samplers.FairBOSampler` models and :func:`fairtune.fairness.best_fair_trial`
-   reads.
-
-Pooling matters for fairness: a gap measured on the few hundred rows of one fold is much noisier
-than on all of them, and averaging per-fold gaps is not the gap of any model.
+each configuration is fitted once per cross-validation fold; the folds' out-of-fold
+predictions are pooled, so every validated row has one, and ``scoring`` and every limited
+fairness metric (e.g. ``DSP = max_g P(yhat=1 | g) - min_g P(yhat=1 | g)``) are computed once on
+them and recorded as Optuna 5 constraints ``metric - bound`` (feasible iff ``<= 0``), which
+:class:`~fairtune.samplers.FairBOSampler` models and :func:`fairtune.fairness.best_fair_trial`
+reads. Pooling matters for fairness: a gap measured on the few hundred rows of one fold is much
+noisier, and averaging per-fold gaps is not the gap of any model.
 
 Sensitive features reach the estimator as scikit-learn's metadata routing asks, or, without
 routing, through the ``fit`` / ``predict`` parameters that take them
@@ -47,6 +39,12 @@ from fairtune.fairness.constraints import (
     parse_limits,
 )
 from fairtune.tuning import _trial as trial_path
+from fairtune.tuning._certify import (
+    certify_search,
+    check_confidence,
+    limits_for_search,
+    split_safety,
+)
 from fairtune.tuning._data import (
     Splits,
     budget_folds,
@@ -292,6 +290,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             None.
         prune_unfair: Let the pruner stop a trial that breaks a limit at a smaller budget.
             Defaults to False (the pruner sees the score alone).
+        confidence: Refit only a model certified at this level (e.g. 0.95) as FairObjective
+            certifies it, on ``safety_size`` (default 0.3) of the rows kept from the search:
+            ``best_estimator_.certificate_``, or :class:`~fairtune.tuning.NotCertifiedError`.
+        safety_size: The share of the rows kept for the safety test of ``confidence``.
 
     Raises:
         ValueError: From ``fit``, naming the argument and what it received, on an unknown
@@ -347,6 +349,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         resource: str = "n_samples",
         pruner: Any = None,
         prune_unfair: bool = False,
+        confidence: float | None = None,
+        safety_size: float | None = None,
     ) -> None:
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -369,6 +373,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.resource = resource
         self.pruner = pruner
         self.prune_unfair = prune_unfair
+        self.confidence = confidence
+        self.safety_size = safety_size
 
     # ------------------------------------------------------------------ validation
 
@@ -376,11 +382,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         limits = parse_limits(self.limits)  # its errors name `limits`
         trial_path.warn_if_cannot_bind(limits, stacklevel=3)
         return limits
-
-
-
-
-
 
     def _check_refit(self, attr: str) -> None:
         if not self.refit:
@@ -447,12 +448,19 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         from sklearn.utils import indexable
 
         check_options(self)
-        limits = trial_path.tightened(self._check_limits(), self.margin)
+        limits = trial_path.tightened(given := self._check_limits(), self.margin)
+        confidence, safety_size = check_confidence(self.confidence, self.safety_size, given)
         y_array = binary_target(y)
         X, y = indexable(X, y)
-        n = len(y_array)
-        check_sensitive(self, sensitive_features, n)
+        check_sensitive(self, sensitive_features, len(y_array))
         check_same_rows(X, y, sensitive_features)
+        safe = None
+        if confidence is not None:  # the safety rows, kept from the search
+            (X, y, sensitive_features, fit_params), safe = split_safety(
+                self, X, y, sensitive_features, fit_params, safety_size)
+            limits = limits_for_search(limits, confidence, *safe[1:])
+            y_array = binary_target(y)
+        n = len(y_array)
         mitigation = check_mitigation(self, y_array)
         space_or_distributions = checked_space(self, mitigation)
         sampler_seed, seed = seeds(self)
@@ -499,7 +507,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.study_ = study
         self.n_splits_ = len(folds)
         best = self._select(study, limits, numbers_before)
-        if best is not None and self.refit:
+        if safe is not None:
+            certify_search(self, study, build, X, y, sensitive_features, fit_all, safe,
+                           given, confidence, bool(mitigation))
+        elif best is not None and self.refit:
             estimator = build(optuna.trial.FixedTrial(best.params))
             self._refit(estimator, X, y, with_sensitive(self, 
                 estimator, "fit", fit_all, sensitive_features, bool(mitigation)))
@@ -529,7 +540,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.best_params_ = dict(best.params)
         self.best_score_ = float(best.value)
         return best
-
 
     def _favourable(self, y: np.ndarray) -> tuple[np.ndarray, Any]:
         """(0/1 labels with 1 = the favourable label, that label), remembered with the other

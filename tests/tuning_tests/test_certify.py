@@ -173,3 +173,32 @@ def test_the_command_line_prints_the_certificate_or_refuses(
     assert main([*args[:-5], "--confidence", "0.999", "--safety-size", "0.05",
                  "--no-progress"]) == 2
     assert "--confidence 0.999 cannot be reached" in capsys.readouterr().err
+
+
+def test_fair_search_cv_refits_only_a_certified_model() -> None:
+    from optuna.distributions import FloatDistribution
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import FairSearchCV
+
+    X, y, group = _population(8000, 2)
+
+    def search(**kwargs):
+        return FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                            limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
+                            n_trials=4, random_state=0, confidence=0.9, **kwargs)
+
+    fitted = search().fit(X, y, sensitive_features=group)
+    certificate = fitted.best_estimator_.certificate_
+    assert fitted.certificate_ is certificate and certificate.rows == 2400
+    assert certificate.bounds["demographic_parity"] <= 0.1
+    assert fitted.best_trial_.number == certificate.trial
+    assert fitted.study_.user_attrs["fairtune:certificate"]["certified"]
+    with pytest.raises(ValueError, match=r"`confidence` certifies the refitted model"):
+        search(refit=False).fit(X, y, sensitive_features=group)
+    with pytest.raises(ValueError, match=r"No trial meets the fairness limit "
+                                         r"demographic_parity<=0\.03"):  # the aimed-at limit
+        FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                     limits="demographic_parity<=0.1", cv=3, n_trials=2, random_state=0,
+                     confidence=0.9).fit(X.assign(proxy=group.eq("a") * 3.0), y,
+                                         sensitive_features=group)
