@@ -221,7 +221,7 @@ def test_text_from_the_data_prints_its_control_characters_escaped() -> None:
     assert not any(c in text for c in "\x1b\r"), repr(text)
     escaped = r"\x1b[2J\r\n"
     for shown in (f"Study s{escaped}: 1 trials", f"Dataset     d{escaped}.csv (sensitive: "
-                  f"g{escaped})\n", f"  group g{escaped}1 ", f"kind  ", f"k{escaped}  param",
+                  f"g{escaped})\n", f"  group 'g{escaped}1' ", f"kind  ", f"k{escaped}  param",
                   f"  t{escaped}\n"):
         assert shown in text, (shown, text)
     # Every line is one of the report's: none broken by a newline from the data.
