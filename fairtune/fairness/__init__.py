@@ -5,10 +5,13 @@
   :func:`metric_interval`, a metric's bootstrap interval.
 - :mod:`~fairtune.fairness.constraints`: limits such as ``"demographic_parity<=0.05"`` and
   :func:`set_fairness_constraints`, which records them as Optuna constraints.
+- :mod:`~fairtune.fairness.bounds`: :func:`metric_bound`, a high-confidence bound of a metric
+  on the population, which certified models are tested with.
 - :mod:`~fairtune.fairness.callbacks`: :class:`FairnessCallback` for ``study.optimize``.
 - :mod:`~fairtune.fairness.welfare`: fairness between tenants (G2SF weights, generalized Gini).
 """
 
+from fairtune.fairness.bounds import metric_bound
 from fairtune.fairness.callbacks import FairnessCallback, TrialRecord
 from fairtune.fairness.constraints import (
     FAIR_KEY,
@@ -46,6 +49,7 @@ from fairtune.fairness.welfare import (
 )
 
 __all__ = [
+    "metric_bound",
     "FAIR_KEY",
     "LIMITS_KEY",
     "METRICS",
