@@ -80,8 +80,8 @@ class NotCertifiedError(ValueError):
     """No candidate's bounds keep the limits: the entrance refuses to deploy a model."""
 
 
-def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any]
-                     ) -> tuple[float | None, float | None]:
+def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
+                     objectives: Sequence[str] = ()) -> tuple[float | None, float | None]:
     """``(confidence, safety_size)`` checked: a level in (0, 1) with limits to certify, and a
     share of the tuning rows in (0, 1) (0.3 when not given)."""
     if confidence is None:
@@ -98,6 +98,10 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any]
     if not limits:
         raise ValueError(f"{arg('confidence')} certifies fairness limits, so {arg('limits')} "
                          f"must be given with it, but got {got('limits', None)}.")
+    if objectives:
+        raise ValueError(f"{arg('confidence')} certifies the one best fair model of a "
+                         f"single-objective search; a multi-objective study has no single best "
+                         f"model, but got {got('objectives', list(objectives))}.")
     share = 0.3 if safety_size is None else safety_size
     if isinstance(share, bool) or not isinstance(share, float) or not 0.0 < share < 1.0:
         raise ValueError(f"{arg('safety_size')} must be a float in (0, 1), but got "

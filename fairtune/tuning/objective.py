@@ -287,7 +287,8 @@ class FairObjective:
         self.random_state = random_state
         self.pos_label = pos_label
         self.use_sensitive_feature = use_sensitive_feature
-        self.confidence, self.safety_size = check_confidence(confidence, safety_size, self.limits)
+        self.confidence, self.safety_size = check_confidence(confidence, safety_size, self.limits,
+                                                             self.objectives)
         # The data, once: rows, labels, groups, splits, budget subsets and their fingerprint.
         self._rows = tuning_rows(
             dataset, pos_label=pos_label, drop_columns=drop_columns,

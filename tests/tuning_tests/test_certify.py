@@ -148,6 +148,8 @@ def test_too_few_safety_rows_for_the_limit_are_refused_before_any_trial() -> Non
         FairObjective(_population(1000, 0), "linear", limits="dsp<=0.1", safety_size=0.2)
     with pytest.raises(ValueError, match=r"`confidence` must be a level in \(0, 1\)"):
         _objective(confidence=95)
+    with pytest.raises(ValueError, match=r"a multi-objective study has no single best model"):
+        _objective(objectives=["accuracy", "demographic_parity"])
 
 
 def test_a_resume_with_another_confidence_is_refused() -> None:
