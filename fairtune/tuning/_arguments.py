@@ -16,7 +16,7 @@ from fairtune.tuning.spaces import Space, get_space
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_budgets_objectives", "check_resource", "check_validation", "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial", "parse_objectives",
+__all__ = ["check_budgets_objectives", "check_complete_rows", "check_resource", "check_validation", "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial", "parse_objectives",
            "space_of"]
 
 
@@ -198,3 +198,18 @@ def check_resource(objective: Any) -> None:
     if params is not None:
         pipeline = objective.make_pipeline(optuna.trial.FixedTrial(params))
         scale_resource(pipeline, objective.resource, objective.budgets[0])
+
+
+def check_complete_rows(space: Space, X: Any) -> None:
+    """Refuse missing numeric values for a model that needs complete rows, before any trial
+    (each trial would fail on them)."""
+    if space.handles_missing is not False:
+        return
+    missing = X.select_dtypes("number").isna().sum()
+    missing = {str(column): int(count) for column, count in missing.items() if count}
+    if missing:
+        raise ValueError(
+            f"{arg('model')} {space.name!r} needs complete rows, but the columns {missing} "
+            f"have missing values (of {len(X)} rows); fill or drop them first, or choose a "
+            "model that handles them: 'xgboost' or 'random_forest'."
+        )

@@ -12,7 +12,8 @@ from fairtune._keys import PREFIX
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tuning._arguments import (
-    check_budgets_objectives, check_resource, check_validation, checked_mitigation,
+    check_budgets_objectives, check_complete_rows, check_resource, check_validation,
+    checked_mitigation,
     checked_tenant, chosen_trial, parse_objectives, space_of,
 )
 from fairtune.tuning._certify import check_confidence, limits_for_search
@@ -315,6 +316,7 @@ class FairObjective:
         self._score_expected = True
         self._recorded: set[tuple[int, int]] = set()  # studies whose setup it has checked
         check_resource(self)
+        check_complete_rows(self.space, self.X)
 
     # -- the rows (views of the data, see fairtune.tuning._data) ------------------------------
 

@@ -66,12 +66,15 @@ class Space:
             (gradient-based models: ``mlp``, ``linear``).
         defaults: The space's point nearest the estimator library's defaults (every parameter
             ``build`` suggests), or ``None`` when the space names none.
+        handles_missing: Whether the model fits rows with missing numeric values (XGBoost and
+            scikit-learn's forests do; the linear model and the MLP need complete rows).
     """
 
     name: str
     build: SpaceFunction
     needs_scaling: bool = False
     defaults: Mapping[str, Any] | None = field(default=None, hash=False)
+    handles_missing: bool | None = None
 
 
 def xgboost(trial: optuna.Trial, *, random_state: int = 0) -> Any:
@@ -188,12 +191,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 #: The registered search spaces by name: the five above and those added by
 #: :func:`register_space`.
 SPACES: dict[str, Space] = {
-    "xgboost": Space("xgboost", xgboost, defaults=_DEFAULTS["xgboost"]),
-    "random_forest": Space("random_forest", random_forest, defaults=_DEFAULTS["random_forest"]),
+    "xgboost": Space("xgboost", xgboost, defaults=_DEFAULTS["xgboost"], handles_missing=True),
+    "random_forest": Space("random_forest", random_forest, defaults=_DEFAULTS["random_forest"],
+                           handles_missing=True),
     "random_forest_deep": Space("random_forest_deep", random_forest_deep,
-                                defaults=_DEFAULTS["random_forest_deep"]),
-    "mlp": Space("mlp", mlp, needs_scaling=True, defaults=_DEFAULTS["mlp"]),
-    "linear": Space("linear", linear, needs_scaling=True, defaults=_DEFAULTS["linear"]),
+                                defaults=_DEFAULTS["random_forest_deep"], handles_missing=True),
+    "mlp": Space("mlp", mlp, needs_scaling=True, defaults=_DEFAULTS["mlp"],
+                 handles_missing=False),
+    "linear": Space("linear", linear, needs_scaling=True, defaults=_DEFAULTS["linear"],
+                    handles_missing=False),
 }
 
 

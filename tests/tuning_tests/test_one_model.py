@@ -392,3 +392,21 @@ def test_a_tenants_test_scores_are_stored_and_reported_as_its_own(
     study = optuna.load_study(study_name="shared", storage=storage)
     assert (study.user_attrs["fairtune:test_scores:a"]["lines"]
             != study.user_attrs["fairtune:test_scores:b"]["lines"])
+
+
+def test_missing_values_for_a_model_that_needs_complete_rows_are_refused_before_any_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    X, y, group = _data()
+    X = X.copy()
+    X.loc[:6, "x1"] = np.nan
+    with pytest.raises(ValueError, match=r"`model` 'linear' needs complete rows, but the "
+                                         r"columns \{'x1': 7\} have missing values"):
+        FairObjective((X, y, group), "linear", limits="demographic_parity<=0.4")
+    FairObjective((X, y, group), "xgboost", limits="demographic_parity<=0.4")  # handles them
+    path = tmp_path / "gaps.csv"
+    X.assign(group=group, outcome=y).to_csv(path, index=False)
+    assert main(["tune", "--data", str(path), "--target", "outcome", "--sensitive", "group",
+                 "--model", "mlp", "--limit", "demographic_parity<=0.4", "--n-trials", "1",
+                 "--no-progress"]) == 2
+    assert "--model 'mlp' needs complete rows" in capsys.readouterr().err
