@@ -184,7 +184,7 @@ def summarize(args: argparse.Namespace) -> None:
         certified = methods.get("certified", {})
         print(f"\n{int(size):,} rows, {metric} <= {LIMIT}:")
         print(f"{'method':<48} {'seeds':>5} {'refused':>7} {'broke the limit':>15} "
-              f"{'accuracy':>8}  {'vs certified (w/t/l, p)':>24}")
+              f"{'accuracy':>8}  {'certified w/t/l (p)':>24}")
         for method in METHODS:
             runs = methods.get(method, {})
             deployed = [r for r in runs.values() if r["refused"] != "True"]
@@ -193,14 +193,16 @@ def summarize(args: argparse.Namespace) -> None:
             paired = ""
             if method != "certified" and certified:
                 # A refusal deploys nothing: it counts as the accuracy of the majority class
-                # here, which is what a reviewer would fall back to.
+                # (what a reviewer falls back to), on the same population.
+                _, labels, _ = population(POPULATION_ROWS, 10**6 + int(size))
+                fallback = max(labels.mean(), 1 - labels.mean())
                 wins = ties = losses = 0
                 for seed, mine in certified.items():
                     other = runs.get(seed)
                     if other is None:
                         continue
-                    a = float(mine["accuracy"]) if mine["refused"] != "True" else 0.0
-                    b = float(other["accuracy"]) if other["refused"] != "True" else 0.0
+                    a = float(mine["accuracy"]) if mine["refused"] != "True" else fallback
+                    b = float(other["accuracy"]) if other["refused"] != "True" else fallback
                     wins += a > b
                     losses += a < b
                     ties += a == b
