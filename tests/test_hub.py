@@ -55,12 +55,27 @@ def test_a_package_loads_from_disk_and_follows_the_registrys_layout(name: str) -
 @pytest.mark.parametrize("name", sorted(PACKAGES))
 def test_a_packages_example_runs(name: str, monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    # The example loads its package from the registry by name; here, from this checkout.
-    monkeypatch.setattr(optunahub, "load_module", lambda package, **_: optunahub.load_local_module(
-        package=package, registry_root=str(REGISTRY)))
+    # As written, from this checkout: the package beside it, never the registry (which would
+    # need the network and the published package).
+    def no_registry(package: str, **_: object) -> None:
+        raise AssertionError(f"the example asked the registry for {package}")
+
+    monkeypatch.setattr(optunahub, "load_module", no_registry)
+    monkeypatch.chdir(REGISTRY.parent)  # run from elsewhere: the example finds its package
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
         runpy.run_path(str(REGISTRY / "samplers" / name / "example.py"), run_name="__main__")
     finally:
         optuna.logging.set_verbosity(optuna.logging.INFO)
     assert capsys.readouterr().out.strip()
+
+
+def test_an_example_copied_on_its_own_asks_the_registry(tmp_path, monkeypatch) -> None:
+    asked = []
+    monkeypatch.setattr(optunahub, "load_module", lambda package, **_: asked.append(package)
+                        or (_ for _ in ()).throw(SystemExit(0)))
+    copy = tmp_path / "example.py"
+    copy.write_text((REGISTRY / "samplers" / "fairtune_fairbo" / "example.py").read_text())
+    with pytest.raises(SystemExit):
+        runpy.run_path(str(copy), run_name="__main__")
+    assert asked == ["samplers/fairtune_fairbo"]

@@ -1,11 +1,20 @@
 """Three agents with related objectives share designs on a board."""
 
+from pathlib import Path
+
 import optuna
 import optunahub
 
 from fairtune.collaboration import simulate
 
-module = optunahub.load_module(package="samplers/fairtune_cgp")
+# From a checkout (this file beside the package's __init__.py), the package itself;
+# copied on its own, the package published in the OptunaHub registry.
+_here = Path(__file__).resolve().parent
+if (_here / "__init__.py").exists():
+    module = optunahub.load_local_module(package="samplers/fairtune_cgp",
+                                         registry_root=str(_here.parents[1]))
+else:
+    module = optunahub.load_module(package="samplers/fairtune_cgp")
 
 
 def objective_for(shift: float):

@@ -1,11 +1,20 @@
 """Three tenants share one study with CollaborativeUCBSampler."""
 
+from pathlib import Path
+
 import optuna
 import optunahub
 
 from fairtune.tenancy import ask, cumulative_utilities
 
-module = optunahub.load_module(package="samplers/fairtune_collaborative_ucb")
+# From a checkout (this file beside the package's __init__.py), the package itself;
+# copied on its own, the package published in the OptunaHub registry.
+_here = Path(__file__).resolve().parent
+if (_here / "__init__.py").exists():
+    module = optunahub.load_local_module(package="samplers/fairtune_collaborative_ucb",
+                                         registry_root=str(_here.parents[1]))
+else:
+    module = optunahub.load_module(package="samplers/fairtune_collaborative_ucb")
 
 tenants = ["alpha", "beta", "gamma"]
 sampler = module.CollaborativeUCBSampler(tenants=tenants, rho=0.5, seed=0)

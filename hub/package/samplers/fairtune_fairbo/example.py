@@ -1,9 +1,18 @@
 """FairBOSampler on a problem whose better half breaks a limit."""
 
+from pathlib import Path
+
 import optuna
 import optunahub
 
-module = optunahub.load_module(package="samplers/fairtune_fairbo")
+# From a checkout (this file beside the package's __init__.py), the package itself;
+# copied on its own, the package published in the OptunaHub registry.
+_here = Path(__file__).resolve().parent
+if (_here / "__init__.py").exists():
+    module = optunahub.load_local_module(package="samplers/fairtune_fairbo",
+                                         registry_root=str(_here.parents[1]))
+else:
+    module = optunahub.load_module(package="samplers/fairtune_fairbo")
 
 
 def objective(trial: optuna.Trial) -> float:
