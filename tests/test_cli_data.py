@@ -178,3 +178,21 @@ def test_read_table_keeps_the_callers_values_and_records_the_file(tmp_path: Path
         (frame["decision"] == "approved").sum()
     with pytest.raises(ValueError, match="`sensitive` must not include the `target` column"):
         read_table(path, target="decision", sensitive="decision")
+
+
+def test_a_file_written_with_comma_space_separators_is_read_as_the_user_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its header is "decision, gender, ...": the columns are " gender" and so on, which a
+    # shell argument or a comma-separated flag loses; either spelling names them.
+    frame = _applicants(400)
+    path = tmp_path / "spaced.csv"
+    path.write_text(", ".join(frame.columns) + "\n" + "\n".join(
+        ", ".join(str(v) for v in row) for row in frame.itertuples(index=False)) + "\n")
+    for sensitive in ("gender", " gender"):
+        data = read_table(path, target="decision", sensitive=sensitive, positive=" approved")
+        assert data.sensitive_features.name == " gender"
+        assert int(data.target.sum()) == int((frame["decision"] == "approved").sum())
+    assert main(["tune", "--data", str(path), "--target", " decision", "--sensitive", " gender",
+                 "--positive", " approved", "--model", "linear", "--limit",
+                 "demographic_parity<=0.2", "--n-trials", "1", "--no-progress"]) == 0

@@ -61,6 +61,14 @@ def _read(path: Path, kind: str) -> pd.DataFrame:
 
 
 def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[str]:
+    """The file's columns ``names`` give: the column of that exact name, else the one column
+    whose name differs only by surrounding spaces (a CSV written with ", " separators has
+    ``" sex"``, which a shell argument or a list split on commas loses)."""
+    by_stripped: dict[str, list[str]] = {}
+    for column in map(str, frame.columns):
+        by_stripped.setdefault(column.strip(), []).append(column)
+    names = [name if name in frame.columns or len(by_stripped.get(str(name).strip(), [])) != 1
+             else by_stripped[str(name).strip()][0] for name in names]
     missing = [c for c in names if c not in frame.columns]
     if missing:
         raise ValueError(

@@ -401,6 +401,36 @@ def warn_of_proxies(
 
 
 
+def warn_of_text_columns(X: pd.DataFrame, *, stacklevel: int) -> None:
+    """Warn (at the caller) of text columns one-hot encoding would read badly: one with a
+    value per row or nearly (an identifier, a date), and a column of numbers read as text
+    because of a few values that are not numbers (``"?"`` for a missing value)."""
+    for column in X.columns:
+        values = X[column]
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        present = values.dropna().astype(str)
+        numbers = pd.to_numeric(present, errors="coerce")
+        others = present[numbers.isna()]
+        if len(present) and 0 < len(others) <= 0.05 * len(present):
+            warnings.warn(
+                f"{arg('dataset')} column {column!r} holds numbers but is read as text because "
+                f"of {len(others)} value{'s' if len(others) != 1 else ''} that "
+                f"{'are' if len(others) != 1 else 'is'} not one, e.g. "
+                f"{shown(pd.unique(others), 3)}: each of its values becomes a column of its own. "
+                "Replace them with empty cells (a missing value, which XGBoost and the forests "
+                "handle) or correct them.", UserWarning, stacklevel=stacklevel)
+            continue
+        distinct = present.nunique()
+        if distinct > 50 and distinct > 0.05 * len(values):
+            warnings.warn(
+                f"{arg('dataset')} column {column!r} has {distinct} distinct values in "
+                f"{len(values)} rows: one-hot encoding makes a column of each, most of them "
+                "seen in a few rows, and reads a new value as none of them. If it identifies "
+                f"rows or is a date, drop it ({arg('drop_columns')} {column}) or turn it into "
+                "numbers first.", UserWarning, stacklevel=stacklevel)
+
+
 @dataclass
 class TuningRows:
     """What a FairObjective's trials see: all the rows as the model sees them, the test split,
@@ -444,6 +474,7 @@ def tuning_rows(
     X, y, sensitive, name = load(dataset)
     drop = checked_drop_columns(drop_columns, X)
     X = X.drop(columns=drop)
+    warn_of_text_columns(X, stacklevel=stacklevel + 1)
     y = pd.Series(favourable_labels(y, pos_label, argument=f"{arg('dataset')} labels")[0],
                   index=X.index, name="target")
     _check_sensitive(sensitive, "the rows")

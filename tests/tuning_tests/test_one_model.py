@@ -410,3 +410,21 @@ def test_missing_values_for_a_model_that_needs_complete_rows_are_refused_before_
                  "--model", "mlp", "--limit", "demographic_parity<=0.4", "--n-trials", "1",
                  "--no-progress"]) == 2
     assert "--model 'mlp' needs complete rows" in capsys.readouterr().err
+
+
+def test_text_columns_one_hot_encoding_would_read_badly_are_named_in_a_warning() -> None:
+    X, y, group = _data(700)
+    X = X.assign(app=[f"APP-{i:05d}" for i in range(700)],
+                 amount=X["x1"].round(2).astype(str).where(np.arange(700) != 3, "?"))
+    with pytest.warns(UserWarning) as caught:
+        FairObjective((X, y, group), "xgboost", limits="demographic_parity<=0.4")
+    messages = [str(w.message) for w in caught]
+    assert any("column 'app' has 700 distinct values in 700 rows" in m
+               and "`drop_columns` app" in m for m in messages)
+    assert any("column 'amount' holds numbers but is read as text because of 1 value that is "
+               "not one, e.g. ['?']" in m for m in messages)
+    # Dropped, the identifier is not warned of.
+    with pytest.warns(UserWarning) as caught:
+        FairObjective((X, y, group), "xgboost", limits="demographic_parity<=0.4",
+                      drop_columns=["app"])
+    assert not any("'app'" in str(w.message) for w in caught)
