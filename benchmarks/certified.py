@@ -224,10 +224,14 @@ def _plot(lines, path) -> None:
         shares = [l[5] / l[3] if l[3] else np.nan for l in mine]
         ax.barh([NAMES[l[2]] for l in mine], shares, color=[
             "tab:green" if l[2] == "certified" else "tab:gray" for l in mine])
+        for position, line in enumerate(mine):
+            if line[4]:  # refusals deploy nothing
+                ax.text(0.06, position, f"refused in {line[4]} of {line[3]}", va="center",
+                        fontsize=8, color="tab:green")
         ax.axvline(0.05, color="tab:red", linestyle="--", linewidth=1)
-        ax.set_xlim(0, 1)
+        ax.set_xlim(0, 0.6)
         ax.set_title(f"{int(size):,} rows, {metric.replace('_', ' ')}", fontsize=9)
-        ax.set_xlabel("share of seeds whose deployed model\nbreaks the limit on the population")
+        ax.set_xlabel("seeds whose model breaks the\nlimit on the population (red: 5 %)")
         if ax is not axes[0][0]:
             ax.set_yticklabels([])
     save_figure(fig, path)
