@@ -217,8 +217,10 @@ def plot_best_feasible(
         cols = curves[:, has]
         median = np.nanmedian(cols, axis=0)
         low, high = np.nanpercentile(cols, [25, 75], axis=0)
-        (line,) = ax.plot(x, median, label=label)
+        # A curve of one point (the only fair trial is the last) is a marker, not an empty axis.
+        (line,) = ax.plot(x, median, label=label, marker="o" if len(x) == 1 else None)
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
+        ax.set_xlim(-0.5, max(n - 0.5, 0.5))  # every trial's number, fair or not
     ax.set_xlabel("trial number")
     every = [s for group in groups.values() for s in group]
     ax.set_ylabel(f"best fair {_value_label(every, 'objective value', tenant)}")

@@ -142,3 +142,20 @@ def test_a_tenant_plot_draws_its_own_trials_and_stars_its_own_best() -> None:
     (line,) = plot_best_feasible(study, tenant="b").get_lines()
     assert list(line.get_xdata()) == [3, 4] and list(line.get_ydata()) == [0.61, 0.61]
     plt.close("all")
+
+
+def test_a_best_fair_curve_whose_only_fair_trial_is_the_last_shows_it() -> None:
+    import optuna
+
+    from fairtune.visualization import plot_best_feasible
+
+    study = optuna.create_study(direction="maximize")
+    for number, gap in enumerate((0.3, 0.2, 0.01)):
+        trial = study.ask()
+        trial.set_user_attr("fairtune:demographic_parity", gap)
+        trial.set_constraint("demographic_parity", gap - 0.05)
+        study.tell(trial, 0.7 + number / 100)
+    ax = plot_best_feasible(study)
+    (line,) = ax.get_lines()
+    assert list(line.get_xdata()) == [2] and line.get_marker() == "o"
+    assert ax.get_xlim()[0] <= 0 and ax.get_xlim()[1] >= 2
