@@ -505,6 +505,13 @@ def database_errors(flag: str, url: str | None) -> Iterator[None]:
         yield
     except Exception as raised:
         error = reported_error(raised)
+        if type(error).__module__.startswith("grpc"):  # Optuna's gRPC proxy unreachable
+            code = getattr(error, "code", lambda: None)()
+            details = getattr(error, "details", lambda: "")() or str(error)
+            raise RuntimeError(
+                f"{flag} {url!r}: the gRPC storage proxy did not answer "
+                f"({getattr(code, 'name', code)}: {' '.join(str(details).split())}); start "
+                "it (optuna.storages.run_grpc_proxy_server) or correct the address.") from None
         if not type(error).__module__.startswith("sqlalchemy"):
             raise
         cause = getattr(error, "orig", None) or error

@@ -74,3 +74,16 @@ def test_a_heartbeat_through_the_proxy_is_refused_naming_why() -> None:
         open_storage("grpc://127.0.0.1:1", heartbeat_interval=30)
     with pytest.raises(ValueError, match=r"grpc://<host>:<port>"):
         open_storage("grpc://nohost")
+
+
+def test_an_unreachable_proxy_is_one_line_naming_the_flag(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.cli import main
+
+    port = free_port()  # nothing listens there
+    code = main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.2",
+                 "--n-trials", "1", "--no-progress", "--storage", f"grpc://127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert code == 1 and "_InactiveRpcError" not in err
+    assert f"--storage 'grpc://127.0.0.1:{port}': the gRPC storage proxy did not answer" in err
