@@ -161,9 +161,11 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
                 f"{arg('confidence')} {confidence:g} cannot be reached for {limit} on "
                 f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows "
                 f"a rate is measured on): a bound on them would be at least {width:.3f} from "
-                f"the measured value, as wide as the limit. Give more rows "
-                f"({arg('safety_size')}, or more data), a lower {arg('confidence')}, or a "
-                "looser limit."
+                f"the measured value, as wide as the limit (the width falls as one over the "
+                f"square root of the rows: it fits under the limit from about "
+                f"{int(np.ceil(len(y) * (width / limit.bound) ** 2)):,} safety rows on). Give "
+                f"more rows ({arg('safety_size')}, or more data), a lower "
+                f"{arg('confidence')}, or a looser limit."
             )
         tightened.append(FairnessLimit(limit.metric, round(bound, 10)))
     return tightened
