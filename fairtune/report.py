@@ -126,6 +126,11 @@ def scores_on_test_split(
             verdict += (f", but {rows} test rows cannot tell whether {' and '.join(unresolved)} "
                         "holds on new data (the limit lies inside the interval)")
         lines.append(f"Test split ({rows} rows), {what}: {values}; {verdict}.")
+    if len(lines) > 1:  # which of the two a user deploys
+        lines.append("Which to deploy: refit_best(study) returns the first, fitted on more rows "
+                     "but never measured on validation rows; refit_best(study, "
+                     "on=\"training\") returns the second, the model whose validation scores "
+                     "are above.")
     if store:
         study.set_user_attr(_test_scores_key(getattr(objective, "tenant", None)),
                             {"trial": best.number, "lines": lines})

@@ -36,8 +36,9 @@ def test_the_report_of_a_study_holds_what_a_reviewer_signs_off_on(tuned) -> None
     assert "Sensitive feature at prediction: needed, as predict(X, sensitive_features=...)" in text
     # The test split's scores, computed for this report: both fits, with intervals.
     assert f"Test scores for trial #{page.best.number}:" in text
-    assert len(page.test_lines) == 2
-    assert all("(95% interval " in line for line in page.test_lines)
+    assert len(page.test_lines) == 3 and page.test_lines[2].startswith(
+        "Which to deploy: refit_best(study) returns")
+    assert all("(95% interval " in line for line in page.test_lines[:2])
 
 
 def test_the_html_page_is_self_contained_with_the_plots_inline(tuned, tmp_path: Path) -> None:
