@@ -125,7 +125,8 @@ def scores_on_test_split(
         if unresolved:
             verdict += (f", but {rows} test rows cannot tell whether {' and '.join(unresolved)} "
                         "holds on new data (the limit lies inside the interval)")
-        lines.append(f"Test split ({rows} rows), {what}: {values}; {verdict}.")
+        shown_rows = f" ({rows} rows)" if not lines else ""  # the count once
+        lines.append(f"Test split{shown_rows}, {what}: {values}; {verdict}.")
     if len(lines) > 1:  # which of the two a user deploys
         lines.append("Which to deploy: refit_best(study) returns the first, fitted on more rows "
                      "but never measured on validation rows; refit_best(study, "
@@ -448,11 +449,30 @@ class StudyReport:
         parts.append("</body></html>")
         return "\n".join(parts) + "\n"
 
+    def _answer(self) -> list[str]:
+        """What a reviewer reads first: the model to deploy, its verdict on the test split in
+        one line, and what it needs at prediction time (nothing before a fair trial)."""
+        if self.tenants or self.best is None or not self.best_is_fair:
+            return []
+        lines = [f"Deploy trial #{self.best.number}, the best fair trial "
+                 f"({self.metric} {self.best.value:.4f} on validation)."]
+        lines += [line for line in self.deployment if line.startswith("Certified:")]
+        if self.test_lines:
+            lines.append(self.test_lines[0])
+        lines += [line for line in self.deployment
+                  if line.startswith("Sensitive feature at prediction")]
+        return lines
+
     def _html_body(self, fairness_metric: str | None, *, level: int) -> list[str]:
         """The page's summary, setup and (but of a study shared by tenants) best trial, its
         headings at ``level``."""
         h = f"h{level}"
         parts = [f"<p class=summary>{_e(self._summary())}</p>"]
+        answer = self._answer()
+        if answer:  # the answer first: what to deploy, its test verdict, what it needs
+            parts.append(f"<{h}>The answer</{h}><ul class=answer>")
+            parts += [f"<li>{_e(line)}</li>" for line in answer]
+            parts.append("</ul>")
         if self.setup:
             parts.append(f"<{h}>Setup</{h}><table class=setup>")
             parts += [f"<tr><th>{_e(what)}</th><td>{_e(value)}</td></tr>"

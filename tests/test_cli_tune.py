@@ -162,7 +162,7 @@ def test_holdout_with_a_test_split_reports_the_refitted_and_the_validated_model(
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Test split")]
     assert [line.split(":")[0] for line in lines] == [
         "Test split (200 rows), best fair trial refitted on the other rows",
-        "Test split (200 rows), the validated model (training split only)",
+        "Test split, the validated model (training split only)",
     ]
 
 

@@ -234,3 +234,23 @@ def test_text_from_the_data_prints_its_control_characters_escaped() -> None:
     _add(tenants, 0.5, 0.05, tenant=f"x{evil}")
     table = report(tenants).text()
     assert "\x1b" not in table and f"x{escaped}" in table
+
+
+def test_the_html_report_opens_with_the_answer() -> None:
+    import optuna
+
+    from fairtune.report import report
+    from fairtune.tuning import FairObjective
+
+    objective = FairObjective("german", "linear", limits="demographic_parity<=0.2",
+                              mitigation="threshold", test_size=0.25)
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=3)
+    html = report(study, objective=objective).html()
+    answer = html.index("<h2>The answer</h2>")
+    assert answer < html.index("<h2>Setup</h2>")
+    items = html[answer:html.index("</ul>", answer)]
+    best = study.best_trial.number
+    assert f"Deploy trial #{best}, the best fair trial" in items
+    assert "Test split (250 rows), best fair trial refitted on the other rows:" in items
+    assert "Sensitive feature at prediction: needed" in items
