@@ -237,7 +237,6 @@ def test_text_from_the_data_prints_its_control_characters_escaped() -> None:
 
 
 def test_the_html_report_opens_with_the_answer() -> None:
-    import optuna
 
     from fairtune.report import report
     from fairtune.tuning import FairObjective

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import numpy as np
 
 from benchmarks import certified
 
