@@ -12,7 +12,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = ["InterruptGuard", "caused_by_interrupt", "check_run", "fail_running", "one_line",
@@ -114,9 +114,11 @@ def quiet_interrupt_echoes() -> Iterator[None]:
 def optimize_guarded(
     study: Any, objective: Any, *, n_trials: int | None, n_jobs: int = 1,
     show_progress_bar: bool = False, tenant: str | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> tuple[InterruptGuard, list[Any]]:
     """``study.optimize`` under :class:`InterruptGuard`: (the guard, the trials this process
-    ran); every exception of a trial is caught (the trial fails), the first one kept. With
+    ran); every exception of a trial is caught (the trial fails), the first one kept; each of
+    ``callbacks`` is called after every trial, as Optuna's callbacks are. With
     ``tenant``, the trials are that tenant's of a shared study (:func:`fairtune.tenancy.optimize`).
 
     On Ctrl-C, the trials this process left RUNNING are stored as FAIL; the other workers'
@@ -128,7 +130,7 @@ def optimize_guarded(
     try:
         with quiet_interrupt_echoes():
             kwargs = {"n_trials": n_trials, "n_jobs": n_jobs, "catch": (Exception,),
-                      "callbacks": [guard.callback], "show_progress_bar": show_progress_bar}
+                      "callbacks": [guard.callback, *callbacks], "show_progress_bar": show_progress_bar}
             if tenant is None:
                 study.optimize(guard, **kwargs)
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["distinct", "format_table", "printable"]
+__all__ = ["distinct", "format_table", "markdown_table", "markdown_text", "printable"]
 
 
 def printable(value: Any) -> str:
@@ -51,3 +51,24 @@ def format_table(
 
     rule = "  ".join("-" * width for width in widths)
     return "\n".join([fmt(header), rule, *(fmt(row) for row in rows)]) + "\n"
+
+
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()#+-!|<>&~$")
+
+
+def markdown_text(value: Any) -> str:
+    """``value`` as literal Markdown text: control characters escaped (:func:`printable`), then
+    every character Markdown or HTML could read as markup backslash-escaped, so that a study,
+    group or column name such as ``<b>**x**</b>`` is shown as typed, never rendered."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in printable(value))
+
+
+def markdown_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, right_aligned: set[int]
+) -> str:
+    """A Markdown (GitHub-flavoured) table, every cell through :func:`markdown_text`."""
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"
+
+    rule = "|" + "|".join("---:" if i in right_aligned else "---" for i in range(len(header))) + "|"
+    return "\n".join([line(header), rule, *(line(row) for row in rows)]) + "\n"

@@ -44,6 +44,8 @@ _DEFAULT_HEARTBEAT = 30
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+DASHBOARD_EVERY = 10
+"""``tune --dashboard`` updates the dashboard's view after every this many trials."""
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a process ended by Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as for `yes | head -1`
 
@@ -251,6 +253,14 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
     parser.add_argument("--html", metavar="FILE",
                         help="write the report as one self-contained HTML page (plots inline)")
+    parser.add_argument("--dashboard", action="store_true",
+                        help="show the fair search in optuna-dashboard: a study note (the best "
+                             "fair trial, the limits, the test verdict) and two figures, "
+                             f"updated every {DASHBOARD_EVERY} trials and at the end; needs "
+                             "--storage and pip install 'fairtune[dashboard]'")
+    parser.add_argument("--artifacts", metavar="DIR",
+                        help="with --dashboard: also keep the HTML report in this artifact "
+                             "directory (start optuna-dashboard with --artifact-dir DIR)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -305,14 +315,12 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    from fairtune import report
-    from fairtune.fairness import best_fair_trial
-
     _usage(check_output_path, args.plot, flag="--plot")
     _usage(check_output_path, args.html, flag="--html", html=True)
     _usage(check_storage_url, args.storage, create=True, flag="--storage")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     multi = bool(args.objectives)
+    view = _dashboard_view(args, multi)
     team = _team_sampler(args)
     args.sampler = args.sampler or ("mtkb" if multi else None if team else "fairbo")
     objective = _tune_objective(args)
@@ -325,37 +333,103 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             study.sampler = team
         _prepare_tune_study(study, objective, args, name)
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
-                                      show_progress_bar=not args.no_progress, tenant=args.tenant)
-        if objective.margin and not multi:
-            out.write(
-                f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
-                f"(the limits less a margin of {objective.margin:g}); the test split is "
-                f"judged against {objective.limits_text}.\n"
-            )
-        # A tenant's report: the table of every tenant, and its own best fair trial and plots.
-        report.print_report(study, out, plot=args.plot, tenant=args.tenant)
-        if args.agent:
-            out.write(report.board_text(team.board, args.agent))
-        if guard.interrupted:
-            where = (f"run the same command again (the study is stored in {args.storage})"
-                     if args.storage else
-                     "this study was in memory; use --storage to be able to resume")
-            print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
-                  file=sys.stderr)
-            return EXIT_INTERRUPTED
-        failed = check_run(guard, run)
-        if failed:
-            print(f"{PROG}: warning: {failed}", file=sys.stderr)
-        best = None if multi else best_fair_trial(study, tenant=args.tenant)
-        if objective.confidence is not None:
-            return _certify(study, objective, args, out)
-        if args.test_size and (multi or best is not None):
-            # Stored, so that `report` shows them (for the trial they belong to).
-            out.write(report.pareto_test_text(study, objective) if multi else "".join(
-                line + "\n" for line in report.scores_on_test_split(study, objective, best,
-                                                              store=True)))
-        _write_html(study, args.html, out=out, tenant=args.tenant)
+                                      show_progress_bar=not args.no_progress, tenant=args.tenant,
+                                      callbacks=[view] if view else [])
+        try:
+            return _finish_tune(study, objective, args, out, guard, run, multi, team)
+        finally:
+            if view is not None:  # once more at the end, with the test verdict
+                _publish(study, view, out)
+
+
+def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: TextIO,
+                 guard: Any, run: list[Any], multi: bool, team: Any) -> int:
+    """What ``tune`` prints after the search: the report, the test split, the certificate."""
+    from fairtune import report
+    from fairtune.fairness import best_fair_trial
+
+    if objective.margin and not multi:
+        out.write(
+            f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
+            f"(the limits less a margin of {objective.margin:g}); the test split is "
+            f"judged against {objective.limits_text}.\n"
+        )
+    # A tenant's report: the table of every tenant, and its own best fair trial and plots.
+    report.print_report(study, out, plot=args.plot, tenant=args.tenant)
+    if args.agent:
+        out.write(report.board_text(team.board, args.agent))
+    if guard.interrupted:
+        where = (f"run the same command again (the study is stored in {args.storage})"
+                 if args.storage else
+                 "this study was in memory; use --storage to be able to resume")
+        print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    failed = check_run(guard, run)
+    if failed:
+        print(f"{PROG}: warning: {failed}", file=sys.stderr)
+    best = None if multi else best_fair_trial(study, tenant=args.tenant)
+    if objective.confidence is not None:
+        return _certify(study, objective, args, out)
+    if args.test_size and (multi or best is not None):
+        # Stored, so that `report` shows them (for the trial they belong to).
+        out.write(report.pareto_test_text(study, objective) if multi else "".join(
+            line + "\n" for line in report.scores_on_test_split(study, objective, best,
+                                                          store=True)))
+    _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
+
+
+def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
+    """``--dashboard`` (``--artifacts DIR``): the callback that keeps the study's view in
+    optuna-dashboard up to date, or None; refused before any trial where it cannot work."""
+    if args.artifacts is not None and not args.dashboard:
+        args.dashboard = True  # the report artifact is part of the dashboard's view
+    if not args.dashboard:
+        return None
+    if not args.storage:
+        raise _UsageError("--dashboard writes the fair search's view into the study for "
+                          "optuna-dashboard to show, so it needs --storage (the database the "
+                          "dashboard reads), but got no --storage.")
+    if multi:
+        raise _UsageError("--dashboard shows a single-objective study's best fair trial; "
+                          "optuna-dashboard shows the Pareto front of --objectives itself.")
+    store = None
+    if args.artifacts is not None:
+        from optuna.artifacts import FileSystemArtifactStore
+
+        path = Path(args.artifacts)
+        if path.exists() and not path.is_dir():
+            raise _UsageError(f"--artifacts must be a directory, but {args.artifacts!r} is a "
+                              "file.")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _UsageError(f"--artifacts {args.artifacts!r}: cannot create the directory "
+                              f"({e.strerror}).") from None
+        store = FileSystemArtifactStore(str(path))
+    from fairtune.dashboard import DashboardCallback
+
+    try:
+        return DashboardCallback(DASHBOARD_EVERY, artifact_store=store)
+    except ImportError as e:
+        raise _UsageError(f"--dashboard: {e}") from None
+
+
+def _publish(study: Any, view: Any, out: TextIO) -> None:
+    """The dashboard's view of ``study`` as it ends (a failure is a warning: the study and
+    its results are stored either way)."""
+    from fairtune.dashboard import publish
+
+    try:
+        publish(study, artifact_store=view.artifact_store)
+    except Exception as e:  # noqa: BLE001 - the results are printed and stored regardless
+        print(f"{PROG}: warning: --dashboard: the study's view was not updated "
+              f"({type(e).__name__}: {_one_line(e)}).", file=sys.stderr)
+        return
+    where = f"; the HTML report in --artifacts {view.artifact_store._base_path}" if (
+        view.artifact_store is not None) else ""
+    out.write(f"optuna-dashboard: the study's note and figures are updated{where}.\n")
 
 
 def _certify(study: Any, objective: Any, args: argparse.Namespace, out: TextIO) -> int:

@@ -39,7 +39,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fairtune import _keys
-from fairtune._text import distinct, format_table, printable
+from fairtune._text import (
+    distinct,
+    format_table,
+    markdown_table,
+    markdown_text,
+    printable,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -410,6 +416,48 @@ class StudyReport:
             out.append(f"Test scores {source}for trial #{self.test_trial}:\n")
             out += [f"  {printable(line)}\n" for line in self.test_lines]
         return "".join(out)
+
+    def markdown(self) -> str:
+        """The report as Markdown, for optuna-dashboard's study note (:mod:`fairtune.dashboard`):
+        the answer first (the trial to deploy, its certificate, its test verdict, what it needs
+        at prediction time), then the best trial's scores, the setup and the counts. Every value
+        from the data or the user is shown as typed, never read as markup."""
+        out = []
+        if self.tenants:
+            out += ["### Tenants", "", markdown_table(
+                ["tenant", "trials", "pruned", "fair", "best fair trial", "cumulative utility"],
+                [[row.tenant, str(row.trials), str(row.pruned), str(row.fair),
+                  "-" if row.best is None else f"#{row.best.number} {row.best.value:.4f}",
+                  f"{row.utility:.4f}"] for row in self.tenants], right_aligned={1, 2, 3, 4, 5}),
+                markdown_text(_NOT_COMPARABLE), ""]
+            for section in self.sections:
+                out += [f"### Tenant {markdown_text(section.tenant)}", "",
+                        section.markdown(), ""]
+        else:
+            answer = self._answer()
+            out.append(f"### {markdown_text(self._headline())}")
+            out.append("")
+            out += [f"- {markdown_text(line)}" for line in answer or self._findings()]
+            if self.best is not None:
+                if answer:
+                    out += [f"- {markdown_text(line)}" for line in self._findings()]
+                out += ["", markdown_table(["", "value on validation", ""],
+                                           [[name.strip(), value, status]
+                                            for name, value, status in self.rows
+                                            if status != "param"], right_aligned={1})]
+                out += [f"- {markdown_text(line)}" for line in self.deployment
+                        if line not in answer]
+                rest = [line for line in self.test_lines if line not in answer]
+                if rest:  # the verdict's first line is in the answer already
+                    out += ["", f"Test split, trial #{self.test_trial}:", ""]
+                    out += [f"- {markdown_text(line)}" for line in rest]
+            out.append("")
+        if self.tenants or self.tenant is None:  # not in a tenant's section: once per note
+            if self.setup:
+                out += [markdown_table(["setup", ""], [list(row) for row in self.setup],
+                                       right_aligned=set()), ""]
+            out.append(markdown_text(self._summary()))
+        return "\n".join(out).rstrip() + "\n"
 
     def html(self, *, fairness_metric: str | None = None) -> str:
         """The report as one self-contained HTML page, the plots inline.

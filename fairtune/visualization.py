@@ -12,6 +12,7 @@ Of a study shared by tenants, each scoring trials on its own data, both draw one
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,17 +60,72 @@ def _complete(study: optuna.Study, tenant: str | None = None) -> list[optuna.tri
 
 def _value_label(studies: Sequence[optuna.Study], default: str, tenant: str | None = None) -> str:
     """The name of the metric the studies optimized (their setup records', ``tenant``'s of a
-    shared study), or ``default``."""
+    shared study), or ``default``; as stored (:func:`_literal` makes it matplotlib's)."""
     from fairtune.tuning._setup import read_setup
 
     names = {read_setup(s, tenant).get("metric") for s in studies}
-    return _literal(names.pop()) if len(names) == 1 and None not in names else default
+    return str(names.pop()) if len(names) == 1 and None not in names else default
 
 
 def _literal(text: Any) -> str:
     """``text`` as matplotlib should draw it: control characters escaped, and each ``$``
     escaped so that a name such as ``"cost $5-$10"`` is not typeset as math."""
     return printable(text).replace("$", r"\$")
+
+
+@dataclass
+class _TradeoffData:
+    """What a trade-off figure draws (``_tradeoff_data``): one owner of the facts for the
+    matplotlib plot and the optuna-dashboard figure (:mod:`fairtune.dashboard`)."""
+
+    metric: str
+    """The fairness metric on the x axis (canonical name)."""
+    x: np.ndarray
+    """Each completed trial's value of ``metric``."""
+    y: np.ndarray
+    """Each completed trial's objective value."""
+    numbers: np.ndarray
+    """Each completed trial's number."""
+    limit: FairnessLimit | None
+    """The study's limit on ``metric`` (None if it has none)."""
+    best: optuna.trial.FrozenTrial | None
+    """The best fair trial, if it has a value of ``metric`` (else None)."""
+    value_label: str
+    """The name of the objective (the metric the study maximized, or "objective value"), as
+    stored."""
+
+
+def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
+                  tenant: str | None = None) -> _TradeoffData:
+    """The points, limit and best fair trial of :func:`plot_tradeoff` (same arguments).
+
+    Raises:
+        ValueError: If no completed trial has a value for the metric.
+    """
+    trials = _complete(study, tenant)
+    if metric is None:
+        limited = [m for m, limit in study_limits(study, tenant).items()
+                   if isinstance(limit, FairnessLimit)]
+        found = limited + [m for t in trials for m in fairness_values(t)]
+        if not found:
+            raise ValueError(
+                "`study` has no completed trial with fairness values (user attributes "
+                f"'{USER_ATTR_PREFIX}<metric>'); record them with set_fairness_constraints."
+            )
+        metric = found[0]
+    name = get_metric(metric).name
+    points = [t for t in trials if name in fairness_values(t)]
+    if not points:
+        raise ValueError(f"`metric`: no completed trial has a value for {name!r}.")
+    limit = study_limits(study, tenant).get(name)
+    best = best_fair_trial(study, tenant=tenant)
+    return _TradeoffData(
+        metric=name, x=np.array([fairness_values(t)[name] for t in points]),
+        y=np.array([t.value for t in points]), numbers=np.array([t.number for t in points]),
+        limit=limit if isinstance(limit, FairnessLimit) else None,
+        best=best if best is not None and name in fairness_values(best) else None,
+        value_label=_value_label([study], "objective value", tenant),
+    )
 
 
 def plot_tradeoff(
@@ -99,40 +155,23 @@ def plot_tradeoff(
         ValueError: If no completed trial has a value for the metric.
     """
     plt = _pyplot()
-    trials = _complete(study, tenant)
-    if metric is None:
-        limited = [m for m, limit in study_limits(study, tenant).items()
-                   if isinstance(limit, FairnessLimit)]
-        found = limited + [m for t in trials for m in fairness_values(t)]
-        if not found:
-            raise ValueError(
-                "`study` has no completed trial with fairness values (user attributes "
-                f"'{USER_ATTR_PREFIX}<metric>'); record them with set_fairness_constraints."
-            )
-        metric = found[0]
-    name = get_metric(metric).name
-    points = [t for t in trials if name in fairness_values(t)]
-    if not points:
-        raise ValueError(f"`metric`: no completed trial has a value for {name!r}.")
-    x = np.array([fairness_values(t)[name] for t in points])
-    y = np.array([t.value for t in points])
-    numbers = np.array([t.number for t in points])
+    data = _tradeoff_data(study, metric, tenant=tenant)
+    name, x, y, limit, best = data.metric, data.x, data.y, data.limit, data.best
+    numbers = data.numbers
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4.5))
     scatter = ax.scatter(x, y, c=numbers, cmap="viridis", s=28, edgecolors="none")
     ax.figure.colorbar(scatter, ax=ax, label="trial number")
     spec = METRICS[name]
-    limit = study_limits(study, tenant).get(name)
-    if isinstance(limit, FairnessLimit):
+    if limit is not None:
         ax.axvline(limit.bound, color="crimson", linestyle="--", linewidth=1.2,
                    label=f"limit {limit}")
-    best = best_fair_trial(study, tenant=tenant)
-    if best is not None and name in fairness_values(best):
+    if best is not None:
         ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
                    facecolors="gold", edgecolors="black", zorder=5,
                    label=f"best fair trial (#{best.number})")
     ax.set_xlabel(f"{name} ({spec.description})")
-    ax.set_ylabel(_value_label([study], "objective value", tenant))
+    ax.set_ylabel(_literal(data.value_label))
     whose = "" if tenant is None else f" (tenant {_literal(tenant)})"
     ax.set_title(f"Trade-off: {_literal(study.study_name)}{whose}")
     if ax.get_legend_handles_labels()[0]:
@@ -223,7 +262,7 @@ def plot_best_feasible(
         ax.set_xlim(-0.5, max(n - 0.5, 0.5))  # every trial's number, fair or not
     ax.set_xlabel("trial number")
     every = [s for group in groups.values() for s in group]
-    ax.set_ylabel(f"best fair {_value_label(every, 'objective value', tenant)}")
+    ax.set_ylabel(f"best fair {_literal(_value_label(every, 'objective value', tenant))}")
     if ax.get_lines():
         ax.legend(loc="best", fontsize="small")
     return ax

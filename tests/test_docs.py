@@ -26,8 +26,8 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 _EXPECTED_BLOCKS = {
     "index.md": ["home"],
     "getting_started.md": ["own_objective", "ready_made", "two_objectives", "own_pipeline"],
-    "user_guide/fair_model.md": ["objective", "searchcv", "refit", "certified", "mitigation",
-                                 "defaults"],
+    "user_guide/fair_model.md": ["objective", "searchcv", "dashboard", "refit", "certified",
+                                 "mitigation", "defaults"],
     "user_guide/multi_objective.md": ["mtkb"],
     "user_guide/tenants.md": ["tenants", "femnist"],
     "user_guide/agents.md": ["cgp"],
@@ -54,6 +54,8 @@ def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: st
     out = run_block(python_blocks(DOCS / page)[index], tmp_path)
     if name in ("home", "ready_made", "refit", "mitigation", "own_file"):  # test split's scores
         assert _TEST_SCORES.fullmatch(out), out
+    if name == "dashboard":  # the study note's headline, as optuna-dashboard shows it
+        assert re.fullmatch(r"### Best fair trial: \\#\d+\n", out), out
     if name == "certified":  # the certificate of the deployed model
         assert re.fullmatch(r"Certified: trial #\d+ keeps demographic_parity<=0\.05 on new data "
                             r"with 95% confidence \(.*\)\.\n", out), out

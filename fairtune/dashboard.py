@@ -1,0 +1,293 @@
+"""The fair search inside optuna-dashboard: a study note, two figures and the HTML report.
+
+optuna-dashboard shows a study's trials, values and user attributes, and its "Best Trial" badge
+marks the trial with the best value whether it is fair or not. :func:`publish` adds fairtune's
+view of the same study, where a team already watches its searches:
+
+* the study note (``optuna_dashboard.save_note``): the trial to deploy (the best fair trial), its
+  certificate and its verdict on the test split when they are recorded, its scores against each
+  limit, the setup, and how many trials are fair (:meth:`fairtune.report.StudyReport.markdown`);
+* two figures on the study page (``optuna_dashboard.save_plotly_graph_object``): every trial's
+  value against its fairness value, with the limit and the best fair trial marked, and the best
+  fair value after each trial; of a study shared by tenants, one pair per tenant;
+* with an artifact store (Optuna's ``optuna.artifacts``, e.g.
+  ``FileSystemArtifactStore("artifacts")``, the directory the dashboard is started with
+  ``--artifact-dir``), the HTML report (:meth:`~fairtune.report.StudyReport.html`) as a study
+  artifact, ``fairtune-report.html``, replaced in place at each update.
+
+:class:`DashboardCallback` publishes as the search runs: after every ``every``-th trial by trial
+number (10 by default), from whichever worker ran that trial, so that with many workers one of
+them writes each update, not each of them. An update reads the study once and writes a few
+system attributes (a few kilobytes of figures per hundred trials); the HTML report, with its two
+images, costs about a second and is written only with an artifact store. ``fairtune tune
+--dashboard`` (and ``--artifacts DIR``) does the same and publishes once more at the end, with
+the test split's verdict.
+
+Needs the ``dashboard`` extra: ``pip install 'fairtune[dashboard]'`` (optuna-dashboard, plotly).
+
+Example:
+    >>> from fairtune.dashboard import DashboardCallback
+    >>> from fairtune.tuning import FairObjective
+    >>> objective = FairObjective("german", "linear", limits="demographic_parity<=0.05")
+    >>> study = objective.create_study(seed=0)
+    >>> study.optimize(objective, n_trials=4, callbacks=[DashboardCallback(every=2)])
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fairtune import _keys
+from fairtune._text import printable
+
+if TYPE_CHECKING:
+    import optuna
+
+    from fairtune.tuning import FairObjective
+
+__all__ = [
+    "REPORT_FILENAME",
+    "DashboardCallback",
+    "best_fair_figure",
+    "publish",
+    "tradeoff_figure",
+]
+
+REPORT_FILENAME = "fairtune-report.html"
+"""The file name of the HTML report in the study's artifacts."""
+TRADEOFF_ID = "fairtune-tradeoff"
+"""The dashboard's id of the trade-off figure (``-<i>`` for the i-th tenant of a shared study)."""
+BEST_FAIR_ID = "fairtune-best-fair"
+"""The dashboard's id of the best-fair curve (``-<i>`` for the i-th tenant)."""
+
+
+_MULTI_OBJECTIVE = (
+    "`study` must have one objective for fairtune's dashboard view (the best fair trial), but "
+    "got {n} directions; the dashboard shows a multi-objective study's Pareto front itself."
+)
+
+
+def check_artifact_store(artifact_store: Any) -> None:
+    """Refuse what is not an Optuna artifact store (it writes and opens files by id)."""
+    if artifact_store is not None and not all(
+        callable(getattr(artifact_store, name, None)) for name in ("write", "open_reader")
+    ):
+        raise ValueError(
+            "`artifact_store` must be an Optuna artifact store (e.g. "
+            "optuna.artifacts.FileSystemArtifactStore('artifacts')), but got "
+            f"{printable(repr(artifact_store))[:80]}."
+        )
+
+
+def _modules() -> tuple[Any, Any]:
+    """optuna_dashboard and plotly.graph_objects, or an ImportError that says how to get them."""
+    try:
+        import optuna_dashboard
+        import plotly.graph_objects as go
+    except ImportError as e:
+        raise ImportError(
+            f"fairtune.dashboard needs optuna-dashboard and plotly ({e.name} is missing): "
+            "pip install 'fairtune[dashboard]'"
+        ) from e
+    return optuna_dashboard, go
+
+
+def _plotly_text(value: Any) -> str:
+    """``value`` for a plotly title or label: control characters escaped, and plotly's markup
+    (``<b>``, ``<br>``, entities) shown as typed."""
+    return printable(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
+                    tenant: str | None = None) -> Any:
+    """The trade-off plot of :func:`fairtune.visualization.plot_tradeoff` as a plotly figure:
+    every completed trial's value (y) against its fairness value (x), coloured by trial number,
+    the limit as a dashed line and the best fair trial as a star.
+
+    Raises:
+        ValueError: If no completed trial has a value for the metric.
+    """
+    from fairtune.fairness import fairness_values
+    from fairtune.fairness.metrics import METRICS
+    from fairtune.visualization import _tradeoff_data
+
+    _, go = _modules()
+    data = _tradeoff_data(study, metric, tenant=tenant)
+    value = _plotly_text(data.value_label)
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(
+        # Plain lists, not arrays: plotly would write arrays as typed binary data, which the
+        # dashboard's plotly.js may not read.
+        x=data.x.tolist(), y=data.y.tolist(), mode="markers", name="trials",
+        text=[f"trial #{n}" for n in data.numbers],
+        hovertemplate="%{text}<br>" + data.metric + " %{x:.4f}<br>" + value + " %{y:.4f}"
+                      "<extra></extra>",
+        marker={"color": data.numbers.tolist(), "colorscale": "Viridis", "size": 8,
+                "colorbar": {"title": {"text": "trial number"}}},
+    ))
+    if data.best is not None:
+        figure.add_trace(go.Scatter(
+            x=[fairness_values(data.best)[data.metric]], y=[data.best.value],
+            mode="markers", name=f"best fair trial (#{data.best.number})",
+            marker={"symbol": "star", "size": 18, "color": "gold",
+                    "line": {"color": "black", "width": 1}},
+        ))
+    if data.limit is not None:
+        figure.add_vline(x=data.limit.bound, line={"color": "crimson", "dash": "dash"},
+                         annotation_text=_plotly_text(f"limit {data.limit}"),
+                         annotation_position="top right")
+    whose = "" if tenant is None else f" (tenant {_plotly_text(tenant)})"
+    figure.update_layout(
+        title={"text": f"Trade-off: {_plotly_text(study.study_name)}{whose}"},
+        xaxis_title=f"{data.metric} ({METRICS[data.metric].description})", yaxis_title=value,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2},
+    )
+    return figure
+
+
+def best_fair_figure(study: optuna.Study, *, tenant: str | None = None) -> Any:
+    """The best fair value after each trial (the curve of
+    :func:`fairtune.visualization.plot_best_feasible` for one study) as a plotly figure; each
+    point is a trial number, from 0, and the curve starts at the first fair trial."""
+    from fairtune.visualization import _best_feasible_curve, _value_label
+
+    _, go = _modules()
+    curve = _best_feasible_curve(study, len(study.trials), tenant)
+    has = ~np.isnan(curve)
+    x = np.arange(len(curve))[has]
+    figure = go.Figure(go.Scatter(
+        x=x.tolist(), y=curve[has].tolist(), mode="lines+markers", name="best fair value",
+        line={"shape": "hv"}, marker={"size": 5},
+    ))
+    whose = "" if tenant is None else f" (tenant {_plotly_text(tenant)})"
+    label = _plotly_text(_value_label([study], "objective value", tenant))
+    figure.update_layout(
+        title={"text": f"Best fair {label} after each trial{whose}"},
+        xaxis_title="trial number", yaxis_title=f"best fair {label}",
+        xaxis={"range": [-0.5, max(len(curve) - 0.5, 0.5)]}, showlegend=False,
+    )
+    return figure
+
+
+def publish(
+    study: optuna.Study, *, objective: FairObjective | None = None,
+    artifact_store: Any = None, after: int | None = None,
+) -> None:
+    """Write ``study``'s fairness view into the study, where optuna-dashboard shows it.
+
+    Args:
+        study: A single-objective study that fairtune tunes (FairObjective, FairSearchCV,
+            ``fairtune tune``), in any storage the dashboard reads.
+        objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with; with a
+            test split, the note shows the best fair trial's scores on it (refitted for this:
+            pass it at the end of a search, not at every update). Defaults to None: the test
+            lines ``fairtune tune`` recorded with the study, if any.
+        artifact_store: An Optuna artifact store (``optuna.artifacts.FileSystemArtifactStore``,
+            ``Boto3ArtifactStore``, ...): the HTML report is uploaded to it as a study artifact,
+            replacing the one an earlier update uploaded. Defaults to None: no report.
+        after: The trial number the update follows, said in the note. Defaults to None.
+
+    Raises:
+        ImportError: Without optuna-dashboard or plotly (the ``dashboard`` extra).
+        ValueError: If the study has several objectives.
+    """
+    from fairtune.report import report, study_tenants
+
+    dashboard, _ = _modules()
+    if len(study.directions) != 1:
+        raise ValueError(_MULTI_OBJECTIVE.format(n=len(study.directions)))
+    check_artifact_store(artifact_store)
+    page = report(study, objective=objective)
+    when = "" if after is None else f" Updated after trial #{after}."
+    note = (
+        "## Fairness (fairtune)\n\n"
+        + page.markdown()
+        + "\nThe dashboard's **Best Trial** badge marks the trial with the best value, fair or "
+          "not; the trial to deploy is the best *fair* trial named above."
+        + when + "\n"
+    )
+    dashboard.save_note(study, note)
+    tenants = study_tenants(study)
+    for i, tenant in enumerate(tenants or [None]):
+        suffix = "" if tenant is None else f"-{i}"
+        try:
+            tradeoff = tradeoff_figure(study, tenant=tenant)
+        except ValueError:  # no completed trial with fairness values yet: nothing to draw
+            tradeoff = None
+        if tradeoff is not None:
+            dashboard.save_plotly_graph_object(study, tradeoff,
+                                               graph_object_id=TRADEOFF_ID + suffix)
+        dashboard.save_plotly_graph_object(study, best_fair_figure(study, tenant=tenant),
+                                           graph_object_id=BEST_FAIR_ID + suffix)
+    if artifact_store is not None:
+        _upload_report(study, page, artifact_store)
+
+
+def _upload_report(study: optuna.Study, page: Any, artifact_store: Any) -> None:
+    """The HTML report as the study's artifact ``fairtune-report.html``: written under the
+    artifact id an earlier update created (its file replaced), else uploaded as a new one."""
+    import json
+
+    from optuna.artifacts import upload_artifact
+    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
+
+    storage = study._storage
+    attrs = storage.get_study_system_attrs(study._study_id)
+    artifact_id = attrs.get(_keys.DASHBOARD_REPORT_KEY)
+    meta = attrs.get(ARTIFACTS_ATTR_PREFIX + str(artifact_id)) if artifact_id else None
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, REPORT_FILENAME)
+        page.write_html(path)
+        if meta and json.loads(meta):  # still listed (a user may have deleted it)
+            with open(path, "rb") as file:
+                artifact_store.write(artifact_id, file)
+            return
+        artifact_id = upload_artifact(artifact_store=artifact_store, file_path=path,
+                                      study_or_trial=study, mimetype="text/html")
+    storage.set_study_system_attr(study._study_id, _keys.DASHBOARD_REPORT_KEY, artifact_id)
+
+
+class DashboardCallback:
+    """An Optuna callback that keeps :func:`publish`'s view up to date as the search runs.
+
+    Pass it where the search takes callbacks: ``study.optimize(objective, callbacks=[...])``,
+    ``FairSearchCV(..., callbacks=[...])``.
+
+    Args:
+        every: Publish after every ``every``-th trial by trial number (trials ``every - 1``,
+            ``2 * every - 1``, ...), from the worker that ran it. Defaults to 10.
+        artifact_store: Upload the HTML report to this Optuna artifact store at each update
+            (:func:`publish`). Defaults to None: the note and figures only.
+
+    An update that fails (a storage error) is reported as a warning and the search goes on:
+    the dashboard's view is a window on the study, not part of it.
+
+    Raises:
+        ImportError: Without optuna-dashboard or plotly (the ``dashboard`` extra), at once.
+        ValueError: If ``every`` is not a positive integer.
+    """
+
+    def __init__(self, every: int = 10, *, artifact_store: Any = None) -> None:
+        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+            raise ValueError(f"`every` must be a positive integer, but got every={every!r}.")
+        _modules()
+        check_artifact_store(artifact_store)
+        self.every = int(every)
+        self.artifact_store = artifact_store
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if len(study.directions) != 1:
+            raise ValueError(_MULTI_OBJECTIVE.format(n=len(study.directions)))
+        if (trial.number + 1) % self.every:
+            return
+        try:
+            publish(study, artifact_store=self.artifact_store, after=trial.number)
+        except Exception as e:  # noqa: BLE001 - the search must not stop for its view
+            warnings.warn(f"fairtune.dashboard: the update after trial #{trial.number} failed "
+                          f"({type(e).__name__}: {printable(e)}); the search goes on.",
+                          RuntimeWarning, stacklevel=2)

@@ -1,0 +1,188 @@
+"""fairtune's view in optuna-dashboard without a server: what :mod:`fairtune.dashboard` writes
+into a study (read back with optuna-dashboard's own readers), its refusals, and ``tune
+--dashboard``'s checks before any trial. tests/test_dashboard.py reads the same view through
+a real dashboard server and looks at it in Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.artifacts import FileSystemArtifactStore
+from optuna_dashboard import get_note
+from optuna_dashboard._custom_plot_data import get_plotly_graph_objects
+
+from fairtune._text import markdown_text
+from fairtune.cli import main
+from fairtune.dashboard import DashboardCallback, publish
+from fairtune.fairness import best_fair_trial
+from tests.test_report import _add, tenant_study
+
+
+def _figures(study: optuna.Study) -> dict[str, dict]:
+    attrs = study._storage.get_study_system_attrs(study._study_id)
+    return {key: json.loads(text) for key, text in get_plotly_graph_objects(attrs).items()}
+
+
+def _plain(markdown: str) -> str:
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def _small_study(name: str = "s") -> optuna.Study:
+    """Trials #0 (0.9, unfair: 0.3 against 0.1), #1 (0.7, fair), #2 (0.8, fair)."""
+    from fairtune._keys import SETUP_KEY
+
+    study = optuna.create_study(direction="maximize", study_name=name)
+    study.set_user_attr(SETUP_KEY, {"metric": "accuracy", "limits": ["demographic_parity<=0.1"]})
+    for value, gap in ((0.9, 0.3), (0.7, 0.05), (0.8, 0.02)):
+        _add(study, value, gap)
+    return study
+
+
+@pytest.mark.parametrize("name", ["<b>bold</b>", "**x** _y_ `z` [a](b) | c", "# h\n- x",
+                                  "a\x1b[2Jb", "$5 & <i>"])
+def test_markdown_text_shows_every_name_as_typed(name: str) -> None:
+    text = markdown_text(name)
+    assert "\n" not in text and "\x1b" not in text
+    assert not re.search(r"(?<!\\)[<*_`\[|#&$]", text)  # every markup character escaped
+    assert _plain(text).replace("\\n", "\n").replace("\\x1b", "\x1b") == name
+
+
+def test_the_note_names_the_best_fair_trial_not_the_best_value() -> None:
+    study = _small_study("team <b>x</b>")
+    publish(study)
+    note = _plain(get_note(study))
+    assert "### Best fair trial: #2" in note
+    assert "Deploy trial #2, the best fair trial (accuracy 0.8000 on validation)." in note
+    assert "Study team <b>x</b>: 3 trials, 3 complete, 2 fair." in note
+    assert "<b>" not in get_note(study)
+    figures = _figures(study)
+    star = figures["fairtune-tradeoff"]["data"][1]
+    assert (star["x"], star["y"]) == ([0.02], [0.8])
+    # The best-fair curve starts at the first fair trial (#1) and ends at #2's value.
+    curve = figures["fairtune-best-fair"]["data"][0]
+    assert (curve["x"], curve["y"]) == ([1, 2], [0.7, 0.8])
+
+
+def test_a_study_without_a_fair_trial_says_so_and_draws_an_empty_curve() -> None:
+    from fairtune._keys import SETUP_KEY
+
+    study = optuna.create_study(direction="maximize")
+    study.set_user_attr(SETUP_KEY, {"metric": "accuracy", "limits": ["demographic_parity<=0.1"]})
+    _add(study, 0.9, 0.3)
+    _add(study, 0.7, 0.2)
+    publish(study)
+    note = _plain(get_note(study))
+    assert "No trial meets every limit yet; the least unfair one is #1." in note
+    assert "Deploy" not in note
+    assert _figures(study)["fairtune-best-fair"]["data"][0]["x"] == []
+
+
+def test_a_study_shared_by_tenants_has_a_figure_pair_per_tenant_and_no_best_across() -> None:
+    study = tenant_study()
+    publish(study)
+    note = _plain(get_note(study))
+    assert "Best fair trial" not in note.split("### Tenant a")[0]  # none across tenants
+    assert "### Tenant a" in note and "### Tenant b" in note
+    assert "Deploy trial #0" in note and "Deploy trial #3" in note
+    figures = _figures(study)
+    assert set(figures) == {"fairtune-tradeoff-0", "fairtune-best-fair-0",
+                            "fairtune-tradeoff-1", "fairtune-best-fair-1"}
+    assert figures["fairtune-tradeoff-1"]["data"][1]["name"] == "best fair trial (#3)"
+
+
+def test_the_report_artifact_is_replaced_in_place(tmp_path: Path) -> None:
+    store = FileSystemArtifactStore(str(tmp_path))
+    study = _small_study()
+    publish(study, artifact_store=store)
+    (first,) = optuna.artifacts.get_all_artifact_meta(study)
+    _add(study, 0.85, 0.01)
+    publish(study, artifact_store=store)
+    (again,) = optuna.artifacts.get_all_artifact_meta(study)
+    assert again.artifact_id == first.artifact_id and again.filename == "fairtune-report.html"
+    page = (tmp_path / first.artifact_id).read_text(encoding="utf-8")
+    assert "4 trials" in page and "Deploy trial #3" in page
+
+
+def test_refusals() -> None:
+    with pytest.raises(ValueError, match=r"`every` must be a positive integer, but got every=0"):
+        DashboardCallback(every=0)
+    with pytest.raises(ValueError, match=r"`every` must be a positive integer.*every=True"):
+        DashboardCallback(every=True)
+    with pytest.raises(ValueError, match=r"`artifact_store` must be an Optuna artifact store.*"
+                                         r"'artifacts'"):
+        DashboardCallback(artifact_store="artifacts")
+    two = optuna.create_study(directions=["maximize", "minimize"])
+    with pytest.raises(ValueError, match=r"`study` must have one objective.*got 2 directions"):
+        publish(two)
+    two.optimize(lambda t: (t.suggest_float("x", 0, 1), 0.0), n_trials=1)
+    with pytest.raises(ValueError, match="got 2 directions"):
+        DashboardCallback()(two, two.trials[0])
+
+
+def test_without_the_extra_the_error_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "plotly", None)
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
+    with pytest.raises(ImportError, match=r"pip install 'fairtune\[dashboard\]'"):
+        DashboardCallback()
+
+
+def test_a_failed_update_is_a_warning_and_the_search_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fairtune.dashboard as dashboard
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("database is locked")
+
+    monkeypatch.setattr(dashboard, "publish", broken)
+    study = optuna.create_study(direction="maximize")
+    with pytest.warns(RuntimeWarning, match=r"update after trial #1 failed \(OSError: database "
+                                            r"is locked\); the search goes on"):
+        study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3,
+                       callbacks=[DashboardCallback(every=2)])
+    assert len(study.trials) == 3
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--dashboard"], "--dashboard writes the fair search's view into the study for "
+                      "optuna-dashboard to show, so it needs --storage"),
+    (["--artifacts", "art"], "so it needs --storage"),
+    (["--dashboard", "--storage", "sqlite:///x.db", "--objectives", "accuracy,dsp",
+      "--limit", ""], "--dashboard shows a single-objective study's best fair trial"),
+    (["--dashboard", "--storage", "sqlite:///x.db", "--artifacts", "x.db"],
+     "--artifacts must be a directory, but 'x.db' is a file"),
+])
+def test_tune_refuses_a_dashboard_it_cannot_write_before_any_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    extra: list[str], message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.db").write_bytes(b"")
+    args = ["tune", "--dataset", "german", "--model", "linear", "--n-trials", "2",
+            "--no-progress", *extra]
+    if "--objectives" not in extra:
+        args += ["--limit", "dsp<=0.05"]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.db"]  # nothing written
+
+
+def test_best_fair_trial_is_the_one_the_note_names(tmp_path: Path) -> None:
+    """The CLI's view with --artifacts in a new directory: created, the report in it."""
+    storage = f"sqlite:///{tmp_path / 'f.db'}"
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.05",
+                 "--n-trials", "3", "--no-progress", "--storage", storage, "--study-name",
+                 "g", "--artifacts", str(tmp_path / "new" / "dir")]) == 0
+    study = optuna.load_study(study_name="g", storage=storage)
+    best = best_fair_trial(study)
+    assert best is not None
+    assert f"Deploy trial #{best.number}" in _plain(get_note(study))
+    (meta,) = optuna.artifacts.get_all_artifact_meta(study)
+    assert (tmp_path / "new" / "dir" / meta.artifact_id).exists()
