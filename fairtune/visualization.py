@@ -219,7 +219,8 @@ def plot_best_feasible(
     Returns:
         The Axes, one line (median over studies, counting only studies that already have a
         fair trial, :func:`~fairtune.fairness.is_fair`) and one band (25th-75th percentile) per
-        label. The y axis names the studies' metric when they all stored the same one.
+        label, told apart by a legend (a single line is named in the title instead). The y
+        axis names the studies' metric when they all stored the same one.
     """
     plt = _pyplot()
     if isinstance(studies, optuna.Study):
@@ -263,6 +264,8 @@ def plot_best_feasible(
     ax.set_xlabel("trial number")
     every = [s for group in groups.values() for s in group]
     ax.set_ylabel(f"best fair {_literal(_value_label(every, 'objective value', tenant))}")
-    if ax.get_lines():
+    if len(ax.get_lines()) > 1:  # a legend tells lines apart; one line is named in the title
         ax.legend(loc="best", fontsize="small")
+    elif ax.get_lines():
+        ax.set_title(f"Best fair value: {ax.get_lines()[0].get_label()}")
     return ax

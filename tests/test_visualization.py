@@ -159,3 +159,25 @@ def test_a_best_fair_curve_whose_only_fair_trial_is_the_last_shows_it() -> None:
     (line,) = ax.get_lines()
     assert list(line.get_xdata()) == [2] and line.get_marker() == "o"
     assert ax.get_xlim()[0] <= 0 and ax.get_xlim()[1] >= 2
+
+
+def test_a_single_progress_line_is_named_in_the_title_not_a_one_entry_legend() -> None:
+    import matplotlib.pyplot as plt
+
+    from fairtune.visualization import plot_best_feasible
+
+    study = optuna.create_study(direction="maximize", study_name="cost $5")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    ax = plot_best_feasible(study)
+    try:
+        assert ax.get_legend() is None
+        assert ax.get_title() == r"Best fair value: cost \$5"  # drawn as typed, not as math
+    finally:
+        plt.close(ax.figure)
+    other = optuna.create_study(direction="maximize", study_name="other")
+    other.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    ax = plot_best_feasible({"a": [study], "b": [other]})
+    try:
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    finally:
+        plt.close(ax.figure)
