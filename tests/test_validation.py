@@ -457,3 +457,24 @@ def test_validation_is_a_bottom_module() -> None:
                  "fairtune.datasets._table"):
         assert "fairtune._validation" in GRAPH[user]
     assert validation.__doc__ is not None and "floor(1 / b) + 1" in validation.__doc__
+
+
+@pytest.mark.parametrize("spelling", ["TRUE", "True", "true", "FALSE"])
+def test_a_positive_spelled_as_the_file_spells_a_boolean_is_that_boolean(
+    tmp_path: Path, spelling: str,
+) -> None:
+    """pandas reads TRUE / FALSE in a file as booleans: ``--positive TRUE`` is the file's
+    value as typed, not a near miss of Python's ``True``."""
+    from fairtune.datasets import read_table
+
+    rng = np.random.default_rng(0)
+    hired = rng.choice(["TRUE", "FALSE"], 300)
+    frame = pd.DataFrame({"x": rng.normal(size=300), "sex": rng.choice(["F", "M"], 300),
+                          "hired": hired})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    data = read_table(tmp_path / "d.csv", target="hired", sensitive="sex", positive=spelling)
+    favourable = "TRUE" if spelling.lower() == "true" else "FALSE"
+    assert int(data.target.sum()) == int((hired == favourable).sum())
+    with pytest.raises(ValueError, match=r"must be one of the values of `target` 'hired' "
+                                         r"\['False', 'True'\], but got positive='yes'"):
+        read_table(tmp_path / "d.csv", target="hired", sensitive="sex", positive="yes")

@@ -102,6 +102,10 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
             f"{arg('target')} {target!r} has the values {shown}: name the favourable one with "
             f"{arg('positive')}; fairtune does not guess which outcome the limits protect."
         )
+    if pd.api.types.is_bool_dtype(column) and isinstance(positive, str) and (
+        positive.strip().lower() in ("true", "false")
+    ):  # pandas reads TRUE, True and true in a file as the boolean: so is --positive TRUE
+        positive = positive.strip().lower() == "true"
     # A value typed on the command line is text: compare as the file's values print.
     matches = [v for v in values if v == positive or str(v) == str(positive)]
     if not matches:
