@@ -94,6 +94,11 @@ STYLE = {"figure.dpi": 110, "savefig.dpi": 120, "axes.grid": True, "grid.alpha":
          "legend.frameon": False}
 """The benchmark figures' matplotlib style."""
 
+COLUMN_INCHES = 7.6
+"""The widest a figure for the documentation should be: its text column is 736 px, 7.67 in at
+96 px per inch, so a figure this wide (912 px at 120 dpi) is drawn at its font sizes on the page;
+a wider one is shrunk to the column with its text (docs/check_rendering.py measures this)."""
+
 
 def figure(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
     """``plt.subplots`` under :data:`STYLE` (non-interactive backend)."""
@@ -104,6 +109,24 @@ def figure(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
 
     with plt.rc_context(STYLE):
         return plt.subplots(*args, **kwargs)
+
+
+def legend_row(axes: Any, handles: Sequence[Any], labels: Sequence[str], **kwargs: Any) -> None:
+    """Draw the legend in the last row of ``axes`` (a 2-D array from :func:`figure`), which the
+    caller reserved for it: that row's axes become one empty axes across the figure.
+
+    Long method names in a panel hide its data, and beside the panels they take width that a
+    figure of :data:`COLUMN_INCHES` does not have. ``kwargs`` go to ``Axes.legend`` (``ncol``).
+    """
+    fig = axes[0][0].figure
+    grid = axes[0][0].get_gridspec()
+    for ax in axes[-1]:
+        ax.remove()
+    holder = fig.add_subplot(grid[len(axes) - 1, :])
+    holder.axis("off")
+    # Created outside figure()'s style context, so its font size and frame are set here.
+    kwargs.setdefault("fontsize", STYLE["font.size"])
+    holder.legend(handles, labels, loc="center", frameon=False, **kwargs)
 
 
 def save_figure(fig: Any, path: Path | str) -> None:

@@ -82,10 +82,12 @@ import numpy as np
 import optuna
 
 from benchmarks._common import (
+    COLUMN_INCHES,
     append_rows,
     checkpoints,
     done_keys,
     figure,
+    legend_row,
     paired,
     save_figure,
     sign_test,
@@ -550,12 +552,17 @@ def screen(paths: Sequence[Path], families: Sequence[str] | None = None,
 
 
 def _plot(df: Any, settings: dict[str, str], path: Path) -> None:
-    """Mean regret per trial, a panel per family, for the family's setting in ``settings``."""
+    """Mean regret per trial, a panel per family, for the family's setting in ``settings``,
+    three to a row, and the legend below them."""
     families = [f for f in FAMILIES if f in settings]
-    cols = 4
+    cols = 3
     rows = -(-len(families) // cols)
-    fig, axes = figure(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-    for ax, family in zip(axes.flat, families):
+    fig, axes = figure(rows + 1, cols, squeeze=False, figsize=(COLUMN_INCHES, 2.2 * rows + 0.35),
+                       gridspec_kw={"height_ratios": [2.2] * rows + [0.35]})
+    labels = {"board": "CGPSampler on a board", "alone": "the same agents alone",
+              "GPSampler": "Optuna's GPSampler alone"}
+    handles: dict[str, Any] = {}
+    for ax, family in zip(axes[:-1].flat, families):
         part = df[df["family"] == family]
         setting = settings[family]
         for method, style in (("board", "-"), ("alone", "--"), ("GPSampler", ":")):
@@ -564,17 +571,15 @@ def _plot(df: Any, settings: dict[str, str], path: Path) -> None:
             if mine.empty:
                 continue
             curve = mine.groupby("round")["regret"].mean()
-            label = {"board": "CGPSampler on a board", "alone": "the same agents alone",
-                     "GPSampler": "Optuna's GPSampler alone"}[method]
-            ax.plot(curve.index, curve.values, style, label=label)
+            handles[method], = ax.plot(curve.index, curve.values, style)
         ax.set_yscale("log")
-        ax.set_title(f"{family}{' (held out)' if family in HELDOUT else ''}", fontsize=8)
-        ax.set_xlabel("trials per agent", fontsize=7)
-        ax.tick_params(which="both", labelsize=7)
-    for ax in axes.flat[len(families):]:
+        ax.set_title(f"{family}{' (held out)' if family in HELDOUT else ''}", fontsize=9)
+        ax.set_xlabel("trials per agent")
+    for ax in axes[:-1].flat[len(families):]:
         ax.axis("off")
-    axes.flat[0].set_ylabel("mean normalized simple regret", fontsize=7)
-    axes.flat[0].legend(fontsize=6)
+    for row in axes[:-1]:
+        row[0].set_ylabel("mean normalized simple regret")
+    legend_row(axes, list(handles.values()), [labels[m] for m in handles], ncol=3)
     save_figure(fig, path)
 
 

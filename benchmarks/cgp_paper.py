@@ -69,7 +69,15 @@ import torch
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial
 
-from benchmarks._common import append_rows, figure, paired, save_figure, sign_test
+from benchmarks._common import (
+    COLUMN_INCHES,
+    append_rows,
+    figure,
+    legend_row,
+    paired,
+    save_figure,
+    sign_test,
+)
 from benchmarks.collaborative_fair_regret import neg_hartmann6
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
@@ -466,25 +474,36 @@ def summarize(path: Path | Sequence[Path], plot: Path | None, at_round: int | No
 
 def _plot(df: Any, path: Path, groups: list[str]) -> None:
     """Mean gap per round (over replications of the agents' mean), a panel per function or
-    setting; the band spans the replications' min to max."""
+    setting, two to a row, and the legend below them; the band spans the replications' min to
+    max."""
     panels = list(df.groupby(groups))
-    fig, axes = figure(1, len(panels), figsize=(3.1 * len(panels), 3.0), squeeze=False)
-    for ax, ((function, n_agents, radius, adv), part) in zip(axes[0], panels):
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = figure(rows + 1, cols, squeeze=False,
+                       figsize=(min(3.7 * cols, COLUMN_INCHES), 2.8 * rows + 0.5),
+                       gridspec_kw={"height_ratios": [2.8] * rows + [0.5]})
+    handles: dict[str, Any] = {}
+    for ax, ((function, n_agents, radius, adv), part) in zip(axes[:-1].flat, panels):
         for method in [m for m in METHODS + (CONTROL,) if m in set(part["method"])]:
             curve = part[part["method"] == method].groupby(["round", "rep"])["gap"].mean()
             by_round = curve.groupby("round")
             mean = by_round.mean()
             style = "-" if method.startswith("CGP") else ":" if method.startswith("FTS") else "--"
-            ax.plot(mean.index, mean.values, style, label=method,
-                    linewidth=2.0 if method in ("CGP-UCB", "UCB", "FTS-DE") else 1.0)
+            handles[method], = ax.plot(
+                mean.index, mean.values, style,
+                linewidth=2.0 if method in ("CGP-UCB", "UCB", "FTS-DE") else 1.0)
             ax.fill_between(mean.index, by_round.min().values, by_round.max().values, alpha=0.08)
         ax.set_yscale("log")
         extra = (", one adversarial agent" if adv else "") + (
             f", shifts x{radius:g}" if radius != 1.0 else "")
-        ax.set_title(f"{NAMES.get(function, function)}, N = {n_agents}{extra}")
+        ax.set_title(f"{NAMES.get(function, function)}, N = {n_agents}{extra}", fontsize=10)
         ax.set_xlabel("round")
-    axes[0, 0].set_ylabel("optimality gap (best observed design)")
-    axes[0, 0].legend(fontsize=7)
+    for ax in axes[:-1].flat[len(panels):]:
+        ax.axis("off")
+    for row in axes[:-1]:
+        row[0].set_ylabel("optimality gap (best observed design)")
+    methods = [m for m in METHODS + (CONTROL,) if m in handles]
+    legend_row(axes, [handles[m] for m in methods], methods, ncol=4)
     save_figure(fig, path)
 
 

@@ -52,6 +52,7 @@ import numpy as np
 import optuna
 
 from benchmarks._common import (
+    COLUMN_INCHES,
     append_rows,
     done_keys,
     figure,
@@ -172,9 +173,10 @@ def _frame(rows: list[dict]) -> Any:
 
 def plot(rows: list[dict], path: str) -> None:
     """R_T/n, S_T and the averaged inequality against rho (mean and standard error over
-    seeds), the tenants tuning alone as a line."""
+    seeds), the tenants tuning alone as a line; the legend sits in the inequality panel's
+    empty middle."""
     df = _frame(rows)
-    fig, axes = figure(1, 3, figsize=(11, 3.2))
+    fig, axes = figure(1, 3, figsize=(COLUMN_INCHES, 3.0))
     collab = df[df["method"] != ALONE]
     rhos = [float(m.split("=")[1]) for m in collab["method"].unique()]
     for ax, col in zip(axes, ("R_T/n", "S_T", "inequality")):
@@ -187,7 +189,7 @@ def plot(rows: list[dict], path: str) -> None:
         ax.set_xlabel("rho")
         ax.set_title({"inequality": "avg inequality U_t/n - g_t",
                       "R_T/n": "average regret R_T/n", "S_T": "fair regret S_T"}[col])
-    axes[0].legend(fontsize=8)
+    axes[2].legend(loc="center", fontsize=9)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, path)
 

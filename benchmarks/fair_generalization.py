@@ -33,7 +33,14 @@ import warnings
 import numpy as np
 import optuna
 
-from benchmarks._common import append_rows, figure, paired, read_rows, save_figure
+from benchmarks._common import (
+    COLUMN_INCHES,
+    append_rows,
+    figure,
+    paired,
+    read_rows,
+    save_figure,
+)
 from fairtune.datasets import load_adult
 from fairtune.fairness import is_feasible
 from fairtune.samplers import FairBOSampler
@@ -130,7 +137,8 @@ def plot(paths: list[str], path: str) -> None:
     rows = [r for r in read_rows(paths) if r["protocol"] == "holdout"
             and float(r.get("tuning_limit") or BOUND) == BOUND and r["test_dsp"]]
     models = sorted({r["model"] for r in rows})
-    fig, axes = figure(1, len(models), figsize=(5.5 * len(models), 4.6), squeeze=False)
+    fig, axes = figure(1, len(models), squeeze=False,
+                       figsize=(min(3.8 * len(models), COLUMN_INCHES), 3.8))
     for ax, model in zip(axes[0], models):
         mine = [r for r in rows if r["model"] == model]
         for prefix, label, color in (("", "refitted on all tuning rows", "tab:red"),
@@ -139,7 +147,7 @@ def plot(paths: list[str], path: str) -> None:
             acc = [float(r[f"{prefix}test_accuracy"]) for r in mine if r[f"{prefix}test_dsp"]]
             ax.scatter(gap, acc, s=22, color=color, label=f"{label} ({len(gap)} seeds)")
         ax.axvline(BOUND, color="gray", lw=1, ls="--", label=f"limit {BOUND}")
-        ax.set_title(f"Adult, {MODELS.get(model, model)}: the best fair trial on new data")
+        ax.set_title(f"Adult, {MODELS.get(model, model)}", fontsize=10)
         ax.set_xlabel("test demographic parity difference")
         ax.set_ylabel("test accuracy")
         ax.legend(loc="lower right", fontsize=8)

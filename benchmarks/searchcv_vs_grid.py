@@ -46,7 +46,14 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from benchmarks._common import append_rows, done_keys, figure, paired, save_figure
+from benchmarks._common import (
+    COLUMN_INCHES,
+    append_rows,
+    done_keys,
+    figure,
+    paired,
+    save_figure,
+)
 from fairtune import FairSearchCV
 from fairtune.datasets import load_adult
 from fairtune.fairness import demographic_parity_difference
@@ -316,14 +323,14 @@ def _plot(mine: pd.DataFrame, grid: pd.DataFrame, path: str) -> None:
     """Seed by seed: the best fair CV accuracy of both methods, and the chosen models' test
     accuracy against their test gap."""
     seeds = mine.index.intersection(grid.index)
-    fig, (left, right) = figure(1, 2, figsize=(11, 4.8))
+    fig, (left, right) = figure(1, 2, figsize=(COLUMN_INCHES, 3.8))
     x, y = grid.loc[seeds, "cv_score"], mine.loc[seeds, "cv_score"]
     left.scatter(x, y, s=22, color="tab:purple")
     low, high = min(x.min(), y.min()), max(x.max(), y.max())
     left.plot([low, high], [low, high], color="gray", lw=1, ls="--")
     left.set_xlabel("GridSearchCV + fairness filter")
     left.set_ylabel("FairSearchCV")
-    left.set_title("best fair CV accuracy, one point per seed")
+    left.set_title("best fair CV accuracy, one point per seed", fontsize=10)
     for frame, label, color in ((grid, NAMES["grid"], "tab:blue"),
                                 (mine, NAMES["fairsearchcv"], "tab:purple")):
         right.scatter(frame.loc[seeds, "test_gap"], frame.loc[seeds, "test_accuracy"], s=22,
@@ -331,7 +338,7 @@ def _plot(mine: pd.DataFrame, grid: pd.DataFrame, path: str) -> None:
     right.axvline(BOUND, color="gray", lw=1, ls="--", label=f"limit {BOUND}")
     right.set_xlabel("test demographic parity difference")
     right.set_ylabel("test accuracy")
-    right.set_title("the refitted best fair model on the test rows")
+    right.set_title("the refitted best fair models on test", fontsize=10)
     right.legend(loc="lower right", fontsize=8)
     save_figure(fig, path)
 

@@ -59,10 +59,12 @@ import optuna
 import pandas as pd
 
 from benchmarks._common import (
+    COLUMN_INCHES,
     add_timer,
     append_rows,
     done_keys,
     figure,
+    legend_row,
     paired,
     read_rows,
     save_figure,
@@ -397,9 +399,15 @@ _STYLES = {  # fairtune's searches as stars, fairlearn's baselines as circles, n
 def _plot(frame: pd.DataFrame, model: str, limits: list[str], datasets_: list[str],
           path: str) -> None:
     """Mean test accuracy against the share of splits whose model meets the limit on the test
-    split, one point per method: a row of panels per limit, a column per dataset."""
-    fig, axes = figure(len(limits), len(datasets_), squeeze=False,
-                       figsize=(4.2 * len(datasets_) + 3.2, 3.3 * len(limits)))
+    split, one point per method: a row of panels per limit, a column per dataset, the legend
+    in one column below them (two panels and the long method names side by side would not fit
+    the documentation's column)."""
+    rows, legend_height = len(limits), 0.18 * len(_STYLES)
+    fig, axes = figure(rows + 1, len(datasets_), squeeze=False,
+                       figsize=(min(3.6 * len(datasets_), COLUMN_INCHES),
+                                2.9 * rows + legend_height),
+                       gridspec_kw={"height_ratios": [2.9] * rows + [legend_height]})
+    handles: dict[str, Any] = {}
     for i, limit in enumerate(limits):
         for j, dataset in enumerate(datasets_):
             ax = axes[i][j]
@@ -407,14 +415,16 @@ def _plot(frame: pd.DataFrame, model: str, limits: list[str], datasets_: list[st
             for method, (color, marker) in _STYLES.items():
                 if method in cells:
                     accuracy, fair, n = cells[method]
-                    ax.scatter(fair / n, accuracy, color=color, marker=marker,
-                               s=110 if marker == "*" else 40, label=_name(method, model))
+                    handles[method] = ax.scatter(fair / n, accuracy, color=color, marker=marker,
+                                                 s=110 if marker == "*" else 40)
             ax.set_xlim(-0.05, 1.05)
-            ax.set_xlabel(f"share of splits fair on test ({limit.replace('_', ' ')} <= "
-                          f"{BOUND:g})")
-            ax.set_ylabel("test accuracy (mean)")
-            ax.set_title(f"{_DATASETS.get(dataset, dataset)}, {_MODELS.get(model, model)}")
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7)
+            ax.set_title(f"{_DATASETS.get(dataset, dataset)}, {limit.replace('_', ' ')} <= "
+                         f"{BOUND:g}", fontsize=10)
+            ax.set_xlabel("share of splits fair on test")
+            if j == 0:
+                ax.set_ylabel("test accuracy (mean)")
+    methods = [m for m in _STYLES if m in handles]
+    legend_row(axes, [handles[m] for m in methods], [_name(m, model) for m in methods])
     save_figure(fig, path)
 
 
