@@ -33,10 +33,6 @@ CERTIFICATE_KEY = "fairtune:certificate"
 under ``"fairtune:certificate:<tenant>"``."""
 """``"fairtune:test_scores:<tenant>"``: a tenant's test lines in a study that tenants share."""
 
-DASHBOARD_REPORT_KEY = "fairtune:dashboard:report"
-"""Study system attribute: the artifact id of the HTML report that :mod:`fairtune.dashboard`
-uploaded, replaced in place at each update."""
-
 # -- trial user attributes -----------------------------------------------------------------
 FAIR_KEY = "fairtune:fair"
 TENANT_KEY = "fairtune:tenant"

@@ -70,5 +70,6 @@ def markdown_table(
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"
 
-    rule = "|" + "|".join("---:" if i in right_aligned else "---" for i in range(len(header))) + "|"
+    rule = "|" + "|".join("---:" if i in right_aligned else "---"
+                          for i in range(len(header))) + "|"
     return "\n".join([line(header), rule, *(line(row) for row in rows)]) + "\n"

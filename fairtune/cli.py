@@ -35,6 +35,7 @@ from fairtune._storage import (
     records_heartbeats,
     reported_error,
 )
+from fairtune._text import printable
 from fairtune.report import check_output_path
 
 PROG = "fairtune"
@@ -383,21 +384,23 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
 def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
     """``--dashboard`` (``--artifacts DIR``): the callback that keeps the study's view in
     optuna-dashboard up to date, or None; refused before any trial where it cannot work."""
-    if args.artifacts is not None and not args.dashboard:
-        args.dashboard = True  # the report artifact is part of the dashboard's view
-    if not args.dashboard:
+    flag = "--dashboard" if args.dashboard else "--artifacts"  # --artifacts implies the view
+    if args.artifacts is None and not args.dashboard:
         return None
-    if not args.storage:
-        raise _UsageError("--dashboard writes the fair search's view into the study for "
-                          "optuna-dashboard to show, so it needs --storage (the database the "
-                          "dashboard reads), but got no --storage.")
+    if not args.storage or _in_memory(args.storage):
+        got = f"--storage {args.storage}" if args.storage else "no --storage"
+        raise _UsageError(f"{flag} writes the fair search's view into the study for "
+                          "optuna-dashboard to show, so it needs a --storage the dashboard can "
+                          f"read (a database file or server), but got {got}.")
     if multi:
-        raise _UsageError("--dashboard shows a single-objective study's best fair trial; "
+        raise _UsageError(f"{flag} shows a single-objective study's best fair trial; "
                           "optuna-dashboard shows the Pareto front of --objectives itself.")
     store = None
     if args.artifacts is not None:
         from optuna.artifacts import FileSystemArtifactStore
 
+        if not args.artifacts.strip():
+            raise _UsageError(f"--artifacts must name a directory, but got {args.artifacts!r}.")
         path = Path(args.artifacts)
         if path.exists() and not path.is_dir():
             raise _UsageError(f"--artifacts must be a directory, but {args.artifacts!r} is a "
@@ -416,6 +419,15 @@ def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
         raise _UsageError(f"--dashboard: {e}") from None
 
 
+def _in_memory(storage: str) -> bool:
+    """Whether ``storage`` is a database no other process can read (SQLite in memory)."""
+    url = storage.strip()
+    if not url.lower().startswith("sqlite:"):
+        return False
+    path = url.split(":", 1)[1].lstrip("/")  # "sqlite://" -> "", "sqlite:///:memory:" -> ...
+    return path == "" or path.startswith(":memory:") or "mode=memory" in url
+
+
 def _publish(study: Any, view: Any, out: TextIO) -> None:
     """The dashboard's view of ``study`` as it ends (a failure is a warning: the study and
     its results are stored either way)."""
@@ -427,14 +439,15 @@ def _publish(study: Any, view: Any, out: TextIO) -> None:
         print(f"{PROG}: warning: --dashboard: the study's view was not updated "
               f"({type(e).__name__}: {_one_line(e)}).", file=sys.stderr)
         return
-    where = f"; the HTML report in --artifacts {view.artifact_store._base_path}" if (
-        view.artifact_store is not None) else ""
+    where = (f"; the HTML report in --artifacts {printable(view.artifact_store._base_path)}"
+             if view.artifact_store is not None else "")
     out.write(f"optuna-dashboard: the study's note and figures are updated{where}.\n")
 
 
 def _certify(study: Any, objective: Any, args: argparse.Namespace, out: TextIO) -> int:
     """``--confidence``: the safety test's certificate of the deployed model (and its scores on
     the test split), or the refusal on standard error and exit code 1."""
+    from fairtune import report
     from fairtune.tuning import NotCertifiedError
 
     try:
@@ -450,8 +463,11 @@ def _certify(study: Any, objective: Any, args: argparse.Namespace, out: TextIO) 
         values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items()
                            if isinstance(v, float))
         verdict = "meets every limit" if scores["fair"] else f"violates {objective.limits_text}"
-        out.write(f"Test split ({len(objective.X_test)} rows), the certified model: {values}; "
-                  f"{verdict}.\n")
+        line = (f"Test split ({len(objective.X_test)} rows), the certified model: {values}; "
+                f"{verdict}.")
+        out.write(line + "\n")
+        # Stored, so that `report` and the dashboard's note show the certified model's verdict.
+        report.store_test_lines(study, pipeline.certificate_.trial, [line], args.tenant)
     _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
 

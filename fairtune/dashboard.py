@@ -35,14 +35,15 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fairtune import _keys
 from fairtune._text import printable
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ __all__ = [
     "DashboardCallback",
     "best_fair_figure",
     "publish",
+    "report_artifact_id",
     "tradeoff_figure",
 ]
 
@@ -62,6 +64,8 @@ REPORT_FILENAME = "fairtune-report.html"
 """The file name of the HTML report in the study's artifacts."""
 TRADEOFF_ID = "fairtune-tradeoff"
 """The dashboard's id of the trade-off figure (``-<i>`` for the i-th tenant of a shared study)."""
+_ARTIFACT_NAMESPACE = uuid.UUID("5b1c1f6e-52a4-4f0c-9a55-1e0f7d1f2a11")
+"""Namespace of :func:`report_artifact_id` (any fixed UUID: it only has to stay the same)."""
 BEST_FAIR_ID = "fairtune-best-fair"
 """The dashboard's id of the best-fair curve (``-<i>`` for the i-th tenant)."""
 
@@ -73,15 +77,27 @@ _MULTI_OBJECTIVE = (
 
 
 def check_artifact_store(artifact_store: Any) -> None:
-    """Refuse what is not an Optuna artifact store (it writes and opens files by id)."""
-    if artifact_store is not None and not all(
+    """Refuse what is not an Optuna artifact store (an object that writes and opens files by
+    id; the class itself is not one)."""
+    if artifact_store is not None and (isinstance(artifact_store, type) or not all(
         callable(getattr(artifact_store, name, None)) for name in ("write", "open_reader")
-    ):
+    )):
         raise ValueError(
             "`artifact_store` must be an Optuna artifact store (e.g. "
             "optuna.artifacts.FileSystemArtifactStore('artifacts')), but got "
             f"{printable(repr(artifact_store))[:80]}."
         )
+
+
+def _check_study(study: Any) -> None:
+    """Refuse what is not a single-objective Optuna study (a name, a multi-objective study)."""
+    import optuna
+
+    if not isinstance(study, optuna.Study):
+        raise ValueError("`study` must be an optuna.Study (optuna.load_study(study_name=..., "
+                         f"storage=...)), but got {printable(repr(study))[:80]}.")
+    if len(study.directions) != 1:
+        raise ValueError(_MULTI_OBJECTIVE.format(n=len(study.directions)))
 
 
 def _modules() -> tuple[Any, Any]:
@@ -117,6 +133,7 @@ def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
     from fairtune.visualization import _tradeoff_data
 
     _, go = _modules()
+    _check_study(study)
     data = _tradeoff_data(study, metric, tenant=tenant)
     value = _plotly_text(data.value_label)
     figure = go.Figure()
@@ -157,6 +174,7 @@ def best_fair_figure(study: optuna.Study, *, tenant: str | None = None) -> Any:
     from fairtune.visualization import _best_feasible_curve, _value_label
 
     _, go = _modules()
+    _check_study(study)
     curve = _best_feasible_curve(study, len(study.trials), tenant)
     has = ~np.isnan(curve)
     x = np.arange(len(curve))[has]
@@ -197,11 +215,18 @@ def publish(
         ValueError: If the study has several objectives.
     """
     from fairtune.report import report, study_tenants
+    from fairtune.tuning import FairObjective
 
     dashboard, _ = _modules()
-    if len(study.directions) != 1:
-        raise ValueError(_MULTI_OBJECTIVE.format(n=len(study.directions)))
+    _check_study(study)
     check_artifact_store(artifact_store)
+    if objective is not None and not isinstance(objective, FairObjective):
+        raise ValueError("`objective` must be the FairObjective the study was tuned with (or "
+                         f"None), but got {printable(repr(objective))[:80]}.")
+    if after is not None and (isinstance(after, bool) or not isinstance(after, (int, np.integer))
+                              or not 0 <= after < len(study.trials)):
+        raise ValueError(f"`after` must be the number of one of the study's "
+                         f"{len(study.trials)} trials (or None), but got after={after!r}.")
     page = report(study, objective=objective)
     when = "" if after is None else f" Updated after trial #{after}."
     note = (
@@ -228,28 +253,28 @@ def publish(
         _upload_report(study, page, artifact_store)
 
 
-def _upload_report(study: optuna.Study, page: Any, artifact_store: Any) -> None:
-    """The HTML report as the study's artifact ``fairtune-report.html``: written under the
-    artifact id an earlier update created (its file replaced), else uploaded as a new one."""
-    import json
+def report_artifact_id(study: optuna.Study) -> str:
+    """The artifact id of ``study``'s HTML report: derived from the study (its id and name in
+    the storage), so that workers that publish at once write one artifact, not one each."""
+    return str(uuid.uuid5(_ARTIFACT_NAMESPACE, f"{study._study_id}\0{study.study_name}"))
 
-    from optuna.artifacts import upload_artifact
+
+def _upload_report(study: optuna.Study, page: Any, artifact_store: Any) -> None:
+    """The HTML report as the study's artifact ``fairtune-report.html``, under
+    :func:`report_artifact_id`: its file replaced and its entry (re)written at each update, so
+    that a report a user deleted in the dashboard comes back at the next update."""
     from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
 
-    storage = study._storage
-    attrs = storage.get_study_system_attrs(study._study_id)
-    artifact_id = attrs.get(_keys.DASHBOARD_REPORT_KEY)
-    meta = attrs.get(ARTIFACTS_ATTR_PREFIX + str(artifact_id)) if artifact_id else None
+    artifact_id = report_artifact_id(study)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, REPORT_FILENAME)
         page.write_html(path)
-        if meta and json.loads(meta):  # still listed (a user may have deleted it)
-            with open(path, "rb") as file:
-                artifact_store.write(artifact_id, file)
-            return
-        artifact_id = upload_artifact(artifact_store=artifact_store, file_path=path,
-                                      study_or_trial=study, mimetype="text/html")
-    storage.set_study_system_attr(study._study_id, _keys.DASHBOARD_REPORT_KEY, artifact_id)
+        with open(path, "rb") as file:
+            artifact_store.write(artifact_id, file)
+    meta = {"artifact_id": artifact_id, "filename": REPORT_FILENAME, "mimetype": "text/html",
+            "encoding": None}  # the entry Optuna's upload_artifact writes, with a known id
+    study._storage.set_study_system_attr(study._study_id, ARTIFACTS_ATTR_PREFIX + artifact_id,
+                                         json.dumps(meta))
 
 
 class DashboardCallback:

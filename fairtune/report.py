@@ -70,6 +70,7 @@ __all__ = [
     "running_line",
     "save_plot",
     "scores_on_test_split",
+    "store_test_lines",
     "study_tenants",
     "tenants_text",
     "with_interval",
@@ -139,9 +140,16 @@ def scores_on_test_split(
                      "on=\"training\") returns the second, the model whose validation scores "
                      "are above.")
     if store:
-        study.set_user_attr(_test_scores_key(getattr(objective, "tenant", None)),
-                            {"trial": best.number, "lines": lines})
+        store_test_lines(study, best.number, lines, getattr(objective, "tenant", None))
     return lines
+
+
+def store_test_lines(study: optuna.Study, trial: int, lines: Sequence[str],
+                     tenant: str | None = None) -> None:
+    """Store the test split's lines of trial ``trial`` with the study (a tenant's under its
+    own key), for later reports: :func:`scores_on_test_split` with ``store``, and ``fairtune
+    tune --confidence`` for the certified model."""
+    study.set_user_attr(_test_scores_key(tenant), {"trial": int(trial), "lines": list(lines)})
 
 
 def running_line(study: optuna.Study) -> str:
@@ -181,6 +189,11 @@ def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
     margin = setup.get("margin") or 0.0
     if limits and margin > 0:
         limits += f" (the limits less a margin of {margin:g})"
+    confidence = setup.get("confidence")
+    if limits and confidence:  # the certified search validates against tightened limits
+        limits += (f" (the limits as given, tightened by the width of their {confidence:.0%} "
+                   "bound on the safety rows, so that the models found can pass the safety "
+                   "test; the certificate judges the limits as given)")
     rows: list[tuple[str, Any]] = [
         ("dataset", setup.get("dataset")),
         ("model", setup.get("model")),
@@ -328,6 +341,9 @@ class StudyReport:
         sections: Of a study shared by tenants, the report of each tenant's own trials: the
             tenant asked for, else every tenant.
         untagged: Of a study shared by tenants, the trials that carry no tenant.
+        certificate: The safety test's verdict recorded with the study (``confidence=``):
+            ``{"certified": True, "trial": ..., ...}`` or ``{"certified": False, "message":
+            ...}``; empty without one.
     """
 
     study: Any
@@ -349,6 +365,7 @@ class StudyReport:
     tenants: list[TenantRow] = field(default_factory=list)
     sections: list[StudyReport] = field(default_factory=list)
     untagged: int = 0
+    certificate: dict[str, Any] = field(default_factory=dict)
 
     def _summary(self) -> str:
         trials, complete, failed, fair = self.counts
@@ -446,7 +463,7 @@ class StudyReport:
                                             for name, value, status in self.rows
                                             if status != "param"], right_aligned={1})]
                 out += [f"- {markdown_text(line)}" for line in self.deployment
-                        if line not in answer]
+                        if line not in answer and line != self.certificate.get("message")]
                 rest = [line for line in self.test_lines if line not in answer]
                 if rest:  # the verdict's first line is in the answer already
                     out += ["", f"Test split, trial #{self.test_trial}:", ""]
@@ -498,14 +515,29 @@ class StudyReport:
         return "\n".join(parts) + "\n"
 
     def _answer(self) -> list[str]:
-        """What a reviewer reads first: the model to deploy, its verdict on the test split in
-        one line, and what it needs at prediction time (nothing before a fair trial)."""
-        if self.tenants or self.best is None or not self.best_is_fair:
+        """What a reviewer reads first: the model to deploy (the certified one when the study
+        was certified, none when the safety test refused), its verdict on the test split in
+        one line when it was measured on that model, and what it needs at prediction time
+        (nothing before a fair trial)."""
+        if self.tenants or self.best is None:
             return []
-        lines = [f"Deploy trial #{self.best.number}, the best fair trial "
-                 f"({self.metric} {self.best.value:.4f} on validation)."]
+        verdict = self.certificate
+        if verdict.get("certified") is False:  # the safety test refused every candidate
+            return [f"Deploy no model: {verdict.get('message', 'none could be certified.')}"]
+        if not self.best_is_fair:
+            return []
+        deployed, what = self.best, "the best fair trial"
+        if verdict.get("certified"):
+            number = verdict.get("trial")
+            deployed = next((t for t in self.study.get_trials(deepcopy=False)
+                             if t.number == number), self.best)
+            what = "the certified model" + (
+                "" if deployed.number == self.best.number
+                else f" (the best fair trial, #{self.best.number}, did not pass)")
+        lines = [f"Deploy trial #{deployed.number}, {what} "
+                 f"({self.metric} {deployed.value:.4f} on validation)."]
         lines += [line for line in self.deployment if line.startswith("Certified:")]
-        if self.test_lines:
+        if self.test_lines and self.test_trial == deployed.number:
             lines.append(self.test_lines[0])
         lines += [line for line in self.deployment
                   if line.startswith("Sensitive feature at prediction")]
@@ -844,6 +876,7 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     # refusal, as recorded with the study.
     verdict = study.user_attrs.get(
         _keys.CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)) or {}
+    page.certificate = dict(verdict) if isinstance(verdict, dict) else {}
     if verdict.get("message"):
         page.deployment.append(str(verdict["message"]))
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)

@@ -102,6 +102,9 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
     Raises:
         ValueError: If no completed trial has a value for the metric.
     """
+    from fairtune.report import check_tenant
+
+    check_tenant(study, tenant, plots=True)  # one tenant's trials, never mixed
     trials = _complete(study, tenant)
     if metric is None:
         limited = [m for m, limit in study_limits(study, tenant).items()
@@ -181,6 +184,9 @@ def plot_tradeoff(
 
 def _best_feasible_curve(study: optuna.Study, n_trials: int,
                          tenant: str | None = None) -> np.ndarray:
+    from fairtune.report import check_tenant
+
+    check_tenant(study, tenant, plots=True)  # one tenant's trials, never mixed
     maximize = study.direction == StudyDirection.MAXIMIZE
     curve = np.full(n_trials, np.nan)
     best = np.nan

@@ -152,8 +152,8 @@ def test_a_failed_update_is_a_warning_and_the_search_goes_on(
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--dashboard"], "--dashboard writes the fair search's view into the study for "
-                      "optuna-dashboard to show, so it needs --storage"),
-    (["--artifacts", "art"], "so it needs --storage"),
+                      "optuna-dashboard to show, so it needs a --storage"),
+    (["--artifacts", "art"], "--artifacts writes the fair search's view into the study"),
     (["--dashboard", "--storage", "sqlite:///x.db", "--objectives", "accuracy,dsp",
       "--limit", ""], "--dashboard shows a single-objective study's best fair trial"),
     (["--dashboard", "--storage", "sqlite:///x.db", "--artifacts", "x.db"],
@@ -186,3 +186,139 @@ def test_best_fair_trial_is_the_one_the_note_names(tmp_path: Path) -> None:
     assert f"Deploy trial #{best.number}" in _plain(get_note(study))
     (meta,) = optuna.artifacts.get_all_artifact_meta(study)
     assert (tmp_path / "new" / "dir" / meta.artifact_id).exists()
+
+
+# -- the answer: the certified model, a refusal, test lines of another trial ------------------
+
+
+def test_the_note_deploys_the_certified_model_not_the_best_fair_trial() -> None:
+    from fairtune._keys import CERTIFICATE_KEY
+
+    study = _small_study()  # best fair trial #2; #1 passed the safety test
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": True, "trial": 1,
+                                          "message": "Certified: trial #1 keeps ..."})
+    publish(study)
+    note = _plain(get_note(study))
+    assert ("- Deploy trial #1, the certified model (the best fair trial, #2, did not pass) "
+            "(accuracy 0.7000 on validation).") in note
+    assert "- Certified: trial #1 keeps ..." in note
+    assert "Deploy trial #2" not in note
+
+
+def test_a_refused_study_deploys_no_model() -> None:
+    from fairtune._keys import CERTIFICATE_KEY
+
+    study = _small_study()
+    refusal = "No model could be certified: the best candidate's bound is 0.12."
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "message": refusal})
+    publish(study)
+    note = _plain(get_note(study))
+    assert f"- Deploy no model: {refusal}" in note
+    assert "Deploy trial" not in note and note.count(refusal) == 1
+
+
+def test_test_lines_of_another_trial_are_not_put_under_the_deployed_one() -> None:
+    from fairtune.report import store_test_lines
+
+    study = _small_study()  # best fair trial #2
+    store_test_lines(study, 1, ["Test split (250 rows), trial one's verdict."])
+    publish(study)
+    note = _plain(get_note(study))
+    answer = note.split("|")[0]
+    assert "Deploy trial #2" in answer and "trial one's verdict" not in answer
+    assert "Test split, trial #1:\n\n- Test split (250 rows), trial one's verdict." in note
+
+
+def test_the_certified_search_says_its_limits_are_tightened() -> None:
+    from fairtune._keys import SETUP_KEY
+    from fairtune.report import report
+
+    study = _small_study()
+    study.set_user_attr(SETUP_KEY, {**study.user_attrs[SETUP_KEY], "confidence": 0.95,
+                                    "limits": ["demographic_parity<=0.0349"]})
+    (limits,) = [value for what, value in report(study).setup if what == "Limits"]
+    assert limits.startswith("demographic_parity<=0.0349 (the limits as given, tightened by "
+                             "the width of their 95% bound on the safety rows")
+
+
+# -- one report artifact, whoever publishes ---------------------------------------------------
+
+
+def test_workers_that_publish_at_once_write_one_report_artifact(tmp_path: Path) -> None:
+    """Two workers (two Study objects on one storage) that both publish before either saw the
+    other's artifact: one artifact, under the id the study determines."""
+    from fairtune.dashboard import report_artifact_id
+
+    storage = f"sqlite:///{tmp_path / 'w.db'}"
+    first = optuna.create_study(direction="maximize", study_name="w", storage=storage)
+    for value, gap in ((0.9, 0.3), (0.7, 0.05)):
+        _add(first, value, gap)
+    second = optuna.load_study(study_name="w", storage=storage)
+    store = FileSystemArtifactStore(str(tmp_path))
+    publish(first, artifact_store=store)
+    publish(second, artifact_store=store)
+    (meta,) = optuna.artifacts.get_all_artifact_meta(second)
+    assert meta.artifact_id == report_artifact_id(first) == report_artifact_id(second)
+    other = optuna.create_study(direction="maximize", study_name="v", storage=storage)
+    assert report_artifact_id(other) != meta.artifact_id
+
+
+# -- refusals that name the argument ------------------------------------------------------------
+
+
+def test_publish_and_the_figures_refuse_what_they_cannot_show() -> None:
+    from optuna.artifacts import FileSystemArtifactStore as Store
+
+    from fairtune.dashboard import best_fair_figure, tradeoff_figure
+
+    study = _small_study()
+    with pytest.raises(ValueError, match=r"`artifact_store` must be an Optuna artifact store"):
+        publish(study, artifact_store=Store)  # the class, not a store
+    with pytest.raises(ValueError, match=r"`objective` must be the FairObjective.*'german'"):
+        publish(study, objective="german")
+    with pytest.raises(ValueError, match=r"`study` must be an optuna.Study.*'s'"):
+        publish("s")
+    for after in (-1, 3, "x", 1.5, True):
+        with pytest.raises(ValueError, match=r"`after` must be the number of one of the "
+                                             r"study's 3 trials"):
+            publish(study, after=after)
+    two = optuna.create_study(directions=["maximize", "minimize"])
+    for draw in (tradeoff_figure, best_fair_figure):
+        with pytest.raises(ValueError, match="got 2 directions"):
+            draw(two)
+    shared = tenant_study()
+    for draw in (tradeoff_figure, best_fair_figure):
+        with pytest.raises(ValueError, match=r"`tenant` must be one of \['a', 'b'\].*'nobody'"):
+            draw(shared, tenant="nobody")
+        with pytest.raises(ValueError, match=r"draw one tenant's trials.*give `tenant`"):
+            draw(shared)  # never one figure across tenants
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--artifacts", "art"], "--artifacts writes the fair search's view into the study"),
+    (["--dashboard", "--storage", "sqlite:///:memory:"],
+     "needs a --storage the dashboard can read (a database file or server), but got --storage "
+     "sqlite:///:memory:"),
+    (["--dashboard", "--storage", "sqlite://"], "but got --storage sqlite://."),
+    (["--dashboard", "--storage", "sqlite:///x.db", "--artifacts", " "],
+     "--artifacts must name a directory, but got ' '"),
+])
+def test_tune_names_the_flag_the_user_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    extra: list[str], message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.05",
+                 "--n-trials", "2", "--no-progress", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tune_prints_the_artifact_directory_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.05",
+                 "--n-trials", "1", "--no-progress", "--storage", "sqlite:///x.db",
+                 "--artifacts", "ar\nt"]) == 0
+    (line,) = [l for l in capsys.readouterr().out.splitlines() if "optuna-dashboard" in l]
+    assert line.endswith("the HTML report in --artifacts ar\\nt.")

@@ -168,10 +168,21 @@ def test_the_command_line_prints_the_certificate_or_refuses(
     args = ["tune", "--data", str(path), "--target", "decision", "--sensitive", "group",
             "--model", "linear", "--limit", "demographic_parity<=0.1", "--n-trials", "4",
             "--test-size", "0.2", "--confidence", "0.9", "--no-progress"]
-    assert main(args) == 0
+    storage = f"sqlite:///{tmp_path / 'c.db'}"
+    assert main([*args, "--storage", storage, "--study-name", "c"]) == 0
     out = capsys.readouterr().out
     assert "Certified: trial #" in out and "with 90% confidence" in out
     assert "Test split (1600 rows), the certified model:" in out
+    # Stored with the study, for the certified trial: the report's answer carries it.
+    study = optuna.load_study(study_name="c", storage=storage)
+    trial = study.user_attrs["fairtune:certificate"]["trial"]
+    stored = study.user_attrs["fairtune:test_scores"]
+    assert stored["trial"] == trial and stored["lines"][0] in out
+    from fairtune.report import report
+
+    answer = report(study)._answer()
+    assert answer[0].startswith(f"Deploy trial #{trial}, the certified model")
+    assert stored["lines"][0] in answer
     assert main([*args[:-5], "--confidence", "0.999", "--safety-size", "0.05",
                  "--no-progress"]) == 2
     assert "--confidence 0.999 cannot be reached" in capsys.readouterr().err
