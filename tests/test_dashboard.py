@@ -1,11 +1,13 @@
 """A fairtune study in a real optuna-dashboard server (the release the test extra pins), read
-through the dashboard's HTTP API: each trial's fairness values and whether it is fair are there,
-as user attributes, and Optuna's own API reads the same constraints as before.
+through the dashboard's HTTP API and looked at in headless Chromium: each trial's fairness
+values and whether it is fair are there as user attributes; fairtune's view (the study note,
+the trade-off and best-fair figures, the HTML report as an artifact) is there as
+``fairtune tune --dashboard`` and :mod:`fairtune.dashboard` write it.
 
 optuna-dashboard 0.21.0 reads a trial's constraints only from Optuna's old list attribute
 ``"constraints"``, and takes its "best trial" from the storage, which ignores constraints; the
-last assertions pin that behaviour, which docs/user_guide/fair_model.md documents with the
-upstream change it needs, so that a release that fixes it shows up here.
+assertions on that pin what docs/user_guide/fair_model.md says the dashboard still shows its
+own way, so that a release that changes it shows up here.
 """
 
 from __future__ import annotations
