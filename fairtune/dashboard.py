@@ -19,7 +19,8 @@ view of the same study, where a team already watches its searches:
 number (10 by default), from whichever worker ran that trial, so that with many workers one of
 them writes each update, not each of them. An update reads the study once and writes a few
 system attributes (a few kilobytes of figures per hundred trials); the HTML report, with its two
-images, costs about a second and is written only with an artifact store. ``fairtune tune
+matplotlib images, costs more and is written only with an artifact store
+(docs/user_guide/fair_model.md gives the times). ``fairtune tune
 --dashboard`` (and ``--artifacts DIR``) does the same and publishes once more at the end, with
 the test split's verdict.
 
