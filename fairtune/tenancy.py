@@ -224,3 +224,39 @@ def cumulative_utilities(
             continue
         totals[tenant] = totals.get(tenant, 0.0) + sum(sign * t.value for t in trials)
     return totals
+
+
+def study_tenants(study: optuna.Study) -> list[str]:
+    """The tenants of a study shared by tenants (``[]`` for a study of one): those its setup
+    record lists, in that order, then any other tenant a trial is tagged with, in trial order."""
+    from fairtune.tuning._setup import read_setup
+
+    listed = [str(t) for t in read_setup(study).get("tenants") or []]
+    tagged = (tenant_of(t) for t in study.get_trials(deepcopy=False))
+    return list(dict.fromkeys([*listed, *(t for t in tagged if t is not None)]))
+
+
+def check_tenant(study: optuna.Study, tenant: str | None, *, plots: bool = False) -> list[str]:
+    """Fail before any work if ``tenant`` is not a tenant of ``study``, or if ``plots`` are
+    asked of a study shared by tenants without one (each tenant's values are measured on its own
+    data: a plot draws one tenant's trials). Returns the study's tenants
+    (:func:`study_tenants`).
+
+    Raises:
+        ValueError: Naming ``tenant`` and the study's tenants.
+    """
+    from fairtune._names import arg, got
+
+    tenants = study_tenants(study)
+    name = study.study_name
+    if tenant is not None and not tenants:
+        raise ValueError(f"{arg('tenant')} must name a tenant of a study shared by tenants, but "
+                         f"study {name!r} has none (got {got('tenant', tenant)}).")
+    if tenant is not None and tenant not in tenants:
+        raise ValueError(f"{arg('tenant')} must be one of {tenants} (the tenants of study "
+                         f"{name!r}), but got {got('tenant', tenant)}.")
+    if plots and tenants and tenant is None:
+        raise ValueError(f"the plots of study {name!r} draw one tenant's trials (its tenants "
+                         f"{tenants} score on their own data, so their values are not "
+                         f"comparable): give {arg('tenant')}.")
+    return tenants

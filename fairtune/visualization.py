@@ -102,7 +102,7 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
     Raises:
         ValueError: If no completed trial has a value for the metric.
     """
-    from fairtune.report import check_tenant
+    from fairtune.tenancy import check_tenant
 
     check_tenant(study, tenant, plots=True)  # one tenant's trials, never mixed
     trials = _complete(study, tenant)
@@ -184,7 +184,7 @@ def plot_tradeoff(
 
 def _best_feasible_curve(study: optuna.Study, n_trials: int,
                          tenant: str | None = None) -> np.ndarray:
-    from fairtune.report import check_tenant
+    from fairtune.tenancy import check_tenant
 
     check_tenant(study, tenant, plots=True)  # one tenant's trials, never mixed
     maximize = study.direction == StudyDirection.MAXIMIZE
