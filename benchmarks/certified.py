@@ -36,7 +36,15 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from benchmarks._common import append_rows, done_keys, figure, read_rows, save_figure, sign_test
+from benchmarks._common import (
+    COLUMN_INCHES,
+    append_rows,
+    done_keys,
+    figure,
+    read_rows,
+    save_figure,
+    sign_test,
+)
 
 LIMIT = 0.05
 POPULATION_ROWS = 1_000_000
@@ -218,22 +226,29 @@ def summarize(args: argparse.Namespace) -> None:
 def _plot(lines, path) -> None:
     panels = sorted({(size, metric) for size, metric, *_ in lines},
                     key=lambda p: (int(p[0]), p[1]))
-    fig, axes = figure(1, len(panels), figsize=(2.4 * len(panels) + 3.4, 3.2), squeeze=False)
-    for ax, (size, metric) in zip(axes[0], panels):
+    columns = min(2, len(panels))
+    rows = -(-len(panels) // columns)
+    fig, axes = figure(rows, columns, figsize=(COLUMN_INCHES, 2.5 * rows + 0.6), squeeze=False,
+                       sharex=True)
+    for i, (ax, (size, metric)) in enumerate(zip(axes.flat, panels)):
         mine = [l for l in lines if (l[0], l[1]) == (size, metric)]
         shares = [l[5] / l[3] if l[3] else np.nan for l in mine]
         ax.barh([NAMES[l[2]] for l in mine], shares, color=[
             "tab:green" if l[2] == "certified" else "tab:gray" for l in mine])
         for position, line in enumerate(mine):
             if line[4]:  # refusals deploy nothing
-                ax.text(0.06, position, f"refused in {line[4]} of {line[3]}", va="center",
+                ax.text(0.07, position, f"refused {line[4]} of {line[3]}", va="center",
                         fontsize=8, color="tab:green")
         ax.axvline(0.05, color="tab:red", linestyle="--", linewidth=1)
         ax.set_xlim(0, 0.6)
         ax.set_title(f"{int(size):,} rows, {metric.replace('_', ' ')}", fontsize=9)
-        ax.set_xlabel("seeds whose model breaks the\nlimit on the population (red: 5 %)")
-        if ax is not axes[0][0]:
-            ax.set_yticklabels([])
+        if i % columns:
+            ax.tick_params(labelleft=False)
+        if i // columns == rows - 1:
+            ax.set_xlabel("share of seeds over the limit\non the population (red: 5 %)",
+                          fontsize=8)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
     save_figure(fig, path)
 
 
