@@ -175,12 +175,13 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--drop-columns", type=_column_list, default=[], metavar="COL[,COL...]",
                         help="columns the model does not see (e.g. one that gives the group away)")
     parser.add_argument("--margin", type=float, default=0.0, metavar="M",
-                        help="validate against the limits less M, so that the chosen model "
-                             "keeps them on new data more often (default 0)")
+                        help="validate against the limits less M, a guessed safety margin "
+                             "(default 0; --confidence derives one from the data)")
     parser.add_argument("--confidence", type=_fraction, metavar="LEVEL",
                         help="deploy a model only with a certificate that it keeps the limits "
                              "on new data at this level (e.g. 0.95), tested on rows the search "
-                             "never sees; else exit 1")
+                             "never sees; else exit 1 (2 when the rows are too few for it "
+                             "before any trial)")
     parser.add_argument("--safety-size", type=_fraction, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
                              "safety test (default 0.3)")
@@ -355,6 +356,10 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
             f"(the limits less a margin of {objective.margin:g}); the test split is "
             f"judged against {objective.limits_text}.\n"
         )
+    if objective.confidence is not None and not guard.interrupted:
+        from fairtune.tuning._certify import forget_verdict
+
+        forget_verdict(study, args.tenant)  # this run certifies again, below
     # A tenant's report: the table of every tenant, and its own best fair trial and plots.
     report.print_report(study, out, plot=args.plot, tenant=args.tenant)
     if args.agent:
@@ -459,12 +464,7 @@ def _certify(study: Any, objective: Any, args: argparse.Namespace, out: TextIO) 
         return EXIT_ERROR
     out.write(pipeline.certificate_.text() + "\n")
     if args.test_size:
-        scores = objective.evaluate(pipeline)
-        values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items()
-                           if isinstance(v, float))
-        verdict = "meets every limit" if scores["fair"] else f"violates {objective.limits_text}"
-        line = (f"Test split ({len(objective.X_test)} rows), the certified model: {values}; "
-                f"{verdict}.")
+        line = report.certified_test_line(objective, pipeline)
         out.write(line + "\n")
         # Stored, so that `report` and the dashboard's note show the certified model's verdict.
         report.store_test_lines(study, pipeline.certificate_.trial, [line], args.tenant)

@@ -234,7 +234,7 @@ def publish(
         "## Fairness (fairtune)\n\n"
         + page.markdown()
         + "\nThe dashboard's **Best Trial** badge marks the trial with the best value, fair or "
-          "not; the trial to deploy is the best *fair* trial named above."
+          "not; the model to deploy is the one this note names first."
         + when + "\n"
     )
     dashboard.save_note(study, note)

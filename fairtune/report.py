@@ -59,6 +59,7 @@ __all__ = [
     "StudyReport",
     "TenantRow",
     "check_output_path",
+    "certified_test_line",
     "check_tenant",
     "deployment_lines",
     "format_table",
@@ -143,6 +144,15 @@ def scores_on_test_split(
     if store:
         store_test_lines(study, best.number, lines, getattr(objective, "tenant", None))
     return lines
+
+
+def certified_test_line(objective: FairObjective, pipeline: Any) -> str:
+    """The certified model's scores on the objective's test split, in one line."""
+    scores = objective.evaluate(pipeline)
+    values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items() if isinstance(v, float))
+    verdict = "meets every limit" if scores["fair"] else f"violates {objective.limits_text}"
+    return (f"Test split ({len(objective.X_test)} rows), the certified model: {values}; "
+            f"{verdict}.")
 
 
 def store_test_lines(study: optuna.Study, trial: int, lines: Sequence[str],
@@ -453,13 +463,15 @@ class StudyReport:
                         section.markdown(), ""]
         else:
             answer = self._answer()
-            out.append(f"### {markdown_text(self._headline())}")
+            out.append(f"### {markdown_text(self._deploy_heading())}")
             out.append("")
             out += [f"- {markdown_text(line)}" for line in answer or self._findings()]
             if self.best is not None:
                 if answer:
                     out += [f"- {markdown_text(line)}" for line in self._findings()]
-                out += ["", markdown_table(["", "value on validation", ""],
+                which = "the best fair trial" if self.best_is_fair else "the least unfair trial"
+                out += ["", f"Trial \\#{self.best.number}, {which}, on validation:", "",
+                        markdown_table(["", "value", ""],
                                            [[name.strip(), value, status]
                                             for name, value, status in self.rows
                                             if status != "param"], right_aligned={1})]
@@ -514,6 +526,18 @@ class StudyReport:
                 parts.append("</section>")
         parts.append("</body></html>")
         return "\n".join(parts) + "\n"
+
+    def _deploy_heading(self) -> str:
+        """The note's heading: the model to deploy in a few words (or the report's headline
+        when there is none yet)."""
+        verdict = self.certificate
+        if not self.tenants and self.best is not None and verdict.get("certified") is False:
+            return "Deploy no model: the safety test certified none"
+        if not self.tenants and self.best is not None and verdict.get("certified"):
+            return f"Deploy trial #{verdict.get('trial')}, certified"
+        if not self.tenants and self.best is not None and self.best_is_fair:
+            return f"Deploy trial #{self.best.number}, the best fair trial"
+        return self._headline()
 
     def _answer(self) -> list[str]:
         """What a reviewer reads first: the model to deploy (the certified one when the study
@@ -845,7 +869,13 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
         page.deployment.append(str(verdict["message"]))
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
     page.best_one_class = predicts_one_class(best)
-    if objective is not None and objective.X_test is not None and page.best_is_fair:
+    if objective is not None and objective.X_test is not None and page.certificate.get(
+            "certified") is not None:  # the certified model's test line, or none after a refusal
+        if page.certificate["certified"]:
+            number = int(page.certificate["trial"])
+            model = objective.refit_best(study, trial=number)  # the certified model itself
+            page.test_trial, page.test_lines = number, [certified_test_line(objective, model)]
+    elif objective is not None and objective.X_test is not None and page.best_is_fair:
         page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
     else:
         stored = study.user_attrs.get(_test_scores_key(tenant)) or {}

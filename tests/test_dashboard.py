@@ -139,8 +139,8 @@ def test_tune_dashboard_puts_the_fair_view_where_the_dashboard_shows_it(
     study_id, shown = _shown_study(url, name)
 
     note = _unescaped(shown["note"]["body"])
-    assert f"Best fair trial: #{best.number}" in note
-    assert f"Deploy trial #{best.number}, the best fair trial" in note
+    assert f"### Deploy trial #{best.number}, the best fair trial\n" in note
+    assert f"Deploy trial #{best.number}, the best fair trial (accuracy" in note
     assert "demographic_parity<=0.05" in note  # the limit, in the setup table
     verdict = study.user_attrs["fairtune:test_scores"]["lines"][0]
     assert verdict.startswith("Test split (250 rows)") and verdict in note
@@ -251,7 +251,8 @@ def test_the_dashboard_page_shows_the_note_and_draws_the_figures_in_chromium(
             page.screenshot(path=str(tmp_path / "study.png"), full_page=True)
 
             page.goto(f"{url}/dashboard/studies/{study_id}/note")
-            heading = page.get_by_text(f"Best fair trial: #{best.number}")
+            heading = page.get_by_text(f"Deploy trial #{best.number}, the best fair trial",
+                                       exact=True)
             heading.wait_for(timeout=30_000)
             text = page.inner_text("body")
             assert "Fairness (fairtune)" in text

@@ -56,7 +56,8 @@ def test_the_note_names_the_best_fair_trial_not_the_best_value() -> None:
     study = _small_study("team <b>x</b>")
     publish(study)
     note = _plain(get_note(study))
-    assert "### Best fair trial: #2" in note
+    assert "### Deploy trial #2, the best fair trial\n" in note
+    assert "Trial #2, the best fair trial, on validation:" in note
     assert "Deploy trial #2, the best fair trial (accuracy 0.8000 on validation)." in note
     assert "Study team <b>x</b>: 3 trials, 3 complete, 2 fair." in note
     assert "<b>" not in get_note(study)
@@ -202,7 +203,8 @@ def test_the_note_deploys_the_certified_model_not_the_best_fair_trial() -> None:
     assert ("- Deploy trial #1, the certified model (the best fair trial, #2, did not pass) "
             "(accuracy 0.7000 on validation).") in note
     assert "- Certified: trial #1 keeps ..." in note
-    assert "Deploy trial #2" not in note
+    assert note.splitlines()[2] == "### Deploy trial #1, certified"
+    assert "Deploy trial #2" not in note and "the model to deploy is the one this note" in note
 
 
 def test_a_refused_study_deploys_no_model() -> None:
@@ -214,6 +216,7 @@ def test_a_refused_study_deploys_no_model() -> None:
     publish(study)
     note = _plain(get_note(study))
     assert f"- Deploy no model: {refusal}" in note
+    assert note.splitlines()[2] == "### Deploy no model: the safety test certified none"
     assert "Deploy trial" not in note and note.count(refusal) == 1
 
 

@@ -55,7 +55,7 @@ def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: st
     if name in ("home", "ready_made", "refit", "mitigation", "own_file"):  # test split's scores
         assert _TEST_SCORES.fullmatch(out), out
     if name == "dashboard":  # the study note's headline, as optuna-dashboard shows it
-        assert re.fullmatch(r"### Best fair trial: \\#\d+\n", out), out
+        assert re.fullmatch(r"### Deploy trial \\#\d+, the best fair trial\n", out), out
     if name == "certified":  # the certificate of the deployed model
         assert re.fullmatch(r"Certified: trial #\d+ keeps demographic_parity<=0\.05 on new data "
                             r"with 95% confidence \(.*\)\.\n", out), out

@@ -51,7 +51,10 @@ class Certificate:
         limits: The limits certified, as text.
         rows: The safety rows the bounds were computed on.
         candidates: How many candidates the error probability was split among.
-        tested: How many were tested before this one passed (this one included).
+        tested: How many distinct candidates have been tested on these safety rows, over
+            every certification of the study (this one included).
+        tested_trials: Their trial numbers, in the order they were first tested: the safety
+            rows' budget of :data:`CANDIDATES`, kept across resumes.
     """
 
     trial: int
@@ -62,6 +65,7 @@ class Certificate:
     candidates: int
     tested: int
     values: dict[str, float] = field(default_factory=dict)
+    tested_trials: list[int] = field(default_factory=list)
 
     def text(self) -> str:
         """One line for a person: what is guaranteed, at what level, on what."""
@@ -77,7 +81,16 @@ class Certificate:
 
 
 class NotCertifiedError(ValueError):
-    """No candidate's bounds keep the limits: the entrance refuses to deploy a model."""
+    """No candidate's bounds keep the limits: the entrance refuses to deploy a model.
+
+    Attributes:
+        tested_trials: The trials tested on the safety rows so far (every certification of
+            the study), recorded with the refusal.
+    """
+
+    def __init__(self, message: str, tested_trials: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.tested_trials = list(tested_trials)
 
 
 def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
@@ -91,8 +104,9 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
                              f"it, but got {got('safety_size', safety_size)} and "
                              f"{got('confidence', None)}.")
         return None, None
-    if isinstance(confidence, bool) or not isinstance(confidence, (float, int)) or not (
-            0.0 < float(confidence) < 1.0):
+    if isinstance(confidence, bool) or not isinstance(
+            confidence, (float, int, np.integer, np.floating)) or (
+            not 0.0 < float(confidence) < 1.0):
         raise ValueError(f"{arg('confidence')} must be a level in (0, 1), e.g. 0.95, but got "
                          f"{got('confidence', confidence)}.")
     if not limits:
@@ -103,10 +117,11 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
                          f"single-objective search; a multi-objective study has no single best "
                          f"model, but got {got('objectives', list(objectives))}.")
     share = 0.3 if safety_size is None else safety_size
-    if isinstance(share, bool) or not isinstance(share, float) or not 0.0 < share < 1.0:
+    if isinstance(share, bool) or not isinstance(share, (float, np.floating)) or not (
+            0.0 < float(share) < 1.0):
         raise ValueError(f"{arg('safety_size')} must be a float in (0, 1), but got "
                          f"{got('safety_size', safety_size)}.")
-    return float(confidence), share
+    return float(confidence), float(share)
 
 
 def _delta(confidence: float, limits: Sequence[Any]) -> float:
@@ -136,13 +151,14 @@ def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndar
 
 
 def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
-                      s_safe: Any) -> list[Any]:
+                      s_safe: Any, margin: float = 0.0) -> list[Any]:
     """The limits the search validates against: each tightened by the width its bound will
     have on the safety rows (see the module docstring), so that the models it finds can pass.
 
     Raises:
         ValueError: If the safety rows are too few for any model to be certified (the width
-            reaches the limit), naming ``confidence``, ``safety_size`` and the limit.
+            reaches the limit), naming ``confidence``, ``safety_size`` and the limit (and
+            ``margin``, which ``limits`` are already tightened by, when it is not 0).
     """
     from fairtune.fairness import FairnessLimit
     from fairtune.fairness.bounds import metric_bound_width
@@ -157,15 +173,18 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
                                    delta=_delta(confidence, limits))
         bound = limit.bound - width if limit.sense == "upper" else limit.bound + width
         if (bound <= 0.0) if limit.sense == "upper" else (bound >= 1.0):
+            less = (f" (the limit as given less {arg('margin')} {margin:g})" if margin else "")
             raise ValueError(
-                f"{arg('confidence')} {confidence:g} cannot be reached for {limit} on "
+                f"{arg('confidence')} {confidence:g} cannot be reached for {limit}{less} on "
                 f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows "
                 f"a rate is measured on): a bound on them would be at least {width:.3f} from "
                 f"the measured value, as wide as the limit (the width falls as one over the "
                 f"square root of the rows: it fits under the limit from about "
                 f"{int(np.ceil(len(y) * (width / limit.bound) ** 2)):,} safety rows on). Give "
                 f"more rows ({arg('safety_size')}, or more data), a lower "
-                f"{arg('confidence')}, or a looser limit."
+                f"{arg('confidence')}, or a looser limit"
+                + (f" (or a smaller {arg('margin')}: the certificate needs none)." if margin
+                   else ".")
             )
         tightened.append(FairnessLimit(limit.metric, round(bound, 10)))
     return tightened
@@ -183,36 +202,75 @@ def safety_bounds(limits: Sequence[Any], confidence: float, y_safe: Any, predict
 
 
 def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[Any],
-                    confidence: float, rows: int) -> tuple[Any, Certificate]:
+                    confidence: float, rows: int, tested_before: Sequence[int] = ()
+                    ) -> tuple[Any, Certificate]:
     """The first of ``candidates`` (trials, best first) whose bounds keep every limit, with its
     certificate; ``bounds_of(trial) -> (model, {metric: bound}, {metric: value})``.
+
+    The error probability is split among :data:`CANDIDATES` trials for the life of the safety
+    rows: ``tested_before`` (the trials an earlier certification of the study tested, e.g.
+    before a resume) count against that budget; they may be tested again (the same model, the
+    same bound), but once the budget is spent no new trial is.
 
     Raises:
         NotCertifiedError: Naming the best candidate's bounds and what would change them.
     """
+    tested = list(dict.fromkeys(int(n) for n in tested_before))
     tried: list[tuple[Any, dict[str, float]]] = []
-    for number, trial in enumerate(list(candidates)[:CANDIDATES], start=1):
+    skipped = 0
+    for trial in candidates:
+        if trial.number not in tested:
+            if len(tested) >= CANDIDATES:
+                skipped += 1
+                continue
+            tested.append(trial.number)
         model, bounds, values = bounds_of(trial)
         if all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits):
             return model, Certificate(
                 trial=trial.number, level=confidence, bounds=bounds,
                 limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
-                tested=number, values=values)
+                tested=len(tested), values=values, tested_trials=tested)
         tried.append((trial, bounds))
+        if len(tried) >= CANDIDATES:
+            break
     if not tried:
+        if skipped:
+            raise NotCertifiedError(
+                f"No model could be certified: the safety rows have been spent on "
+                f"{CANDIDATES} candidates (trials {', '.join(f'#{n}' for n in tested)}), the "
+                f"most their bounds are accounted for, and none of the study's fair trials is "
+                f"among them. New safety rows (another study, or more data) are needed.",
+                tested)
         raise NotCertifiedError(
             f"No model could be certified: the search found no fair trial to test on the "
             f"safety rows (under the limits tightened for {arg('confidence')} "
             f"{confidence:g}). Run more trials, loosen the limits or lower "
-            f"{arg('confidence')}.")
+            f"{arg('confidence')}.", tested)
     trial, bounds = tried[0]
     shown = ", ".join(f"{name} {bound:.4f}" for name, bound in bounds.items())
     raise NotCertifiedError(
         f"No model could be certified at {arg('confidence')} {confidence:g}: the best "
         f"candidate, trial #{trial.number}, has the bounds {shown} on {rows} safety rows, "
-        f"beyond {', '.join(str(limit) for limit in limits)} ({len(tried)} of {CANDIDATES} "
+        f"beyond {', '.join(str(limit) for limit in limits)} ({len(tested)} of {CANDIDATES} "
         f"candidates tested). More safety rows ({arg('safety_size')}, or more data) narrow "
-        f"the bounds; a looser limit or a lower {arg('confidence')} asks less.")
+        f"the bounds; a looser limit or a lower {arg('confidence')} asks less.", tested)
+
+
+def forget_verdict(study: Any, tenant: str | None = None) -> None:
+    """Before a new certification of ``study`` (a resumed search): drop the earlier verdict,
+    which no longer speaks for the study's trials, but keep the safety rows' budget (the
+    trials already tested on them)."""
+    from fairtune._keys import CERTIFICATE_KEY
+
+    key = CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)
+    if "message" in (study.user_attrs.get(key) or {}):
+        study.set_user_attr(key, {"tested_trials": _tested_before(study, key)})
+
+
+def _tested_before(study: Any, key: str) -> list[int]:
+    """The trials an earlier certification of ``study`` tested on its safety rows."""
+    record = study.user_attrs.get(key) or {}
+    return [int(n) for n in record.get("tested_trials") or []] if isinstance(record, dict) else []
 
 
 def certify_objective(objective: Any, study: Any) -> Any:
@@ -248,9 +306,11 @@ def certify_objective(objective: Any, study: Any) -> Any:
     key = CERTIFICATE_KEY + ("" if objective.tenant is None else ":" + objective.tenant)
     try:
         model, certificate = first_certified(candidates, bounds_of, limits,
-                                             objective.confidence, len(rows.y_safe))
+                                             objective.confidence, len(rows.y_safe),
+                                             _tested_before(study, key))
     except NotCertifiedError as refusal:
-        study.set_user_attr(key, {"certified": False, "message": str(refusal)})
+        study.set_user_attr(key, {"certified": False, "message": str(refusal),
+                                  "tested_trials": refusal.tested_trials})
         raise
     model.certificate_ = certificate
     study.set_user_attr(key, {"certified": True, **certificate.as_dict(),
@@ -319,9 +379,11 @@ def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitiv
 
     try:
         estimator, certificate = first_certified(candidates, bounds_of, limits, confidence,
-                                                 len(y_safe))
+                                                 len(y_safe),
+                                                 _tested_before(study, CERTIFICATE_KEY))
     except NotCertifiedError as refusal:
-        study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "message": str(refusal)})
+        study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "message": str(refusal),
+                                              "tested_trials": refusal.tested_trials})
         raise
     estimator.certificate_ = certificate
     search.best_estimator_, search.certificate_ = estimator, certificate

@@ -117,7 +117,12 @@ def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.Frozen
     from optuna.trial import TrialState
 
     text = ", ".join(str(limit) for limit in limits)
-    if search.margin:
+    confidence = getattr(search, "confidence", None)
+    if confidence is not None:  # the limits the search validates against: tightened
+        less = f" `margin`={search.margin:g} and" if search.margin else ""
+        text += (f" (the given limits less{less} the width of their bound at "
+                 f"`confidence`={confidence:g} on the safety rows)")
+    elif search.margin:
         text += f" (the given limits less `margin`={search.margin:g})"
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
 
@@ -146,7 +151,9 @@ def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.Frozen
     return message + (
         ". Loosen `limits`, run more trials (`n_trials`), widen `param_distributions` "
         "towards simpler models, or add a `mitigation` ('threshold' aims exactly at the "
-        "limit); refit=False keeps the search's results without a best estimator."
+        "limit)" + ("; no model could be certified, since there is no fair trial to test."
+                    if confidence is not None else
+                    "; refit=False keeps the search's results without a best estimator.")
     )
 
 

@@ -170,6 +170,9 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
     def note(name: str) -> str:
         if name != "limits":
             return ""
+        if stored.get("confidence") or record.get("confidence"):
+            return (f" (the limits the trials are validated against: {arg('limits')} less "
+                    f"{arg('margin')} and the width of the {arg('confidence')} bound)")
         return (f" (the limits the trials are validated against: {arg('limits')} less "
                 f"{arg('margin')})")
 

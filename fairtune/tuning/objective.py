@@ -227,20 +227,19 @@ class FairObjective:
     differing argument (:mod:`fairtune.tuning._setup`), rather than mixing values that are not
     comparable.
 
-    A pipeline whose model reads the sensitive columns of X refuses, at prediction, a value of
-    those columns that it did not see at fit (and so does the threshold mitigation for the
-    groups it is given): one-hot encoding would silently read it as no group at all.
+    A model reading the sensitive columns of X refuses, at prediction, a value of them it did
+    not see at fit (so does the threshold mitigation): one-hot encoding would read it as no group.
 
     Attributes:
         X, y, sensitive: All the rows.
-        X_dev, y_dev, s_dev: The tuning rows (all the rows but the test split).
+        X_dev, y_dev, s_dev: The rows the search sees: all but the test split (and, with
+            ``confidence``, but the safety rows).
         X_train, y_train, X_valid, y_valid, s_valid: The training and validation split of the
             tuning rows (None with ``cv``).
         X_test, y_test, s_test: The test split (None without ``test_size``).
-        limits: The fairness limits (:class:`~fairtune.fairness.FairnessLimit`), which
-            :meth:`evaluate` judges.
-        tuning_limits: The limits the trials are validated against: ``limits`` tightened by
-            ``margin`` (the same limits without one).
+        limits: The fairness limits (:class:`~fairtune.fairness.FairnessLimit`) :meth:`evaluate`
+            judges; ``tuning_limits`` those the trials are validated against (``limits``
+            tightened by ``margin`` and, with ``confidence``, by the bound's width).
     """
 
     def __init__(
@@ -301,7 +300,8 @@ class FairObjective:
         )
         if self.confidence is not None:  # aim at what the safety test can certify
             self.tuning_limits = limits_for_search(
-                self.tuning_limits, self.confidence, self._rows.y_safe, self._rows.s_safe)
+                self.tuning_limits, self.confidence, self._rows.y_safe, self._rows.s_safe,
+                margin=self.margin)
         self.dataset_name = self._rows.name
         self.drop_columns = self._rows.dropped
         self.sensitive_name = self._rows.sensitive_name
@@ -593,21 +593,18 @@ class FairObjective:
                 A multi-objective study has no single best trial: with None, its one
                 Pareto-optimal (feasible) trial if there is only one, otherwise an error that
                 lists them, so that the user picks one on the trade-off.
-            on: ``"tuning"`` (default) fits on all the tuning rows: the training and validation
-                rows, or all the cross-validation rows, but never the test split, so that
-                :meth:`evaluate` scores the result on data it has not seen. More rows usually
-                give a more accurate model, but not the one that was validated: its fairness
-                gap can differ from the recorded one (``benchmarks/fair_generalization.py``
-                measures by how much). ``"training"`` fits on the training split only, which
-                rebuilds the validated model itself (same rows, same ``random_state``); it needs
-                a validation split (not ``cv``).
+            on: ``"tuning"`` (default) fits on the training and validation rows (or all the
+                cross-validation rows), never the test split: more rows, but not the validated
+                model, whose gap can differ (``benchmarks/fair_generalization.py``).
+                ``"training"`` refits the validated model itself on the training split (same
+                rows, same ``random_state``); it needs a validation split (not ``cv``).
 
         Raises:
-            ValueError: If the study's trials were scored on other data (another
-                objective's rows, labels, groups or splits), if the study has no feasible
-                (fair) completed trial, if a
+            ValueError: If the study's trials were scored on other data (another objective's
+                rows, labels, groups or splits), if it has no fair completed trial, if a
                 multi-objective study has several Pareto-optimal trials and ``trial`` is None,
-                if ``trial`` is not a completed trial of the study, or ``on`` is invalid.
+                if ``trial`` is not a completed trial of the study, or ``on`` is invalid (with
+                ``confidence`` and no ``trial``: ``"training"``, which no certificate covers).
         """
         import optuna
 
@@ -623,7 +620,11 @@ class FairObjective:
             from fairtune.tuning._setup import setup_message
 
             raise ValueError(setup_message(study, stored, self.setup, ["data"], self.tenant))
-        if self.confidence is not None and trial is None and on == "tuning":
+        if self.confidence is not None and trial is None:
+            if on == "training":  # a model no certificate covers, only when a trial is named
+                raise ValueError("`on='training'` refits a model no certificate covers; with "
+                                 "`confidence`, refit_best(study) returns the certified one "
+                                 "(name a `trial` to refit it without a certificate).")
             return self.certify(study)
         best = chosen_trial(study, trial, tenant=self.tenant, limits=self.tuning_limits)
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))

@@ -40,6 +40,7 @@ from fairtune.fairness.constraints import (
 )
 from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._certify import (
+    NotCertifiedError,
     certify_search,
     check_confidence,
     limits_for_search,
@@ -458,7 +459,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if confidence is not None:  # the safety rows, kept from the search
             (X, y, sensitive_features, fit_params), safe = split_safety(
                 self, X, y, sensitive_features, fit_params, safety_size)
-            limits = limits_for_search(limits, confidence, *safe[1:])
+            limits = limits_for_search(limits, confidence, *safe[1:], margin=self.margin)
             y_array = binary_target(y)
         n = len(y_array)
         mitigation = check_mitigation(self, y_array)
@@ -530,8 +531,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         best = best_fair_trial(study, {limit.metric: limit for limit in limits})
         if best is None:
             message = no_fair_trial_message(self, trials, limits)
-            if self.refit:
-                raise ValueError(message)
+            if self.refit:  # with confidence, a refusal like any other
+                raise (ValueError if self.confidence is None else NotCertifiedError)(message)
             warnings.warn(message, UserWarning, stacklevel=3)
             return None
         self.best_trial_ = best

@@ -209,9 +209,115 @@ def test_fair_search_cv_refits_only_a_certified_model() -> None:
     assert fitted.study_.user_attrs["fairtune:certificate"]["certified"]
     with pytest.raises(ValueError, match=r"`confidence` certifies the refitted model"):
         search(refit=False).fit(X, y, sensitive_features=group)
-    with pytest.raises(ValueError, match=r"No trial meets the fairness limit "
-                                         r"demographic_parity<=0\.03"):  # the aimed-at limit
+    with pytest.raises(NotCertifiedError, match=r"No trial meets the fairness limit "
+                                                r"demographic_parity<=0\.03\d* \(the given "
+                                                r"limits less the width of their bound at "
+                                                r"`confidence`=0.9.*no model could be "
+                                                r"certified"):  # the aimed-at limit
         FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
                      limits="demographic_parity<=0.1", cv=3, n_trials=2, random_state=0,
                      confidence=0.9).fit(X.assign(proxy=group.eq("a") * 3.0), y,
                                          sensitive_features=group)
+
+
+# -- the safety rows' budget, the deployed model's records ------------------------------------
+
+
+class _Trial:
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+
+def test_the_candidate_budget_holds_across_certifications() -> None:
+    """Every certification of a study spends the same safety rows: trials tested before count
+    against the CANDIDATES the error probability is split among; they may be tested again,
+    new ones only while the budget lasts."""
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning._certify import first_certified
+
+    limits = parse_limits("demographic_parity<=0.1")
+    seen: list[int] = []
+
+    def bounds_of(trial):  # every candidate fails but #7
+        seen.append(trial.number)
+        bound = 0.05 if trial.number == 7 else 0.2
+        return trial.number, {"demographic_parity": bound}, {"demographic_parity": bound}
+
+    spent = list(range(CANDIDATES))  # trials 0-4, tested by earlier certifications
+    with pytest.raises(NotCertifiedError, match=r"safety rows have been spent on 5 candidates "
+                                                r"\(trials #0, #1, #2, #3, #4\)") as caught:
+        first_certified([_Trial(7), _Trial(8)], bounds_of, limits, 0.9, 1000, spent)
+    assert seen == [] and caught.value.tested_trials == spent
+    # A trial tested before may be tested again; a new one while the budget lasts.
+    model, certificate = first_certified([_Trial(3), _Trial(7)], bounds_of, limits, 0.9, 1000,
+                                         [3])
+    assert (model, certificate.tested_trials, certificate.tested) == (7, [3, 7], 2)
+    seen.clear()
+    with pytest.raises(NotCertifiedError, match=r"5 of 5 candidates tested"):
+        first_certified([_Trial(n) for n in (9, 10, 11, 12, 13, 7)], bounds_of, limits, 0.9,
+                        1000)
+    assert seen == [9, 10, 11, 12, 13]  # #7 comes sixth: never tested
+
+
+def test_a_resume_keeps_the_budget_and_forgets_the_old_verdict() -> None:
+    from fairtune.tuning._certify import forget_verdict
+
+    objective = _objective()
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=4)
+    certificate = objective.refit_best(study).certificate_
+    stored = study.user_attrs["fairtune:certificate"]
+    assert stored["tested_trials"] == certificate.tested_trials and certificate.trial in (
+        certificate.tested_trials)
+    forget_verdict(study)
+    assert study.user_attrs["fairtune:certificate"] == {
+        "tested_trials": certificate.tested_trials}
+    again = objective.refit_best(study).certificate_
+    assert again.trial == certificate.trial and again.tested_trials[:len(
+        certificate.tested_trials)] == certificate.tested_trials
+
+
+def test_the_report_of_a_certified_study_scores_the_certified_model() -> None:
+    from fairtune.report import certified_test_line, report
+
+    objective = _objective()
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=4)
+    pipeline = objective.refit_best(study)
+    page = report(study, objective=objective)
+    assert page.test_trial == pipeline.certificate_.trial
+    assert page.test_lines == [certified_test_line(objective, pipeline)]
+    assert not any("Which to deploy" in line for line in page.test_lines)
+    # After a refusal: no test line of a model nobody may deploy.
+    study.set_user_attr("fairtune:certificate", {"certified": False, "message": "No model."})
+    page = report(study, objective=objective)
+    assert page.test_lines == [] and page._answer() == ["Deploy no model: No model."]
+
+
+def test_refit_best_with_confidence_returns_only_certified_models_unless_a_trial_is_named(
+) -> None:
+    objective = _objective()
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=3)
+    with pytest.raises(ValueError, match=r"`on='training'` refits a model no certificate "
+                                         r"covers"):
+        objective.refit_best(study, on="training")
+    named = objective.refit_best(study, trial=0, on="training")  # asked for by number
+    assert not hasattr(named, "certificate_")
+
+
+def test_confidence_of_numpy_types_and_a_margin_named_in_the_refusal() -> None:
+    assert _objective(confidence=np.float32(0.9), safety_size=np.float64(0.3)).confidence == (
+        pytest.approx(0.9))
+    with pytest.raises(ValueError, match=r"cannot be reached for demographic_parity<=0\.05 "
+                                         r"\(the limit as given less `margin` 0.15\).*or a "
+                                         r"smaller `margin`"):
+        _objective(n=4000, limits="demographic_parity<=0.2", margin=0.15)
+
+
+def test_a_resume_with_another_confidence_names_what_tightened_the_limits() -> None:
+    objective = _objective()
+    study = objective.create_study(seed=0)
+    with pytest.raises(ValueError, match=r"`limits` less `margin` and the width of the "
+                                         r"`confidence` bound"):
+        _objective(confidence=0.8).prepare(study)
