@@ -210,7 +210,7 @@ def test_norm_width_is_the_papers_bonus_with_the_lipschitz_constant() -> None:
     X, Y, params = _problem()
     model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
     w = torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)
-    x = torch.rand(4, 2, dtype=torch.float64)
+    x = torch.rand(4, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     mean, norm = model.posterior(x)
     u = mt.mtkb_ucb(model, w, "linear", 2.0, width="norm")(x)
     torch.testing.assert_close(u, mean @ w[0] + 2.0 * math.sqrt(0.38) * norm.sqrt())
@@ -222,7 +222,7 @@ def test_objectives_width_on_the_dense_posterior_covariance() -> None:
     model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
     w = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]], dtype=torch.float64)
     z = torch.tensor([-3.0, -3.0, -3.0], dtype=torch.float64)
-    x = torch.rand(5, 2, dtype=torch.float64)
+    x = torch.rand(5, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     mean = model.posterior(x)[0]
     cov = model.covariance(x)  # (5, 3, 3)
     sd = cov.diagonal(dim1=-2, dim2=-1).sqrt()
@@ -247,7 +247,12 @@ def test_objectives_width_on_the_dense_posterior_covariance() -> None:
     w3 = torch.full((1, 3), 1.0 / 3.0, dtype=torch.float64)
     narrow = mt.confidence_width(correlated, x, w3, "chebyshev", "objectives")[1]
     wide = mt.confidence_width(correlated, x, w3, "chebyshev", "norm")[1]
-    assert bool((wide > 1.4 * narrow).all())  # sqrt(3) under the prior
+    assert bool((wide > 1.3 * narrow).all())  # the data narrows the gap near the trials
+    # Far from the trials the posterior is the prior: the ratio is the task norm, about sqrt(3).
+    far = torch.full((1, 2), 5.0, dtype=torch.float64)
+    ratio = (mt.confidence_width(correlated, far, w3, "chebyshev", "norm")[1]
+             / mt.confidence_width(correlated, far, w3, "chebyshev", "objectives")[1])
+    assert 1.7 < float(ratio) <= math.sqrt(3.0)
     with pytest.raises(ValueError, match="width"):
         mt.mtkb_ucb(model, w, "linear", 2.0, width="trace")  # type: ignore[arg-type]
 
@@ -257,7 +262,7 @@ def test_scalarized_bound_is_the_scalarization_of_the_objectives_upper_bounds() 
     model = mt.ICMGP(X, Y, params, np.zeros(2, dtype=bool))
     w = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8], [0.05, 0.9, 0.05]], dtype=torch.float64)
     z = torch.tensor([-3.0, -2.0, -4.0], dtype=torch.float64)
-    x = torch.rand(6, 2, dtype=torch.float64)
+    x = torch.rand(6, 2, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     mean = model.posterior(x)[0]
     sd = model.covariance(x).diagonal(dim1=-2, dim2=-1).sqrt()  # from the dense covariance
     beta = 1.7
