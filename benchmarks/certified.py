@@ -31,6 +31,8 @@ import argparse
 import time
 import warnings
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import optuna
@@ -98,28 +100,29 @@ def _threshold_on(model_params, objective, metric):
     return wrapped.fit(objective.X_dev, objective.y_dev, sensitive_features=objective.s_dev)
 
 
-def run_one(rows: int, metric: str, model: str, seed: int, n_trials: int,
-            population_data) -> list[dict]:
-    """Every method on one table; rows of the result file."""
+class Deployed(NamedTuple):
+    """What one method deploys on one table."""
+
+    method: str
+    model: Any
+    """The deployed model, or None for a refusal."""
+    refusal: str
+    """Why nothing is deployed ("" when a model is)."""
+    n_trials: int
+    """The trials run (0 for a refusal before any trial and for the default model)."""
+    seconds: float
+    objective: Any
+    """The FairObjective the model was tuned with (its test split), None if refused before."""
+
+
+def deployed_models(data, model: str, metric: str, seed: int, n_trials: int
+                    ) -> Iterator[Deployed]:
+    """Every method of :data:`METHODS` on one table (a dataset's name or ``(X, y, group)``),
+    in that order: the four searches, then the two ThresholdOptimizer baselines."""
     from fairtune.tuning import FairObjective, NotCertifiedError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    data = population(rows, seed)
     limit = f"{metric}<={LIMIT}"
-    out = []
-
-    def record(method: str, deployed, start: float, trials: int, objective) -> None:
-        row = {"rows": rows, "metric": metric, "model": model, "seed": seed, "method": method,
-               "refused": deployed is None, "n_trials": trials,
-               "seconds": round(time.perf_counter() - start, 2)}
-        if deployed is not None:
-            gap, accuracy = _scores(deployed, population_data, metric)
-            test_gap, test_accuracy = _scores(
-                deployed, (objective.X_test, objective.y_test, objective.s_test), metric)
-            row.update(true_gap=gap, fair=gap <= LIMIT, accuracy=accuracy,
-                       test_gap=test_gap, test_accuracy=test_accuracy)
-        out.append(row)
-
     searches = {"search": {}, "margin": {"margin": 0.01}, "gap0": {"margin": 0.045},
                 "certified": {"confidence": 0.95}}
     for method, extra in searches.items():
@@ -127,21 +130,25 @@ def run_one(rows: int, metric: str, model: str, seed: int, n_trials: int,
         try:
             objective = FairObjective(data, model, limits=limit, mitigation="threshold",
                                       test_size=0.25, random_state=seed, **extra)
-        except ValueError:  # too few safety rows for the limit: refused before any trial
-            record(method, None, start, 0, None)
+        # Too few rows for the limit (safety rows to certify it, or validation rows per group
+        # for a limit tightened to 0.005): refused before any trial.
+        except ValueError as refusal:
+            yield Deployed(method, None, str(refusal), 0, time.perf_counter() - start, None)
             continue
         study = objective.create_study(seed=seed)
         study.optimize(objective, n_trials=n_trials)
         try:
-            deployed = objective.refit_best(study)
-        except (NotCertifiedError, ValueError):
-            deployed = None
-        record(method, deployed, start, n_trials, objective)
+            deployed, refusal = objective.refit_best(study), ""
+        except (NotCertifiedError, ValueError) as error:  # or no fair trial at all
+            deployed, refusal = None, str(error)
+        yield Deployed(method, deployed, refusal, n_trials, time.perf_counter() - start,
+                       objective)
     # The baselines: a default model, and the model tuned for accuracy alone, each with the
     # ThresholdOptimizer fitted on the tuning rows.
     start = time.perf_counter()
     base = FairObjective(data, model, limits=limit, test_size=0.25, random_state=seed)
-    record("threshold", _threshold_on(base.default_params(), base, metric), start, 0, base)
+    yield Deployed("threshold", _threshold_on(base.default_params(), base, metric), "", 0,
+                   time.perf_counter() - start, base)
     start = time.perf_counter()
     accurate = optuna.create_study(direction="maximize",
                                    sampler=optuna.samplers.TPESampler(seed=seed))
@@ -150,8 +157,26 @@ def run_one(rows: int, metric: str, model: str, seed: int, n_trials: int,
         loose = FairObjective(data, model, limits=f"{metric}<=1", test_size=0.25,
                               random_state=seed)
     accurate.optimize(loose, n_trials=n_trials)
-    record("accuracy_then_threshold", _threshold_on(accurate.best_trial.params, loose, metric),
-           start, n_trials, loose)
+    yield Deployed("accuracy_then_threshold",
+                   _threshold_on(accurate.best_trial.params, loose, metric), "", n_trials,
+                   time.perf_counter() - start, loose)
+
+
+def run_one(rows: int, metric: str, model: str, seed: int, n_trials: int,
+            population_data) -> list[dict]:
+    """Every method on one table, judged on the population; rows of the result file."""
+    out = []
+    for d in deployed_models(population(rows, seed), model, metric, seed, n_trials):
+        row = {"rows": rows, "metric": metric, "model": model, "seed": seed,
+               "method": d.method, "refused": d.model is None, "n_trials": d.n_trials,
+               "seconds": round(d.seconds, 2)}
+        if d.model is not None:
+            gap, accuracy = _scores(d.model, population_data, metric)
+            test_gap, test_accuracy = _scores(
+                d.model, (d.objective.X_test, d.objective.y_test, d.objective.s_test), metric)
+            row.update(true_gap=gap, fair=gap <= LIMIT, accuracy=accuracy,
+                       test_gap=test_gap, test_accuracy=test_accuracy)
+        out.append(row)
     return out
 
 

@@ -26,12 +26,10 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 from collections import defaultdict
 
 import numpy as np
-import optuna
 
 from benchmarks._common import (
     append_rows,
@@ -41,7 +39,7 @@ from benchmarks._common import (
     save_figure,
     sign_test,
 )
-from benchmarks.certified import LIMIT, METHODS, NAMES, _scores, _threshold_on
+from benchmarks.certified import LIMIT, METHODS, NAMES, _scores, deployed_models
 
 DATASETS = ("compas", "adult", "german")
 FIELDS = ["dataset", "metric", "model", "split", "method", "refused", "refused_before_trials",
@@ -50,66 +48,33 @@ FIELDS = ["dataset", "metric", "model", "split", "method", "refused", "refused_b
 
 
 def run_one(dataset: str, metric: str, model: str, split: int, n_trials: int) -> list[dict]:
-    """Every method on one split of ``dataset``; rows of the result file."""
+    """Every method on one split of ``dataset``, judged on its test split; rows of the
+    result file."""
     from fairtune.datasets import FairtuneDatasetWarning
-    from fairtune.tuning import FairObjective, NotCertifiedError
+    from fairtune.tuning import FairObjective
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    limit = f"{metric}<={LIMIT}"
     out = []
     with warnings.catch_warnings():
         # German and COMPAS warn about their known issues; the benchmark page says them.
         warnings.simplefilter("ignore", FairtuneDatasetWarning)
-        # The baselines' objective first: its test split (the same for every method, since
-        # the split seed decides it before any safety rows) gives the majority-class rate.
-        base = FairObjective(dataset, model, limits=limit, test_size=0.25, random_state=split)
+        # The test split is the same for every method (the split seed decides it before any
+        # safety rows); the baselines' objective gives it and its majority-class rate.
+        base = FairObjective(dataset, model, limits=f"{metric}<={LIMIT}", test_size=0.25,
+                             random_state=split)
+        test = (base.X_test, base.y_test, base.s_test)
         rate = float(np.mean(base.y_test))
         majority = max(rate, 1.0 - rate)
-
-        def record(method: str, deployed, start: float, trials: int, refusal: str = "") -> None:
+        for d in deployed_models(dataset, model, metric, split, n_trials):
             row = {"dataset": dataset, "metric": metric, "model": model, "split": split,
-                   "method": method, "refused": deployed is None,
-                   "refused_before_trials": deployed is None and trials == 0,
-                   "fair_accuracy": majority, "majority": majority, "n_trials": trials,
-                   "seconds": round(time.perf_counter() - start, 2), "refusal": refusal}
-            if deployed is not None:
-                gap, accuracy = _scores(deployed, (base.X_test, base.y_test, base.s_test),
-                                        metric)
+                   "method": d.method, "refused": d.model is None,
+                   "refused_before_trials": d.model is None and d.n_trials == 0,
+                   "fair_accuracy": majority, "majority": majority, "n_trials": d.n_trials,
+                   "seconds": round(d.seconds, 2), "refusal": d.refusal}
+            if d.model is not None:
+                gap, accuracy = _scores(d.model, test, metric)
                 row.update(test_accuracy=accuracy, test_gap=gap, fair=gap <= LIMIT,
                            fair_accuracy=accuracy if gap <= LIMIT else majority)
             out.append(row)
-
-        searches = {"search": {}, "margin": {"margin": 0.01}, "gap0": {"margin": 0.045},
-                    "certified": {"confidence": 0.95}}
-        for method, extra in searches.items():
-            start = time.perf_counter()
-            try:
-                objective = FairObjective(dataset, model, limits=limit, mitigation="threshold",
-                                          test_size=0.25, random_state=split, **extra)
-            # Too few rows for the limit (safety rows to certify it, or validation rows per
-            # group for a limit tightened to 0.005): refused before any trial.
-            except ValueError as refusal:
-                record(method, None, start, 0, str(refusal))
-                continue
-            study = objective.create_study(seed=split)
-            study.optimize(objective, n_trials=n_trials)
-            try:
-                deployed, refusal = objective.refit_best(study), ""
-            except (NotCertifiedError, ValueError) as error:  # or no fair trial at all
-                deployed, refusal = None, str(error)
-            record(method, deployed, start, n_trials, refusal)
-        start = time.perf_counter()
-        record("threshold", _threshold_on(base.default_params(), base, metric), start, 0)
-        start = time.perf_counter()
-        accurate = optuna.create_study(direction="maximize",
-                                       sampler=optuna.samplers.TPESampler(seed=split))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # no limit binds: accuracy alone decides
-            loose = FairObjective(dataset, model, limits=f"{metric}<=1", test_size=0.25,
-                                  random_state=split)
-        accurate.optimize(loose, n_trials=n_trials)
-        record("accuracy_then_threshold",
-               _threshold_on(accurate.best_trial.params, loose, metric), start, n_trials)
     return out
 
 
