@@ -123,20 +123,33 @@ def optimize_guarded(
 
     On Ctrl-C, the trials this process left RUNNING are stored as FAIL; the other workers'
     trials on the same storage are left alone.
+
+    With ``n_jobs`` above 1, the study's enqueued trials (the untuned model's) run first, one
+    at a time: Optuna's SQLite storage can hand one enqueued trial to two threads at once
+    (optuna/optuna#4002), which then both evaluate it and the second fails the run with
+    "Cannot tell a COMPLETE trial".
     """
     guard = InterruptGuard(objective)
     installed = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
+    serial = _waiting(study) if n_jobs != 1 else 0
+    if n_trials is not None:
+        serial = min(serial, n_trials)
     try:
         with quiet_interrupt_echoes():
-            kwargs = {"n_trials": n_trials, "n_jobs": n_jobs, "catch": (Exception,),
-                      "callbacks": [guard.callback, *callbacks], "show_progress_bar": show_progress_bar}
-            if tenant is None:
-                study.optimize(guard, **kwargs)
-            else:
-                from fairtune.tenancy import optimize
+            for trials, jobs in ((serial, 1), (None if n_trials is None else n_trials - serial,
+                                               n_jobs)):
+                if trials == 0 or guard.interrupted:
+                    continue
+                kwargs = {"n_trials": trials, "n_jobs": jobs, "catch": (Exception,),
+                          "callbacks": [guard.callback, *callbacks],
+                          "show_progress_bar": show_progress_bar and jobs == n_jobs}
+                if tenant is None:
+                    study.optimize(guard, **kwargs)
+                else:
+                    from fairtune.tenancy import optimize
 
-                optimize(study, tenant, guard, **kwargs)
+                    optimize(study, tenant, guard, **kwargs)
     except KeyboardInterrupt:
         guard.interrupted = True
     finally:
@@ -146,6 +159,13 @@ def optimize_guarded(
         fail_running(study, guard.numbers)
     run = [t for t in study.get_trials(deepcopy=False) if t.number in guard.numbers]
     return guard, run
+
+
+def _waiting(study: Any) -> int:
+    """How many enqueued trials the study holds (WAITING: the next ``ask`` pops them)."""
+    from optuna.trial import TrialState
+
+    return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
 
 
 def fail_running(study: Any, numbers: set[int]) -> None:
