@@ -95,6 +95,37 @@ def _test_scores_key(tenant: str | None) -> str:
     return TEST_SCORES_KEY if tenant is None else _keys.TENANT_TEST_SCORES_PREFIX + tenant
 
 
+# What a test line says it scored; the report relabels a stored line by its trial when that
+# trial is no longer the model to deploy (:func:`_as_recorded`).
+_REFITTED = "best fair trial refitted on the other rows"
+_VALIDATED = "the validated model (training split only)"
+_CERTIFIED = "the certified model"
+_WHICH = "Which to deploy:"
+
+
+def _test_line(objective: FairObjective, pipeline: Any, what: str, *, rows: bool = True) -> str:
+    """One fitted model's scores on the objective's test split: each fairness metric with its
+    bootstrap interval, the verdict against the limits, and each limit that lies inside its
+    interval named, since this many test rows cannot tell whether it holds on new data."""
+    scores = objective.evaluate(pipeline, confidence_level=TEST_CONFIDENCE)
+    fair = scores.pop("fair")
+    intervals = scores.pop("intervals")
+    scores.pop("certificate", None)
+    values = ", ".join(
+        f"{k} " + with_interval(v, intervals.get(k), f"{TEST_CONFIDENCE:.0%} interval ")
+        for k, v in scores.items()
+    )
+    verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
+    count = len(objective.X_test)
+    unresolved = [str(limit) for limit in objective.limits
+                  if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]]
+    if unresolved:
+        verdict += (f", but {count} test rows cannot tell whether {' and '.join(unresolved)} "
+                    "holds on new data (the limit lies inside the interval)")
+    shown_rows = f" ({count} rows)" if rows else ""
+    return f"Test split{shown_rows}, {what}: {values}; {verdict}."
+
+
 def scores_on_test_split(
     study: optuna.Study, objective: FairObjective, best: optuna.trial.FrozenTrial, *,
     store: bool = False,
@@ -104,7 +135,9 @@ def scores_on_test_split(
     The model one deploys after refitting on all the tuning rows is not the one that was
     validated: both are scored (the validated one only with a single validation split), each
     fairness metric with its bootstrap interval, and a limit that lies inside its interval is
-    named, since this many test rows cannot tell whether it holds on new data.
+    named, since this many test rows cannot tell whether it holds on new data. With
+    ``confidence``, neither is the model to deploy (only the certified one,
+    :func:`certified_test_line`), and the last line says so.
 
     Args:
         study: The objective's study.
@@ -114,30 +147,16 @@ def scores_on_test_split(
             its own key), so that a later report of the stored study shows them. Defaults to
             False.
     """
-    fits = [("tuning", "best fair trial refitted on the other rows")]
+    fits = [("tuning", _REFITTED)]
     if objective.cv is None:
-        fits.append(("training", "the validated model (training split only)"))
-    lines = []
-    rows = len(objective.X_test)
-    for on, what in fits:
-        scores = objective.evaluate(objective.refit_best(study, trial=best, on=on),
-                                    confidence_level=TEST_CONFIDENCE)
-        fair = scores.pop("fair")
-        intervals = scores.pop("intervals")
-        values = ", ".join(
-            f"{k} " + with_interval(v, intervals.get(k), f"{TEST_CONFIDENCE:.0%} interval ")
-            for k, v in scores.items()
-        )
-        verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
-        unresolved = [str(limit) for limit in objective.limits
-                      if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]]
-        if unresolved:
-            verdict += (f", but {rows} test rows cannot tell whether {' and '.join(unresolved)} "
-                        "holds on new data (the limit lies inside the interval)")
-        shown_rows = f" ({rows} rows)" if not lines else ""  # the count once
-        lines.append(f"Test split{shown_rows}, {what}: {values}; {verdict}.")
-    if len(lines) > 1:  # which of the two a user deploys
-        lines.append("Which to deploy: refit_best(study) returns the first, fitted on more rows "
+        fits.append(("training", _VALIDATED))
+    lines = [_test_line(objective, objective.refit_best(study, trial=best, on=on), what,
+                        rows=not i) for i, (on, what) in enumerate(fits)]
+    if getattr(objective, "confidence", None) is not None:
+        lines.append(f"{_WHICH} neither is certified: with confidence, refit_best(study) "
+                     "returns only the model that passes the safety test.")
+    elif len(lines) > 1:  # which of the two a user deploys
+        lines.append(f"{_WHICH} refit_best(study) returns the first, fitted on more rows "
                      "but never measured on validation rows; refit_best(study, "
                      "on=\"training\") returns the second, the model whose validation scores "
                      "are above.")
@@ -147,12 +166,21 @@ def scores_on_test_split(
 
 
 def certified_test_line(objective: FairObjective, pipeline: Any) -> str:
-    """The certified model's scores on the objective's test split, in one line."""
-    scores = objective.evaluate(pipeline)
-    values = ", ".join(f"{k} {v:.4f}" for k, v in scores.items() if isinstance(v, float))
-    verdict = "meets every limit" if scores["fair"] else f"violates {objective.limits_text}"
-    return (f"Test split ({len(objective.X_test)} rows), the certified model: {values}; "
-            f"{verdict}.")
+    """The certified model's scores on the objective's test split, in one line, with the same
+    intervals and warnings as every test line (:func:`scores_on_test_split`)."""
+    return _test_line(objective, pipeline, _CERTIFIED)
+
+
+def _as_recorded(line: str, trial: int) -> str | None:
+    """A stored test line of trial ``trial``, which is no longer the model to deploy, labelled
+    by its trial for what it is (None for the advice on which to deploy, which no longer
+    holds)."""
+    if line.startswith(_WHICH):
+        return None
+    return (line.replace(_REFITTED, f"trial #{trial} refitted on the other rows", 1)
+            .replace(_VALIDATED, f"trial #{trial}'s validated model (training split only)", 1)
+            .replace(_CERTIFIED, f"trial #{trial} refitted on the search rows (certified when "
+                                 "its scores were recorded)", 1))
 
 
 def store_test_lines(study: optuna.Study, trial: int, lines: Sequence[str],
@@ -352,9 +380,17 @@ class StudyReport:
         sections: Of a study shared by tenants, the report of each tenant's own trials: the
             tenant asked for, else every tenant.
         untagged: Of a study shared by tenants, the trials that carry no tenant.
-        certificate: The safety test's verdict recorded with the study (``confidence=``):
-            ``{"certified": True, "trial": ..., ...}`` or ``{"certified": False, "message":
-            ...}``; empty without one.
+        certificate: The safety test's verdict recorded with the study (``confidence=``),
+            when it speaks for the trials as they stand
+            (:func:`fairtune.tuning._certify.read_verdict`): ``{"certified": True, "trial":
+            ..., ...}`` or ``{"certified": False, "message": ...}``; empty without one.
+        uncertified: Of a study tuned with ``confidence`` that has no current verdict (its
+            safety test has not run yet, or ran before the fair trials it would now try
+            first), the line saying that no model is certified yet and where the test runs;
+            '' otherwise. The best fair trial is then only the candidate.
+        test_current: Whether the recorded test lines are those of the model to deploy (the
+            certified one with ``confidence``, else the best fair trial); if not, they are
+            labelled by their trial.
     """
 
     study: Any
@@ -377,6 +413,8 @@ class StudyReport:
     sections: list[StudyReport] = field(default_factory=list)
     untagged: int = 0
     certificate: dict[str, Any] = field(default_factory=dict)
+    uncertified: str = ""
+    test_current: bool = True
 
     def _summary(self) -> str:
         trials, complete, failed, fair = self.counts
@@ -412,6 +450,9 @@ class StudyReport:
     def _headline(self) -> str:
         if self.best is None:
             return "No completed trial yet."
+        if self.best_is_fair and self.uncertified:
+            return (f"Best fair trial: #{self.best.number} (a candidate: no model is certified "
+                    "yet)")
         if self.best_is_fair:
             return f"Best fair trial: #{self.best.number}"
         return f"No trial meets every limit yet; the least unfair one is #{self.best.number}."
@@ -441,7 +482,8 @@ class StudyReport:
         out += [printable(line) + "\n" for line in self.deployment + self._findings()]
         if self.test_lines:
             source = "recorded by `fairtune tune` " if self.test_recorded else ""
-            out.append(f"Test scores {source}for trial #{self.test_trial}:\n")
+            out.append(f"Test scores {source}for trial #{self.test_trial}{self._not_deployed()}"
+                       ":\n")
             out += [f"  {printable(line)}\n" for line in self.test_lines]
         return "".join(out)
 
@@ -479,7 +521,8 @@ class StudyReport:
                         if line not in answer and line != self.certificate.get("message")]
                 rest = [line for line in self.test_lines if line not in answer]
                 if rest:  # the verdict's first line is in the answer already
-                    out += ["", f"Test split, trial #{self.test_trial}:", ""]
+                    out += ["", f"Test split, trial #{self.test_trial}"
+                                f"{markdown_text(self._not_deployed())}:", ""]
                     out += [f"- {markdown_text(line)}" for line in rest]
             out.append("")
         if self.tenants or self.tenant is None:  # not in a tenant's section: once per note
@@ -535,9 +578,17 @@ class StudyReport:
             return "Deploy no model: the safety test certified none"
         if not self.tenants and self.best is not None and verdict.get("certified"):
             return f"Deploy trial #{verdict.get('trial')}, certified"
+        if not self.tenants and self.best is not None and self.uncertified:
+            return ("No model certified yet" + (
+                f"; the best fair trial, #{self.best.number}, is the candidate"
+                if self.best_is_fair else ""))
         if not self.tenants and self.best is not None and self.best_is_fair:
             return f"Deploy trial #{self.best.number}, the best fair trial"
         return self._headline()
+
+    def _not_deployed(self) -> str:
+        """' (not the model to deploy)' when the test lines are another trial's."""
+        return "" if self.test_current else " (not the model to deploy)"
 
     def _answer(self) -> list[str]:
         """What a reviewer reads first: the model to deploy (the certified one when the study
@@ -551,6 +602,10 @@ class StudyReport:
             return [f"Deploy no model: {verdict.get('message', 'none could be certified.')}"]
         if not self.best_is_fair:
             return []
+        if self.uncertified:  # only a certified model is deployed: the candidate, no more
+            return [self.uncertified,
+                    (f"The candidate: trial #{self.best.number}, the best fair trial "
+                     f"({self.metric} {self.best.value:.4f} on validation), not certified.")]
         deployed, what = self.best, "the best fair trial"
         if verdict.get("certified"):
             number = verdict.get("trial")
@@ -614,7 +669,8 @@ class StudyReport:
             parts += [f"<li>{_e(line)}</li>" for line in self.deployment]
             parts.append("</ul>")
         if self.test_lines:
-            parts.append(f"<{h}>Test split (trial #{self.test_trial})</{h}><ul>")
+            parts.append(f"<{h}>Test split (trial #{self.test_trial}{_e(self._not_deployed())})"
+                         f"</{h}><ul>")
             parts += [f"<li>{_e(line)}</li>" for line in self.test_lines]
             parts.append("</ul>")
         parts.append(f"<{h}>Trade-off and progress</{h}><div class=plots>")
@@ -839,6 +895,7 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     from fairtune.fairness import best_fair_trial, study_limits
     from fairtune.tenancy import tenant_of
     from fairtune.tuning import predicts_one_class
+    from fairtune.tuning._certify import Verdict, read_verdict
     from fairtune.tuning._setup import read_setup
 
     setup = read_setup(study, tenant)
@@ -860,28 +917,41 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     best = page.best
     page.rows = _best_rows(best, limits, page.metric)
     page.deployment = deployment_lines(best)
-    # The safety test's verdict (confidence=): the certificate of the deployed model, or the
-    # refusal, as recorded with the study.
-    verdict = study.user_attrs.get(
-        _keys.CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)) or {}
-    page.certificate = dict(verdict) if isinstance(verdict, dict) else {}
-    if verdict.get("message"):
-        page.deployment.append(str(verdict["message"]))
+    # The safety test's verdict (confidence=): the certificate of the deployed model or the
+    # refusal, when it speaks for the trials as they stand; else no model is certified yet.
+    verdict = read_verdict(study, tenant)
+    if verdict.state in ("certified", "refused"):
+        page.certificate = verdict.record
+        page.deployment.append(str(verdict.record["message"]))
+    elif verdict.state or getattr(objective, "confidence", None) is not None:
+        page.uncertified = verdict.text() or Verdict("pending").text()
+        page.deployment.append(page.uncertified)
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
     page.best_one_class = predicts_one_class(best)
-    if objective is not None and objective.X_test is not None and page.certificate.get(
-            "certified") is not None:  # the certified model's test line, or none after a refusal
-        if page.certificate["certified"]:
-            number = int(page.certificate["trial"])
-            model = objective.refit_best(study, trial=number)  # the certified model itself
-            page.test_trial, page.test_lines = number, [certified_test_line(objective, model)]
-    elif objective is not None and objective.X_test is not None and page.best_is_fair:
-        page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
+    # The model to deploy: with confidence only the certified one (none before a current
+    # certificate), else the best fair trial.
+    if page.certificate or page.uncertified:
+        deployed = page.certificate.get("trial") if page.certificate.get("certified") else None
     else:
+        deployed = best.number if page.best_is_fair else None
+    tested = objective is not None and objective.X_test is not None
+    if tested and deployed is not None and page.certificate.get("certified"):
+        number = int(deployed)
+        model = objective.refit_best(study, trial=number)  # the certified model itself
+        page.test_trial, page.test_lines = number, [certified_test_line(objective, model)]
+    elif tested and deployed is not None:
+        page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
+    else:  # those `fairtune tune` recorded, of the trial they were computed for
         stored = study.user_attrs.get(_test_scores_key(tenant)) or {}
-        if stored.get("trial") in {t.number for t in complete}:  # of this tenant's trials
-            page.test_trial, page.test_lines = stored["trial"], list(stored.get("lines") or [])
-            page.test_recorded = bool(page.test_lines)
+        number = stored.get("trial")
+        if number in {t.number for t in complete}:  # of this tenant's trials
+            lines = [str(line) for line in stored.get("lines") or []]
+            page.test_current = number == deployed
+            if not page.test_current:  # labelled by their trial, for what they are
+                lines = [shown for shown in (_as_recorded(line, number) for line in lines)
+                         if shown is not None]
+            page.test_trial, page.test_lines = number, lines
+            page.test_recorded = bool(lines)
     return page
 
 

@@ -229,7 +229,8 @@ def test_test_lines_of_another_trial_are_not_put_under_the_deployed_one() -> Non
     note = _plain(get_note(study))
     answer = note.split("|")[0]
     assert "Deploy trial #2" in answer and "trial one's verdict" not in answer
-    assert "Test split, trial #1:\n\n- Test split (250 rows), trial one's verdict." in note
+    assert ("Test split, trial #1 (not the model to deploy):\n\n- Test split (250 rows), trial "
+            "one's verdict.") in note
 
 
 def test_the_certified_search_says_its_limits_are_tightened() -> None:

@@ -30,8 +30,9 @@ import numpy as np
 
 from fairtune._names import arg, got
 
-__all__ = ["Certificate", "NotCertifiedError", "certify_objective", "certify_search",
-           "check_confidence", "limits_for_search", "split_safety"]
+__all__ = ["Certificate", "NotCertifiedError", "Verdict", "candidates", "certify_objective",
+           "certify_search", "check_confidence", "limits_for_search", "read_verdict",
+           "record_refusal", "split_safety", "store_verdict"]
 
 #: The fair trials tested on the safety rows, best first; the error probability is split
 #: among them, so more candidates make each bound wider.
@@ -256,13 +257,130 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
         f"the bounds; a looser limit or a lower {arg('confidence')} asks less.", tested)
 
 
+def _verdict_key(tenant: str | None) -> str:
+    from fairtune._keys import CERTIFICATE_KEY
+
+    return CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)
+
+
+def candidates(study: Any, tenant: str | None = None) -> list[Any]:
+    """The study's fair completed trials (``tenant``'s only), best first: the order in which
+    the safety test tries them."""
+    from optuna.trial import TrialState
+
+    from fairtune.fairness import is_fair, study_limits
+    from fairtune.tenancy import tenant_of
+
+    fair_by = study_limits(study, tenant)
+    return sorted(
+        (t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+         if (tenant is None or tenant_of(t) == tenant) and is_fair(t, fair_by)),
+        key=lambda t: (-t.value, t.number))
+
+
+def store_verdict(study: Any, verdict: Certificate | NotCertifiedError,
+                  tenant: str | None = None) -> None:
+    """Record the safety test's verdict with ``study`` (``"fairtune:certificate"``, a tenant's
+    under ``"fairtune:certificate:<tenant>"``): the certificate, or the refusal's text, with
+    the trials tested on the safety rows so far. Every entrance records it through here."""
+    if isinstance(verdict, Certificate):
+        record = {"certified": True, **verdict.as_dict(), "message": verdict.text()}
+    else:
+        record = {"certified": False, "message": str(verdict),
+                  "tested_trials": list(verdict.tested_trials)}
+    study.set_user_attr(_verdict_key(tenant), record)
+
+
+def record_refusal(study: Any, message: str, tenant: str | None = None) -> NotCertifiedError:
+    """A refusal before any candidate was tested (no fair trial), recorded with ``study`` like
+    every other verdict and returned to be raised."""
+    refusal = NotCertifiedError(message, _tested_before(study, _verdict_key(tenant)))
+    store_verdict(study, refusal, tenant)
+    return refusal
+
+
+@dataclass
+class Verdict:
+    """The safety test's verdict on a study as it stands now (:func:`read_verdict`).
+
+    Attributes:
+        state: ``"certified"`` or ``"refused"`` (a verdict that speaks for the study's
+            trials); ``"pending"`` (a study tuned with ``confidence`` whose safety test has not
+            run yet: a search interrupted or still running); ``"outdated"`` (a verdict
+            recorded before fair trials that a safety test run now would try first); ``""``
+            (no ``confidence``, no verdict).
+        record: The stored record (``{"certified": ..., "message": ..., "trial": ...,
+            "tested_trials": [...]}``), empty without one.
+        untested: Of an outdated verdict, the fair trials it did not test that rank above the
+            certified trial (above none after a refusal).
+        confidence: The level the study was set up with, or None.
+    """
+
+    state: str
+    record: dict[str, Any] = field(default_factory=dict)
+    untested: list[int] = field(default_factory=list)
+    confidence: float | None = None
+
+    def text(self) -> str:
+        """'' for a current verdict or none; else one line saying that no model is certified
+        for the study as it stands, and where the safety test runs."""
+        where = ("the safety test runs{} at the end of `fairtune tune --confidence` (in "
+                 "Python: objective.refit_best(study), or FairSearchCV's fit)")
+        if self.state == "pending":
+            return ("No model is certified yet: with confidence only a certified model is "
+                    f"deployed, and {where.format('')}.")
+        if self.state != "outdated":
+            return ""
+        numbers = sorted(self.untested)
+        shown = ", ".join(f"#{n}" for n in numbers[:10]) + (
+            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+        plural = "s" if len(numbers) > 1 else ""
+        if self.record.get("certified"):
+            was = (f"the certificate of trial #{self.record.get('trial')} was recorded before "
+                   f"trial{plural} {shown}, fair, ranked above it and not tested on the safety "
+                   "rows")
+        else:
+            was = (f"the safety test's refusal was recorded before trial{plural} {shown}, fair "
+                   "and not tested on the safety rows")
+        return (f"No model is certified for the trials as they stand: {was}; "
+                f"{where.format(' again')}.")
+
+
+def read_verdict(study: Any, tenant: str | None = None) -> Verdict:
+    """The verdict recorded with ``study`` (``tenant``'s), judged against its trials now.
+
+    A verdict speaks for the trials it was computed on. A search resumed after it (more trials)
+    may hold a fair trial that ranks above the certified one (above none after a refusal) and
+    that the safety test never tried; while the safety rows' budget of :data:`CANDIDATES` is
+    not spent, running the test now would try it first and may deploy another model, so the
+    verdict is outdated. Once the budget is spent no new trial can be tried, and the verdict
+    stands. A record without ``tested_trials`` (an older version's) is taken as it stands.
+    """
+    from fairtune.tuning._setup import read_setup
+
+    record = study.user_attrs.get(_verdict_key(tenant)) or {}
+    record = dict(record) if isinstance(record, dict) else {}
+    confidence = read_setup(study, tenant).get("confidence")
+    confidence = None if confidence is None else float(confidence)
+    if "message" not in record or "certified" not in record:  # forgotten, or never run
+        return Verdict("pending" if confidence is not None else "", record,
+                       confidence=confidence)
+    state = "certified" if record["certified"] else "refused"
+    tested = record.get("tested_trials")
+    if tested is None or len(set(tested)) >= CANDIDATES:
+        return Verdict(state, record, confidence=confidence)
+    ranked = [t.number for t in candidates(study, tenant)]
+    if record["certified"]:
+        ranked = ranked[:ranked.index(record["trial"])] if record.get("trial") in ranked else []
+    untested = [n for n in ranked if n not in set(tested)]
+    return Verdict("outdated" if untested else state, record, untested, confidence)
+
+
 def forget_verdict(study: Any, tenant: str | None = None) -> None:
     """Before a new certification of ``study`` (a resumed search): drop the earlier verdict,
     which no longer speaks for the study's trials, but keep the safety rows' budget (the
     trials already tested on them)."""
-    from fairtune._keys import CERTIFICATE_KEY
-
-    key = CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)
+    key = _verdict_key(tenant)
     if "message" in (study.user_attrs.get(key) or {}):
         study.set_user_attr(key, {"tested_trials": _tested_before(study, key)})
 
@@ -277,23 +395,12 @@ def certify_objective(objective: Any, study: Any) -> Any:
     """:meth:`FairObjective.certify <fairtune.tuning.FairObjective.certify>`: the safety test
     of the study's fair trials on the objective's safety rows; the certificate (or the
     refusal) is stored with the study."""
-    from optuna.trial import TrialState
-
-    from fairtune._keys import CERTIFICATE_KEY
-    from fairtune.fairness import is_fair, study_limits
-    from fairtune.tenancy import tenant_of
     from fairtune.tuning._trial import fairness_value
 
     if objective.confidence is None:
         raise ValueError(f"`certify` needs {arg('confidence')}: create the FairObjective with "
                          "confidence=..., e.g. 0.95, but got confidence=None.")
     rows, limits = objective._rows, objective.limits
-    fair_by = study_limits(study, objective.tenant)
-    candidates = sorted(
-        (t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-         if (objective.tenant is None or tenant_of(t) == objective.tenant)
-         and is_fair(t, fair_by)),
-        key=lambda t: (-t.value, t.number))
 
     def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float]]:
         model = objective.refit_best(study, trial=trial)  # on the search rows
@@ -303,18 +410,15 @@ def certify_objective(objective: Any, study: Any) -> Any:
                                                rows.s_safe) for limit in limits}
         return model, bounds, values
 
-    key = CERTIFICATE_KEY + ("" if objective.tenant is None else ":" + objective.tenant)
     try:
-        model, certificate = first_certified(candidates, bounds_of, limits,
-                                             objective.confidence, len(rows.y_safe),
-                                             _tested_before(study, key))
+        model, certificate = first_certified(
+            candidates(study, objective.tenant), bounds_of, limits, objective.confidence,
+            len(rows.y_safe), _tested_before(study, _verdict_key(objective.tenant)))
     except NotCertifiedError as refusal:
-        study.set_user_attr(key, {"certified": False, "message": str(refusal),
-                                  "tested_trials": refusal.tested_trials})
+        store_verdict(study, refusal, objective.tenant)
         raise
     model.certificate_ = certificate
-    study.set_user_attr(key, {"certified": True, **certificate.as_dict(),
-                              "message": certificate.text()})
+    store_verdict(study, certificate, objective.tenant)
     return model
 
 
@@ -349,19 +453,13 @@ def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitiv
     trial (best first) refitted on the search rows whose bounds on the safety rows keep the
     ``limits``; the certificate (or the refusal) is stored with the study."""
     import optuna
-    from optuna.trial import TrialState
 
-    from fairtune._keys import CERTIFICATE_KEY
-    from fairtune.fairness import is_fair, study_limits
     from fairtune.tuning._estimators import favourable_predictions, with_sensitive
     from fairtune.tuning._search_checks import seeds
     from fairtune.tuning._trial import fairness_value
 
     X_safe, y_safe, s_safe = safe
-    fair_by = study_limits(study)
-    candidates = sorted(
-        (t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-         if is_fair(t, fair_by)), key=lambda t: (-t.value, t.number))
+    ranked = candidates(study)
 
     def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float]]:
         estimator = build(optuna.trial.FixedTrial(trial.params))
@@ -378,19 +476,17 @@ def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitiv
         return estimator, bounds, values
 
     try:
-        estimator, certificate = first_certified(candidates, bounds_of, limits, confidence,
+        estimator, certificate = first_certified(ranked, bounds_of, limits, confidence,
                                                  len(y_safe),
-                                                 _tested_before(study, CERTIFICATE_KEY))
+                                                 _tested_before(study, _verdict_key(None)))
     except NotCertifiedError as refusal:
-        study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "message": str(refusal),
-                                              "tested_trials": refusal.tested_trials})
+        store_verdict(study, refusal)
         raise
     estimator.certificate_ = certificate
     search.best_estimator_, search.certificate_ = estimator, certificate
-    chosen = next(t for t in candidates if t.number == certificate.trial)
+    chosen = next(t for t in ranked if t.number == certificate.trial)
     search.best_trial_, search.best_params_ = chosen, dict(chosen.params)
     search.best_score_ = float(chosen.value)
     search.best_index_ = int(np.flatnonzero(
         search.cv_results_["trial_number"] == chosen.number)[0])
-    study.set_user_attr(CERTIFICATE_KEY, {"certified": True, **certificate.as_dict(),
-                                          "message": certificate.text()})
+    store_verdict(study, certificate)

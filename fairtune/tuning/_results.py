@@ -114,6 +114,9 @@ def report_failures(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial]
 
 def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
 ) -> str:
+    """Why no trial of ``search.study_`` is fair and what would change it; with
+    ``confidence``, also the safety test's refusal, recorded with the study
+    (:func:`fairtune.tuning._certify.record_refusal`)."""
     from optuna.trial import TrialState
 
     text = ", ".join(str(limit) for limit in limits)
@@ -148,13 +151,21 @@ def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.Frozen
             f": the closest is trial {closest.number} ({measured}, {search.scoring}="
             f"{closest.value:.4f}, params {closest.params})"
         )
-    return message + (
+    message += (
         ". Loosen `limits`, run more trials (`n_trials`), widen `param_distributions` "
         "towards simpler models, or add a `mitigation` ('threshold' aims exactly at the "
         "limit)" + ("; no model could be certified, since there is no fair trial to test."
                     if confidence is not None else
                     "; refit=False keeps the search's results without a best estimator.")
     )
+    study = getattr(search, "study_", None)
+    if confidence is not None and study is not None:
+        # The safety test's refusal, recorded with the study as every entrance records it,
+        # so that `fairtune report` and the dashboard's note say that no model is deployed.
+        from fairtune.tuning._certify import record_refusal
+
+        record_refusal(study, message)
+    return message
 
 
 def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:

@@ -1,0 +1,215 @@
+"""The safety test's verdict as every entrance presents it: no model is deployed under
+``confidence`` before a current certificate, a verdict recorded before untested fair trials is
+outdated, a refusal is recorded by every entrance, and test lines belong to their trial."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+
+from fairtune._keys import CERTIFICATE_KEY, SETUP_KEY, TEST_SCORES_KEY
+from fairtune.report import report, scores_on_test_split, store_test_lines
+from fairtune.tuning import FairObjective, NotCertifiedError
+from fairtune.tuning._certify import CANDIDATES, read_verdict
+from tests.test_report import _add
+
+
+def _population(n: int = 4000, seed: int = 0) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], n, p=[0.4, 0.6])
+    merit = rng.normal(size=n)
+    y = (merit + 0.6 * (group == "a") + rng.normal(scale=0.7, size=n) > 0.4).astype(int)
+    X = pd.DataFrame({"merit": merit + rng.normal(scale=0.5, size=n),
+                      "proxy": (group == "a") + rng.normal(scale=0.8, size=n)})
+    return X, pd.Series(y), pd.Series(group, name="group")
+
+
+def _study(confidence: float | None = 0.9) -> optuna.Study:
+    """Trials #0 (0.9, unfair), #1 (0.7, fair), #2 (0.8, fair), set up with ``confidence``."""
+    study = optuna.create_study(direction="maximize")
+    study.set_user_attr(SETUP_KEY, {"metric": "accuracy", "limits": ["demographic_parity<=0.1"],
+                                    "confidence": confidence})
+    for value, gap in ((0.9, 0.3), (0.7, 0.05), (0.8, 0.02)):
+        _add(study, value, gap)
+    return study
+
+
+def _certified(study: optuna.Study, trial: int, tested: list[int]) -> None:
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": True, "trial": trial,
+                                          "tested_trials": tested,
+                                          "message": f"Certified: trial #{trial} keeps ..."})
+
+
+def test_a_study_set_up_with_confidence_deploys_nothing_before_its_safety_test() -> None:
+    from optuna_dashboard import get_note
+
+    from fairtune.dashboard import publish
+
+    study = _study()
+    assert read_verdict(study).state == "pending"
+    page = report(study)
+    assert page._answer()[0].startswith("No model is certified yet: with confidence only a "
+                                        "certified model is deployed")
+    assert "`fairtune tune --confidence`" in page._answer()[0]
+    assert page._answer()[1].startswith("The candidate: trial #2, the best fair trial")
+    text = page.text()
+    assert "Best fair trial: #2 (a candidate: no model is certified yet)" in text
+    assert "No model is certified yet" in text and "Deploy trial" not in text
+    html = page.html()
+    assert "Deploy trial" not in html and "No model is certified yet" in html
+    publish(study)  # what DashboardCallback writes in the middle of a run
+    note = re.sub(r"\\(.)", r"\1", get_note(study))
+    assert note.splitlines()[2] == ("### No model certified yet; the best fair trial, #2, is "
+                                    "the candidate")
+    assert "Deploy trial" not in note
+    # Without confidence the same trials deploy the best fair one.
+    assert report(_study(confidence=None))._answer()[0].startswith(
+        "Deploy trial #2, the best fair trial")
+
+
+def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outdated() -> None:
+    study = _study()
+    _certified(study, 1, [2, 1])  # #2 failed the test, #1 passed
+    assert read_verdict(study).state == "certified"
+    _add(study, 0.75, 0.01)  # #3: fair, below #2 and above #1, never tested
+    verdict = read_verdict(study)
+    assert (verdict.state, verdict.untested) == ("outdated", [3])
+    page = report(study)
+    assert page.certificate == {} and "Deploy trial" not in page.text()
+    assert page._answer()[0].startswith(
+        "No model is certified for the trials as they stand: the certificate of trial #1 was "
+        "recorded before trial #3, fair, ranked above it and not tested on the safety rows")
+    assert "Certified: trial #1" not in page.text()
+    # A fair trial below the certified one changes nothing the safety test would do.
+    study = _study()
+    _certified(study, 2, [2])
+    _add(study, 0.6, 0.01)
+    assert read_verdict(study).state == "certified"
+    assert report(study)._answer()[0].startswith("Deploy trial #2, the certified model")
+    # Once the safety rows' budget is spent, no new trial can be tested: the verdict stands.
+    study = _study()
+    _certified(study, 1, [2, 1, *range(10, 10 + CANDIDATES - 2)])
+    _add(study, 0.85, 0.01)
+    assert read_verdict(study).state == "certified"
+
+
+def test_a_refusal_is_outdated_by_any_untested_fair_trial() -> None:
+    study = _study()
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "tested_trials": [2, 1],
+                                          "message": "No model could be certified: ..."})
+    assert report(study)._answer() == ["Deploy no model: No model could be certified: ..."]
+    _add(study, 0.6, 0.01)  # #3, fair and never tested: the test would try it now
+    assert read_verdict(study).untested == [3]
+    assert report(study)._answer()[0].startswith(
+        "No model is certified for the trials as they stand: the safety test's refusal was "
+        "recorded before trial #3")
+
+
+def test_python_report_and_publish_with_a_confidence_objective_answer_as_the_cli_does(
+) -> None:
+    from optuna_dashboard import get_note
+
+    from fairtune.dashboard import publish
+
+    objective = FairObjective(_population(), "linear", limits="demographic_parity<=0.15",
+                              test_size=0.25, confidence=0.9)
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=3)
+    page = report(study, objective=objective)
+    text = page.text()
+    # Nothing certified yet: no deploy advice, no test line of an uncertified model, and the
+    # report never runs the safety test itself (that would spend the safety rows' candidates).
+    assert "Which to deploy" not in text and "Deploy trial" not in text
+    assert page.test_lines == [] and "No model is certified yet" in text
+    publish(study, objective=objective)
+    assert "No model certified yet" in get_note(study).splitlines()[2]
+    assert CERTIFICATE_KEY not in study.user_attrs
+    pipeline = objective.refit_best(study)  # the one path that certifies
+    page = report(study, objective=objective)
+    assert page.test_lines[0].startswith(
+        f"Test split ({len(objective.X_test)} rows), the certified model: ")
+    assert "(95% interval " in page.test_lines[0]
+    assert page.test_trial == pipeline.certificate_.trial
+    assert report(study).certificate["trial"] == pipeline.certificate_.trial
+
+
+def test_the_certified_models_test_line_has_the_interval_and_the_warning_of_every_other() -> None:
+    from fairtune.fairness import parse_limits
+    from fairtune.report import certified_test_line
+
+    class Objective:  # a test split on which the limit lies inside the interval
+        limits = parse_limits("demographic_parity<=0.1")
+        limits_text = "demographic_parity<=0.1"
+        X_test = range(300)
+
+        def evaluate(self, pipeline, *, confidence_level=None):
+            assert confidence_level == 0.95
+            return {"accuracy": 0.7, "demographic_parity": 0.08, "fair": True,
+                    "intervals": {"demographic_parity": (0.03, 0.13)},
+                    "certificate": {"trial": 1}}
+
+    assert certified_test_line(Objective(), None) == (
+        "Test split (300 rows), the certified model: accuracy 0.7000, demographic_parity "
+        "0.0800 (95% interval 0.0300-0.1300); meets every limit, but 300 test rows cannot "
+        "tell whether demographic_parity<=0.1 holds on new data (the limit lies inside the "
+        "interval).")
+
+
+def test_recorded_test_lines_of_another_trial_are_labelled_by_their_trial() -> None:
+    certified = ("Test split (250 rows), the certified model: accuracy 0.7000, "
+                 "demographic_parity 0.0200 (95% interval 0.0000-0.0600); meets every limit.")
+    study = _study()
+    _certified(study, 2, [2])
+    store_test_lines(study, 1, [certified])  # #1 was the certified model before a resume
+    text = report(study).text()
+    assert "Test scores recorded by `fairtune tune` for trial #1 (not the model to deploy):" in (
+        text)
+    assert ("Test split (250 rows), trial #1 refitted on the search rows (certified when its "
+            "scores were recorded): accuracy 0.7000") in text
+    assert "the certified model:" not in text
+    store_test_lines(study, 2, [certified])  # the certified trial's own line reads as it is
+    assert f"  {certified}\n" in report(study).text()
+    # Without confidence: the lines of an older best fair trial, and no deploy advice of theirs.
+    study = _study(confidence=None)
+    study.set_user_attr(TEST_SCORES_KEY, {"trial": 1, "lines": [
+        "Test split (250 rows), best fair trial refitted on the other rows: accuracy 0.7; x.",
+        "Test split, the validated model (training split only): accuracy 0.69; x.",
+        "Which to deploy: refit_best(study) returns the first ..."]})
+    page = report(study)
+    assert page.test_lines == [
+        "Test split (250 rows), trial #1 refitted on the other rows: accuracy 0.7; x.",
+        "Test split, trial #1's validated model (training split only): accuracy 0.69; x."]
+    assert "(not the model to deploy)" in page.html()
+
+
+def test_a_fair_search_cv_refusal_is_recorded_and_reported_like_the_clis() -> None:
+    from optuna.distributions import FloatDistribution
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import FairSearchCV
+
+    X, y, group = _population(8000, 1)
+    search = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                          limits="demographic_parity<=0.1", cv=3, n_trials=2, random_state=0,
+                          confidence=0.9)
+    with pytest.raises(NotCertifiedError) as refusal:
+        search.fit(X.assign(proxy=group.eq("a") * 3.0), y, sensitive_features=group)
+    stored = search.study_.user_attrs[CERTIFICATE_KEY]
+    assert stored == {"certified": False, "message": str(refusal.value), "tested_trials": []}
+    page = report(search.study_)
+    assert f"\n{str(refusal.value)}\n" in page.text()
+    assert page._deploy_heading() == "Deploy no model: the safety test certified none"
+
+
+def test_scores_on_the_test_split_of_a_confidence_objective_give_no_deploy_advice() -> None:
+    objective = FairObjective(_population(), "linear", limits="demographic_parity<=0.15",
+                              test_size=0.25, confidence=0.9)
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=1)
+    lines = scores_on_test_split(study, objective, study.trials[0])
+    assert lines[-1].startswith("Which to deploy: neither is certified")
+    assert "refit_best(study) returns the first" not in " ".join(lines)
