@@ -456,3 +456,33 @@ def test_report_counts_pruned_trials_and_shows_the_budgets_and_pruner(
     assert f", {pruned} pruned, " in out.splitlines()[0], out
     assert "Budgets     0.333, 1 (fractions of the training rows)\n" in out
     assert re.search(r"Pruner      (successive_halving|SuccessiveHalvingPruner\(.*\))\n", out), out
+
+
+def test_an_interrupted_confidence_run_is_reported_with_no_model_certified_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.tuning import FairObjective
+
+    call = FairObjective.__call__
+    calls: list[int] = []
+
+    def objective(self: FairObjective, trial: optuna.Trial) -> float:
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C before the safety test ran
+        return call(self, trial)
+
+    monkeypatch.setattr(FairObjective, "__call__", objective)
+    storage = f"sqlite:///{tmp_path / 'c.db'}"
+    where = ["--storage", storage, "--study-name", "c"]
+    assert main(["tune", "--dataset", "compas", "--model", "linear", "--limit",
+                 "demographic_parity<=0.2", "--confidence", "0.9", "--n-trials", "10",
+                 "--no-progress", *where]) == 130
+    capsys.readouterr()
+    page = tmp_path / "c.html"
+    assert main(["report", *where, "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "No model is certified yet: with confidence only a certified model" in out
+    html = page.read_text()
+    assert "Deploy trial" not in html and "No model is certified yet" in html
+    assert re.search(r"The candidate: trial #\d+, the best fair trial", html)
