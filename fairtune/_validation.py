@@ -24,6 +24,10 @@ module imports numpy, pandas and the message helpers only.
   does not raise the minimum); :func:`check_group_sizes` refuses smaller groups. The minimum is
   what lets a limit mean anything at all, not what makes a gap precise: a gap measured on 21
   rows a group still moves by several points from one sample to the next.
+- Labels in each group: an error rate is measured on one label's rows (a true positive rate on
+  the favourable ones, a false positive rate on the unfavourable ones), so a limit on it needs
+  rows of that label in every group where it is measured; :func:`check_groups_have_labels`
+  refuses a group without them before any trial (no number of rows of that group fixes it).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = [
     "MIN_GROUP_VALIDATION_ROWS",
     "check_group_sizes",
     "check_groups_are_not_labels",
+    "check_groups_have_labels",
     "check_pos_label_twins",
     "favourable_labels",
     "minimum_group_rows",
@@ -85,6 +90,27 @@ MSG_SMALL_GROUPS = (
     "the limit), but got {groups}. Merge such a group into another, drop its rows, or collect "
     "more rows of it."
 )
+
+MSG_GROUP_WITHOUT_LABEL = (
+    "{argument} must give each group rows of every label its limits measure a rate on, but in "
+    "{where} group {group!r} has no row labelled {label} ({meaning}) among its {rows} "
+    "row{s}: its {rate} is undefined, and {limit} needs it. {fix}"
+)
+_NO_SUCH_ROW = (
+    "The group has no {meaning} row in any row of the search, so no number of rows fixes it: "
+    "merge it into another group, or use a limit that does not measure the {rate} "
+    "(demographic_parity measures every row)."
+)
+_TOO_FEW_SUCH_ROWS = (
+    "The group has {count} {meaning} row{s} in the rows of the search, none of them here: "
+    "give it more {meaning} rows, merge it into another group, or use a limit that does not "
+    "measure the {rate} (demographic_parity measures every row)."
+)
+_FEW_SUCH_ROWS = (
+    "Give the group {meaning} rows here ({more}), merge it into another group, or use a limit "
+    "that does not measure the {rate} (demographic_parity measures every row)."
+)
+_LABEL_MEANING = {1: "favourable", 0: "unfavourable"}
 
 
 def shown(values: Iterable[Any], limit: int = 10) -> str:
@@ -401,3 +427,47 @@ def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -
             "gap would measure the labels, not the model. Pass the column of the groups the "
             "limits protect."
         )
+
+
+def check_groups_have_labels(groups: pd.Series, y01: Any, needs: Iterable[tuple[str, str, int]],
+                             *, where: str, argument: str, all_groups: Any = None,
+                             all_y01: Any = None, more: str = "more data") -> None:
+    """Refuse a group without rows of a label that a limit measures a rate on.
+
+    Args:
+        groups: The group of each row a rate is measured on.
+        y01: Their 0/1 labels (1 the favourable outcome).
+        needs: ``(limit, rate, label)`` for each rate of each limit that is measured on one
+            label's rows, e.g. ``("equalized_odds<=0.1", "false positive rate", 0)``.
+        where: The rows, for the message, e.g. ``"the validation split"``.
+        argument: How messages name the sensitive features.
+        all_groups: The groups of all the rows (``groups`` among them), with ``all_y01``
+            their labels: the message then says whether more rows could help.
+        more: How to give ``where`` more rows, for the message when ``all_groups`` is not
+            given, e.g. "a larger `safety_size`".
+
+    Raises:
+        ValueError: Naming the group, the missing label, the undefined rate and the limit.
+    """
+    labels = np.asarray(y01).ravel()
+    codes, uniques = pd.factorize(pd.Series(np.asarray(groups, dtype=object)))
+    counts = np.bincount(codes, minlength=len(uniques))
+    for limit, rate, label in needs:
+        have = np.bincount(codes[labels == label], minlength=len(uniques))
+        missing = np.flatnonzero(have == 0)
+        if not len(missing):
+            continue
+        group = uniques[missing[0]]
+        rows = int(counts[missing[0]])
+        meaning = _LABEL_MEANING[label]
+        if all_groups is None or all_y01 is None:
+            fix = _FEW_SUCH_ROWS.format(meaning=meaning, more=more, rate=rate)
+        else:
+            every = np.asarray(all_groups, dtype=object)
+            total = int(np.sum((every == group) & (np.asarray(all_y01).ravel() == label)))
+            fix = (_NO_SUCH_ROW.format(meaning=meaning, rate=rate) if not total else
+                   _TOO_FEW_SUCH_ROWS.format(count=total, meaning=meaning, rate=rate,
+                                             s="" if total == 1 else "s"))
+        raise ValueError(MSG_GROUP_WITHOUT_LABEL.format(
+            argument=argument, where=where, group=_plain(group), label=label, meaning=meaning,
+            rows=rows, s="" if rows == 1 else "s", rate=rate, limit=limit, fix=fix))

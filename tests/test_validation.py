@@ -478,3 +478,29 @@ def test_a_positive_spelled_as_the_file_spells_a_boolean_is_that_boolean(
     with pytest.raises(ValueError, match=r"must be one of the values of `target` 'hired' "
                                          r"\['False', 'True'\], but got positive='yes'"):
         read_table(tmp_path / "d.csv", target="hired", sensitive="sex", positive="yes")
+
+
+def test_a_group_without_the_label_a_rate_is_measured_on_is_named_with_the_rate_and_limit() -> None:
+    from fairtune._validation import check_groups_have_labels
+
+    groups = pd.Series(["a", "a", "b", "b", "b"])
+    y01 = np.array([0, 1, 1, 1, 1])
+    needs = [("equalized_odds<=0.1", "true positive rate", 1),
+             ("equalized_odds<=0.1", "false positive rate", 0)]
+    with pytest.raises(ValueError, match=r"^`s` must give each group rows of every label .* in "
+                                         r"the validation split group 'b' has no row labelled 0 "
+                                         r"\(unfavourable\) among its 3 rows: its false positive "
+                                         r"rate is undefined, and equalized_odds<=0\.1 needs it\. "
+                                         r"The group has no unfavourable row in any row"):
+        check_groups_have_labels(groups, y01, needs, where="the validation split",
+                                 argument="`s`", all_groups=groups, all_y01=y01)
+    # Rows of the label elsewhere: more of them can help.
+    with pytest.raises(ValueError, match=r"The group has 2 unfavourable rows in the rows of the "
+                                         r"search, none of them here"):
+        check_groups_have_labels(groups, y01, needs, where="the validation split",
+                                 argument="`s`", all_groups=pd.concat([groups, groups[2:4]]),
+                                 all_y01=np.r_[y01, 0, 0])
+    with pytest.raises(ValueError, match=r"Give the group unfavourable rows here \(more data\)"):
+        check_groups_have_labels(groups, y01, needs, where="the safety rows", argument="`s`")
+    # The selection rate is measured on every row; the true positive rate has its rows.
+    check_groups_have_labels(groups, y01, needs[:1], where="x", argument="`s`")

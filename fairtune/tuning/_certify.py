@@ -151,6 +151,33 @@ def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndar
     return sizes, rates
 
 
+def rows_needed(metric: str, sizes: np.ndarray, rates: np.ndarray, delta: float,
+                room: float, rows: int) -> int | None:
+    """About how many safety rows (in the proportions of ``sizes``, each group's rows per rate
+    out of ``rows``) make the width of ``metric``'s bound smaller than ``room``, the distance
+    from a perfectly fair model to the limit (the bound of a gap, one minus the bound of a
+    ratio); None when no number does (no room, or a group without rows of a rate)."""
+    from fairtune.fairness.bounds import metric_bound_width
+
+    if room <= 0.0 or not np.all(sizes > 0):
+        return None
+
+    def fits(scale: float) -> bool:
+        return metric_bound_width(metric, sizes * scale, rates, delta=delta) < room
+
+    # The width falls with the rows (about as one over their square root): double the scale
+    # until it fits, then bisect.
+    low, high = 0.0, 1.0
+    while not fits(high):
+        low, high = high, 2.0 * high
+        if high > 1e12:
+            return None
+    for _ in range(50):
+        middle = (low + high) / 2
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    return int(np.ceil(rows * high))
+
+
 def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
                       s_safe: Any, margin: float = 0.0) -> list[Any]:
     """The limits the search validates against: each tightened by the width its bound will
@@ -159,29 +186,44 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
     Raises:
         ValueError: If the safety rows are too few for any model to be certified (the width
             reaches the limit), naming ``confidence``, ``safety_size`` and the limit (and
-            ``margin``, which ``limits`` are already tightened by, when it is not 0).
+            ``margin``, which ``limits`` are already tightened by, when it is not 0), and
+            about how many safety rows would do (:func:`rows_needed`); or if a group of the
+            safety rows has no row of a label that a limit's rate is measured on, naming the
+            group, the label and the rate.
     """
+    from fairtune._validation import check_groups_have_labels
     from fairtune.fairness import FairnessLimit
     from fairtune.fairness.bounds import metric_bound_width
-    from fairtune.tuning._data import group_labels
+    from fairtune.tuning._data import group_labels, group_name, rate_labels
 
     y = np.asarray(y_safe).astype(int)
     groups = group_labels(s_safe)
+    delta = _delta(confidence, limits)
     tightened = []
     for limit in limits:
         sizes, rates = _sizes(limit.metric, y, groups)
-        width = metric_bound_width(limit.metric, sizes, rates,
-                                   delta=_delta(confidence, limits))
+        # A rate measured on no row of a group cannot be bounded by any number of rows of
+        # the other groups: name the cause rather than a count of rows.
+        check_groups_have_labels(
+            groups.map(group_name), y, rate_labels([limit]), where="the safety rows",
+            argument="The sensitive features",
+            more=f"a larger {arg('safety_size')}, or more data")
+        width = metric_bound_width(limit.metric, sizes, rates, delta=delta)
         bound = limit.bound - width if limit.sense == "upper" else limit.bound + width
-        if (bound <= 0.0) if limit.sense == "upper" else (bound >= 1.0):
+        room = limit.bound if limit.sense == "upper" else 1.0 - limit.bound
+        if width >= room:
             less = (f" (the limit as given less {arg('margin')} {margin:g})" if margin else "")
+            needed = rows_needed(limit.metric, sizes, rates, delta, room, len(y))
+            estimate = (
+                f"the width falls as one over the square root of the rows: it fits under the "
+                f"limit from about {needed:,} safety rows on" if needed is not None else
+                "a limit that leaves no room is certified by no number of rows")
             raise ValueError(
                 f"{arg('confidence')} {confidence:g} cannot be reached for {limit}{less} on "
                 f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows "
                 f"a rate is measured on): a bound on them would be at least {width:.3f} from "
-                f"the measured value, as wide as the limit (the width falls as one over the "
-                f"square root of the rows: it fits under the limit from about "
-                f"{int(np.ceil(len(y) * (width / limit.bound) ** 2)):,} safety rows on). Give "
+                f"the measured value, no less than the room the limit leaves a perfectly fair "
+                f"model ({room:.3f}; {estimate}). Give "
                 f"more rows ({arg('safety_size')}, or more data), a lower "
                 f"{arg('confidence')}, or a looser limit"
                 + (f" (or a smaller {arg('margin')}: the certificate needs none)." if margin

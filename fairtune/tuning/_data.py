@@ -20,7 +20,10 @@ the rules here, so that the same input gets the same answer whichever entrance i
   each fold's training rows to a nested, stratified share (:func:`budget_folds`), as
   scikit-learn's subsample splitter does for successive halving. The share keeps every value of
   the columns that the deployed model's unseen-value guard checks, so that no validation row
-  holds a value its budget's model never saw.
+  holds a value its budget's model never saw. The test split, the safety rows and the
+  validation split keep them alike (:func:`kept_values`): a value whose every row a held-out
+  share drew gives one row back to the rows a model is fitted on; cross-validation, which
+  validates every row once, refuses such a value instead.
 - Fingerprint: a digest of the rows, labels, groups and validation splits that a study's trials
   were scored on, so that a study refuses to compare trials scored on other data.
 """
@@ -42,7 +45,7 @@ from fairtune._validation import favourable_labels, sensitive_groups, shown
 
 __all__ = [
     "Splits", "aligned", "budget_folds", "budget_rows", "checked_group_sizes", "data_fingerprint",
-    "favourable_labels", "group_labels", "group_name", "shown",
+    "favourable_labels", "group_labels", "group_name", "kept_values", "rate_labels", "shown",
 ]
 
 
@@ -199,6 +202,54 @@ def budget_folds(folds: Sequence[Fold], y01: np.ndarray, sensitive: Any,
             for step in range(len(budgets) - 1)]
 
 
+def kept_values(fit: Any, held: Any, keep: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+    """A split ``(fit rows, held-out rows)`` (positions) with every value of the ``keep``
+    columns (one row per position) among the fit rows: for each value only the held-out rows
+    hold, the first of them in the split's (random) order moves to the fit rows.
+
+    The held-out rows (a test split, the safety rows, a validation split) are predicted by a
+    model fitted on the others, whose unseen-value guard refuses a value it never saw; a split
+    that already keeps every value is returned unchanged.
+    """
+    fit, held = np.asarray(fit), np.asarray(held)
+    if keep is None:
+        return fit, held
+    moved: list[int] = []
+    for column in keep.columns:
+        values = keep[column].reset_index(drop=True).astype(str).to_numpy()
+        have = set(values[fit]) | set(values[moved])
+        for position in held:
+            if values[position] not in have:
+                have.add(values[position])
+                moved.append(int(position))
+    if not moved:
+        return fit, held
+    return np.concatenate([fit, moved]), held[~np.isin(held, moved)]
+
+
+def _check_folds_keep_values(folds: Sequence[Fold], keep: pd.DataFrame | None) -> None:
+    """Refuse cross-validation folds whose training rows lack a value of the ``keep`` columns
+    that their validation rows hold (a value of fewer rows than folds): every row is validated
+    once, so no row can move."""
+    if keep is None:
+        return
+    for column in keep.columns:
+        values = keep[column].reset_index(drop=True).astype(str).to_numpy()
+        for k, (fit, valid) in enumerate(folds):
+            unseen = sorted(set(values[valid]) - set(values[fit]))
+            if unseen:
+                counts = pd.Series(values).value_counts()
+                listed = ", ".join(f"{v!r} ({int(counts[v])} row{'' if counts[v] == 1 else 's'})"
+                                   for v in unseen[:5])
+                raise ValueError(
+                    f"{got('cv', len(folds))} leaves the training rows of fold {k + 1} without "
+                    f"the value{'s' if len(unseen) > 1 else ''} {listed} of the sensitive column "
+                    f"{column!r} that the model reads, and a model refuses a value it never saw "
+                    f"at fit. Merge such a value into another, drop its rows, or use a "
+                    f"validation split ({arg('validation_size')}), which keeps every value in "
+                    f"its training rows.")
+
+
 @dataclass
 class Splits:
     """The rows a trial is scored on: ``folds`` over the tuning rows, ``(fit rows, validation
@@ -228,16 +279,39 @@ def checked_group_sizes(sensitive: Any, rows: np.ndarray, limits: Sequence[Any],
                         where: str, argument: str, y01: Any = None) -> None:
     """Refuse groups that cannot be measured: a group with too few validation ``rows`` for its
     rate to mean anything (the minimum: :func:`fairtune._validation.minimum_group_rows` of the
-    limits), and, given the labels ``y01`` of every row, groups that are the labels."""
+    limits), and, given the labels ``y01`` of every row, groups that are the labels and groups
+    whose validation rows lack a label that a limit's rate is measured on (equalized odds in a
+    group without unfavourable rows: :func:`fairtune._validation.check_groups_have_labels`)."""
     from sklearn.utils import _safe_indexing
 
-    from fairtune._validation import check_group_sizes, check_groups_are_not_labels, minimum_group_rows
+    from fairtune._validation import (
+        check_group_sizes,
+        check_groups_are_not_labels,
+        check_groups_have_labels,
+        minimum_group_rows,
+    )
 
     groups = group_labels(sensitive)
     if y01 is not None:
         check_groups_are_not_labels(groups, y01, argument=argument)
-    check_group_sizes(group_labels(_safe_indexing(sensitive, rows)).map(group_name),
-                      minimum_group_rows(limits), where=where, argument=argument)
+    validated = group_labels(_safe_indexing(sensitive, rows)).map(group_name)
+    check_group_sizes(validated, minimum_group_rows(limits), where=where, argument=argument)
+    if y01 is not None:
+        check_groups_have_labels(validated, np.asarray(y01)[rows], rate_labels(limits),
+                                 where=where, argument=argument,
+                                 all_groups=groups.map(group_name), all_y01=y01)
+
+
+def rate_labels(limits: Sequence[Any]) -> list[tuple[str, str, int]]:
+    """``(limit, rate, label)`` for each rate of the ``limits`` that is measured on the rows of
+    one label: the true positive rate on the favourable rows (1), the false positive rate on
+    the unfavourable ones (0)."""
+    from fairtune.fairness import METRICS
+    from fairtune.fairness.metrics import _RATE_CONDITION
+
+    return [(str(limit), rate.replace("_", " "), label)
+            for limit in limits or () for rate in METRICS[limit.metric].rates
+            if (label := _RATE_CONDITION[rate][0]) is not None]
 
 
 def group_name(group: Any) -> str:
@@ -497,23 +571,34 @@ def tuning_rows(
             "and use_sensitive_feature=True), but X has no column "
             f"{[c for c in sensitive_names if c not in X.columns]}."
         )
+    # The columns the deployed model's unseen-value guard checks: every split keeps each of
+    # their values in the rows a model is fitted on.
+    keep = X[in_X] if (use_sensitive_feature and in_X) else None
     X_test = y_test = s_test = None
     if test_size is None:
         X_dev, y_dev, s_dev = X, y, sensitive
     else:
-        X_dev, X_test, y_dev, y_test, s_dev, s_test = train_test_split(
-            X, y, sensitive, test_size=test_size, stratify=y, random_state=random_state)
+        # Positions of the split train_test_split makes of the rows themselves (same rows,
+        # same order), then the rows at those positions.
+        dev, test = kept_values(*train_test_split(
+            np.arange(len(y)), test_size=test_size, stratify=y, random_state=random_state),
+            keep)
+        X_dev, X_test, y_dev, y_test, s_dev, s_test = (
+            part.iloc[rows] for part in (X, y, sensitive) for rows in (dev, test))
     X_safe = y_safe = s_safe = None
     if safety_size is not None:  # the rows of the safety test, which the search never sees
-        X_dev, X_safe, y_dev, y_safe, s_dev, s_safe = train_test_split(
-            X_dev, y_dev, s_dev, test_size=safety_size, stratify=y_dev,
-            random_state=random_state)
+        search, safe = kept_values(*train_test_split(
+            np.arange(len(y_dev)), test_size=safety_size, stratify=y_dev,
+            random_state=random_state), None if keep is None else X_dev[in_X])
+        X_dev, X_safe, y_dev, y_safe, s_dev, s_safe = (
+            part.iloc[rows] for part in (X_dev, y_dev, s_dev) for rows in (search, safe))
     n = len(y_dev)
+    guard = None if keep is None else X_dev[in_X]
     if cv is None:
-        # Positions of the split train_test_split makes of the rows themselves (same rows,
-        # same order): the validation split is one fold.
-        fit_rows, valid_rows = train_test_split(
-            np.arange(n), test_size=validation_size, stratify=y_dev, random_state=random_state)
+        # The validation split is one fold.
+        fit_rows, valid_rows = kept_values(*train_test_split(
+            np.arange(n), test_size=validation_size, stratify=y_dev, random_state=random_state),
+            guard)
         folds = [(fit_rows, valid_rows)]
         _check_sensitive(s_dev.iloc[valid_rows], "the validation split")
     else:
@@ -525,6 +610,7 @@ def tuning_rows(
             )
         splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
         folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(X_dev, y_dev)]
+        _check_folds_keep_values(folds, guard)
     splits = Splits(folds, n)
     checked_group_sizes(
         s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
@@ -532,7 +618,6 @@ def tuning_rows(
         y01=y_dev.to_numpy())
     _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None,
                                     s_safe=s_safe)
-    guard = X_dev[in_X] if (use_sensitive_feature and in_X) else None
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), s_dev, budgets, random_state,
                                            keep=guard)

@@ -3,6 +3,7 @@ the bounds, the safety rows, the certified model and its records."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +151,59 @@ def test_too_few_safety_rows_for_the_limit_are_refused_before_any_trial() -> Non
         _objective(confidence=95)
     with pytest.raises(ValueError, match=r"a multi-objective study has no single best model"):
         _objective(objectives=["accuracy", "demographic_parity"])
+
+
+def _rows_of(counts: dict[tuple[str, int], int]) -> tuple[np.ndarray, np.ndarray]:
+    """Safety rows with ``counts[(group, label)]`` rows of each group and label."""
+    groups = np.concatenate([[g] * n for (g, _), n in counts.items()])
+    labels = np.concatenate([[y] * n for (_, y), n in counts.items()])
+    return labels, groups
+
+
+@pytest.mark.parametrize("text", ["demographic_parity<=0.1", "equalized_odds<=0.2",
+                                  "disparate_impact>=0.8"])
+def test_the_rows_a_refusal_asks_for_are_enough_and_the_rows_it_had_are_not(text: str) -> None:
+    # One estimate for every kind of metric: a gap's room is its bound, a ratio's is one
+    # minus its bound (a perfectly fair model has a ratio of 1).
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning._certify import limits_for_search
+
+    share = {("a", 0): 0.24, ("a", 1): 0.16, ("b", 0): 0.3, ("b", 1): 0.3}
+    limits = parse_limits(text)
+    y, s = _rows_of({key: round(600 * p) for key, p in share.items()})
+    with pytest.raises(ValueError, match=r"on 600 safety rows") as refused:
+        limits_for_search(limits, 0.9, y, s)
+    needed = int(re.search(r"from about ([\d,]+) safety rows on", str(refused.value))
+                 .group(1).replace(",", ""))
+    assert needed > 600
+    # The same proportions on the rows asked for leave room under the limit ...
+    y, s = _rows_of({key: round(needed * p * 1.01) for key, p in share.items()})
+    (tightened,) = limits_for_search(limits, 0.9, y, s)
+    room = tightened.bound if tightened.sense == "upper" else 1 - tightened.bound
+    assert 0 < room < 0.05 * (limits[0].bound if limits[0].sense == "upper" else
+                              1 - limits[0].bound)
+    # ... and a tenth fewer do not.
+    y, s = _rows_of({key: round(needed * p * 0.9) for key, p in share.items()})
+    with pytest.raises(ValueError, match=r"cannot be reached"):
+        limits_for_search(limits, 0.9, y, s)
+
+
+def test_a_group_without_a_label_in_the_safety_rows_is_named_not_counted() -> None:
+    # Group b has no unfavourable safety row: its false positive rate is undefined, and no
+    # number of rows of the other groups changes that.
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning._certify import limits_for_search
+
+    y, s = _rows_of({("a", 0): 3000, ("a", 1): 3000, ("b", 1): 500})
+    with pytest.raises(ValueError, match=r"in the safety rows group 'b' has no row labelled 0 "
+                                         r"\(unfavourable\) among its 500 rows: its false "
+                                         r"positive rate is undefined, and "
+                                         r"equalized_odds<=0\.2 needs it\..*a larger "
+                                         r"`safety_size`") as refused:
+        limits_for_search(parse_limits("equalized_odds<=0.2"), 0.9, y, s)
+    assert "safety rows on" not in str(refused.value)
+    # Demographic parity measures every row: the same rows are enough for it.
+    assert limits_for_search(parse_limits("demographic_parity<=0.2"), 0.9, y, s)
 
 
 def test_a_resume_with_another_confidence_is_refused() -> None:

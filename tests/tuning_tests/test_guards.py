@@ -314,3 +314,100 @@ def test_create_study_resumes_a_stored_study_without_repeating_the_untuned_model
                           limits="dsp<=0.5")
     with pytest.raises(ValueError, match=r"holds trials scored on other data"):
         other.create_study(storage=storage, study_name="s")
+
+
+def _rare_value_data(n: int = 2000, rare: int = 3) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """A sensitive column the model reads (``race``) whose values are finer than the groups,
+    one of them on ``rare`` rows only (COMPAS's 11 'Native American' rows)."""
+    rng = np.random.default_rng(1)
+    race = pd.Series(rng.choice(["w", "b", "h"], size=n), name="race")
+    race.iloc[:rare] = "n"
+    X = pd.DataFrame({"x1": rng.normal(size=n), "race": race})
+    y = pd.Series((X["x1"] + rng.normal(size=n) > 0).astype(int), name="y")
+    return X, y, (race == "w").map({True: "W", False: "other"}).rename("race")
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"test_size": 0.95},
+    {"confidence": 0.6, "safety_size": 0.95, "limits": "dsp<=0.9"},
+    {"validation_size": 0.95},
+])
+def test_every_value_a_model_reads_stays_in_the_rows_it_is_fitted_on(kwargs: dict) -> None:
+    # A held-out share that takes every row of a value would give a model a value it never
+    # saw at fit: one such row moves to the rows the model is fitted on.
+    kwargs.setdefault("limits", "dsp<=0.3")
+    objective = FairObjective(_rare_value_data(), linear, **kwargs)
+    rows = objective._rows
+    (fit, valid), = rows.splits.folds
+    # The share drew all three rows of 'n' into the held-out rows; one came back.
+    assert list(rows.X_dev.iloc[fit]["race"]).count("n") == 1
+    held = {"test_size": rows.X_test, "safety_size": rows.X_safe,
+            "validation_size": rows.X_dev.iloc[valid]}[next(k for k in kwargs if k in (
+                "test_size", "safety_size", "validation_size"))]
+    assert list(held["race"]).count("n") == 2
+    assert not set(held.index) & set(rows.X_dev.iloc[fit].index)
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=1)
+    assert study.trials[0].state == optuna.trial.TrialState.COMPLETE
+    if "test_size" in kwargs:
+        assert set(objective.evaluate(objective.refit_best(study, trial=0))) >= {"accuracy"}
+
+
+def test_a_split_that_keeps_every_value_is_drawn_as_before() -> None:
+    from sklearn.model_selection import train_test_split
+
+    X, y, group = _rare_value_data(rare=40)
+    objective = FairObjective((X, y, group), linear, limits="dsp<=0.3", test_size=0.25)
+    _, X_test = train_test_split(X, test_size=0.25, stratify=y, random_state=0)
+    assert list(objective.X_test.index) == list(X_test.index)
+
+
+def test_cross_validation_that_leaves_a_value_out_of_a_fold_is_refused_before_any_trial() -> None:
+    with pytest.raises(ValueError, match=r"cv=3 leaves the training rows of fold \d without "
+                                         r"the value 'n' \(1 row\) of the sensitive column "
+                                         r"'race'.*`validation_size`"):
+        FairObjective(_rare_value_data(rare=1), linear, limits="dsp<=0.3", cv=3)
+
+
+def _one_sided(n: int = 600) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """Group 'B' has favourable labels only: its false positive rate has no row to be
+    measured on."""
+    rng = np.random.default_rng(0)
+    group = pd.Series(np.where(rng.random(n) < 0.3, "B", "A"), name="g")
+    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n)})
+    y = pd.Series((X["x1"] + rng.normal(scale=0.5, size=n) > 0).astype(int), name="y")
+    y[group == "B"] = 1
+    return X, y, group
+
+
+_NO_NEGATIVES = (r"group 'B' has no row labelled 0 \(unfavourable\) among its \d+ rows: its "
+                 r"false positive rate is undefined, and equalized_odds<=0\.1 needs it\. The "
+                 r"group has no unfavourable row in any row of the search")
+
+
+def test_a_limit_on_a_rate_a_group_has_no_rows_for_is_refused_before_any_trial(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optuna.distributions import FloatDistribution
+
+    from fairtune.cli import main
+    from fairtune.tuning import FairSearchCV
+
+    X, y, group = _one_sided()
+    with pytest.raises(ValueError, match=r"`dataset` sensitive features .*" + _NO_NEGATIVES):
+        FairObjective((X, y, group), linear, limits="equalized_odds<=0.1")
+    search = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(0.1, 10, log=True)},
+                          limits="equalized_odds<=0.1", n_trials=2, cv=3)
+    with pytest.raises(ValueError, match=r"`sensitive_features` .*" + _NO_NEGATIVES):
+        search.fit(X, y, sensitive_features=group)
+    assert not hasattr(search, "study_")  # no trial ran
+    path = tmp_path / "one_sided.csv"
+    X.assign(g=group, y=y).to_csv(path, index=False)
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["tune", "--data", str(path), "--target", "y", "--sensitive", "g", "--model",
+                 "linear", "--limit", "equalized_odds<=0.1", "--n-trials", "2", "--no-progress",
+                 "--storage", storage, "--study-name", "s"]) == 2
+    assert "group 'B' has no row labelled 0" in capsys.readouterr().err
+    assert optuna.get_all_study_names(storage) == []
+    # Demographic parity and equal opportunity measure rows group 'B' has: they run.
+    FairObjective((X, y, group), linear, limits=["dsp<=0.1", "equal_opportunity<=0.1"])
