@@ -4,9 +4,11 @@ optuna-dashboard shows a study's trials, values and user attributes, and its "Be
 marks the trial with the best value whether it is fair or not. :func:`publish` adds fairtune's
 view of the same study, where a team already watches its searches:
 
-* the study note (``optuna_dashboard.save_note``): the trial to deploy (the best fair trial), its
-  certificate and its verdict on the test split when they are recorded, its scores against each
-  limit, the setup, and how many trials are fair (:meth:`fairtune.report.StudyReport.markdown`);
+* the study note (``optuna_dashboard.save_note``): the trial to deploy (the best fair trial; with
+  ``confidence``, the certified one, or that no model is certified yet, the best fair trial
+  being only the candidate), its certificate and its verdict on the test split when they are
+  recorded, its scores against each limit, the setup, and how many trials are fair
+  (:meth:`fairtune.report.StudyReport.markdown`);
 * two figures on the study page (``optuna_dashboard.save_plotly_graph_object``): every trial's
   value against its fairness value, with the limit and the best fair trial marked, and the best
   fair value after each trial; of a study shared by tenants, one pair per tenant;
@@ -203,9 +205,12 @@ def publish(
         study: A single-objective study that fairtune tunes (FairObjective, FairSearchCV,
             ``fairtune tune``), in any storage the dashboard reads.
         objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with; with a
-            test split, the note shows the best fair trial's scores on it (refitted for this:
-            pass it at the end of a search, not at every update). Defaults to None: the test
-            lines ``fairtune tune`` recorded with the study, if any.
+            test split, the note shows the deployed model's scores on it (refitted for this:
+            pass it at the end of a search, not at every update). With ``confidence`` that is
+            the certified model, once ``objective.refit_best(study)`` has run the safety test;
+            publishing never runs it (each run spends the safety rows' candidates), and says
+            that no model is certified yet before it. Defaults to None: the test lines
+            ``fairtune tune`` recorded with the study, if any.
         artifact_store: An Optuna artifact store (``optuna.artifacts.FileSystemArtifactStore``,
             ``Boto3ArtifactStore``, ...): the HTML report is uploaded to it as a study artifact,
             replacing the one an earlier update uploaded. Defaults to None: no report.

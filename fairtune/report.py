@@ -849,9 +849,13 @@ def report(
     Args:
         study: A single-objective study (fairtune's trials record their fairness values).
         objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with (of a
-            shared study: ``tenant``'s); with a test split, the best fair trial is refitted and
-            scored on it (:func:`scores_on_test_split`). Defaults to None: the test lines that
-            ``fairtune tune`` stored with the study, if any.
+            shared study: ``tenant``'s); with a test split, the model to deploy is refitted and
+            scored on it: the best fair trial (:func:`scores_on_test_split`), or with
+            ``confidence`` the certified one (:func:`certified_test_line`). The report never
+            runs the safety test (each run spends the safety rows' candidates): before
+            ``objective.refit_best(study)`` has, it says that no model is certified yet.
+            Defaults to None: the test lines that ``fairtune tune`` stored with the study, if
+            any, labelled by their trial when it is no longer the model to deploy.
         tenant: Of a study shared by tenants, the tenant whose section to show. Defaults to
             None: every tenant's.
 
