@@ -201,7 +201,7 @@ def test_a_fair_search_cv_refusal_is_recorded_and_reported_like_the_clis() -> No
     stored = search.study_.user_attrs[CERTIFICATE_KEY]
     assert stored == {"certified": False, "message": str(refusal.value), "tested_trials": []}
     page = report(search.study_)
-    assert f"\n{str(refusal.value)}\n" in page.text()
+    assert f"\n{refusal.value!s}\n" in page.text()
     assert page._deploy_heading() == "Deploy no model: the safety test certified none"
 
 
@@ -213,3 +213,20 @@ def test_scores_on_the_test_split_of_a_confidence_objective_give_no_deploy_advic
     lines = scores_on_test_split(study, objective, study.trials[0])
     assert lines[-1].startswith("Which to deploy: neither is certified")
     assert "refit_best(study) returns the first" not in " ".join(lines)
+
+
+def test_a_tenant_set_up_with_confidence_has_its_own_pending_verdict() -> None:
+    from fairtune._keys import TENANT_SETUP_PREFIX
+    from tests.test_report import tenant_study
+
+    study = tenant_study()  # b's best fair trial is #3
+    key = TENANT_SETUP_PREFIX + "b"
+    study.set_user_attr(key, {**study.user_attrs[key], "confidence": 0.9})
+    assert (read_verdict(study, "a").state, read_verdict(study, "b").state) == ("", "pending")
+    b, a = report(study, tenant="b").sections[0], report(study, tenant="a").sections[0]
+    assert b._deploy_heading() == "No model certified yet; the best fair trial, #3, is the candidate"
+    assert a._deploy_heading() == "Deploy trial #0, the best fair trial"
+    study.set_user_attr(CERTIFICATE_KEY + ":b", {"certified": True, "trial": 4,
+                                                 "tested_trials": [3, 4], "message": "Cert b"})
+    assert report(study, tenant="b").sections[0]._deploy_heading() == (
+        "Deploy trial #4, certified")
