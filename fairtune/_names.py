@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["arg", "argument_names", "got", "has_name"]
+__all__ = ["arg", "argument_names", "got", "has_name", "renamed"]
 
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar("fairtune_argument_names", default={})
 
@@ -51,3 +51,9 @@ def has_name(name: str) -> bool:
     (the command line), only the arguments it maps to a flag."""
     names = _NAMES.get()
     return not names or name in names
+
+
+def renamed() -> bool:
+    """Whether the caller types other names than Python's (an entrance under
+    :func:`argument_names`, such as the command line)."""
+    return bool(_NAMES.get())

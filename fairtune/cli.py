@@ -106,7 +106,6 @@ _FLAGS = {
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
     "budgets": "--budgets", "resource": "--resource", "pos_label": "--positive",
     "confidence": "--confidence", "safety_size": "--safety-size",
-    "entrance": "the study's entrance (FairObjective or FairSearchCV)",
 }
 # With --data, the dataset is the user's file and its columns.
 _DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",

@@ -134,7 +134,8 @@ def optimize(
     Args:
         study: The shared study; its sampler must be tenant-aware.
         tenant: The tenant's name (non-empty).
-        func: The objective.
+        func: The objective; one made for a tenant (a
+            :class:`~fairtune.tuning.FairObjective` with ``tenant``) must be ``tenant``'s.
         n_trials: Number of trials to run.
         **kwargs: Other arguments of ``study.optimize``.
 
@@ -152,6 +153,11 @@ def optimize(
             "`study` must use a tenant-aware sampler (CollaborativeUCBSampler) for "
             f"tenancy.optimize, but its sampler is {type(study.sampler).__name__}."
         )
+    scores = getattr(func, "tenant", tenant)  # an objective of one tenant's data
+    if scores != tenant:
+        raise ValueError(
+            f"`tenant` {tenant!r} must be the tenant whose data the objective scores, but the "
+            f"objective was made with tenant={scores!r}: create it with tenant={tenant!r}.")
     key = (id(study._storage), study._study_id)
     with _optimizing_lock:
         if key in _optimizing_for and _optimizing_for[key] != tenant:

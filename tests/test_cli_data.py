@@ -64,7 +64,7 @@ def test_a_csv_is_tuned_resumed_reported_and_another_file_refused(
     assert main(_tune(other, "--mitigation", "threshold", "--test-size", "0.25",
                       storage=db)) == 2
     err = capsys.readouterr().err
-    assert "was tuned with --data (and --hide-sensitive, --drop-columns) 'applicants.csv, 400 rows" in err
+    assert "was tuned with --data 'applicants.csv, 400 rows" in err
     assert "but this run asks for 'other.csv, 399 rows" in err and "another --study-name" in err
     assert len(optuna.load_study(study_name="own", storage=f"sqlite:///{db}").trials) == 5
     # `report` reads the stored study.

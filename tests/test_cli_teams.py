@@ -89,8 +89,10 @@ def test_three_tenants_and_three_agents_share_one_postgresql_server(
 @pytest.mark.parametrize(("extra", "needle"), [
     (["--tenant", "a"], "--tenant goes with --tenants, and --agent with --board"),
     (["--tenant", "d", "--tenants", "a,b,c", "--storage", "sqlite:///x.db"],
-     "--tenant 'd' must be one of --tenants ['a', 'b', 'c']"),
-    (["--tenant", "a", "--tenants", "a,b,c"], "the shared study needs --storage"),
+     "--tenant 'd' must be one of --tenants ['a', 'b', 'c']."),
+    (["--tenant", "a", "--tenants", "a,b,c"],
+     "--tenant 'a' joins a study shared with the other tenants, which needs --storage, but got "
+     "no --storage."),
     (["--tenant", "a", "--tenants", "a,b", "--storage", "sqlite:///x.db", "--sampler", "tpe"],
      "each bring their own sampler"),
     (["--agent", "lab-a"], "--agent with --board"),

@@ -74,9 +74,8 @@ def test_resuming_with_another_setup_is_refused_naming_the_flag_and_both_values(
         args[len(args) - 1 - args[::-1].index(old)] = new
     assert main(args) == 2
     err = capsys.readouterr().err
-    named = "--dataset (and --hide-sensitive, --drop-columns)" if flag == "--dataset" else flag
-    assert f"was tuned with {named} {shown[0]}, but this run asks for {shown[1]}" in err
-    assert f"use the same {named} as before" in err
+    assert f"was tuned with {flag} {shown[0]}, but this run asks for {shown[1]}" in err
+    assert f"use the same {flag} as before" in err
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
     assert len(study.trials) == 1  # nothing was added under the other setup
     assert study.user_attrs["fairtune:setup"]["limits"] == [
@@ -578,12 +577,14 @@ def test_margin_validates_tighter_and_judges_the_test_split_against_the_limit(
         gap = float(re.search(r"demographic_parity ([0-9.]+)", line).group(1))
         assert line.endswith(
             "meets every limit." if gap <= 0.3 else "violates demographic_parity<=0.3.")
-    # Another margin is another setup: refused, naming the flags.
+    # Another margin is another setup: refused, naming --margin as typed; the limits it
+    # derives follow, and --limit (typed the same) is not named.
     assert main([*args[:-4], "--margin", "0.2", *args[-4:]]) == 2
     err = capsys.readouterr().err
-    assert ("was tuned with --limit 'demographic_parity<=0.05', but this run asks for "
-            "'demographic_parity<=0.1' (the limits the trials are validated against: --limit "
-            "less --margin)") in err
+    assert ("was tuned with --margin 0.25, but this run asks for 0.2, which validates the "
+            "trials against 'demographic_parity<=0.1' instead of 'demographic_parity<=0.05'"
+            ) in err
+    assert "--limit" not in err and "use the same --margin as before" in err
 
 
 @pytest.mark.parametrize(("margin", "needle"), [
@@ -619,8 +620,7 @@ def test_hide_sensitive_keeps_the_group_out_of_the_inputs_and_auto_drops_correla
     # A resume that shows the model the group is another setup.
     assert main([*argv, "--mitigation", "auto"]) == 2
     err = capsys.readouterr().err
-    assert ("was tuned with --dataset (and --hide-sensitive, --drop-columns) 'german (sensitive: sex, hidden "
-            "from the model)', but this run asks for 'german (sensitive: sex)'") in err
+    assert ("was tuned with --hide-sensitive 'on', but this run asks for 'off'") in err
 
 
 def test_drop_columns_hides_a_column_that_reveals_the_group(

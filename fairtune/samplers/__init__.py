@@ -79,9 +79,12 @@ def team_sampler(
         raise ValueError(f"{arg('tenant')} and {arg('agent')} each bring their own sampler: "
                          f"give one of them, and no {arg('sampler')}.")
     if tenant is not None:
-        if tenant not in list(tenants or ()) or not storage:
-            raise ValueError(f"{got('tenant', tenant)} must be one of {got('tenants', tenants)}, "
-                             f"and the shared study needs {arg('storage')}.")
+        if tenant not in list(tenants or ()):
+            raise ValueError(f"{got('tenant', tenant)} must be one of {got('tenants', tenants)}.")
+        if not storage:
+            raise ValueError(f"{got('tenant', tenant)} joins a study shared with the other "
+                             f"tenants, which needs {arg('storage')}, but got no "
+                             f"{arg('storage')}.")
         return CollaborativeUCBSampler(tenants=list(tenants or ()), seed=seed)
     from fairtune.collaboration import Board
 

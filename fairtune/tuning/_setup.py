@@ -13,11 +13,24 @@ stores it with the study under one key (:data:`fairtune._keys.SETUP_KEY`, a tena
 Entries a stored record does not have (a study stored by an older version) are taken from the
 run and are not differences. The tenants of a shared study are a fact of the study, not of one
 tenant: they are compared for every tenant that joins.
+
+What the user chose and what follows from it. ``limits_given`` holds the limits as given;
+``limits`` the limits the trials are validated against (the given ones less ``margin``, and
+with ``confidence`` less the width of the bound the safety rows allow), which
+:func:`fairtune.fairness.study_limits` reads to judge the trials. A difference in ``limits``
+is a consequence when a choice behind it differs (``limits_given``, ``margin``,
+``confidence``, ``safety_size``, the data): the message names those choices, with the values
+the user gave. Likewise ``data`` (a digest of the tuning rows with their splits and safety
+rows) and ``rows`` (digests of the tuning rows, the test split and the safety rows apart) say
+which rows changed, and the ``dataset`` text (the data's name, its sensitive features, whether
+the model sees them, the columns dropped) is compared part by part, each part named by the
+argument that sets it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,32 +43,50 @@ from fairtune._keys import (
     MODEL_KEY,
     OBJECTIVES_KEY,
     SETUP_KEY,
+    TENANT_KEY,
     TENANT_SETUP_PREFIX,
     VALIDATION_KEY,
 )
-from fairtune._names import arg, has_name
+from fairtune._names import arg, got, has_name, renamed
 
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_directions", "check_setup", "describe_pruner", "read_setup", "setup_record"]
+__all__ = ["check_directions", "check_setup", "check_tenant", "dataset_text", "describe_pruner",
+           "read_setup", "setup_record"]
 
 # The record's entries, in the order messages and reports list them; each is the Python
 # argument that sets it (the command line renames them to its flags through fairtune._names).
 FIELDS: tuple[str, ...] = (
-    "entrance", "dataset", "pos_label", "model", "metric", "objectives", "limits", "margin",
-    "mitigation", "validation", "budgets", "resource", "pruner", "prune_unfair", "tenants",
-    "confidence", "safety_size", "data",
+    "entrance", "dataset", "target", "pos_label", "model", "metric", "objectives",
+    "limits_given", "limits", "margin", "mitigation", "validation", "budgets", "resource",
+    "pruner", "prune_unfair", "tenants", "confidence", "safety_size", "data", "rows",
 )
 # Entries shared by every tenant of a study (stored in the study's own record): the tenants,
 # and what the sampler proposes for all of them, the model space and the mitigation's settings.
 _SHARED: tuple[str, ...] = ("tenants", "model", "mitigation")
 # What each entry is, for messages: the arguments that choose it.
 _ARGUMENTS: dict[str, tuple[str, ...]] = {
-    "dataset": ("dataset", "use_sensitive_feature", "drop_columns"),
     "validation": ("cv", "validation_size", "test_size", "random_state"),
-    "model": ("model",),
+    "model": ("model",), "limits_given": ("limits",),
 }
+# The choices the validated ``limits`` follow from.
+_BEHIND_LIMITS: tuple[str, ...] = ("limits_given", "margin", "confidence", "safety_size", "data",
+                                   "rows")
+# The data entries: which rows the trials are scored on (named when nothing else differs).
+_DATA: tuple[str, ...] = ("data", "rows")
+# The parts of the ``rows`` entry, as messages describe them.
+_ROWS: dict[str, str] = {
+    "tuning": "the tuning rows (or their validation splits)",
+    "test": "the held-out rows of the test split ({test_size})",
+    "safety": "the held-out safety rows ({confidence})",
+}
+# Who stores each entrance's records, in words.
+_ENTRANCES: dict[str, str] = {"FairObjective": "FairObjective (or `fairtune tune`)",
+                              "FairSearchCV": "FairSearchCV"}
+_DATASET_TEXT = re.compile(r"^(?P<name>.*) \(sensitive: (?P<sensitive>.*?)"
+                           r"(?P<hidden>, hidden from the model)?(?:, without (?P<dropped>.*))?\)$",
+                           re.DOTALL)
 # The keys older versions stored one entry each under.
 _LEGACY: dict[str, str] = {
     DATASET_KEY: "dataset", MODEL_KEY: "model", METRIC_KEY: "metric", LIMITS_KEY: "limits",
@@ -142,30 +173,107 @@ def _show(value: Any) -> str:
     return "none" if value is None else repr(value)
 
 
+def dataset_text(name: str, sensitive: str, *, hidden: bool, dropped: list[str]) -> str:
+    """The ``dataset`` entry: the data's name, its sensitive features, whether the model sees
+    them and the columns it does not see, e.g. ``"german (sensitive: sex, hidden from the
+    model)"`` (:func:`setup_message` reads the parts back to name the one that differs)."""
+    hide = ", hidden from the model" if hidden else ""
+    without = f", without {', '.join(dropped)}" if dropped else ""
+    return f"{name} (sensitive: {sensitive}{hide}{without})"
+
+
+def _dataset_items(stored: Any, record: Any) -> list[tuple[str, str, str]] | None:
+    """``(argument, stored, this run's)`` for each part of the ``dataset`` entries that
+    differs, or None when a text is not of :func:`dataset_text`'s form."""
+    old, new = (_DATASET_TEXT.match(str(v)) for v in (stored, record))
+    if old is None or new is None:
+        return None
+    own_flag = renamed() and has_name("sensitive")  # else the data names its sensitive features
+    if old["name"] != new["name"] and not own_flag:
+        return [(arg("dataset"), repr(str(stored)), repr(str(record)))]
+    items = []
+    if old["name"] != new["name"]:
+        items.append((arg("dataset"), repr(old["name"]), repr(new["name"])))
+    if old["sensitive"] != new["sensitive"]:
+        spelled = arg("sensitive") if own_flag else f"the sensitive features of {arg('dataset')}"
+        items.append((spelled, repr(old["sensitive"]), repr(new["sensitive"])))
+    if bool(old["hidden"]) != bool(new["hidden"]):
+        said = ({True: "'on'", False: "'off'"} if renamed()
+                else {True: "False", False: "True"})  # use_sensitive_feature
+        items.append((arg("use_sensitive_feature"), said[bool(old["hidden"])],
+                      said[bool(new["hidden"])]))
+    if old["dropped"] != new["dropped"]:
+        items.append((arg("drop_columns"), repr(old["dropped"] or "none"),
+                      repr(new["dropped"] or "none")))
+    return items or None
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _another_study(record: Mapping[str, Any]) -> str:
+    """How this entrance starts a new study."""
+    if record.get("entrance") == "FairSearchCV":
+        return f"a new {arg('study')} or study=None"
+    return f"another {arg('study_name')}"
+
+
+def _data_message(study: optuna.Study, stored: Mapping[str, Any], record: Mapping[str, Any],
+                  whose: str, follows: str = "") -> str:
+    """The rows differ and nothing else: which rows, as far as the records tell."""
+    old, new = stored.get("rows") or {}, record.get("rows") or {}
+    changed = [part for part in _ROWS if part in old and part in new and old[part] != new[part]]
+    if changed and (changed != ["tuning"] or "data" not in stored):
+        which = " and ".join(_ROWS[p].format(test_size=arg("test_size"),
+                                             confidence=arg("confidence")) for p in changed)
+        digests = "; ".join(f"{old[p]!r} there, {new[p]!r} here" for p in changed)
+        rows = f"{which} changed: a value, label or group differs (digest {digests})"
+    else:
+        rows = (f"data fingerprint {stored.get('data')!r} there, {record.get('data')!r} here: "
+                "other rows, labels, groups or validation splits")
+    return (
+        f"{arg('study')} {study.study_name!r}{whose} holds trials scored on other data ({rows})"
+        f"{follows}, so its best trial would be chosen on scores that do not measure these "
+        f"rows; create a new study for this data ({_another_study(record)})."
+    )
+
+
 def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mapping[str, Any],
                   names: list[str], tenant: str | None = None,
                   arguments: Mapping[str, tuple[str, ...]] | None = None) -> str:
-    """Why ``study`` cannot take this run's trials: each differing entry, named by the
+    """Why ``study`` cannot take this run's trials: each differing choice, named by the
     arguments that choose it, with the stored value and this run's; only the data when
-    nothing else differs (other settings explain other data)."""
-    named = [n for n in names if n != "data"]
+    nothing else differs (other settings explain other data). The validated ``limits`` are
+    named only when no choice behind them differs (a record of an older version, without
+    ``limits_given``); otherwise they follow, as a consequence."""
     whose = f" (tenant {tenant!r})" if tenant is not None else ""
-    if not named:
+    if "entrance" in names:
+        here = "the command line" if renamed() else str(record["entrance"])
         return (
-            f"{arg('study')} {study.study_name!r}{whose} holds trials scored on other data (data "
-            f"fingerprint {stored.get('data')!r} there, {record.get('data')!r} here: other rows, "
-            "labels, groups or validation splits), so its best trial would be chosen on scores "
-            "that do not measure these rows; create a new study for this data (another "
-            f"{arg('study_name')})."
+            f"{arg('study')} {study.study_name!r}{whose} was tuned by "
+            f"{_ENTRANCES.get(str(stored['entrance']), stored['entrance'])}, which {here} "
+            "cannot resume: its trials were scored another way (another model, validation "
+            f"or data); use {_another_study(record)}."
         )
+    behind = [n for n in names if n in _BEHIND_LIMITS]
+    derived = "limits" in names and bool(behind)
+    tightened = any(side.get("limits") != side.get("limits_given", side.get("limits"))
+                    for side in (stored, record))
+    named = [n for n in names if n not in _DATA and not (n == "limits" and derived)]
+    if "confidence" in named and None in (stored.get("confidence"), record.get("confidence")):
+        named = [n for n in named if n != "safety_size"]  # no safety rows without confidence
+    follows = ""
+    if derived and (tightened or "limits_given" not in stored):
+        follows = (f", which validates the trials against {_show(record['limits'])} instead of "
+                   f"{_show(stored['limits'])}")
+    if not named:
+        return _data_message(study, stored, record, whose, follows)
 
     def argument(name: str) -> str:
         chosen = {**_ARGUMENTS, **(arguments or {})}.get(name, (name,))
         spelled = [arg(a) for a in chosen if has_name(a)] or [arg(name)]
-        if name == "dataset" and len(spelled) > 1:  # the data, and what the model sees of it
-            return f"{spelled[0]} (and {', '.join(spelled[1:])})"
-        return spelled[0] if len(spelled) == 1 else (
-            f"{', '.join(spelled[:-1])} and {spelled[-1]}")
+        return _listed(spelled)
 
     def note(name: str) -> str:
         if name != "limits":
@@ -176,14 +284,71 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
         return (f" (the limits the trials are validated against: {arg('limits')} less "
                 f"{arg('margin')})")
 
-    what = "; ".join(f"{argument(n)} {_show(stored[n])}, but this run asks for "
-                     f"{_show(record[n])}{note(n)}" for n in named)
+    items: list[tuple[str, str, str]] = []
+    for n in named:
+        parts = _dataset_items(stored[n], record[n]) if n == "dataset" else None
+        items += parts or [(argument(n), _show(stored[n]), _show(record[n]) + note(n))]
+    what = "; ".join(f"{a} {old}, but this run asks for {new}" for a, old, new in items)
     return (
-        f"{arg('study')} {study.study_name!r}{whose} was tuned with {what}: its trials were "
-        "scored another way and are not comparable with this run's; use the same "
-        f"{' and '.join(argument(n) for n in named)} as before, or another "
-        f"{arg('study_name')}."
+        f"{arg('study')} {study.study_name!r}{whose} was tuned with {what}{follows}: its "
+        "trials were scored another way and are not comparable with this run's; use the same "
+        f"{_listed(list(dict.fromkeys(a for a, _, _ in items)))} as before, or "
+        f"{_another_study(record)}."
     )
+
+
+def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | None,
+                 trial: Any = None, owner: str | None = None) -> None:
+    """Refuse a run whose ``tenant`` does not fit the study: a study that tenants share (its
+    record, or its sampler, lists them) with no tenant, or a ``trial`` of another tenant
+    (:func:`fairtune.tenancy.tenant_of`; an untagged trial of a run with a tenant is tagged as
+    that tenant's before its first suggestion, so that the sampler proposes the tenant's
+    point). Nothing is stored by a refused run.
+
+    Raises:
+        ValueError: Naming ``tenant`` and the study's tenants, or both tenants.
+    """
+    tenants = read_setup(study).get("tenants") or record.get("tenants")
+    if tenant is None and tenants:
+        raise ValueError(
+            f"{arg('tenant')} must be one of {list(tenants)}: {arg('study')} "
+            f"{study.study_name!r} is shared by these tenants, each scoring the trials on its own "
+            f"data with its own setup, so a run without a tenant would mix its trials into "
+            f"theirs, but got {got('tenant', None)}.")
+    if tenant is None or trial is None:
+        return
+    if owner is None:
+        trial.storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
+    elif owner != tenant:
+        raise ValueError(
+            f"{arg('tenant')} {tenant!r} scores its own data, but trial #{trial.number} of "
+            f"{arg('study')} {study.study_name!r} is tenant {owner!r}'s: run the objective of "
+            f"tenant {owner!r} for it (tenancy.optimize(study, {tenant!r}, ...) gives tenant "
+            f"{tenant!r}'s trials to this one).")
+
+
+def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
+    """The ``rows`` entry of a FairObjective's rows (:class:`fairtune.tuning._data.TuningRows`):
+    a digest of the tuning rows with their splits, of the test split and of the safety rows
+    (None for a part the search does not have), so that a changed held-out row is refused
+    too, and named (``data_fingerprint``: :func:`fairtune.tuning._data.data_fingerprint`)."""
+
+    def digest(*parts: Any, **folds: Any) -> str | None:
+        return None if parts[0] is None else data_fingerprint(*parts, **folds)
+
+    return {"tuning": digest(rows.X_dev, rows.y_dev, rows.s_dev, folds=rows.splits.folds),
+            "test": digest(rows.X_test, rows.y_test, rows.s_test),
+            "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe)}
+
+
+def check_rows(study: optuna.Study, record: Mapping[str, Any], tenant: str | None = None) -> None:
+    """Refuse ``study`` if its trials were scored on other rows than ``record``'s (the data
+    entries only: what a refit on the study's best trial needs)."""
+    stored = read_setup(study, tenant)
+    names = [n for n in differences(stored, record) if n in _DATA]
+    if names:
+        raise ValueError(_data_message(study, stored, record,
+                                       f" (tenant {tenant!r})" if tenant is not None else ""))
 
 
 def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
@@ -198,9 +363,11 @@ def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
     under its key).
 
     Raises:
-        ValueError: If ``study`` holds trials scored with another setup.
+        ValueError: If ``study`` holds trials scored with another setup, or is shared by
+            tenants and ``tenant`` is None (:func:`check_tenant`).
     """
     record = {name: _plain(value) for name, value in record.items()}
+    check_tenant(study, record, tenant)
     stored = read_setup(study, tenant)
     names = differences(stored, record)
     if names:

@@ -11,16 +11,17 @@ import pandas as pd
 from fairtune._keys import PREFIX
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
+from fairtune.tenancy import optimizing_tenant, tenant_of
 from fairtune.tuning._arguments import (
     check_budgets_objectives, check_complete_rows, check_resource, check_validation,
-    checked_mitigation,
-    checked_tenant, chosen_trial, parse_objectives, space_of,
+    checked_mitigation, checked_tenant, chosen_trial, parse_objectives, space_of,
 )
 from fairtune.tuning._certify import check_confidence, limits_for_search
-from fairtune.tuning._data import tuning_rows
+from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
 from fairtune.tuning._setup import (
-    check_directions, check_setup, in_study, read_setup, setup_record, validation_text,
+    check_directions, check_rows, check_setup, check_tenant, dataset_text, in_study, read_setup,
+    rows_record, setup_record, validation_text,
 )
 from fairtune.tuning._trial import (
     METRIC_NAMES,
@@ -303,6 +304,11 @@ class FairObjective:
                 self.tuning_limits, self.confidence, self._rows.y_safe, self._rows.s_safe,
                 margin=self.margin)
         self.dataset_name = self._rows.name
+        # The label column of a FairDataset, and the name the user gave a file's favourable
+        # label (read_table's `positive`), for the setup and its messages.
+        self._target = dataset.get("target_name") if isinstance(dataset, dict) else None
+        self._named = {"pos_label": ("positive",)} if pos_label is None and isinstance(
+            dataset, dict) else {}
         self.drop_columns = self._rows.dropped
         self.sensitive_name = self._rows.sensitive_name
         self._sensitive_columns = self._rows.sensitive_columns
@@ -363,19 +369,19 @@ class FairObjective:
         """
         validation = validation_text(self.cv, self.validation_size, self.test_size,
                                      self.random_state)
-        hidden = "" if self.use_sensitive_feature else ", hidden from the model"
-        dropped = f", without {', '.join(self.drop_columns)}" if self.drop_columns else ""
         return setup_record(
-            entrance="FairObjective",
-            dataset=f"{self.dataset_name} (sensitive: {self.sensitive_name}{hidden}{dropped})",
+            entrance="FairObjective", dataset=dataset_text(
+                self.dataset_name, self.sensitive_name, hidden=not self.use_sensitive_feature,
+                dropped=self.drop_columns), target=self._target,
             pos_label=self.pos_label if self.pos_label is not None else self._rows.favourable,
             model=self.space.name, metric=self.metric,
             objectives=list(self.objectives) or None,
+            limits_given=sorted(str(limit) for limit in self.limits),
             limits=sorted(str(limit) for limit in self.tuning_limits), margin=float(self.margin),
             mitigation=list(self.mitigation), validation=validation,
             budgets=None if self.budgets is None else list(self.budgets),
             resource=self.resource, prune_unfair=self.prune_unfair, data=self.data_fingerprint,
-            confidence=self.confidence, safety_size=self.safety_size,
+            confidence=self.confidence, safety_size=self.safety_size, rows=rows_record(self._rows, data_fingerprint),
         )
 
     def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
@@ -404,7 +410,8 @@ class FairObjective:
                          metric=self.metric)
         pruner = study.pruner if pruner is None else pruner
         check_pruner(pruner, self.budgets)
-        check_setup(study, in_study(self.setup, study, pruner), tenant=self.tenant)
+        check_setup(study, in_study(self.setup, study, pruner), tenant=self.tenant,
+                    arguments=self._named)
         self._recorded.add((id(study._storage), study._study_id))
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
@@ -555,6 +562,9 @@ class FairObjective:
         study = getattr(trial, "study", None)
         if study is not None and (id(study._storage), study._study_id) not in self._recorded:
             self.record_setup(study)
+        if study is not None:  # the trial is its tenant's, scored on that tenant's data
+            check_tenant(study, {}, self.tenant, trial,
+                         tenant_of(trial) or optimizing_tenant(study))
         rows = self._rows
         scored = run_trial(
             trial, Pipelines(self, trial), rows.splits, y01=rows.y_dev.to_numpy(),
@@ -615,11 +625,7 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
-        stored = read_setup(study, self.tenant)
-        if stored.get("data", self.data_fingerprint) != self.data_fingerprint:
-            from fairtune.tuning._setup import setup_message
-
-            raise ValueError(setup_message(study, stored, self.setup, ["data"], self.tenant))
+        check_rows(study, self.setup, self.tenant)
         if self.confidence is not None and trial is None:
             if on == "training":  # a model no certificate covers, only when a trial is named
                 raise ValueError("`on='training'` refits a model no certificate covers; with "
@@ -693,8 +699,3 @@ class FairObjective:
     @property
     def limits_text(self) -> str:
         return ", ".join(str(limit) for limit in self.limits)
-
-
-
-
-

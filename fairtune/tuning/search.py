@@ -483,8 +483,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                         budget_folds(folds, y01, sensitive_features, budgets, seed))
         checked_group_sizes(sensitive_features, splits.covered, limits, y01=y01,
                             argument="`sensitive_features`", where="the cross-validation folds")
-        record = search_setup(self, X, y01, sensitive_features, folds, limits, mitigation,
-                                    space_or_distributions, budgets, resource)
+        record = {**search_setup(self, X, y01, sensitive_features, folds, limits, mitigation,
+                                 space_or_distributions, budgets, resource),
+                  "limits_given": sorted(str(limit) for limit in given)}  # as the user gave them
         study = prepare_search_study(self, 
             sampler_seed, record, budgets,
             untuned_params(self, space_or_distributions, mitigation, limits))

@@ -486,8 +486,7 @@ def test_a_study_remembers_its_setup_and_refuses_another() -> None:
     with pytest.raises(ValueError, match=re.escape(
             "was tuned with `metric` 'accuracy', but this run asks for 'f1'; `limits` "
             "'demographic_parity<=0.1, equal_opportunity<=0.3', but this run asks for "
-            "'demographic_parity<=0.2' (the limits the trials are validated against: `limits` "
-            "less `margin`): its trials were scored another way and are not comparable with "
+            "'demographic_parity<=0.2': its trials were scored another way and are not comparable with "
             "this run's; use the same `metric` and `limits` as before, or another "
             "`study_name`.")):
         study.optimize(other, n_trials=1)

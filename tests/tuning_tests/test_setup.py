@@ -1,0 +1,264 @@
+"""The setup record on resume (fairtune.tuning._setup): each refusal names what the user chose
+differently, by the argument or flag they set it with, and nothing a refused run does changes the
+stored records."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pandas as pd
+import pytest
+from optuna.distributions import FloatDistribution
+from sklearn.linear_model import LogisticRegression
+
+from fairtune import tenancy
+from fairtune._names import argument_names
+from fairtune.cli import _DATA_FLAGS, _FLAGS, main
+from fairtune.datasets import read_table
+from fairtune.fairness import study_limits
+from fairtune.samplers import CollaborativeUCBSampler
+from fairtune.tuning import FairObjective, FairSearchCV
+from fairtune.tuning._setup import setup_message
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _data(n: int = 300, seed: int = 0) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    rng = np.random.default_rng(seed)
+    group = pd.Series(rng.choice(["a", "b"], n), name="group")
+    x1 = rng.normal(size=n) + (group == "a").to_numpy()
+    x2 = rng.normal(size=n)
+    y = pd.Series((x1 + 0.5 * x2 + rng.normal(scale=0.8, size=n) > 0.5).astype(int), name="y")
+    return pd.DataFrame({"x1": x1, "x2": x2}), y, group
+
+
+def _objective(X, y, s, **kwargs) -> FairObjective:
+    kwargs.setdefault("limits", "demographic_parity<=0.3")
+    return FairObjective((X, y, s), "linear", test_size=0.25, **kwargs)
+
+
+def test_a_changed_row_of_the_test_split_is_refused_and_named() -> None:
+    X, y, s = _data()
+    first = _objective(X, y, s)
+    study = optuna.create_study(direction="maximize")
+    study.optimize(first, n_trials=1)
+    test_row = first.X_test.index[0]
+    changed = X.copy()
+    changed.loc[test_row, "x1"] += 1.0
+    with pytest.raises(ValueError, match=r"holds trials scored on other data \(the held-out "
+                                         r"rows of the test split \(`test_size`\) changed"):
+        study.optimize(_objective(changed, y, s), n_trials=1)
+    with pytest.raises(ValueError, match=r"the held-out rows of the test split"):
+        _objective(changed, y, s).refit_best(study)
+    # A changed tuning row is still refused, as before, with the fingerprint message.
+    tuning = X.copy()
+    tuning.loc[first.X_dev.index[0], "x1"] += 1.0
+    with pytest.raises(ValueError, match=r"other data \(data fingerprint"):
+        study.optimize(_objective(tuning, y, s), n_trials=1)
+    assert len(study.trials) == 3 and study.trials[0].state.name == "COMPLETE"
+
+
+def test_a_study_of_the_previous_version_without_held_out_digests_resumes() -> None:
+    X, y, s = _data()
+    study = optuna.create_study(direction="maximize")
+    study.optimize(_objective(X, y, s), n_trials=1)
+    old = dict(study.user_attrs["fairtune:setup"])
+    del old["rows"], old["limits_given"]  # what the previous version stored
+    study.set_user_attr("fairtune:setup", old)
+    changed = X.copy()
+    changed.loc[_objective(X, y, s).X_test.index[0], "x1"] += 1.0
+    study.optimize(_objective(changed, y, s), n_trials=1)  # its held-out rows were not stored
+    stored = study.user_attrs["fairtune:setup"]
+    assert stored["rows"]["test"] is not None and stored["limits_given"] == [
+        "demographic_parity<=0.3"]
+    # From then on they are part of the setup.
+    with pytest.raises(ValueError, match=r"the held-out rows of the test split"):
+        study.optimize(_objective(X, y, s), n_trials=1)
+
+
+def test_another_margin_is_named_and_not_the_limits_it_derives() -> None:
+    X, y, s = _data()
+    study = optuna.create_study(direction="maximize")
+    study.optimize(_objective(X, y, s), n_trials=1)
+    with pytest.raises(ValueError) as error:
+        study.optimize(_objective(X, y, s, margin=0.05), n_trials=1)
+    message = str(error.value)
+    assert "was tuned with `margin` 0.0, but this run asks for 0.05, which validates the " \
+           "trials against 'demographic_parity<=0.25' instead of 'demographic_parity<=0.3'" \
+        in message
+    assert "use the same `margin` as before" in message and "`limits`" not in message
+    # study_limits still reads the validated limits.
+    assert str(study_limits(study)["demographic_parity"]) == "demographic_parity<=0.3"
+
+
+def _certified_records() -> tuple[dict, dict]:
+    stored = {"limits_given": ["demographic_parity<=0.2"], "limits": ["demographic_parity<=0.11395"],
+              "margin": 0.0, "confidence": 0.9, "safety_size": 0.3, "data": "d1",
+              "rows": {"tuning": "t1", "test": None, "safety": "s1"}}
+    return stored, copy.deepcopy(stored)
+
+
+@pytest.mark.parametrize(("change", "named", "unnamed"), [
+    ({"confidence": 0.95, "limits": ["demographic_parity<=0.107701"]},
+     "--confidence 0.9, but this run asks for 0.95", "--safety-size"),
+    ({"confidence": None, "safety_size": None, "limits": ["demographic_parity<=0.2"]},
+     "--confidence 0.9, but this run asks for none", "--safety-size"),
+    ({"safety_size": 0.4, "limits": ["demographic_parity<=0.125546"]},
+     "--safety-size 0.3, but this run asks for 0.4", "--confidence"),
+    ({"data": "d2", "rows": {"tuning": "t1", "test": None, "safety": "s2"},
+      "limits": ["demographic_parity<=0.12"]},
+     "the held-out safety rows (--confidence) changed", "--safety-size"),
+])
+def test_a_certified_study_names_the_choice_and_not_the_tightened_limits(
+    change: dict, named: str, unnamed: str
+) -> None:
+    study = optuna.create_study(study_name="cert")
+    stored, record = _certified_records()
+    record.update(change)
+    names = [n for n in record if record[n] != stored[n]]
+    with argument_names({**_FLAGS, **_DATA_FLAGS}):
+        message = setup_message(study, stored, record, names)
+    assert named in message and unnamed not in message
+    assert "--limit" not in message and "'demographic_parity<=0.11395'" in message
+    # Another --limit as typed is named with the values typed.
+    record = {**stored, "limits_given": ["demographic_parity<=0.1"],
+              "limits": ["demographic_parity<=0.01"]}
+    with argument_names(_FLAGS):
+        message = setup_message(study, stored, record, ["limits_given", "limits"])
+    assert ("--limit 'demographic_parity<=0.2', but this run asks for 'demographic_parity<=0.1'"
+            in message)
+
+
+def test_a_record_without_the_limits_as_given_names_the_validated_limits_when_nothing_else_differs(
+) -> None:
+    study = optuna.create_study(study_name="old")
+    stored = {"limits": ["demographic_parity<=0.2"], "margin": 0.0}
+    record = {"limits": ["demographic_parity<=0.1"], "margin": 0.0,
+              "limits_given": ["demographic_parity<=0.1"]}
+    message = setup_message(study, stored, record, ["limits"])
+    assert "`limits` 'demographic_parity<=0.2', but this run asks for 'demographic_parity<=0.1'" \
+        in message
+
+
+def _file(tmp_path: Path) -> Path:
+    X, y, s = _data(n=400)
+    path = tmp_path / "people.csv"
+    X.assign(sex=np.where(X.x2 > 0, "f", "m"), group=s, y=y, y2=1 - y).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(("changed", "named"), [
+    (["--sensitive", "sex"], "--sensitive 'group', but this run asks for 'sex'"),
+    (["--sensitive", "group,sex"], "--sensitive 'group', but this run asks for 'group, sex'"),
+    (["--hide-sensitive"], "--hide-sensitive 'off', but this run asks for 'on'"),
+    (["--target", "y2", "--drop-columns", "y"], "--target 'y', but this run asks for 'y2'"),
+    (["--positive", "1"], "--positive none, but this run asks for '1'"),
+])
+def test_the_command_line_names_the_flag_of_each_part_of_the_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changed: list[str], named: str
+) -> None:
+    path = _file(tmp_path)
+    base = {"--target": "y", "--sensitive": "group", "--drop-columns": "y2"}
+    for flag, value in zip(changed[::2], changed[1::2]):
+        base[flag] = value
+    run = ["tune", "--data", str(path), "--model", "linear", "--limit", "dsp<=0.5",
+           "--n-trials", "1", "--no-progress", "--storage", f"sqlite:///{tmp_path / 's.db'}",
+           "--study-name", "s"]
+    first = [*run, "--target", "y", "--sensitive", "group", "--drop-columns", "y2"]
+    assert main(first) == 0
+    again = [*run, *(x for kv in base.items() for x in kv)]
+    if changed == ["--hide-sensitive"]:
+        again.append("--hide-sensitive")
+    capsys.readouterr()
+    assert main(again) == 2
+    err = capsys.readouterr().err
+    assert named in err and "(and --hide-sensitive" not in err
+    assert "another --study-name" in err
+
+
+def test_read_tables_positive_is_named_as_typed(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    study = optuna.create_study(direction="maximize")
+    plain = read_table(path, target="y", sensitive="group")
+    FairObjective(plain, "linear", limits="dsp<=0.5", drop_columns=["y2"]).prepare(study)
+    positive = read_table(path, target="y", sensitive="group", positive=1)
+    with pytest.raises(ValueError, match=r"was tuned with `positive` none, but this run asks "
+                                         r"for 1: .*use the same `positive` as before"):
+        FairObjective(positive, "linear", limits="dsp<=0.5", drop_columns=["y2"]).prepare(study)
+
+
+def _search(limits: str, study: optuna.Study) -> FairSearchCV:
+    return FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-2, 1e2, log=True)},
+                        limits=limits, cv=2, n_trials=1, random_state=0, study=study,
+                        refit=False)
+
+
+def test_fair_search_cv_names_its_own_study_and_what_tuned_the_study() -> None:
+    X, y, s = _data()
+    study = optuna.create_study(direction="maximize")
+    _search("demographic_parity<=0.9", study).fit(X, y, sensitive_features=s)
+    with pytest.raises(ValueError) as error:
+        _search("demographic_parity<=0.8", study).fit(X, y, sensitive_features=s)
+    assert "`limits` 'demographic_parity<=0.9', but this run asks for " \
+           "'demographic_parity<=0.8'" in str(error.value)
+    assert "or a new `study` or study=None." in str(error.value)
+    assert "study_name" not in str(error.value)
+    objective = _objective(X, y, s)
+    other = objective.create_study()
+    with pytest.raises(ValueError, match=r"was tuned by FairObjective \(or `fairtune tune`\), "
+                                         r"which FairSearchCV cannot resume") as error:
+        _search("demographic_parity<=0.9", other).fit(X, y, sensitive_features=s)
+    assert "entrance" not in str(error.value)
+    with pytest.raises(ValueError, match=r"was tuned by FairSearchCV, which FairObjective "
+                                         r"cannot resume.*another `study_name`"):
+        objective.prepare(study)
+
+
+def _shared() -> tuple[optuna.Study, FairObjective]:
+    X, y, s = _data()
+    study = optuna.create_study(direction="maximize", sampler=CollaborativeUCBSampler(
+        tenants=["alpha", "beta"], seed=0))
+    beta = FairObjective((X, y, s), "linear", limits="dsp<=0.3", tenant="beta")
+    tenancy.optimize(study, "beta", beta, n_trials=1)
+    return study, beta
+
+
+def test_a_shared_study_refuses_an_objective_without_its_tenant_and_keeps_its_records() -> None:
+    study, _ = _shared()
+    records = copy.deepcopy(study.user_attrs)
+    X, y, s = _data(seed=1)
+    alone = FairObjective((X, y, s), "linear", limits="dsp<=0.05")
+    with pytest.raises(ValueError, match=r"`tenant` 'beta' must be the tenant whose data the "
+                                         r"objective scores, but the objective was made with "
+                                         r"tenant=None"):
+        tenancy.optimize(study, "beta", alone, n_trials=1)
+    with pytest.raises(ValueError, match=r"`tenant` must be one of \['alpha', 'beta'\]: "
+                                         r"`study` '.*' is shared by these tenants.*tenant=None"):
+        study.optimize(alone, n_trials=1)
+    with pytest.raises(ValueError, match=r"`tenant` must be one of \['alpha', 'beta'\]"):
+        alone.prepare(study)
+    assert study.user_attrs == records
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"]
+
+
+def test_an_objective_refuses_a_trial_of_another_tenant() -> None:
+    study, beta = _shared()
+    X, y, s = _data(seed=1)
+    alpha = FairObjective((X, y, s), "linear", limits="dsp<=0.3", tenant="alpha")
+    with pytest.raises(ValueError, match=r"must be the tenant whose data the objective scores, "
+                                         r"but the objective was made with tenant='alpha'"):
+        tenancy.optimize(study, "beta", alpha, n_trials=1)
+    alpha.prepare(study)
+    records = copy.deepcopy(study.user_attrs)
+    trial = tenancy.ask(study, "beta")
+    with pytest.raises(ValueError, match=r"`tenant` 'alpha' scores its own data, but trial #1 "
+                                         r"of `study` '.*' is tenant 'beta''s"):
+        alpha(trial)
+    assert study.user_attrs == records
+    # An untagged trial of a tenant's objective is that tenant's.
+    study.optimize(alpha, n_trials=1)
+    assert tenancy.tenant_of(study.trials[-1]) == "alpha"
+    assert study.trials[-1].state.name == "COMPLETE"
