@@ -304,8 +304,7 @@ class FairObjective:
                 self.tuning_limits, self.confidence, self._rows.y_safe, self._rows.s_safe,
                 margin=self.margin)
         self.dataset_name = self._rows.name
-        # The label column of a FairDataset, and the name the user gave a file's favourable
-        # label (read_table's `positive`), for the setup and its messages.
+        # A FairDataset's label column; its favourable label is read_table's `positive`.
         self._target = dataset.get("target_name") if isinstance(dataset, dict) else None
         self._named = {"pos_label": ("positive",)} if pos_label is None and isinstance(
             dataset, dict) else {}
