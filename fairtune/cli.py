@@ -355,10 +355,10 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
             f"(the limits less a margin of {objective.margin:g}); the test split is "
             f"judged against {objective.limits_text}.\n"
         )
+    refusal = None
     if objective.confidence is not None and not guard.interrupted:
-        from fairtune.tuning._certify import forget_verdict
-
-        forget_verdict(study, args.tenant)  # this run certifies again, below
+        # The safety test first, so that the report opens with its verdict.
+        refusal = _certify(study, objective, args)
     # A tenant's report: the table of every tenant, and its own best fair trial and plots.
     report.print_report(study, out, plot=args.plot, tenant=args.tenant)
     if args.agent:
@@ -374,9 +374,11 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
     if failed:
         print(f"{PROG}: warning: {failed}", file=sys.stderr)
     best = None if multi else best_fair_trial(study, tenant=args.tenant)
-    if objective.confidence is not None:
-        return _certify(study, objective, args, out)
-    if args.test_size and (multi or best is not None):
+    if refusal is not None:
+        print(f"{PROG}: error: {refusal}", file=sys.stderr)
+        _write_html(study, args.html, out=out, tenant=args.tenant)
+        return EXIT_ERROR
+    if args.test_size and objective.confidence is None and (multi or best is not None):
         # Stored, so that `report` shows them (for the trial they belong to).
         out.write(report.pareto_test_text(study, objective) if multi else "".join(
             line + "\n" for line in report.scores_on_test_split(study, objective, best,
@@ -448,27 +450,24 @@ def _publish(study: Any, view: Any, out: TextIO) -> None:
     out.write(f"optuna-dashboard: the study's note and figures are updated{where}.\n")
 
 
-def _certify(study: Any, objective: Any, args: argparse.Namespace, out: TextIO) -> int:
-    """``--confidence``: the safety test's certificate of the deployed model (and its scores on
-    the test split), or the refusal on standard error and exit code 1."""
+def _certify(study: Any, objective: Any, args: argparse.Namespace) -> Any:
+    """``--confidence``: the safety test, its verdict stored with the study (and the certified
+    model's scores on the test split, for the report and the dashboard's note); the refusal,
+    or None when a model is certified."""
     from fairtune import report
     from fairtune.tuning import NotCertifiedError
+    from fairtune.tuning._certify import forget_verdict
 
+    forget_verdict(study, args.tenant)  # this run certifies again
     try:
         with argument_names(_flags(args)):
             pipeline = objective.certify(study)
     except NotCertifiedError as refusal:
-        print(f"{PROG}: error: {refusal}", file=sys.stderr)
-        _write_html(study, args.html, out=out, tenant=args.tenant)
-        return EXIT_ERROR
-    out.write(pipeline.certificate_.text() + "\n")
+        return refusal
     if args.test_size:
         line = report.certified_test_line(objective, pipeline)
-        out.write(line + "\n")
-        # Stored, so that `report` and the dashboard's note show the certified model's verdict.
         report.store_test_lines(study, pipeline.certificate_.trial, [line], args.tenant)
-    _write_html(study, args.html, out=out, tenant=args.tenant)
-    return EXIT_OK
+    return None
 
 
 def _tune_objective(args: argparse.Namespace) -> Any:
