@@ -6,9 +6,9 @@ through these functions, so that the same input gets the same answer wherever it
 module imports numpy, pandas and the message helpers only.
 
 - Labels: :func:`favourable_labels` turns labels into 0/1 (1 the favourable outcome); labels
-  other than 0/1 or booleans need ``pos_label``. Values that differ only in case or surrounding
-  spaces (``"approved"``, ``"Approved"``, ``"approved "``: *twins*, see :func:`twins`) are
-  different labels to an exact comparison, so a ``pos_label`` with twins among the labels is
+  other than 0/1 or booleans need ``pos_label``. Values that differ only in case, surrounding
+  spaces or a final full stop (``"approved"``, ``"Approved"``, ``"approved "``, ``"approved."``:
+  *twins*, see :func:`twins`) are different labels to an exact comparison, so a ``pos_label`` with twins among the labels is
   refused: comparing exactly would count the twins' rows as unfavourable.
 - Sensitive features: :func:`sensitive_groups` validates them and returns one group label per
   row (tuples for several columns: intersectional groups). Twins among a column's values are
@@ -74,15 +74,16 @@ MSG_SINGLE_GROUP = (
     "{argument} must define at least two groups to compare, but got a single group {group!r}."
 )
 MSG_SENSITIVE_TWINS = (
-    "{argument} {column}has values that differ only in case or surrounding spaces: {twins}; they "
-    "are measured as separate groups. Make them consistent first (e.g. strip and lower-case the "
-    "column) if they are the same group (the column's values: {values})."
+    "{argument} {column}has values that differ only in case, surrounding spaces or a final full "
+    "stop: {twins}; they are measured as separate groups. Make them consistent first (strip, "
+    "lower-case and drop the final full stop of the column's values) if they are the same "
+    "group (the column's values: {values})."
 )
 MSG_POS_LABEL_TWINS = (
     "{pos} must match exactly one label of {argument}, but got {setting} and labels that "
-    "differ from it only in case or surrounding spaces: {twins}. Comparing exactly would count "
-    "{count} of their rows as unfavourable; make the labels consistent first (e.g. strip and "
-    "lower-case them)."
+    "differ from it only in case, surrounding spaces or a final full stop: {twins}. Comparing "
+    "exactly would count {count} of their rows as unfavourable; make the labels consistent "
+    "first (strip, lower-case and drop the final full stop of each)."
 )
 MSG_SMALL_GROUPS = (
     "{argument} must have at least {minimum} rows of each group in {where} (one row moves a "
@@ -126,14 +127,16 @@ def _plain(value: Any) -> Any:
 
 
 def _key(value: Any) -> str:
-    return str(value).strip().casefold()
+    # ">50K." beside " >50K" (the two spellings of Adult's files) is one label written twice.
+    return str(value).strip().removesuffix(".").rstrip().casefold()
 
 
 def twins(values: Iterable[Any]) -> list[list[Any]]:
-    """The groups of distinct ``values`` that differ only in case or surrounding spaces (their
-    ``str(v).strip().casefold()`` agree), each of at least two values, in order of first
-    appearance: ``twins(["approved", "denied", "Approved "])`` is
-    ``[["approved", "Approved "]]``."""
+    """The groups of distinct ``values`` that differ only in case, surrounding spaces or a
+    final full stop (their ``str(v).strip()`` without a final ``"."``, case-folded, agree),
+    each of at least two values, in order of first appearance: ``twins(["approved",
+    "denied", "Approved ", ">50K", ">50K."])`` is ``[["approved", "Approved "], [">50K",
+    ">50K."]]``."""
     if not isinstance(values, (pd.Series, pd.Index, np.ndarray)):
         values = list(values)
     by_key: dict[str, list[Any]] = {}
@@ -158,7 +161,7 @@ def _twins_note(values: pd.Series, found: Any) -> str:
     groups = twins(found)
     if not groups:
         return ""
-    return (f" Labels that differ only in case or surrounding spaces are different labels: "
+    return (f" Labels that differ only in case, surrounding spaces or a final full stop are different labels: "
             f"{with_counts(groups, values)}.")
 
 
@@ -169,7 +172,7 @@ def _near_miss(values: pd.Series, pos_label: Any) -> str:
     close = [_plain(v) for v in pd.unique(values) if _key(v) == key]
     if not close:
         return ""
-    return (" It differs only in case or surrounding spaces from the labels "
+    return (" It differs only in case, surrounding spaces or a final full stop from the labels "
             f"{with_counts([close], values)}.")
 
 

@@ -107,16 +107,22 @@ def test_a_pos_label_with_twins_is_refused_naming_them_and_their_row_counts() ->
 
 def test_twins_are_named_in_the_errors_about_the_labels() -> None:
     with pytest.raises(ValueError, match=r"must hold two distinct labels .* but got 4: .*"
-                                         r"Labels that differ only in case or surrounding spaces "
-                                         rf"are different labels: {re.escape(APPROVED_TWINS)}\."):
+                                         r"Labels that differ only in case, surrounding spaces "
+                                         rf"or a final full stop are different labels: {re.escape(APPROVED_TWINS)}\."):
         favourable_labels(DECISIONS)
     with pytest.raises(ValueError, match=r"must be 0/1 .*pos_label=None\. Labels that differ "
-                                         r"only in case .*: 'Yes' \(1 row\), 'yes' \(2 rows\)\."):
+                                         r"only in case.*: 'Yes' \(1 row\), 'yes' \(2 rows\)\."):
         favourable_labels(["Yes", "yes", "yes"])
     with pytest.raises(ValueError, match=r"must be one of the labels of `y` \['approved', "
                                          r"'denied'\], but got pos_label='Approved'\. It differs "
-                                         r"only in case .* from the labels 'approved' \(2 rows\)"):
+                                         r"only in case.* from the labels 'approved' \(2 rows\)"):
         favourable_labels(["approved", "denied", "approved"], "Approved")
+    # Adult's test file writes its labels with a final full stop: the same label, twice.
+    with pytest.raises(ValueError, match=r"but got pos_label=' >50K' and labels that differ "
+                                         r"from it only in case, surrounding spaces or a final "
+                                         r"full stop: ' >50K' \(2 rows\), '>50K\.' \(1 row\)\. "
+                                         r"Comparing exactly would count 1 of their rows"):
+        favourable_labels([" >50K", " <=50K", " >50K", ">50K."], " >50K")
 
 
 # -- sensitive groups -------------------------------------------------------------------------
@@ -210,7 +216,7 @@ def test_twins_among_a_sensitive_column_are_named_in_one_warning_at_the_caller()
     assert len(caught) == 1 and caught[0].filename == __file__
     message = str(caught[0].message)
     assert message.startswith("`sensitive_features` column 'sex' has values that differ only "
-                              "in case or surrounding spaces: 'F' (30 rows), 'f ' (4 rows); "
+                              "in case, surrounding spaces or a final full stop: 'F' (30 rows), 'f ' (4 rows); "
                               "they are measured as separate groups.")
     assert "['F', 'Female', 'M', 'f ']" in message  # all values: 'Female' shows too
     assert sorted(pd.unique(groups)) == ["F", "Female", "M", "f "]  # nothing is merged
@@ -435,7 +441,7 @@ def test_read_table_warns_of_twins_in_a_sensitive_column(tmp_path: Path) -> None
         data = read_table(path, target="decision", sensitive="sex")
     assert len(caught) == 1 and caught[0].filename == __file__
     assert str(caught[0].message).startswith(
-        "`sensitive` column 'sex' has values that differ only in case or surrounding spaces: "
+        "`sensitive` column 'sex' has values that differ only in case, surrounding spaces or a final full stop: "
         "'F' (30 rows), 'f ' (4 rows); they are measured as separate groups.")
     assert sorted(pd.unique(data.sensitive_features)) == ["F", "Female", "M", "f "]
     # Without twins, no warning.

@@ -95,7 +95,7 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
                 f"{arg('target')} {target!r} must have two values (the favourable outcome and "
                 f"the other), or {arg('positive')} must name the favourable one, but it has "
                 f"{len(values)}: {shown[:10]}{' ...' if len(shown) > 10 else ''}."
-                + (" Values that differ only in case or surrounding spaces are different "
+                + (" Values that differ only in case, surrounding spaces or a final full stop are different "
                    f"values: {with_counts(alike, column)}." if alike else "")
             )
         raise ValueError(
@@ -115,7 +115,7 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
         raise ValueError(
             f"{arg('positive')} must be one of the values of {arg('target')} {target!r} "
             f"{shown[:10]}, but got {got('positive', positive)}."
-            + (" It differs only in case or surrounding spaces from "
+            + (" It differs only in case, surrounding spaces or a final full stop from "
                f"{with_counts([close], column)}." if close else "")
         )
     check_pos_label_twins(column, positive, matches, argument=f"{arg('target')} {target!r}",

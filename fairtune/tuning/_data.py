@@ -9,7 +9,7 @@ the rules here, so that the same input gets the same answer whichever entrance i
   metrics compare; any other pair of labels needs ``pos_label=`` naming the favourable one.
   Guessing (the greater label, as scikit-learn's binary metrics do) would make ``"denied"``
   favourable over ``"approved"`` and measure every gap on the wrong outcome. A ``pos_label``
-  with twins that differ from it only in case or surrounding spaces is refused.
+  with twins that differ from it only in case, surrounding spaces or a final full stop is refused.
 - Sensitive features: validated and normalised by one function
   (:func:`fairtune._validation.sensitive_groups`); twins among a column's values are named in
   a warning; a group with too few validation rows for its rate to mean anything is refused

@@ -253,7 +253,7 @@ def binary_target(y: Any) -> np.ndarray:
 
         classes = np.unique(y_array)
         groups = twins(classes.tolist())
-        note = ("" if not groups else " Labels that differ only in case or surrounding spaces "
+        note = ("" if not groups else " Labels that differ only in case, surrounding spaces or a final full stop "
                 f"are different classes: {with_counts(groups, y_array)}; clean them first.")
         raise ValueError(
             "Only binary classification is supported: `y` must have two classes (the "
