@@ -156,9 +156,8 @@ def test_storage_problems_name_the_storage_and_what_is_wrong(
         assert code == 0, err
 
 
-def test_ctrl_c_in_a_trial_stores_it_as_failed_prints_the_best_so_far_and_exits_130(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _ctrl_c_in_trial(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
+    """Send this process Ctrl-C while FairObjective scores its ``number``-th trial."""
     from fairtune.tuning import FairObjective
 
     call = FairObjective.__call__
@@ -166,11 +165,17 @@ def test_ctrl_c_in_a_trial_stores_it_as_failed_prints_the_best_so_far_and_exits_
 
     def objective(self: FairObjective, trial: optuna.Trial) -> float:
         calls.append(1)
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the third model trains
+        if len(calls) == number:
+            os.kill(os.getpid(), signal.SIGINT)
         return call(self, trial)
 
     monkeypatch.setattr(FairObjective, "__call__", objective)
+
+
+def test_ctrl_c_in_a_trial_stores_it_as_failed_prints_the_best_so_far_and_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _ctrl_c_in_trial(monkeypatch, 3)  # while the third model trains
     assert main(_tune(tmp_path, n_trials=10)) == 130
     captured = capsys.readouterr()
     # (A dataset warning may come first: German warns once per process, in whichever test.)
@@ -461,18 +466,7 @@ def test_report_counts_pruned_trials_and_shows_the_budgets_and_pruner(
 def test_an_interrupted_confidence_run_is_reported_with_no_model_certified_yet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fairtune.tuning import FairObjective
-
-    call = FairObjective.__call__
-    calls: list[int] = []
-
-    def objective(self: FairObjective, trial: optuna.Trial) -> float:
-        calls.append(1)
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C before the safety test ran
-        return call(self, trial)
-
-    monkeypatch.setattr(FairObjective, "__call__", objective)
+    _ctrl_c_in_trial(monkeypatch, 3)  # before the safety test ran
     storage = f"sqlite:///{tmp_path / 'c.db'}"
     where = ["--storage", storage, "--study-name", "c"]
     assert main(["tune", "--dataset", "compas", "--model", "linear", "--limit",
