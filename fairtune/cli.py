@@ -213,7 +213,7 @@ def _add_team_arguments(parser: argparse.ArgumentParser) -> None:
     team = parser.add_argument_group("teams (each process one team, with its own --data)")
     team.add_argument("--tenant", metavar="NAME", help="tune as this tenant of the shared study "
                       "--study-name in --storage (CollaborativeUCBSampler)")
-    team.add_argument("--tenants", type=_column_list, metavar="A,B,C",
+    team.add_argument("--tenants", type=_tenant_list, metavar="A,B,C",
                       help="every tenant of the shared study, in the same order everywhere")
     team.add_argument("--agent", metavar="NAME", help="tune as this agent, its own study "
                       "in --storage, sharing designs (never data) on --board (CGPSampler)")
@@ -294,14 +294,26 @@ def _budgets(value: str) -> list[float]:
                                          f"commas, but got {value!r}") from None
 
 
-def _column_list(value: str) -> list[str]:
+def _column_list(value: str, what: str = "column names") -> list[str]:
     """``--drop-columns a,b`` -> ["a", "b"]."""
     columns = [c.strip() for c in value.split(",")]
     if not all(columns):
         raise argparse.ArgumentTypeError(
-            f"expected column names separated by commas, but got {value!r}"
+            f"expected {what} separated by commas, but got {value!r}"
         )
     return columns
+
+
+def _tenant_list(value: str) -> list[str]:
+    """``--tenants a,b`` -> ["a", "b"]: distinct names."""
+    names = _column_list(value, "tenant names")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(
+            f"expected distinct tenant names separated by commas, but got {value!r} "
+            f"({', '.join(map(repr, twice))} more than once)"
+        )
+    return names
 
 
 def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:

@@ -95,6 +95,11 @@ def test_three_tenants_and_three_agents_share_one_postgresql_server(
      "no --storage."),
     (["--tenant", "a", "--tenants", "a,b", "--storage", "sqlite:///x.db", "--sampler", "tpe"],
      "each bring their own sampler"),
+    (["--tenant", "a", "--tenants", "a,,b", "--storage", "sqlite:///x.db"],
+     "argument --tenants: expected tenant names separated by commas, but got 'a,,b'"),
+    (["--tenant", "a", "--tenants", "a,b,a", "--storage", "sqlite:///x.db"],
+     "argument --tenants: expected distinct tenant names separated by commas, but got 'a,b,a' "
+     "('a' more than once)"),
     (["--agent", "lab-a"], "--agent with --board"),
     (["--agent", "lab-a", "--board", "nosuch://x"], "--board 'nosuch://x' has an unknown scheme"),
 ])

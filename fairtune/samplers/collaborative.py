@@ -67,6 +67,7 @@ from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._names import arg, got
 from fairtune._threads import limit_threads
 from fairtune._storage import read_text, write_study_text
 from fairtune.fairness.welfare import g2sf_weights
@@ -249,9 +250,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 )
             names = list(tenants)
             if not names or len(set(names)) != len(names):
-                raise ValueError(
-                    f"`tenants` must be distinct names (at least one), but got tenants={tenants!r}."
-                )
+                raise ValueError(f"{arg('tenants')} must be distinct names (at least one), but "
+                                 f"got {got('tenants', tenants)}.")
         else:
             raise ValueError(
                 f"`tenants` must be a list of names or a number, but got tenants={tenants!r}."
