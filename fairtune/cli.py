@@ -350,6 +350,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                                       callbacks=[view] if view else [])
         try:
             return _finish_tune(study, objective, args, out, guard, run, multi, team)
+        except KeyboardInterrupt:  # after the search: in the safety test or the report
+            return _interrupted_after_search(study, objective, args, run, multi)
         finally:
             if view is not None:  # once more at the end, with the test verdict
                 _publish(study, view, out)
@@ -376,11 +378,8 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
     if args.agent:
         out.write(report.board_text(team.board, args.agent))
     if guard.interrupted:
-        where = (f"run the same command again (the study is stored in {args.storage})"
-                 if args.storage else
-                 "this study was in memory; use --storage to be able to resume")
-        print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, {where}.",
-              file=sys.stderr)
+        print(f"{PROG}: interrupted after {len(run)} trials of this run; to resume, "
+              f"{_resume_hint(args)}.", file=sys.stderr)
         return EXIT_INTERRUPTED
     failed = check_run(guard, run)
     if failed:
@@ -397,6 +396,27 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
                                                           store=True)))
     _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    return (f"run the same command again (the study is stored in {args.storage})"
+            if args.storage else "this study was in memory; use --storage to be able to resume")
+
+
+def _interrupted_after_search(study: Any, objective: Any, args: argparse.Namespace,
+                              run: list[Any], multi: bool) -> int:
+    """Ctrl-C after every trial of the run ended: the trials are stored; say what did not
+    happen (the safety test, the report) and how to resume."""
+    from fairtune.fairness import best_fair_trial
+
+    missed = ("the safety test, so no model is certified" if objective.confidence is not None
+              else "the report")
+    best = None if multi else best_fair_trial(study, tenant=args.tenant)
+    so_far = "" if multi else (f"; the best fair trial so far is #{best.number}" if best
+                               else "; no trial is fair so far")
+    print(f"{PROG}: interrupted after the search ({len(run)} trials of this run, stored), "
+          f"during {missed}{so_far}; to resume, {_resume_hint(args)}.", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:

@@ -63,3 +63,31 @@ def test_one_job_is_one_optimize_call(tmp_path: Path) -> None:
     guard, run = optimize_guarded(study, objective, n_trials=3, n_jobs=1)
     assert len(run) == 3 and sum(runs.values()) == 3
     assert set(threads.values()) == {threading.main_thread().name}
+
+
+def test_ctrl_c_in_the_safety_test_says_no_model_is_certified_and_how_to_resume(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from fairtune.cli import main
+    from fairtune.report import report
+    from fairtune.tuning import FairObjective
+
+    def interrupted(self, study):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt  # Ctrl-C while the safety test bounds the candidates
+
+    monkeypatch.setattr(FairObjective, "certify", interrupted)
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    code = main(["tune", "--dataset", "compas", "--model", "linear", "--limit",
+                 "demographic_parity<=0.2", "--confidence", "0.9", "--n-trials", "2",
+                 "--no-progress", "--storage", url, "--study-name", "c"])
+    assert code == 130
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if not line.startswith("fairtune: warning:")]
+    assert len(err) == 1, err
+    assert err[0].startswith("fairtune: interrupted after the search (2 trials of this run, "
+                             "stored), during the safety test, so no model is certified; ")
+    assert err[0].endswith(f"to resume, run the same command again (the study is stored in "
+                           f"{url}).")
+    study = optuna.load_study(study_name="c", storage=url)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    assert "No model is certified yet" in report(study).text()
