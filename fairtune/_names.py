@@ -43,6 +43,8 @@ def got(name: str, value: Any) -> str:
     if setting in names:
         return names[setting]
     flag = names.get(name)
+    if flag and value is None:  # a flag not given
+        return f"no {flag}"
     return f"{flag} {value!r}" if flag else setting
 
 

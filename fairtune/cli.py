@@ -331,6 +331,9 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     _usage(check_output_path, args.plot, flag="--plot")
     _usage(check_output_path, args.html, flag="--html", html=True)
     _usage(check_storage_url, args.storage, create=True, flag="--storage")
+    if args.study_name is not None and not args.study_name.strip():
+        raise _UsageError(f"--study-name must name the study, but got {args.study_name!r}; "
+                          "leave it out for the default name.")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     multi = bool(args.objectives)
     view = _dashboard_view(args, multi)

@@ -14,6 +14,8 @@ def test_arguments_are_named_as_python_code_unless_a_caller_maps_them() -> None:
         assert arg("margin") == "--margin" and got("margin", 0.5) == "--margin 0.5"
         assert got("use_sensitive_feature", False) == "--hide-sensitive"
         assert arg("cv") == "`cv`"  # not mapped: as in Python
+        assert got("margin", None) == "no --margin"  # a flag not given, not Python's None
+    assert got("margin", None) == "margin=None"
     assert arg("margin") == "`margin`"  # restored on exit
 
 
@@ -28,3 +30,19 @@ def test_the_librarys_messages_use_the_callers_names() -> None:
     with argument_names({"limits": "--limit"}), \
             pytest.raises(ValueError, match=r"^--limit must limit each metric once"):
         FairObjective("german", "linear", limits=["dsp<=0.1", "dsp<=0.2"])
+
+
+def test_the_command_lines_messages_say_a_flag_was_not_given(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.cli import main
+
+    base = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.2",
+            "--n-trials", "1", "--no-progress"]
+    assert main([*base, "--safety-size", "0.3"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "but got --safety-size 0.3 and no --confidence.")
+    assert main([*base, "--study-name", " "]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "fairtune: error: --study-name must name the study, but got ' '; leave it out for the "
+        "default name.")
