@@ -73,6 +73,15 @@ def _literal(text: Any) -> str:
     return printable(text).replace("$", r"\$")
 
 
+def _title(text: Any, width: int = 60, lines: int = 3) -> str:
+    """A title as :func:`_literal` draws it, on at most ``lines`` lines of ``width``
+    characters (a long study name would run off both edges of the figure), cut with "..."."""
+    import textwrap
+
+    wrapped = textwrap.wrap(printable(text), width, max_lines=lines, placeholder=" ...") or [""]
+    return "\n".join(line.replace("$", r"\$") for line in wrapped)
+
+
 @dataclass
 class _TradeoffData:
     """What a trade-off figure draws (``_tradeoff_data``): one owner of the facts for the
@@ -175,8 +184,8 @@ def plot_tradeoff(
                    label=f"best fair trial (#{best.number})")
     ax.set_xlabel(f"{name} ({spec.description})")
     ax.set_ylabel(_literal(data.value_label))
-    whose = "" if tenant is None else f" (tenant {_literal(tenant)})"
-    ax.set_title(f"Trade-off: {_literal(study.study_name)}{whose}")
+    whose = "" if tenant is None else f" (tenant {printable(tenant)})"
+    ax.set_title(_title(f"Trade-off: {printable(study.study_name)}{whose}"))
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     return ax

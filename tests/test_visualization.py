@@ -128,6 +128,22 @@ def test_a_study_name_with_dollars_is_drawn_as_written() -> None:
     plt.close("all")
 
 
+def test_a_long_study_name_is_wrapped_inside_the_figure() -> None:
+    from matplotlib import cbook
+
+    name = "quarterly lending model $ review " * 10  # 330 characters
+    ax = plot_tradeoff(_study(0, name=name))
+    ax.figure.canvas.draw()
+    lines = ax.get_title().split("\n")
+    assert len(lines) == 3 and lines[-1].endswith(" ...")
+    assert all(len(line.replace(r"\$", "$")) <= 60 for line in lines)
+    assert not cbook.is_math_text(ax.get_title())
+    box = ax.title.get_window_extent()
+    figure = ax.figure.get_window_extent()
+    assert figure.x0 <= box.x0 and box.x1 <= figure.x1  # drawn within the figure's width
+    plt.close("all")
+
+
 def test_a_tenant_plot_draws_its_own_trials_and_stars_its_own_best() -> None:
     from tests.test_report import tenant_study
 
