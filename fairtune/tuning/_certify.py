@@ -31,6 +31,7 @@ import numpy as np
 from fairtune._names import arg, got
 
 __all__ = ["Certificate", "NotCertifiedError", "Verdict", "candidates", "certify_objective",
+           "one_class_text",
            "certify_search", "check_confidence", "limits_for_search", "read_verdict",
            "record_refusal", "split_safety", "store_verdict"]
 
@@ -56,6 +57,12 @@ class Certificate:
             every certification of the study (this one included).
         tested_trials: Their trial numbers, in the order they were first tested: the safety
             rows' budget of :data:`CANDIDATES`, kept across resumes.
+        positive_rate: What the bounds measured: the certified model's (refitted on the
+            search rows) mean prediction of 1 over the safety rows (a randomized model's
+            expected rate); None in a record of an older version.
+        one_class: The class the certified model predicted for every safety row (with
+            certainty, for a randomized model), or None if it predicted both. Such a constant
+            model treats every group alike, so its bounds are met trivially; the text says so.
     """
 
     trial: int
@@ -67,18 +74,44 @@ class Certificate:
     tested: int
     values: dict[str, float] = field(default_factory=dict)
     tested_trials: list[int] = field(default_factory=list)
+    positive_rate: float | None = None
+    one_class: int | None = None
 
     def text(self) -> str:
-        """One line for a person: what is guaranteed, at what level, on what."""
+        """One line for a person: what is guaranteed, at what level, on what; and, of a model
+        that predicted one class for every safety row, that it is a constant model."""
         shown = ", ".join(f"{name} {'<=' if name != 'disparate_impact' else '>='} {bound:.4f}"
                           for name, bound in self.bounds.items())
-        return (f"Certified: trial #{self.trial} keeps {', '.join(self.limits)} on new data "
+        text = (f"Certified: trial #{self.trial} keeps {', '.join(self.limits)} on new data "
                 f"with {self.level:.0%} confidence ({shown} on the population, bounded on "
                 f"{self.rows} safety rows the search never saw; {self.candidates} candidates "
                 f"accounted for, {self.tested} tested).")
+        if self.one_class is not None:
+            text += " " + one_class_text(self.trial, self.one_class, self.rows)
+        return text
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def one_class_text(trial: int, label: int, rows: int) -> str:
+    """The warning that certified trial ``trial``'s model predicted ``label`` for each of the
+    ``rows`` safety rows: what every report says wherever it names the model to deploy."""
+    outcome = "the favourable outcome" if label == 1 else "the unfavourable outcome"
+    return (f"Warning: the certified model (trial #{trial} refitted on the search rows) "
+            f"predicted {label} ({outcome}) for every one of the {rows} safety rows: a "
+            "constant model, which treats every group alike whatever its inputs, so its "
+            "fairness bounds are met trivially; check it before deploying it.")
+
+
+def _one_class(predicted: Any) -> int | None:
+    """The class every prediction is (a randomized model's with certainty), or None."""
+    p = np.asarray(predicted, dtype=float)
+    if p.size and np.all(p == 1.0):
+        return 1
+    if p.size and np.all(p == 0.0):
+        return 0
+    return None
 
 
 class NotCertifiedError(ValueError):
@@ -248,7 +281,9 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
                     confidence: float, rows: int, tested_before: Sequence[int] = ()
                     ) -> tuple[Any, Certificate]:
     """The first of ``candidates`` (trials, best first) whose bounds keep every limit, with its
-    certificate; ``bounds_of(trial) -> (model, {metric: bound}, {metric: value})``.
+    certificate; ``bounds_of(trial) -> (model, {metric: bound}, {metric: value}, predicted)``,
+    ``predicted`` the model's predictions of the safety rows (a randomized model's
+    probabilities of predicting 1), which the certificate summarizes.
 
     The error probability is split among :data:`CANDIDATES` trials for the life of the safety
     rows: ``tested_before`` (the trials an earlier certification of the study tested, e.g.
@@ -267,12 +302,13 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
                 skipped += 1
                 continue
             tested.append(trial.number)
-        model, bounds, values = bounds_of(trial)
+        model, bounds, values, predicted = bounds_of(trial)
         if all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits):
             return model, Certificate(
                 trial=trial.number, level=confidence, bounds=bounds,
                 limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
-                tested=len(tested), values=values, tested_trials=tested)
+                tested=len(tested), values=values, tested_trials=tested,
+                positive_rate=float(np.mean(predicted)), one_class=_one_class(predicted))
         tried.append((trial, bounds))
         if len(tried) >= CANDIDATES:
             break
@@ -444,13 +480,13 @@ def certify_objective(objective: Any, study: Any) -> Any:
                          "confidence=..., e.g. 0.95, but got confidence=None.")
     rows, limits = objective._rows, objective.limits
 
-    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float]]:
+    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float], Any]:
         model = objective.refit_best(study, trial=trial)  # on the search rows
         predicted, _ = objective._predict(model, rows.X_safe, rows.s_safe, expected=True)
         bounds = safety_bounds(limits, objective.confidence, rows.y_safe, predicted, rows.s_safe)
         values = {limit.metric: fairness_value(limit.metric, rows.y_safe.to_numpy(), predicted,
                                                rows.s_safe) for limit in limits}
-        return model, bounds, values
+        return model, bounds, values, predicted
 
     try:
         model, certificate = first_certified(
@@ -469,9 +505,9 @@ def split_safety(search: Any, X: Any, y: Any, sensitive: Any, fit_params: dict[s
     """FairSearchCV's rows split into those of the search and the safety rows (stratified by
     label, seeded by ``random_state``): ``((X, y, sensitive, fit_params), (X_safe, y01_safe,
     sensitive_safe))``, per-row fit parameters cut to the search rows."""
-    from sklearn.model_selection import train_test_split
     from sklearn.utils import _safe_indexing
 
+    from fairtune.tuning._data import drawn_split
     from fairtune.tuning._estimators import _rows_of
     from fairtune.tuning._search_checks import seeds
 
@@ -479,8 +515,9 @@ def split_safety(search: Any, X: Any, y: Any, sensitive: Any, fit_params: dict[s
         raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` must "
                          "be True with it, but got refit=False.")
     labels = np.asarray(y)
-    rows, safe = train_test_split(np.arange(len(labels)), test_size=share, stratify=labels,
-                                  random_state=seeds(search)[1])
+    rows, safe = drawn_split(len(labels), share, labels, seeds(search)[1],
+                             argument="safety_size", held="the safety rows", rest="the search",
+                             rows="rows given to fit")
     rows, safe = np.sort(rows), np.sort(safe)
     y01, _ = search._favourable(labels)
     part = (_safe_indexing(X, rows), _safe_indexing(y, rows), _safe_indexing(sensitive, rows),
@@ -503,7 +540,7 @@ def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitiv
     X_safe, y_safe, s_safe = safe
     ranked = candidates(study)
 
-    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float]]:
+    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float], Any]:
         estimator = build(optuna.trial.FixedTrial(trial.params))
         search._refit(estimator, X, y, with_sensitive(search, estimator, "fit", fit_params,
                                                       sensitive, mitigated))
@@ -515,7 +552,7 @@ def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitiv
         bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe)
         values = {limit.metric: fairness_value(limit.metric, y_safe, predicted, s_safe)
                   for limit in limits}
-        return estimator, bounds, values
+        return estimator, bounds, values, predicted
 
     try:
         estimator, certificate = first_certified(ranked, bounds_of, limits, confidence,

@@ -295,7 +295,7 @@ def test_the_candidate_budget_holds_across_certifications() -> None:
     def bounds_of(trial):  # every candidate fails but #7
         seen.append(trial.number)
         bound = 0.05 if trial.number == 7 else 0.2
-        return trial.number, {"demographic_parity": bound}, {"demographic_parity": bound}
+        return trial.number, {"demographic_parity": bound}, {"demographic_parity": bound}, [0, 1]
 
     spent = list(range(CANDIDATES))  # trials 0-4, tested by earlier certifications
     with pytest.raises(NotCertifiedError, match=r"safety rows have been spent on 5 candidates "
@@ -378,3 +378,22 @@ def test_a_resume_with_another_confidence_names_what_tightened_the_limits() -> N
                                          r"before") as error:
         _objective(confidence=0.8).prepare(study)
     assert "`limits`" not in str(error.value)  # typed the same: the tightened ones follow
+
+
+def test_a_certified_constant_model_says_so_in_its_certificate() -> None:
+    """The certificate summarizes what it measured: the certified model's rate of predicting 1
+    on the safety rows, and the class it predicted for every one of them, if one."""
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning._certify import first_certified
+
+    limits = parse_limits("disparate_impact>=0.9")
+    for predicted, constant in (([1.0] * 4, 1), ([0.0, 1.0, 1.0, 1.0], None)):
+        _, certificate = first_certified(
+            [_Trial(6)], lambda trial: (trial.number, {"disparate_impact": 0.999},
+                                        {"disparate_impact": 1.0}, predicted),
+            limits, 0.95, 4)
+        assert certificate.one_class == constant
+        assert certificate.positive_rate == np.mean(predicted)
+        assert ("Warning: the certified model (trial #6 refitted on the search rows) predicted "
+                "1 (the favourable outcome) for every one of the 4 safety rows"
+                in certificate.text()) == (constant == 1)
