@@ -362,13 +362,19 @@ class StudyReport:
         best: The best fair trial, or the least unfair one when no trial is fair (None without
             completed trials, and for a study shared by tenants: see ``sections``).
         best_is_fair: Whether ``best`` meets every limit.
+        deployed: The certified trial when it is not ``best`` (the best fair trial did not
+            pass the safety test), else None. The report is then of the model to deploy:
+            ``rows``, ``deployment`` and ``best_one_class`` are this trial's.
         metric: The name of the study's value (e.g. ``"accuracy"``).
-        rows: ``(name, value, status)`` rows of ``best``: the metric, each fairness value
+        rows: ``(name, value, status)`` rows of the trial reported (``deployed``, else
+            ``best``): the metric, each fairness value
             (``"ok"`` or ``"violated (...)"``), the predicted positive rate overall and per
             group, the parameters (status ``"param"``).
-        deployment: What ``best``'s deployed model uses and needs at prediction time.
+        deployment: What the reported trial's deployed model uses and needs at prediction
+            time.
         one_class: The number of completed trials that predict one class for everyone.
-        best_one_class: The class ``best`` predicts for everyone, or None.
+        best_one_class: The class the reported trial predicts for every validation row, or
+            None.
         test_trial: The trial the test lines belong to (None without them).
         test_lines: The test split's score lines (:func:`scores_on_test_split`).
         test_recorded: Whether the test lines are those ``fairtune tune`` stored with the
@@ -400,6 +406,7 @@ class StudyReport:
     best: Any
     best_is_fair: bool
     metric: str
+    deployed: Any = None
     rows: list[tuple[str, str, str]] = field(default_factory=list)
     deployment: list[str] = field(default_factory=list)
     one_class: int = 0
@@ -431,16 +438,28 @@ class StudyReport:
         return (who + f", {complete} complete" + (f", {self.pruned} pruned" if pruning else "")
                 + (f", {failed} failed" if failed else "") + f", {fair} fair.")
 
+    @property
+    def _subject(self) -> Any:
+        """The trial the report's table is of: the model to deploy when it is not ``best``."""
+        return self.best if self.deployed is None else self.deployed
+
+    def _constant(self) -> int | None:
+        """The class the certified model predicted for every safety row (its certificate's
+        measurement of the deployed model itself), or None."""
+        label = self.certificate.get("one_class") if self.certificate.get("certified") else None
+        return None if label is None else int(label)
+
     def _findings(self) -> list[str]:
-        """The best trial's headline and the warnings about it, one line each."""
+        """The warnings about the reported trial, one line each."""
         complete = self.counts[1]
         lines = []
-        if self.best_one_class is not None:
+        if self.best_one_class is not None and self._constant() is None:
             lines.append(
-                f"Warning: trial #{self.best.number} predicts one class ({self.best_one_class}) "
-                f"for everyone: its {self.metric} is that of a constant guess and its fairness "
-                f"gaps are trivially 0 ({self.one_class} of {complete} complete trials do so). "
-                "Tighter limits are met this way; check the model before trusting it."
+                f"Warning: trial #{self._subject.number} predicts one class "
+                f"({self.best_one_class}) for everyone: its {self.metric} is that of a "
+                f"constant guess and its fairness gaps are trivially 0 ({self.one_class} "
+                f"of {complete} complete trials do so). Tighter limits are met this way; check "
+                "the model before trusting it."
             )
         elif self.one_class:
             lines.append(f"{self.one_class} of {complete} complete trials predict one class for "
@@ -450,6 +469,9 @@ class StudyReport:
     def _headline(self) -> str:
         if self.best is None:
             return "No completed trial yet."
+        if self.deployed is not None:
+            return (f"Trial #{self.deployed.number}, the certified model (the best fair trial, "
+                    f"#{self.best.number}, did not pass the safety test)")
         if self.best_is_fair and self.uncertified:
             return (f"Best fair trial: #{self.best.number} (a candidate: no model is certified "
                     "yet)")
@@ -465,6 +487,12 @@ class StudyReport:
         and the section of the tenant asked for (never one best trial across tenants).
         """
         out = [self._summary() + "\n"]
+        # The answer first, as the HTML page and the dashboard's note give it: the lines of it
+        # that the report prints further down (the certificate, the test verdict, what the
+        # model needs at prediction time) are printed there.
+        answer = self._answer()
+        later = set(self.deployment + self._findings() + self.test_lines)
+        out += [printable(line) + "\n" for line in answer if line not in later]
         out += [f"{what:<11} {printable(value)}\n" for what, value in self.setup]
         if self.running:
             out.append(f"{'Running':<11} {printable(self.running)}\n")
@@ -479,7 +507,9 @@ class StudyReport:
             return "".join(out)
         out.append(format_table(["", "value", ""], [list(r) for r in self.rows],
                                 right_aligned={1}))
-        out += [printable(line) + "\n" for line in self.deployment + self._findings()]
+        refused = self.certificate.get("certified") is False and answer
+        out += [printable(line) + "\n" for line in self.deployment + self._findings()
+                if not (refused and line == self.certificate.get("message"))]
         if self.test_lines:
             source = "recorded by `fairtune tune` " if self.test_recorded else ""
             out.append(f"Test scores {source}for trial #{self.test_trial}{self._not_deployed()}"
@@ -511,8 +541,9 @@ class StudyReport:
             if self.best is not None:
                 if answer:
                     out += [f"- {markdown_text(line)}" for line in self._findings()]
-                which = "the best fair trial" if self.best_is_fair else "the least unfair trial"
-                out += ["", f"Trial \\#{self.best.number}, {which}, on validation:", "",
+                which = ("the certified model" if self.deployed is not None else
+                         "the best fair trial" if self.best_is_fair else "the least unfair trial")
+                out += ["", f"Trial \\#{self._subject.number}, {which}, on validation:", "",
                         markdown_table(["", "value", ""],
                                            [[name.strip(), value, status]
                                             for name, value, status in self.rows
@@ -577,7 +608,10 @@ class StudyReport:
         if not self.tenants and self.best is not None and verdict.get("certified") is False:
             return "Deploy no model: the safety test certified none"
         if not self.tenants and self.best is not None and verdict.get("certified"):
-            return f"Deploy trial #{verdict.get('trial')}, certified"
+            constant = self._constant()
+            return f"Deploy trial #{verdict.get('trial')}, certified" + (
+                "" if constant is None else
+                f": a constant model, it predicted {constant} for every safety row")
         if not self.tenants and self.best is not None and self.uncertified:
             return ("No model certified yet" + (
                 f"; the best fair trial, #{self.best.number}, is the candidate"
@@ -613,9 +647,13 @@ class StudyReport:
                              if t.number == number), self.best)
             what = "the certified model" + (
                 "" if deployed.number == self.best.number
-                else f" (the best fair trial, #{self.best.number}, did not pass)")
+                else f" (the best fair trial, #{self.best.number}, did not pass the safety "
+                     "test)")
+        constant = self._constant()
+        facts = "" if constant is None else (
+            f"; a constant model: it predicted {constant} for every safety row")
         lines = [f"Deploy trial #{deployed.number}, {what} "
-                 f"({self.metric} {deployed.value:.4f} on validation)."]
+                 f"({self.metric} {deployed.value:.4f} on validation{facts})."]
         lines += [line for line in self.deployment if line.startswith("Certified:")]
         if self.test_lines and self.test_trial == deployed.number:
             lines.append(self.test_lines[0])
@@ -919,11 +957,16 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     page.best_is_fair = best is not None
     page.best = best if best is not None else least_unfair_trial(complete, limits)
     best = page.best
-    page.rows = _best_rows(best, limits, page.metric)
-    page.deployment = deployment_lines(best)
     # The safety test's verdict (confidence=): the certificate of the deployed model or the
     # refusal, when it speaks for the trials as they stand; else no model is certified yet.
     verdict = read_verdict(study, tenant)
+    if verdict.state == "certified" and page.best_is_fair:
+        number = verdict.record.get("trial")
+        page.deployed = next((t for t in complete if t.number == number
+                              and t.number != best.number), None)
+    shown = best if page.deployed is None else page.deployed  # the model to deploy's facts
+    page.rows = _best_rows(shown, limits, page.metric)
+    page.deployment = deployment_lines(shown)
     if verdict.state in ("certified", "refused"):
         page.certificate = verdict.record
         page.deployment.append(str(verdict.record["message"]))
@@ -931,7 +974,7 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
         page.uncertified = verdict.text() or Verdict("pending").text()
         page.deployment.append(page.uncertified)
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
-    page.best_one_class = predicts_one_class(best)
+    page.best_one_class = predicts_one_class(shown)
     # The model to deploy: with confidence only the certified one (none before a current
     # certificate), else the best fair trial.
     if page.certificate or page.uncertified:

@@ -200,8 +200,9 @@ def test_the_note_deploys_the_certified_model_not_the_best_fair_trial() -> None:
                                           "message": "Certified: trial #1 keeps ..."})
     publish(study)
     note = _plain(get_note(study))
-    assert ("- Deploy trial #1, the certified model (the best fair trial, #2, did not pass) "
-            "(accuracy 0.7000 on validation).") in note
+    assert ("- Deploy trial #1, the certified model (the best fair trial, #2, did not pass the "
+            "safety test) (accuracy 0.7000 on validation).") in note
+    assert "Trial #1, the certified model, on validation:" in note
     assert "- Certified: trial #1 keeps ..." in note
     assert note.splitlines()[2] == "### Deploy trial #1, certified"
     assert "Deploy trial #2" not in note and "the model to deploy is the one this note" in note

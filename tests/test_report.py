@@ -226,7 +226,7 @@ def test_text_from_the_data_prints_its_control_characters_escaped() -> None:
                   f"  t{escaped}\n"):
         assert shown in text, (shown, text)
     # Every line is one of the report's: none broken by a newline from the data.
-    assert len(text.splitlines()) == 15, text
+    assert len(text.splitlines()) == 16, text
     html = report(study).html()
     assert not any(c in html for c in "\x1b\r") and f"d{escaped}.csv" in html
     # The table of tenants escapes the tenants' names.
@@ -253,3 +253,63 @@ def test_the_html_report_opens_with_the_answer() -> None:
     assert f"Deploy trial #{best}, the best fair trial" in items
     assert "Test split (250 rows), best fair trial refitted on the other rows:" in items
     assert "Sensitive feature at prediction: needed" in items
+
+
+# -- the model to deploy: the certified one when the best fair trial did not pass ------------
+
+
+def _certified_below_the_best(**certificate: object) -> optuna.Study:
+    """Trials #0 (0.9, unfair), #1 (0.7, fair, positive rate 0.4), #2 (0.8, fair, predicts 0 for
+    every validation row); the safety test certified #1, the best fair trial #2 did not pass."""
+    from fairtune._keys import CERTIFICATE_KEY, POSITIVE_RATE_KEY, SETUP_KEY
+
+    study = optuna.create_study(direction="maximize", study_name="c")
+    study.set_user_attr(SETUP_KEY, {"metric": "accuracy", "limits": ["demographic_parity<=0.1"],
+                                    "confidence": 0.95})
+    _add(study, 0.9, 0.3, **{POSITIVE_RATE_KEY: 0.5})
+    _add(study, 0.7, 0.05, **{POSITIVE_RATE_KEY: 0.4})
+    _add(study, 0.8, 0.0, **{POSITIVE_RATE_KEY: 0.0})
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": True, "trial": 1, "tested_trials": [2, 1],
+                                          "message": "Certified: trial #1 keeps ...",
+                                          **certificate})
+    return study
+
+
+def test_every_report_names_the_certified_model_to_deploy_and_shows_its_scores() -> None:
+    from tests.test_dashboard_view import _plain
+
+    page = report(_certified_below_the_best())
+    deploy = ("Deploy trial #1, the certified model (the best fair trial, #2, did not pass the "
+              "safety test) (accuracy 0.7000 on validation).")
+    text = page.text()
+    assert text.splitlines()[1] == deploy, text
+    assert ("Trial #1, the certified model (the best fair trial, #2, did not pass the safety "
+            "test)\n") in text
+    assert "Best fair trial" not in text
+    # The table is the deployed trial's, not the best fair trial's.
+    assert re.search(r"accuracy +0\.7000\n", text) and re.search(r"positive rate +0\.4000", text)
+    assert not re.search(r"accuracy +0\.8000", text), text
+    # The best fair trial predicts one class on validation; it is not deployed: no warning
+    # names it.
+    assert "Warning: trial #2" not in text
+    assert deploy in page.html() and deploy in _plain(page.markdown())
+
+
+def test_a_certified_constant_model_is_said_to_be_one_wherever_it_is_named() -> None:
+    from fairtune.tuning._certify import one_class_text
+    from tests.test_dashboard_view import _plain
+
+    warning = one_class_text(1, 1, 9600)
+    page = report(_certified_below_the_best(
+        one_class=1, message=f"Certified: trial #1 keeps ... {warning}"))
+    text, html, note = page.text(), page.html(), _plain(page.markdown())
+    deploy = ("Deploy trial #1, the certified model (the best fair trial, #2, did not pass the "
+              "safety test) (accuracy 0.7000 on validation; a constant model: it predicted 1 "
+              "for every safety row).")
+    assert text.splitlines()[1] == deploy
+    assert ("predicted 1 (the favourable outcome) for every one of the 9600 safety rows"
+            in warning)
+    for shown in (text, html, note):
+        assert deploy in shown and warning in shown
+    assert note.splitlines()[0] == ("### Deploy trial #1, certified: a constant model, it "
+                                    "predicted 1 for every safety row")
