@@ -31,7 +31,7 @@ _EXPECTED_BLOCKS = {
     "user_guide/multi_objective.md": ["mtkb"],
     "user_guide/tenants.md": ["tenants", "femnist"],
     "user_guide/agents.md": ["cgp"],
-    "user_guide/fairness_metrics.md": ["metrics", "interval"],
+    "user_guide/fairness_metrics.md": ["metrics", "interval", "ratio"],
     "user_guide/datasets.md": ["datasets"],
     "user_guide/own_data.md": ["own_file", "own_frame"],
 }
@@ -86,6 +86,8 @@ def test_documented_example_runs(tmp_path: Path, page: str, index: int, name: st
     if name == "metrics":  # 2/3 - 1/3, then the larger of the TPR and FPR gaps
         dsp, eod = map(float, out.split())
         assert dsp == pytest.approx(1 / 3) and 0.0 <= eod <= 1.0
+    if name == "ratio":  # no one selected: 1, not settled; everyone: bounded near 1
+        assert out.splitlines() == ["0 1.0 (0.0, 1.0) 0.0", "1 1.0 (1.0, 1.0) 0.991"], out
     if name == "interval":  # a gap, then an interval about 0.11 either side of it, from 0
         gap, interval = out.split("\n", 1)
         low, high = map(float, interval.strip().strip("()").split(","))

@@ -26,7 +26,11 @@ hold, which a union bound over the ``groups * (groups - 1) * rates`` of them mak
 probability ``1 - delta`` (each at ``d = delta / (groups * (groups - 1) * rates)``). A bound of
 each group's rate on its own would count the smallest group's width twice. A ratio
 ``min_g rate_g / max_g rate_g`` is at least ``min_g L_g / max_g U_g``, with every group's
-bounds at ``delta / (2 * groups * rates)``. The caller spends ``delta`` over the limits and
+bounds at ``delta / (2 * groups * rates)``. The ratio of a model that selects no row is 1 on
+those rows (:func:`fairtune.fairness.disparate_impact_ratio`), but its bound is 0: each rate is
+only known to be below its upper bound, and the ratio of small rates can be anything; the ratio
+is 1 on the population only if every upper bound were 0, which no number of rows shows. A model
+that selects every row is bounded near 1. The caller spends ``delta`` over the limits and
 the candidate models it tests (see :mod:`fairtune.tuning._certify`).
 
 Notation: ``p_hat`` a group's observed rate, ``n`` its rows, ``d`` a one-sided bound's error

@@ -579,7 +579,9 @@ def metric_interval(
     largest absolute value): ``c``, the ``confidence_level`` quantile of the largest change of
     such a difference under resampling, gives ``[max(0, gap - c), gap + c]``. A ratio is
     treated the same way on the logarithms of the rates (``[ratio * e**-c, ratio * e**c]``,
-    at most 1). So a gap of 0 is inside the interval whenever the sample cannot tell it from 0,
+    at most 1); when no row is selected (the ratio is 1 by definition) the interval is
+    ``[0, 1]``: a rate of 0 on a sample is a small rate on new data, and the ratio of small
+    rates is not settled by the sample. So a gap of 0 is inside the interval whenever the sample cannot tell it from 0,
     which the plain percentiles of the resampled gaps (all above 0) would never allow. The
     coverage is ``confidence_level`` for two groups and one rate, higher (a wider interval than
     needed) with more groups or both rates of equalized odds.
@@ -636,5 +638,10 @@ def metric_interval(
         c = float(np.quantile(change, confidence_level))
         spread = float(_aggregate(logs, "difference"))
         low, high = float(np.exp(-(spread + c))), float(np.exp(-max(0.0, spread - c)))
+        if not sample.max(axis=0).min() > 0:
+            # No row selected: the ratio is 1 on these rows, but on new data each rate is
+            # only known to be small, and a ratio of small rates can be anything (the bound
+            # of fairtune.fairness.bounds.metric_bound is 0 alike).
+            low = 0.0
     low, high = min(low, value), max(high, value)
     return float(low), float(high)
