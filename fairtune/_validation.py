@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,12 @@ MSG_GROUP_WITHOUT_LABEL = (
 _NO_SUCH_ROW = (
     "The group has no {meaning} row in any row of the search, so no number of rows fixes it: "
     "merge it into another group, or use a limit that does not measure the {rate} "
+    "(demographic_parity measures every row)."
+)
+_HELD_OUT_SUCH_ROWS = (
+    "The group's {count} {meaning} row{s} in the data {are} all held out from the search "
+    "({places}): {fixes} or more {meaning} rows of the group would give the search some; "
+    "else merge it into another group, or use a limit that does not measure the {rate} "
     "(demographic_parity measures every row)."
 )
 _TOO_FEW_SUCH_ROWS = (
@@ -383,7 +389,8 @@ def minimum_group_rows(limits: Any) -> int:
     return max(MIN_GROUP_VALIDATION_ROWS, math.floor(round(1.0 / min(bounds), 9)) + 1)
 
 
-def check_group_sizes(groups: pd.Series, minimum: int, *, where: str, argument: str) -> None:
+def check_group_sizes(groups: pd.Series, minimum: int, *, where: str, argument: str,
+                      explain: Callable[[Any, int], str | None] | None = None) -> None:
     """Refuse a group with fewer than ``minimum`` rows in ``groups``.
 
     Args:
@@ -392,15 +399,26 @@ def check_group_sizes(groups: pd.Series, minimum: int, *, where: str, argument: 
         minimum: The fewest rows a group needs there (:func:`minimum_group_rows`).
         where: The rows, for the message, e.g. ``"the validation split"``.
         argument: How messages name the sensitive features, e.g. ``"`sensitive_features`"``.
+        explain: ``(group, its rows in where) -> why``: a sentence when something other than
+            the group's size left it so few rows there (a share of the rows that an argument
+            gives), or None; the message then gives that cause instead of the group's size.
 
     Raises:
         ValueError: Naming each such group with its row count in ``where``, the minimum, and
-            how to fix it (merge the group into another, drop its rows, or collect more).
+            how to fix it (merge the group into another, drop its rows, or collect more), or
+            the cause that ``explain`` gives.
     """
     counts = pd.Series(groups).value_counts(sort=False)
     small = counts[counts < minimum].sort_values(kind="stable")
     if small.empty:
         return
+    if explain is not None:
+        cause = explain(_plain(small.index[0]), int(small.iloc[0]))
+        if cause is not None:
+            raise ValueError(
+                f"Each group needs at least {minimum} rows in {where} (one row moves a group's "
+                "rate by 1/n, so in a smaller group a single person can decide whether a trial "
+                f"meets the limit): {cause}")
     listed = ", ".join(f"{_plain(g)!r} ({int(c)} row{'' if c == 1 else 's'})"
                        for g, c in list(small.items())[:10])
     if len(small) > 10:
@@ -434,7 +452,8 @@ def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -
 
 def check_groups_have_labels(groups: pd.Series, y01: Any, needs: Iterable[tuple[str, str, int]],
                              *, where: str, argument: str, all_groups: Any = None,
-                             all_y01: Any = None, more: str = "more data") -> None:
+                             all_y01: Any = None, more: str = "more data",
+                             elsewhere: Sequence[tuple[str, Any, Any, str]] = ()) -> None:
     """Refuse a group without rows of a label that a limit measures a rate on.
 
     Args:
@@ -448,6 +467,10 @@ def check_groups_have_labels(groups: pd.Series, y01: Any, needs: Iterable[tuple[
             their labels: the message then says whether more rows could help.
         more: How to give ``where`` more rows, for the message when ``all_groups`` is not
             given, e.g. "a larger `safety_size`".
+        elsewhere: ``(where, groups, 0/1 labels, what gives the search more of them)`` of
+            each part of the data held out from ``all_groups`` (the test split, e.g. "a
+            smaller `test_size`"): a label found only there is said to be there, with what
+            would help, rather than missing from the data.
 
     Raises:
         ValueError: Naming the group, the missing label, the undefined rate and the limit.
@@ -468,9 +491,26 @@ def check_groups_have_labels(groups: pd.Series, y01: Any, needs: Iterable[tuple[
         else:
             every = np.asarray(all_groups, dtype=object)
             total = int(np.sum((every == group) & (np.asarray(all_y01).ravel() == label)))
-            fix = (_NO_SUCH_ROW.format(meaning=meaning, rate=rate) if not total else
-                   _TOO_FEW_SUCH_ROWS.format(count=total, meaning=meaning, rate=rate,
-                                             s="" if total == 1 else "s"))
+            held = [(place, int(np.sum((np.asarray(part, dtype=object) == group)
+                                       & (np.asarray(part_y01).ravel() == label))), remedy)
+                    for place, part, part_y01, remedy in elsewhere]
+            held = [h for h in held if h[1]]
+            count = sum(h[1] for h in held)
+            if not total and held:
+                fixes = ", ".join([f"another {arg('random_state')}",
+                                   *(remedy for _, _, remedy in held)])
+                fix = _HELD_OUT_SUCH_ROWS.format(
+                    count=count, meaning=meaning, s="" if count == 1 else "s",
+                    are="is" if count == 1 else "are", rate=rate, fixes=fixes,
+                    places=" and ".join(f"{n} in {place}" for place, n, _ in held))
+            elif not total:
+                fix = _NO_SUCH_ROW.format(meaning=meaning, rate=rate)
+            else:
+                fix = _TOO_FEW_SUCH_ROWS.format(count=total, meaning=meaning, rate=rate,
+                                                s="" if total == 1 else "s")
+                if held:
+                    fix += (" It has " + " and ".join(f"{n} more in {place}"
+                                                      for place, n, _ in held) + ".")
         raise ValueError(MSG_GROUP_WITHOUT_LABEL.format(
             argument=argument, where=where, group=_plain(group), label=label, meaning=meaning,
             rows=rows, s="" if rows == 1 else "s", rate=rate, limit=limit, fix=fix))

@@ -31,6 +31,7 @@ the rules here, so that the same input gets the same answer whichever entrance i
 from __future__ import annotations
 
 import hashlib
+import math
 import warnings
 import pickle
 from collections.abc import Iterable, Sequence
@@ -40,8 +41,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairtune._names import arg, got
-from fairtune._validation import favourable_labels, sensitive_groups, shown
+from fairtune._names import arg, got, has_name
+from fairtune._validation import (
+    favourable_labels,
+    minimum_group_rows,
+    sensitive_groups,
+    shown,
+)
 
 __all__ = [
     "Splits", "aligned", "budget_folds", "budget_rows", "checked_group_sizes", "data_fingerprint",
@@ -250,6 +256,190 @@ def _check_folds_keep_values(folds: Sequence[Fold], keep: pd.DataFrame | None) -
                     f"its training rows.")
 
 
+def _share_text(value: float, low: float, high: float, *, up: bool = False) -> str:
+    """``value`` rounded down (``up``: up) to the fewest significant digits that keep it in
+    ``[low, high]`` and within 1 % of its distance from 0 and from 1, as text."""
+    if value <= 0.0 or not math.isfinite(value):
+        return repr(value)
+    for digits in range(1, 18):
+        scale = 10.0 ** (digits - 1 - math.floor(math.log10(value)))
+        rounded = (math.ceil if up else math.floor)(value * scale) / scale
+        # Close enough that a share near 1 keeps its distance from 1 too (0.99995, not 0.9).
+        close = abs(rounded - value) <= 0.01 * min(value, 1.0 - value) if value < 1.0 else True
+        if low <= rounded <= high and close:
+            return f"{rounded:.{digits}g}"
+    return repr(value)
+
+
+def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, held: str,
+                rest: str, rows: str, left_by: Sequence[tuple[str, Any]] = ()
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(rest, held)`` of ``n`` rows that ``argument``'s ``share`` splits,
+    stratified by ``labels``, as scikit-learn's ``train_test_split`` draws them (the held-out
+    part has ``ceil(share * n)`` rows).
+
+    A share that leaves a part too small to split by label (fewer rows than labels, none at
+    all) is refused before any trial, naming the argument, the value given and the rows each
+    part would get; ``held``, ``rest`` and ``rows`` name the parts and the rows split, e.g.
+    ``"the test split"``, ``"the tuning rows"``, ``"rows of the data"``; ``left_by``: the
+    ``(argument, value)`` of the shares that left these rows, named when the rows are too few
+    for any share.
+    """
+    from sklearn.model_selection import train_test_split
+
+    values, counts = np.unique(np.asarray(labels), return_counts=True)
+    classes = max(len(values), 1)
+    n_held = math.ceil(share * n)
+    n_rest = n - n_held
+    if n < 2 * classes and left_by:
+        named = " and ".join(got(*step) for step in left_by)
+        raise ValueError(
+            f"{named} leave{'' if len(left_by) > 1 else 's'} {n:,} {rows.split(' that ')[0]}, "
+            f"too few for {held} and {rest}, which need at least one row of each of the "
+            f"{classes} labels each: use a smaller "
+            f"{' or '.join(arg(name) for name, _ in left_by)}."
+        )
+    if n_held < classes or n_rest < classes:
+        if n >= 2 * classes:
+            # ceil(s * n) >= classes and n - ceil(s * n) >= classes.
+            low, high = classes / n, (n - classes) / n
+            # Any share above (classes - 1) / n gives the held-out part enough rows.
+            above = math.nextafter((classes - 1) / n, 1.0)
+            fix = (f"give a share from {_share_text(low, above, high, up=True)} to "
+                   f"{_share_text(high, above, high)}")
+        else:
+            fix = f"{n:,} rows are too few to split by label with any share"
+        raise ValueError(
+            f"{got(argument, share)} gives {held} {n_held:,} of the {n:,} {rows} and "
+            f"leaves {rest} {n_rest:,}, but a split stratified by label needs at least one row "
+            f"of each of the {classes} labels in each part: {fix}."
+        )
+    if counts.min() < 2:
+        raise ValueError(
+            f"{got(argument, share)} splits {rows} by label, but label {_plain(values[counts.argmin()])!r} "
+            f"has {int(counts.min())} row of the {n:,} there, too few to be in both {held} "
+            f"and {rest}."
+        )
+    rest_rows, held_rows = train_test_split(np.arange(n), test_size=share, stratify=labels,
+                                            random_state=seed)
+    return np.asarray(rest_rows), np.asarray(held_rows)
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@dataclass
+class Draw:
+    """The shares (as given) that drew the rows of each part, so that a part with too few
+    rows of a group names the share that made it so rather than the data."""
+
+    all_groups: pd.Series  # the group of every row of the data (names, group_name)
+    dev_groups: pd.Series  # the group of every tuning row (names)
+    test_size: float | None
+    safety_size: float | None
+    validation_size: float | None
+    cv: int | None
+    seed: int
+    y_dev: np.ndarray | None = None
+    keep: pd.DataFrame | None = None  # the tuning rows' columns the model's guard checks
+
+    def path(self, part: str) -> list[tuple[str, Any, float]]:
+        """``(argument, value, share of the rows kept toward part)`` for each share that
+        drew ``part``: "test", "safety", "training" or "validation" (a fold's with cv)."""
+        steps: list[tuple[str, Any, float]] = []
+        if self.test_size is not None:
+            steps.append(("test_size", self.test_size,
+                          self.test_size if part == "test" else 1.0 - self.test_size))
+        if part == "test":
+            return steps
+        if self.safety_size is not None:
+            steps.append(("safety_size", self.safety_size,
+                          self.safety_size if part == "safety" else 1.0 - self.safety_size))
+        if part == "safety":
+            return steps
+        if self.cv is not None:
+            steps.append(("cv", self.cv, 1.0 / self.cv if part == "validation"
+                          else 1.0 - 1.0 / self.cv))
+        elif self.validation_size is not None:
+            steps.append(("validation_size", self.validation_size,
+                          self.validation_size if part == "validation"
+                          else 1.0 - self.validation_size))
+        return steps
+
+    def needs(self, minimum: int) -> int:
+        """The fewest rows of a group that every part can have enough of: ``minimum`` where
+        a trial is validated, one in each other part."""
+        return minimum + (self.cv is None) + (self.test_size is not None) + (
+            self.safety_size is not None)
+
+    def fitting_cv(self) -> int | None:
+        """The largest cv below the one given (halving) whose folds, drawn alike, give every
+        group rows in each fold's training and validation rows (and the training rows every
+        value the model's guard checks), or None."""
+        from sklearn.model_selection import StratifiedKFold
+
+        if self.cv is None or self.y_dev is None:
+            return None
+        groups = self.dev_groups.to_numpy()
+        every = set(groups)
+        smallest = int(np.bincount(self.y_dev, minlength=2).min())
+        k = min(self.cv - 1, smallest)
+        while k >= 2:
+            splitter = StratifiedKFold(k, shuffle=True, random_state=self.seed)
+            folds = list(splitter.split(np.zeros(len(groups)), self.y_dev))
+            if all(set(groups[a]) == every and set(groups[b]) == every for a, b in folds):
+                try:
+                    _check_folds_keep_values(folds, self.keep)
+                except ValueError:
+                    pass
+                else:
+                    return k
+            k //= 2
+        return None
+
+    def cause(self, group: str, part: str, where: str, have: int, needed: int,
+              minimum: int) -> str | None:
+        """Why ``group`` has ``have`` rows in ``where`` (a ``part``) where it needs ``needed``:
+        a sentence naming the share that left it so few, or None when the group itself has
+        too few rows in the data for every part (the data is the cause)."""
+        total = int((self.all_groups == group).sum())
+        if total < self.needs(minimum):
+            return None
+        steps = [step for step in self.path(part) if has_name(step[0])]
+        if not steps:
+            return None
+        name, value, kept = min(steps, key=lambda step: step[2])
+        expected = total * float(np.prod([step[2] for step in self.path(part)]))
+        found = (f"{got(name, value)} leaves group {group!r} {have} of its {total:,} rows in "
+                 f"{where} (about {expected:.3g} on average), where it needs {needed}")
+        if name == "cv":
+            better = self.fitting_cv()
+            fix = (f"a smaller {arg('cv')}: {got('cv', better)} gives every group rows in each "
+                   f"fold's training and validation rows" if better is not None else
+                   f"a smaller {arg('cv')}, or none (a validation split)")
+            return f"{found}: the folds are the cause, not the group's size. Use {fix}."
+        others = expected / kept  # the rows the other shares leave toward the part
+        # A share that gives the group `needed` rows on average misses them about as often as
+        # not: aim at about three standard deviations (of a Poisson count) above.
+        aim = math.ceil(needed + 3 * math.sqrt(needed))
+        share = aim / others if others > 0 else math.inf
+        larger = (part == "test" and name == "test_size") or (
+            part == "safety" and name == "safety_size") or (
+            part == "validation" and name == "validation_size")
+        if larger:
+            fix = f"a larger {arg(name)}" + (
+                f" (from about {_share_text(share, share, 1.0, up=True)} on: {aim} on average)"
+                if share < 1.0 else "")
+        else:
+            fix = f"a smaller {arg(name)}" + (
+                f" (about {_share_text(1.0 - share, 0.0, 1.0 - share)} or less: {aim} on "
+                "average)" if share < 1.0 else "")
+        luck = (f", or another {arg('random_state')} (the rows expected there are enough)"
+                if expected >= needed and has_name("random_state") else "")
+        return f"{found}: the share is the cause, not the group's size. Use {fix}{luck}."
+
+
 @dataclass
 class Splits:
     """The rows a trial is scored on: ``folds`` over the tuning rows, ``(fit rows, validation
@@ -276,30 +466,44 @@ class Splits:
 
 
 def checked_group_sizes(sensitive: Any, rows: np.ndarray, limits: Sequence[Any], *,
-                        where: str, argument: str, y01: Any = None) -> None:
+                        where: str, argument: str, y01: Any = None,
+                        held: Sequence[tuple[str, Any, Any, str]] = (),
+                        draw: Draw | None = None) -> None:
     """Refuse groups that cannot be measured: a group with too few validation ``rows`` for its
     rate to mean anything (the minimum: :func:`fairtune._validation.minimum_group_rows` of the
     limits), and, given the labels ``y01`` of every row, groups that are the labels and groups
     whose validation rows lack a label that a limit's rate is measured on (equalized odds in a
-    group without unfavourable rows: :func:`fairtune._validation.check_groups_have_labels`)."""
+    group without unfavourable rows: :func:`fairtune._validation.check_groups_have_labels`).
+
+    ``held``: ``(where, groups, 0/1 labels, what would give the search more of them)`` of each
+    part held out from the search (the test split, the safety rows), so that a label the
+    search lacks is said to be there. ``draw``: the shares that drew the rows, so that a group
+    too small only where a share left it few rows names that share (:class:`Draw`).
+    """
     from sklearn.utils import _safe_indexing
 
     from fairtune._validation import (
         check_group_sizes,
         check_groups_are_not_labels,
         check_groups_have_labels,
-        minimum_group_rows,
     )
 
     groups = group_labels(sensitive)
     if y01 is not None:
         check_groups_are_not_labels(groups, y01, argument=argument)
     validated = group_labels(_safe_indexing(sensitive, rows)).map(group_name)
-    check_group_sizes(validated, minimum_group_rows(limits), where=where, argument=argument)
+    minimum = minimum_group_rows(limits)
+    explain = None
+    if draw is not None:
+        def explain(group: Any, have: int) -> str | None:
+            return draw.cause(group, "validation", where, have, minimum, minimum)
+    check_group_sizes(validated, minimum, where=where, argument=argument, explain=explain)
     if y01 is not None:
-        check_groups_have_labels(validated, np.asarray(y01)[rows], rate_labels(limits),
-                                 where=where, argument=argument,
-                                 all_groups=groups.map(group_name), all_y01=y01)
+        check_groups_have_labels(
+            validated, np.asarray(y01)[rows], rate_labels(limits), where=where,
+            argument=argument, all_groups=groups.map(group_name), all_y01=y01,
+            elsewhere=[(place, group_labels(part).map(group_name), np.asarray(labels), fix)
+                       for place, part, labels, fix in held])
 
 
 def rate_labels(limits: Sequence[Any]) -> list[tuple[str, str, int]]:
@@ -580,27 +784,35 @@ def tuning_rows(
     else:
         # Positions of the split train_test_split makes of the rows themselves (same rows,
         # same order), then the rows at those positions.
-        dev, test = kept_values(*train_test_split(
-            np.arange(len(y)), test_size=test_size, stratify=y, random_state=random_state),
-            keep)
+        dev, test = kept_values(*drawn_split(
+            len(y), test_size, y, random_state, argument="test_size", held="the test split",
+            rest="the tuning rows", rows="rows of the data"), keep)
         X_dev, X_test, y_dev, y_test, s_dev, s_test = (
             part.iloc[rows] for part in (X, y, sensitive) for rows in (dev, test))
     X_safe = y_safe = s_safe = None
     if safety_size is not None:  # the rows of the safety test, which the search never sees
-        search, safe = kept_values(*train_test_split(
-            np.arange(len(y_dev)), test_size=safety_size, stratify=y_dev,
-            random_state=random_state), None if keep is None else X_dev[in_X])
+        search, safe = kept_values(*drawn_split(
+            len(y_dev), safety_size, y_dev, random_state, argument="safety_size",
+            held="the safety rows", rest="the search",
+            rows="rows of the data" if test_size is None else
+            f"tuning rows that {got('test_size', test_size)} leaves",
+            left_by=[] if test_size is None else [("test_size", test_size)]),
+            None if keep is None else X_dev[in_X])
         X_dev, X_safe, y_dev, y_safe, s_dev, s_safe = (
             part.iloc[rows] for part in (X_dev, y_dev, s_dev) for rows in (search, safe))
     n = len(y_dev)
     guard = None if keep is None else X_dev[in_X]
+    held_out = [s for s in (
+        ("test_size", test_size), ("safety_size", safety_size)) if s[1] is not None]
+    search_rows = "rows of the data" if not held_out else "search rows that {} {}".format(
+        " and ".join(got(*s) for s in held_out), "leave" if len(held_out) > 1 else "leaves")
     if cv is None:
         # The validation split is one fold.
-        fit_rows, valid_rows = kept_values(*train_test_split(
-            np.arange(n), test_size=validation_size, stratify=y_dev, random_state=random_state),
-            guard)
+        fit_rows, valid_rows = kept_values(*drawn_split(
+            n, validation_size, y_dev, random_state, argument="validation_size",
+            held="the validation split", rest="the training split", rows=search_rows,
+            left_by=held_out), guard)
         folds = [(fit_rows, valid_rows)]
-        _check_sensitive(s_dev.iloc[valid_rows], "the validation split")
     else:
         smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
         if cv > smallest_class:
@@ -610,12 +822,27 @@ def tuning_rows(
             )
         splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
         folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(X_dev, y_dev)]
+    draw = Draw(all_groups=group_labels(sensitive).map(group_name),
+                dev_groups=group_labels(s_dev).map(group_name), test_size=test_size,
+                safety_size=safety_size, validation_size=validation_size if cv is None else None,
+                cv=cv, seed=random_state, y_dev=y_dev.to_numpy(), keep=guard)
+    # A share that left a group without rows somewhere is named first; then the data.
+    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None,
+                                    s_safe=s_safe, draw=draw, minimum=minimum_group_rows(limits))
+    if cv is None:
+        _check_sensitive(s_dev.iloc[folds[0][1]], "the validation split")
+    if cv is not None:
         _check_folds_keep_values(folds, guard)
     splits = Splits(folds, n)
+    held = [(f"the test split of {got('test_size', test_size)}", s_test, y_test,
+             f"a smaller {arg('test_size')}")] if s_test is not None else []
+    if s_safe is not None:
+        held.append((f"the safety rows of {got('safety_size', safety_size)}", s_safe, y_safe,
+                     f"a smaller {arg('safety_size')}"))
     checked_group_sizes(
         s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
         where="the validation split" if cv is None else "the cross-validation folds",
-        y01=y_dev.to_numpy())
+        y01=y_dev.to_numpy(), held=held, draw=draw)
     _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None,
                                     s_safe=s_safe)
     if budgets is not None and resource == "n_samples":
@@ -651,31 +878,43 @@ def _check_sensitive(sensitive: Any, rows: str) -> None:
 
 def _check_every_group_is_validated(sensitive: Any, s_dev: Any, s_test: Any,
                                     folds: list[Fold], *, single: bool,
-                                    s_safe: Any = None) -> None:
+                                    s_safe: Any = None, draw: Draw | None = None,
+                                    minimum: int = 2) -> None:
     """Refuse a group without rows in a training or a validation part (or the test split):
     its fairness cannot be measured there, and a mitigation fitted without it cannot
-    predict it."""
+    predict it. With ``draw``, only a group with enough rows in the data that a share left
+    none there is refused, naming the share (the data's own small groups are refused after
+    the group sizes are checked)."""
     groups = group_labels(sensitive)
     dev = group_labels(s_dev).to_numpy()
-    parts = [("the test split", group_labels(s_test).to_numpy())] if s_test is not None else []
+    parts = [("the test split", "test", group_labels(s_test).to_numpy())
+             ] if s_test is not None else []
     if s_safe is not None:
-        parts.append(("the safety rows", group_labels(s_safe).to_numpy()))
+        parts.append(("the safety rows", "safety", group_labels(s_safe).to_numpy()))
     for k, (train, valid) in enumerate(folds):
         if single:
-            parts += [("the training split", dev[train]), ("the validation split", dev[valid])]
+            parts += [("the training split", "training", dev[train]),
+                      ("the validation split", "validation", dev[valid])]
         else:
-            parts += [(f"the training rows of fold {k + 1}", dev[train]),
-                      (f"the validation rows of fold {k + 1}", dev[valid])]
-    for where, part in parts:
-        seen = set(part)
+            parts += [(f"the training rows of fold {k + 1}", "training", dev[train]),
+                      (f"the validation rows of fold {k + 1}", "validation", dev[valid])]
+    for where, part, rows in parts:
+        seen = set(rows)
         absent = [g for g in pd.unique(groups) if g not in seen]
-        if absent:
-            sizes = groups.value_counts()
-            listed = ", ".join(f"{g!r} ({int(sizes[g])} row{'' if sizes[g] == 1 else 's'})"
-                               for g in absent[:5])
-            raise ValueError(
-                f"{arg('dataset')} sensitive groups with too few rows to validate: "
-                f"{listed} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "
-                "small groups into larger ones or drop their rows (every group needs rows "
-                "to train on and to be measured on)."
-            )
+        if not absent:
+            continue
+        if draw is not None:
+            cause = draw.cause(group_name(absent[0]), part, where, 0, 1, minimum)
+            if cause is not None:
+                raise ValueError(
+                    f"Every group needs rows to train on and to be measured on: {cause}")
+            continue
+        sizes = groups.value_counts()
+        listed = ", ".join(f"{g!r} ({int(sizes[g])} row{'' if sizes[g] == 1 else 's'})"
+                           for g in absent[:5])
+        raise ValueError(
+            f"{arg('dataset')} sensitive groups with too few rows to validate: "
+            f"{listed} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "
+            "small groups into larger ones or drop their rows (every group needs rows "
+            "to train on and to be measured on)."
+        )
