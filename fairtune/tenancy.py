@@ -131,6 +131,12 @@ def optimize(
     is created, before any ``suggest_*`` call. Enqueued trials popped by ``study.optimize`` keep
     the tenant they were enqueued with.
 
+    A run that cannot be the tenant's is refused before any trial is created, so that it
+    leaves the study as it was: a ``tenant`` not among the sampler's ``tenants``, an objective
+    made for another tenant, and an objective with a ``check_study`` method (a
+    :class:`~fairtune.tuning.FairObjective`) whose setup differs from the one the study
+    stores for ``tenant``.
+
     Args:
         study: The shared study; its sampler must be tenant-aware.
         tenant: The tenant's name (non-empty).
@@ -138,6 +144,10 @@ def optimize(
             :class:`~fairtune.tuning.FairObjective` with ``tenant``) must be ``tenant``'s.
         n_trials: Number of trials to run.
         **kwargs: Other arguments of ``study.optimize``.
+
+    Raises:
+        ValueError: Naming ``tenant`` and the sampler's tenants, or the objective's tenant, or
+            each setup argument that differs from the study's (as a resume names them).
 
     Example:
         .. code-block:: python
@@ -158,6 +168,13 @@ def optimize(
         raise ValueError(
             f"`tenant` {tenant!r} must be the tenant whose data the objective scores, but the "
             f"objective was made with tenant={scores!r}: create it with tenant={tenant!r}.")
+    listed = [str(t) for t in study.sampler.tenants]
+    if tenant not in listed:  # refused before a trial or a record is written
+        raise ValueError(f"`tenant` must be one of the sampler's `tenants` {listed} (the tenants "
+                         f"of study {study.study_name!r}), but got tenant={tenant!r}.")
+    check = getattr(func, "check_study", None)
+    if callable(check):  # an objective's setup against the study's, before any trial
+        check(study)
     key = (id(study._storage), study._study_id)
     with _optimizing_lock:
         if key in _optimizing_for and _optimizing_for[key] != tenant:

@@ -146,11 +146,15 @@ def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_re
     capsys.readouterr()
     assert main(_tune(tmp_path, "--test-size", "0.25", n_trials=1)) == 2
     err = capsys.readouterr().err
-    assert "was tuned with --cv, --test-size and --seed '3-fold cross-validation" in err
-    assert "use the same --cv, --test-size and --seed as before" in err
+    # Each flag changed is named by itself, with the values typed.
+    assert "was tuned with --cv 3, but this run asks for none" in err
+    assert "use the same --cv as before" in err and "--seed" not in err
     args = _tune(tmp_path, "--cv", "3", "--test-size", "0.25", n_trials=1)
+    seed = args[args.index("--seed") + 1]
     args[args.index("--seed") + 1] = "1"
     assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"was tuned with --seed {seed}, but this run asks for 1" in err and "--cv" not in err
     assert len(optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}").trials) == 5
 
 

@@ -8,7 +8,10 @@ line for one team or many) builds one record of these (:func:`setup_record`); th
 stores it with the study under one key (:data:`fairtune._keys.SETUP_KEY`, a tenant's under
 ``"fairtune:setup:<tenant>"``), and every later run compares its own record with the stored one
 (:func:`check_setup`): one message names each differing argument in the caller's spelling
-(``margin=0.01`` in Python, ``--margin 0.01`` on the command line).
+(``margin=0.01`` in Python, ``--margin 0.01`` on the command line). A refit of the study's
+trials (``refit_best``, ``certify``) and an entrance that can check before it creates a trial
+(:func:`fairtune.tenancy.optimize`) make the same comparison and store nothing
+(:func:`check_stored`).
 
 Entries a stored record does not have (a study stored by an older version) are taken from the
 run and are not differences. The tenants of a shared study are a fact of the study, not of one
@@ -24,7 +27,9 @@ the user gave. Likewise ``data`` (a digest of the tuning rows with their splits 
 rows) and ``rows`` (digests of the tuning rows, the test split and the safety rows apart) say
 which rows changed, and the ``dataset`` text (the data's name, its sensitive features, whether
 the model sees them, the columns dropped) is compared part by part, each part named by the
-argument that sets it.
+argument that sets it; so is the ``validation`` text (the folds or validation split, the
+test split, the split seed). A file's name and checksum changing with its rows (the
+command line's ``--data``) are followed by which rows changed.
 """
 
 from __future__ import annotations
@@ -52,8 +57,8 @@ from fairtune._names import arg, got, has_name, renamed
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_directions", "check_setup", "check_tenant", "dataset_text", "describe_pruner",
-           "read_setup", "setup_record"]
+__all__ = ["check_directions", "check_setup", "check_stored", "check_tenant", "dataset_text",
+           "describe_pruner", "read_setup", "setup_record"]
 
 # The record's entries, in the order messages and reports list them; each is the Python
 # argument that sets it (the command line renames them to its flags through fairtune._names).
@@ -75,6 +80,9 @@ _BEHIND_LIMITS: tuple[str, ...] = ("limits_given", "margin", "confidence", "safe
                                    "rows")
 # The data entries: which rows the trials are scored on (named when nothing else differs).
 _DATA: tuple[str, ...] = ("data", "rows")
+# Choices that change which rows land in which part, or their labels (a file's rows are then
+# not named as changed: the choice explains it).
+_SPLITTING: tuple[str, ...] = ("validation", "target", "pos_label", "confidence", "safety_size")
 # The parts of the ``rows`` entry, as messages describe them.
 _ROWS: dict[str, str] = {
     "tuning": "the tuning rows (or their validation splits)",
@@ -87,6 +95,8 @@ _ENTRANCES: dict[str, str] = {"FairObjective": "FairObjective (or `fairtune tune
 _DATASET_TEXT = re.compile(r"^(?P<name>.*) \(sensitive: (?P<sensitive>.*?)"
                            r"(?P<hidden>, hidden from the model)?(?:, without (?P<dropped>.*))?\)$",
                            re.DOTALL)
+_VALIDATION_TEXT = re.compile(r"^(?:(?P<cv>\d+)-fold cross-validation|a (?P<split>\d+)% validation split)"
+                              r"(?:, (?P<test>\S+) held out for testing)?, split seed (?P<seed>-?\d+)$")
 # The keys older versions stored one entry each under.
 _LEGACY: dict[str, str] = {
     DATASET_KEY: "dataset", MODEL_KEY: "model", METRIC_KEY: "metric", LIMITS_KEY: "limits",
@@ -208,6 +218,42 @@ def _dataset_items(stored: Any, record: Any) -> list[tuple[str, str, str]] | Non
     return items or None
 
 
+def _validation_items(stored: Any, record: Any) -> list[tuple[str, str, str]] | None:
+    """``(argument, stored, this run's)`` for each part of the ``validation`` entries of
+    :func:`validation_text`'s form that differs (the folds or the validation split, the test
+    split, the seed), with the values as typed; None when a text is not of that form."""
+    old, new = (_VALIDATION_TEXT.match(str(v)) for v in (stored, record))
+    if old is None or new is None:
+        return None
+
+    def number(match: re.Match[str], part: str, kind: type = float) -> Any:
+        text = match[part]
+        if text is None:
+            return None
+        return round(int(text) / 100, 2) if part == "split" else kind(text)
+
+    items = []
+    for part, name, kind in (("cv", "cv", int), ("split", "validation_size", float),
+                             ("test", "test_size", float), ("seed", "random_state", int)):
+        if part == "split" and (old["cv"] or new["cv"]):
+            continue  # a change to or from folds is named as `cv`
+        before, after = number(old, part, kind), number(new, part, kind)
+        if before != after:
+            items.append((arg(name), _show(before), _show(after)))
+    return items or None
+
+
+def _rows_changed(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
+    """The parts of the ``rows`` entries (:data:`_ROWS`) that differ."""
+    old, new = stored.get("rows") or {}, record.get("rows") or {}
+    return [part for part in _ROWS if part in old and part in new and old[part] != new[part]]
+
+
+def _rows_text(changed: list[str]) -> str:
+    return " and ".join(_ROWS[p].format(test_size=arg("test_size"), confidence=arg("confidence"))
+                        for p in changed) + " changed: a value, label or group differs"
+
+
 def _listed(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
@@ -223,12 +269,10 @@ def _data_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
                   whose: str, follows: str = "") -> str:
     """The rows differ and nothing else: which rows, as far as the records tell."""
     old, new = stored.get("rows") or {}, record.get("rows") or {}
-    changed = [part for part in _ROWS if part in old and part in new and old[part] != new[part]]
+    changed = _rows_changed(stored, record)
     if changed and (changed != ["tuning"] or "data" not in stored):
-        which = " and ".join(_ROWS[p].format(test_size=arg("test_size"),
-                                             confidence=arg("confidence")) for p in changed)
         digests = "; ".join(f"{old[p]!r} there, {new[p]!r} here" for p in changed)
-        rows = f"{which} changed: a value, label or group differs (digest {digests})"
+        rows = f"{_rows_text(changed)} (digest {digests})"
     else:
         rows = (f"data fingerprint {stored.get('data')!r} there, {record.get('data')!r} here: "
                 "other rows, labels, groups or validation splits")
@@ -286,7 +330,17 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
 
     items: list[tuple[str, str, str]] = []
     for n in named:
-        parts = _dataset_items(stored[n], record[n]) if n == "dataset" else None
+        parts = None
+        if n == "dataset":
+            parts = _dataset_items(stored[n], record[n])
+            # A file's name and checksum hide which rows changed: say it, unless another
+            # choice (the splits, the labels, the sensitive features) explains it.
+            changed = _rows_changed(stored, record)
+            if changed and parts and len(parts) == 1 and parts[0][0] == arg("dataset") and not (
+                    set(named) & set(_SPLITTING)):
+                parts = [(*parts[0][:2], f"{parts[0][2]} ({_rows_text(changed)})")]
+        elif n == "validation" and not (arguments or {}).get("validation"):
+            parts = _validation_items(stored[n], record[n])
         items += parts or [(argument(n), _show(stored[n]), _show(record[n]) + note(n))]
     what = "; ".join(f"{a} {old}, but this run asks for {new}" for a, old, new in items)
     return (
@@ -300,7 +354,8 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
 def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | None,
                  trial: Any = None, owner: str | None = None) -> None:
     """Refuse a run whose ``tenant`` does not fit the study: a study that tenants share (its
-    record, or its sampler, lists them) with no tenant, or a ``trial`` of another tenant
+    record, or its sampler, lists them) with no tenant or a tenant not among them, or a
+    ``trial`` of another tenant
     (:func:`fairtune.tenancy.tenant_of`; an untagged trial of a run with a tenant is tagged as
     that tenant's before its first suggestion, so that the sampler proposes the tenant's
     point). Nothing is stored by a refused run.
@@ -315,6 +370,10 @@ def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | N
             f"{study.study_name!r} is shared by these tenants, each scoring the trials on its own "
             f"data with its own setup, so a run without a tenant would mix its trials into "
             f"theirs, but got {got('tenant', None)}.")
+    if tenant is not None and tenants and tenant not in tenants:
+        raise ValueError(
+            f"{arg('tenant')} must be one of {list(tenants)} (the tenants of {arg('study')} "
+            f"{study.study_name!r}), but got {got('tenant', tenant)}.")
     if tenant is None or trial is None:
         return
     if owner is None:
@@ -341,30 +400,16 @@ def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
             "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe)}
 
 
-def check_rows(study: optuna.Study, record: Mapping[str, Any], tenant: str | None = None) -> None:
-    """Refuse ``study`` if its trials were scored on other rows than ``record``'s (the data
-    entries only: what a refit on the study's best trial needs)."""
-    stored = read_setup(study, tenant)
-    names = [n for n in differences(stored, record) if n in _DATA]
-    if names:
-        raise ValueError(_data_message(study, stored, record,
-                                       f" (tenant {tenant!r})" if tenant is not None else ""))
-
-
-def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
-                tenant: str | None = None,
-                arguments: Mapping[str, tuple[str, ...]] | None = None) -> None:
-    """Compare ``record`` with the setup ``study`` stores, then store what it lacks.
-
-    The one comparison of every entrance and every resume: entries that differ raise one
-    ValueError naming them (:func:`setup_message`, with ``arguments`` naming the entrance's
-    own arguments for an entry, e.g. ``{"model": ("estimator", "param_distributions")}``);
-    entries not stored yet are stored (the shared ones in the study's record, a tenant's own
-    under its key).
+def check_stored(study: optuna.Study, record: Mapping[str, Any], *,
+                 tenant: str | None = None,
+                 arguments: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """Compare ``record`` with the setup ``study`` stores, storing nothing: what every run,
+    resume and refit of the study's trials checks first (:func:`check_tenant`, then each
+    entry both records hold). Returns ``record`` in stored form.
 
     Raises:
-        ValueError: If ``study`` holds trials scored with another setup, or is shared by
-            tenants and ``tenant`` is None (:func:`check_tenant`).
+        ValueError: If ``study`` holds trials scored with another setup (naming each
+            differing argument, :func:`setup_message`), or does not fit ``tenant``.
     """
     record = {name: _plain(value) for name, value in record.items()}
     check_tenant(study, record, tenant)
@@ -372,6 +417,25 @@ def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
     names = differences(stored, record)
     if names:
         raise ValueError(setup_message(study, stored, record, names, tenant, arguments))
+    return record
+
+
+def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
+                tenant: str | None = None,
+                arguments: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    """Compare ``record`` with the setup ``study`` stores, then store what it lacks.
+
+    The one comparison of every entrance and every resume (:func:`check_stored`): entries that
+    differ raise one ValueError naming them (:func:`setup_message`, with ``arguments`` naming the entrance's
+    own arguments for an entry, e.g. ``{"model": ("estimator", "param_distributions")}``);
+    entries not stored yet are stored (the shared ones in the study's record, a tenant's own
+    under its key).
+
+    Raises:
+        ValueError: If ``study`` holds trials scored with another setup, or is shared by
+            tenants and ``tenant`` is None or not one of them (:func:`check_tenant`).
+    """
+    record = check_stored(study, record, tenant=tenant, arguments=arguments)
     shared = dict(study.user_attrs.get(SETUP_KEY) or {})
     if tenant is None:
         if set(record) - set(shared):
@@ -423,3 +487,37 @@ def validation_text(cv: int | None, validation_size: float | None, test_size: fl
               else f"a {validation_size:.0%} validation split")
     held_out = f", {test_size:g} held out for testing" if test_size else ""
     return f"{scheme}{held_out}, split seed {random_state}"
+
+
+def objective_setup(objective: Any, data_fingerprint: Any) -> dict[str, Any]:
+    """:attr:`FairObjective.setup <fairtune.tuning.FairObjective.setup>`: the record of an
+    objective's choices and of the rows it scores (``data_fingerprint``:
+    :func:`fairtune.tuning._data.data_fingerprint`, for :func:`rows_record`)."""
+    o = objective
+    return setup_record(
+        entrance="FairObjective", dataset=dataset_text(
+            o.dataset_name, o.sensitive_name, hidden=not o.use_sensitive_feature,
+            dropped=o.drop_columns), target=o._target,
+        pos_label=o.pos_label if o.pos_label is not None else o._rows.favourable,
+        model=o.space.name, metric=o.metric, objectives=list(o.objectives) or None,
+        limits_given=sorted(str(limit) for limit in o.limits),
+        limits=sorted(str(limit) for limit in o.tuning_limits), margin=float(o.margin),
+        mitigation=list(o.mitigation),
+        validation=validation_text(o.cv, o.validation_size, o.test_size, o.random_state),
+        budgets=None if o.budgets is None else list(o.budgets), resource=o.resource,
+        prune_unfair=o.prune_unfair, data=o.data_fingerprint, confidence=o.confidence,
+        safety_size=o.safety_size, rows=rows_record(o._rows, data_fingerprint),
+    )
+
+
+def study_record(objective: Any, study: optuna.Study, pruner: Any, check_pruner: Any
+                 ) -> dict[str, Any]:
+    """A FairObjective's record as a run of ``study`` compares it (:func:`in_study`, with
+    ``pruner`` or the study's), after the checks that come first: the study's directions,
+    and the pruner against ``budgets`` (``check_pruner``:
+    :func:`fairtune.tuning._trial.check_pruner`)."""
+    check_directions(study, objective.directions or ["maximize"],
+                     objectives=objective.objectives, metric=objective.metric)
+    pruner = study.pruner if pruner is None else pruner
+    check_pruner(pruner, objective.budgets)
+    return in_study(objective.setup, study, pruner)

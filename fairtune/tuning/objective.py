@@ -20,8 +20,7 @@ from fairtune.tuning._certify import check_confidence, limits_for_search
 from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
 from fairtune.tuning._setup import (
-    check_directions, check_rows, check_setup, check_tenant, dataset_text, in_study, read_setup,
-    rows_record, setup_record, validation_text,
+    check_setup, check_stored, check_tenant, in_study, objective_setup, read_setup, study_record,
 )
 from fairtune.tuning._trial import (
     METRIC_NAMES,
@@ -366,22 +365,7 @@ class FairObjective:
         ``{"entrance": "FairObjective", "dataset": "german (sensitive: sex)", "model":
         "random_forest", "metric": "accuracy", "limits": ["demographic_parity<=0.05"], ...}``
         """
-        validation = validation_text(self.cv, self.validation_size, self.test_size,
-                                     self.random_state)
-        return setup_record(
-            entrance="FairObjective", dataset=dataset_text(
-                self.dataset_name, self.sensitive_name, hidden=not self.use_sensitive_feature,
-                dropped=self.drop_columns), target=self._target,
-            pos_label=self.pos_label if self.pos_label is not None else self._rows.favourable,
-            model=self.space.name, metric=self.metric,
-            objectives=list(self.objectives) or None,
-            limits_given=sorted(str(limit) for limit in self.limits),
-            limits=sorted(str(limit) for limit in self.tuning_limits), margin=float(self.margin),
-            mitigation=list(self.mitigation), validation=validation,
-            budgets=None if self.budgets is None else list(self.budgets),
-            resource=self.resource, prune_unfair=self.prune_unfair, data=self.data_fingerprint,
-            confidence=self.confidence, safety_size=self.safety_size, rows=rows_record(self._rows, data_fingerprint),
-        )
+        return objective_setup(self, data_fingerprint)
 
     def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
         """``(entry, stored value, this objective's value)`` for every setup entry that
@@ -403,15 +387,19 @@ class FairObjective:
         Raises:
             ValueError: If the study was tuned with another setup (the message names each
                 difference), if ``budgets`` come without a pruner or a pruner without them,
-                or if the study's directions do not fit the objective.
+                if the study's directions do not fit the objective, or if the study is
+                shared by tenants and ``tenant`` is not one of them.
         """
-        check_directions(study, self.directions or ["maximize"], objectives=self.objectives,
-                         metric=self.metric)
-        pruner = study.pruner if pruner is None else pruner
-        check_pruner(pruner, self.budgets)
-        check_setup(study, in_study(self.setup, study, pruner), tenant=self.tenant,
+        check_setup(study, study_record(self, study, pruner, check_pruner), tenant=self.tenant,
                     arguments=self._named)
         self._recorded.add((id(study._storage), study._study_id))
+
+    def check_study(self, study: optuna.Study, pruner: Any = None) -> None:
+        """Raise as :meth:`record_setup` would, storing nothing: what an entrance checks
+        before it creates a trial (:func:`fairtune.tenancy.optimize`), so that a refused run
+        leaves the study as it was."""
+        check_stored(study, study_record(self, study, pruner, check_pruner), tenant=self.tenant,
+                     arguments=self._named)
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
         """How a pipeline of this objective reads the sensitive feature at prediction time:
@@ -609,8 +597,10 @@ class FairObjective:
                 rows, same ``random_state``); it needs a validation split (not ``cv``).
 
         Raises:
-            ValueError: If the study's trials were scored on other data (another objective's
-                rows, labels, groups or splits), if it has no fair completed trial, if a
+            ValueError: If the study's trials were scored with another setup (other rows,
+                labels, groups or splits, another ``limits``, ``margin`` or ``confidence``: the
+                message of a resume, and nothing is stored), or are shared by tenants and
+                ``tenant`` is None or not one of them, if it has no fair completed trial, if a
                 multi-objective study has several Pareto-optimal trials and ``trial`` is None,
                 if ``trial`` is not a completed trial of the study, or ``on`` is invalid (with
                 ``confidence`` and no ``trial``: ``"training"``, which no certificate covers).
@@ -624,7 +614,7 @@ class FairObjective:
                 f"`on='training'` needs a single validation split, but this objective uses "
                 f"cv={self.cv}: every tuning row trained some fold's model."
             )
-        check_rows(study, self.setup, self.tenant)
+        self._check_trials(study)
         if self.confidence is not None and trial is None:
             if on == "training":  # a model no certificate covers, only when a trial is named
                 raise ValueError("`on='training'` refits a model no certificate covers; with "
@@ -690,10 +680,17 @@ class FairObjective:
 
         Raises:
             NotCertifiedError: Naming the best candidate's bounds and what would change them.
+            ValueError: As :meth:`refit_best`, before the test runs or anything is stored.
         """
         from fairtune.tuning._certify import certify_objective
 
+        self._check_trials(study)
         return certify_objective(self, study)
+
+    def _check_trials(self, study: optuna.Study) -> None:
+        """Refuse a study whose trials were scored with another setup (or are another
+        tenant's), as a resume does (the study's pruner and sampler do not matter to a refit)."""
+        check_stored(study, self.setup, tenant=self.tenant, arguments=self._named)
 
     @property
     def limits_text(self) -> str:

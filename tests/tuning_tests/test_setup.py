@@ -262,3 +262,157 @@ def test_an_objective_refuses_a_trial_of_another_tenant() -> None:
     study.optimize(alpha, n_trials=1)
     assert tenancy.tenant_of(study.trials[-1]) == "alpha"
     assert study.trials[-1].state.name == "COMPLETE"
+
+
+# -- refits: the same comparison as a resume, before anything is stored ---------------------------
+
+
+def _certifiable(**kwargs) -> FairObjective:
+    X, y, s = _data(n=2000)
+    kwargs = {"limits": "demographic_parity<=0.6", "confidence": 0.9, **kwargs}
+    return _objective(X, y, s, **kwargs)
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"confidence": 0.8}, "`confidence` 0.9, but this run asks for 0.8"),
+    ({"limits": "demographic_parity<=0.5"},
+     "`limits` 'demographic_parity<=0.6', but this run asks for 'demographic_parity<=0.5'"),
+    ({"margin": 0.01}, "`margin` 0.0, but this run asks for 0.01"),
+])
+def test_refit_best_and_certify_refuse_another_setup_as_a_resume_does_and_store_nothing(
+    change: dict, named: str
+) -> None:
+    objective = _certifiable()
+    study = objective.create_study(seed=0)  # the untuned model first: fair, and certified
+    study.optimize(objective, n_trials=1)
+    objective.refit_best(study)  # the certificate is stored
+    records = copy.deepcopy(study.user_attrs)
+    other = _certifiable(**change)
+    with pytest.raises(ValueError) as resumed:
+        study.optimize(other, n_trials=1)
+    for refit in (other.refit_best, other.certify, lambda st: other.refit_best(st, trial=0)):
+        with pytest.raises(ValueError) as refused:
+            refit(study)
+        assert str(refused.value) == str(resumed.value) and named in str(refused.value)
+    assert study.user_attrs == records
+    # The same setup still refits and certifies.
+    assert objective.refit_best(study).certificate_.trial == records[
+        "fairtune:certificate"]["trial"]
+
+
+def test_a_refit_of_a_study_stored_by_an_older_version_is_not_refused() -> None:
+    objective = _certifiable()
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=1)
+    old = dict(study.user_attrs["fairtune:setup"])
+    for entry in ("rows", "limits_given", "confidence", "safety_size"):
+        del old[entry]
+    study.set_user_attr("fairtune:setup", old)
+    assert objective.refit_best(study).certificate_.trial == 0
+
+
+def test_refit_best_on_a_shared_study_refuses_an_objective_without_a_tenant_or_with_other_data(
+) -> None:
+    study, beta = _shared()
+    records = copy.deepcopy(study.user_attrs)
+    X, y, s = _data(seed=1)
+    alone = FairObjective((X, y, s), "linear", limits="dsp<=0.3")
+    with pytest.raises(ValueError, match=r"`tenant` must be one of \['alpha', 'beta'\]: "
+                                         r"`study` '.*' is shared by these tenants"):
+        alone.refit_best(study)
+    other = FairObjective((X, y, s), "linear", limits="dsp<=0.3", tenant="beta")
+    with pytest.raises(ValueError, match=r"\(tenant 'beta'\) holds trials scored on other data"):
+        other.refit_best(study)
+    assert study.user_attrs == records
+    assert beta.refit_best(study).predict(X.head(2)).shape == (2,)
+
+
+def test_tenancy_optimize_refuses_before_any_trial_or_record_is_written() -> None:
+    study, beta = _shared()
+    records = copy.deepcopy(study.user_attrs)
+    X, y, s = _data(seed=1)
+    gamma = FairObjective((X, y, s), "linear", limits="dsp<=0.3", tenant="gamma")
+    with pytest.raises(ValueError, match=r"`tenant` must be one of the sampler's `tenants` "
+                                         r"\['alpha', 'beta'\] .*but got tenant='gamma'"):
+        tenancy.optimize(study, "gamma", gamma, n_trials=1)
+    with pytest.raises(ValueError, match=r"`tenant` must be one of \['alpha', 'beta'\] \(the "
+                                         r"tenants of `study` .*\), but got tenant='gamma'"):
+        gamma.prepare(study)  # the same tenant, checked by the objective itself
+    other = FairObjective((X, y, s), "linear", limits="dsp<=0.3", tenant="beta")
+    with pytest.raises(ValueError, match=r"\(tenant 'beta'\) holds trials scored on other data"):
+        tenancy.optimize(study, "beta", other, n_trials=1)
+    margin = FairObjective(_data(), "linear", limits="dsp<=0.3", tenant="beta", margin=0.1)
+    with pytest.raises(ValueError, match=r"`margin` 0.0, but this run asks for 0.1"):
+        tenancy.optimize(study, "beta", margin, n_trials=1)
+    assert study.user_attrs == records and len(study.trials) == 1
+    tenancy.optimize(study, "beta", beta, n_trials=1)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+
+
+# -- the command line names the rows of a file and the validation flag it changed -----------------
+
+
+def _run(path: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return ["tune", "--data", str(path), "--target", "y", "--sensitive", "group",
+            "--drop-columns", "y2", "--model", "linear", "--limit", "dsp<=0.5", "--n-trials", "1",
+            "--no-progress", "--storage", f"sqlite:///{tmp_path / 's.db'}", "--study-name", "s",
+            "--test-size", "0.25", *extra]
+
+
+@pytest.mark.parametrize("part", ["test", "safety"])
+def test_the_command_line_names_a_changed_held_out_row_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], part: str
+) -> None:
+    path = _file(tmp_path)
+    confidence = ["--confidence", "0.6"] if part == "safety" else []
+    assert main(_run(path, tmp_path, *confidence)) == 0
+    rows = FairObjective(read_table(path, target="y", sensitive="group"), "linear",
+                         limits="dsp<=0.5", drop_columns=["y2"], test_size=0.25,
+                         confidence=0.6 if confidence else None)._rows
+    row = (rows.X_test if part == "test" else rows.X_safe).index[0]
+    frame = pd.read_csv(path)
+    frame.loc[row, "x1"] += 1.0
+    frame.to_csv(path, index=False)  # the same file, edited in place
+    capsys.readouterr()
+    assert main(_run(path, tmp_path, *confidence)) == 2
+    err = capsys.readouterr().err
+    which = ("the held-out rows of the test split (--test-size)" if part == "test"
+             else "the held-out safety rows (--confidence)")
+    assert f"{which} changed: a value, label or group differs" in err
+    assert "tuning rows" not in err and "use the same --data as before" in err
+
+
+@pytest.mark.parametrize(("extra", "named", "unnamed"), [
+    (["--test-size", "0.3"], "--test-size 0.25, but this run asks for 0.3", "--seed"),
+    (["--seed", "1"], "--seed 0, but this run asks for 1", "--test-size"),
+    (["--cv", "3"], "--cv none, but this run asks for 3", "--seed"),
+])
+def test_the_command_line_names_the_validation_flag_changed_with_the_values_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], named: str,
+    unnamed: str
+) -> None:
+    path = _file(tmp_path)
+    assert main(_run(path, tmp_path)) == 0
+    capsys.readouterr()
+    assert main(_run(path, tmp_path, *extra)) == 2
+    err = capsys.readouterr().err
+    assert f"was tuned with {named}" in err and "held out for testing" not in err
+    assert unnamed not in err.split(":")[1] and f"use the same {named.split()[0]} as" in err
+
+
+def test_validation_texts_are_compared_part_by_part_and_other_texts_as_a_whole() -> None:
+    study = optuna.create_study(study_name="v")
+    stored = {"validation": "a 30% validation split, 0.2 held out for testing, split seed 0"}
+    both = {"validation": "3-fold cross-validation, split seed 2"}
+    message = setup_message(study, stored, both, ["validation"])
+    assert "`cv` none, but this run asks for 3" in message
+    assert "`test_size` 0.2, but this run asks for none" in message
+    assert "`random_state` 0, but this run asks for 2" in message
+    split = {"validation": "a 20% validation split, 0.2 held out for testing, split seed 0"}
+    assert "`validation_size` 0.3, but this run asks for 0.2" in setup_message(
+        study, stored, split, ["validation"])
+    # FairSearchCV's description of its splitter is named by its own argument, as a whole.
+    search = setup_message(study, {"validation": "StratifiedKFold(n_splits=3)"},
+                           {"validation": "StratifiedKFold(n_splits=5)"}, ["validation"],
+                           arguments={"validation": ("cv",)})
+    assert "`cv` 'StratifiedKFold(n_splits=3)', but this run asks for " in search
