@@ -73,7 +73,7 @@ def _literal(text: Any) -> str:
     return printable(text).replace("$", r"\$")
 
 
-def _title(text: Any, width: int = 60, lines: int = 3) -> str:
+def _title(text: Any, width: int = 40, lines: int = 3) -> str:
     """A title as :func:`_literal` draws it, on at most ``lines`` lines of ``width``
     characters (a long study name would run off both edges of the figure), cut with "..."."""
     import textwrap

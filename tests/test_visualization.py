@@ -136,7 +136,7 @@ def test_a_long_study_name_is_wrapped_inside_the_figure() -> None:
     ax.figure.canvas.draw()
     lines = ax.get_title().split("\n")
     assert len(lines) == 3 and lines[-1].endswith(" ...")
-    assert all(len(line.replace(r"\$", "$")) <= 60 for line in lines)
+    assert all(len(line.replace(r"\$", "$")) <= 40 for line in lines)
     assert not cbook.is_math_text(ax.get_title())
     box = ax.title.get_window_extent()
     figure = ax.figure.get_window_extent()
