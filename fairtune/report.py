@@ -272,11 +272,16 @@ def deployment_lines(trial: optuna.trial.FrozenTrial) -> list[str]:
             lines.append("Its predictions are randomized: the trial's validation values are "
                          "their expected values.")
     how = trial.user_attrs.get(_keys.SENSITIVE_AT_PREDICTION_KEY)
-    if how == "no":
-        lines.append("Sensitive feature at prediction: not needed.")
-    elif how:
-        lines.append(f"Sensitive feature at prediction: needed, as {how}.")
+    if how:
+        lines.append(_sensitive_line(how))
     return lines
+
+
+def _sensitive_line(how: str) -> str:
+    """What a deployed model needs of the sensitive feature at prediction time."""
+    if how == "no":
+        return "Sensitive feature at prediction: not needed."
+    return f"Sensitive feature at prediction: needed, as {how}."
 
 
 def least_unfair_trial(
@@ -362,8 +367,9 @@ class StudyReport:
         best: The best fair trial, or the least unfair one when no trial is fair (None without
             completed trials, and for a study shared by tenants: see ``sections``).
         best_is_fair: Whether ``best`` meets every limit.
-        deployed: The certified trial when it is not ``best`` (the best fair trial did not
-            pass the safety test), else None. The report is then of the model to deploy:
+        deploy: The model to deploy and why
+            (:class:`~fairtune.tuning._deployment.Deployment`, the one record every view
+            renders). When it is a certified trial other than ``best``, the report is of it:
             ``rows``, ``deployment`` and ``best_one_class`` are this trial's.
         metric: The name of the study's value (e.g. ``"accuracy"``).
         rows: ``(name, value, status)`` rows of the trial reported (``deployed``, else
@@ -386,14 +392,6 @@ class StudyReport:
         sections: Of a study shared by tenants, the report of each tenant's own trials: the
             tenant asked for, else every tenant.
         untagged: Of a study shared by tenants, the trials that carry no tenant.
-        certificate: The safety test's verdict recorded with the study (``confidence=``),
-            when it speaks for the trials as they stand
-            (:func:`fairtune.tuning._certify.read_verdict`): ``{"certified": True, "trial":
-            ..., ...}`` or ``{"certified": False, "message": ...}``; empty without one.
-        uncertified: Of a study tuned with ``confidence`` that has no current verdict (its
-            safety test has not run yet, or ran before the fair trials it would now try
-            first), the line saying that no model is certified yet and where the test runs;
-            '' otherwise. The best fair trial is then only the candidate.
         test_current: Whether the recorded test lines are those of the model to deploy (the
             certified one with ``confidence``, else the best fair trial); if not, they are
             labelled by their trial.
@@ -406,7 +404,7 @@ class StudyReport:
     best: Any
     best_is_fair: bool
     metric: str
-    deployed: Any = None
+    deploy: Any = None
     rows: list[tuple[str, str, str]] = field(default_factory=list)
     deployment: list[str] = field(default_factory=list)
     one_class: int = 0
@@ -419,8 +417,6 @@ class StudyReport:
     tenants: list[TenantRow] = field(default_factory=list)
     sections: list[StudyReport] = field(default_factory=list)
     untagged: int = 0
-    certificate: dict[str, Any] = field(default_factory=dict)
-    uncertified: str = ""
     test_current: bool = True
 
     def _summary(self) -> str:
@@ -439,6 +435,20 @@ class StudyReport:
                 + (f", {failed} failed" if failed else "") + f", {fair} fair.")
 
     @property
+    def deployed(self) -> Any:
+        """The certified trial when it is not ``best``, else None."""
+        d = self.deploy
+        if d is None or d.why != "certified" or self.best is None:
+            return None
+        return None if d.trial.number == self.best.number else d.trial
+
+    @property
+    def certificate(self) -> dict[str, Any]:
+        """The safety test's verdict that speaks for the trials as they stand, or empty."""
+        d = self.deploy
+        return d.certificate if d is not None and d.why != "pending" else {}
+
+    @property
     def _subject(self) -> Any:
         """The trial the report's table is of: the model to deploy when it is not ``best``."""
         return self.best if self.deployed is None else self.deployed
@@ -448,6 +458,9 @@ class StudyReport:
         measurement of the deployed model itself), or None."""
         label = self.certificate.get("one_class") if self.certificate.get("certified") else None
         return None if label is None else int(label)
+
+    def _pending(self) -> bool:
+        return self.deploy is not None and self.deploy.why == "pending"
 
     def _findings(self) -> list[str]:
         """The warnings about the reported trial, one line each."""
@@ -470,11 +483,13 @@ class StudyReport:
         if self.best is None:
             return "No completed trial yet."
         if self.deployed is not None:
-            return (f"Trial #{self.deployed.number}, the certified model (the best fair trial, "
-                    f"#{self.best.number}, did not pass the safety test)")
-        if self.best_is_fair and self.uncertified:
+            return (f"Trial #{self.deployed.number}, the certified model "
+                    f"({self.deploy.passed_over})")
+        if self.best_is_fair and self._pending():
             return (f"Best fair trial: #{self.best.number} (a candidate: no model is certified "
                     "yet)")
+        if self.best_is_fair and self.deploy is not None and self.deploy.why == "best":
+            return f"Best trial: #{self.best.number} (the study has no fairness limits)"
         if self.best_is_fair:
             return f"Best fair trial: #{self.best.number}"
         return f"No trial meets every limit yet; the least unfair one is #{self.best.number}."
@@ -604,21 +619,9 @@ class StudyReport:
     def _deploy_heading(self) -> str:
         """The note's heading: the model to deploy in a few words (or the report's headline
         when there is none yet)."""
-        verdict = self.certificate
-        if not self.tenants and self.best is not None and verdict.get("certified") is False:
-            return "Deploy no model: the safety test certified none"
-        if not self.tenants and self.best is not None and verdict.get("certified"):
-            constant = self._constant()
-            return f"Deploy trial #{verdict.get('trial')}, certified" + (
-                "" if constant is None else
-                f": a constant model, it predicted {constant} for every safety row")
-        if not self.tenants and self.best is not None and self.uncertified:
-            return ("No model certified yet" + (
-                f"; the best fair trial, #{self.best.number}, is the candidate"
-                if self.best_is_fair else ""))
-        if not self.tenants and self.best is not None and self.best_is_fair:
-            return f"Deploy trial #{self.best.number}, the best fair trial"
-        return self._headline()
+        if self.tenants or self.best is None or self.deploy.why in ("no_fair", "empty"):
+            return self._headline()
+        return self.deploy.heading()
 
     def _not_deployed(self) -> str:
         """' (not the model to deploy)' when the test lines are another trial's."""
@@ -629,36 +632,32 @@ class StudyReport:
         was certified, none when the safety test refused), its verdict on the test split in
         one line when it was measured on that model, and what it needs at prediction time
         (nothing before a fair trial)."""
-        if self.tenants or self.best is None:
+        d = self.deploy
+        if self.tenants or self.best is None or d.why in ("no_fair", "empty"):
             return []
-        verdict = self.certificate
-        if verdict.get("certified") is False:  # the safety test refused every candidate
-            return [f"Deploy no model: {verdict.get('message', 'none could be certified.')}"]
-        if not self.best_is_fair:
-            return []
-        if self.uncertified:  # only a certified model is deployed: the candidate, no more
-            return [self.uncertified,
+        if d.why == "refused":  # the safety test refused every candidate
+            return [f"Deploy no model: {d.certificate.get('message', 'none could be certified.')}"
+                    ] + ([d.untested_text()] if d.untested_text() else [])
+        if d.why == "pending":  # only a certified model is deployed: the candidate, no more
+            return [d.pending_text(),
                     (f"The candidate: trial #{self.best.number}, the best fair trial "
                      f"({self.metric} {self.best.value:.4f} on validation), not certified.")]
-        deployed, what = self.best, "the best fair trial"
-        if verdict.get("certified"):
-            number = verdict.get("trial")
-            deployed = next((t for t in self.study.get_trials(deepcopy=False)
-                             if t.number == number), self.best)
-            what = "the certified model" + (
-                "" if deployed.number == self.best.number
-                else f" (the best fair trial, #{self.best.number}, did not pass the safety "
-                     "test)")
+        what = {"certified": "the certified model", "best": "the best trial"}.get(
+            d.why, "the best fair trial")
+        if d.passed_over:
+            what += f" ({d.passed_over})"
         constant = self._constant()
         facts = "" if constant is None else (
             f"; a constant model: it predicted {constant} for every safety row")
-        lines = [f"Deploy trial #{deployed.number}, {what} "
-                 f"({self.metric} {deployed.value:.4f} on validation{facts})."]
-        lines += [line for line in self.deployment if line.startswith("Certified:")]
-        if self.test_lines and self.test_trial == deployed.number:
+        lines = [f"Deploy trial #{d.trial.number}, {what} "
+                 f"({self.metric} {d.trial.value:.4f} on validation{facts})."]
+        if d.why == "certified":
+            lines.append(str(d.certificate["message"]))
+            lines += [d.untested_text()] if d.untested_text() else []
+        if self.test_lines and self.test_trial == d.trial.number:
             lines.append(self.test_lines[0])
-        lines += [line for line in self.deployment
-                  if line.startswith("Sensitive feature at prediction")]
+        how = d.trial.user_attrs.get(_keys.SENSITIVE_AT_PREDICTION_KEY)
+        lines += [line for line in self.deployment if how and line == _sensitive_line(how)]
         return lines
 
     def _html_body(self, fairness_metric: str | None, *, level: int) -> list[str]:
@@ -937,7 +936,7 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     from fairtune.fairness import best_fair_trial, study_limits
     from fairtune.tenancy import tenant_of
     from fairtune.tuning import predicts_one_class
-    from fairtune.tuning._certify import Verdict, read_verdict
+    from fairtune.tuning._deployment import deployment
     from fairtune.tuning._setup import read_setup
 
     setup = read_setup(study, tenant)
@@ -957,32 +956,19 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     page.best_is_fair = best is not None
     page.best = best if best is not None else least_unfair_trial(complete, limits)
     best = page.best
-    # The safety test's verdict (confidence=): the certificate of the deployed model or the
-    # refusal, when it speaks for the trials as they stand; else no model is certified yet.
-    verdict = read_verdict(study, tenant)
-    if verdict.state == "certified" and page.best_is_fair:
-        number = verdict.record.get("trial")
-        page.deployed = next((t for t in complete if t.number == number
-                              and t.number != best.number), None)
-    shown = best if page.deployed is None else page.deployed  # the model to deploy's facts
+    page.deploy = deploy = deployment(study, tenant)
+    shown = page._subject  # the model to deploy's facts
     page.rows = _best_rows(shown, limits, page.metric)
     page.deployment = deployment_lines(shown)
-    if verdict.state in ("certified", "refused"):
-        page.certificate = verdict.record
-        page.deployment.append(str(verdict.record["message"]))
-    elif verdict.state or getattr(objective, "confidence", None) is not None:
-        page.uncertified = verdict.text() or Verdict("pending").text()
-        page.deployment.append(page.uncertified)
+    if page.certificate:
+        page.deployment.append(str(page.certificate["message"]))
+    elif deploy.why == "pending":
+        page.deployment.append(deploy.pending_text())
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
     page.best_one_class = predicts_one_class(shown)
-    # The model to deploy: with confidence only the certified one (none before a current
-    # certificate), else the best fair trial.
-    if page.certificate or page.uncertified:
-        deployed = page.certificate.get("trial") if page.certificate.get("certified") else None
-    else:
-        deployed = best.number if page.best_is_fair else None
+    deployed = None if deploy.trial is None else deploy.trial.number
     tested = objective is not None and objective.X_test is not None
-    if tested and deployed is not None and page.certificate.get("certified"):
+    if tested and deployed is not None and deploy.why == "certified":
         number = int(deployed)
         model = objective.refit_best(study, trial=number)  # the certified model itself
         page.test_trial, page.test_lines = number, [certified_test_line(objective, model)]

@@ -1,0 +1,183 @@
+"""The model to deploy from a study: one record, decided here, that every view renders.
+
+The command line, the text and HTML reports, optuna-dashboard's note and figures,
+``FairObjective.refit_best`` and FairSearchCV's ``best_*`` read :func:`deployment` and never
+decide the trial themselves, so that no two of them can name different models.
+
+The rule, for a single-objective study (a tenant's trials in a shared study):
+
+1. Without limits, the best completed trial; with limits, the best fair trial
+   (:func:`fairtune.fairness.best_fair_trial`), or none when no trial is fair.
+2. With ``confidence`` only a certified model is deployed: the trial of the safety test's
+   certificate, as long as the certificate speaks for the trials as they stand. A fair trial
+   that ranks above the certified one (above none after a refusal) and that the safety test
+   never tried makes the verdict outdated while the safety rows' budget of candidates is not
+   spent: nothing is deployed until the test runs again. Once the budget is spent no new trial
+   can be tried, the verdict stands, and the record names the trials it passed over untested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fairtune import _keys
+
+__all__ = ["Deployment", "deployment"]
+
+Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Which trial's model to deploy, and why (:func:`deployment`).
+
+    Attributes:
+        trial: The trial whose model to deploy, or None: deploy no model.
+        why: ``"certified"`` (the safety test's certificate), ``"best_fair"`` (the best fair
+            trial, no ``confidence``), ``"best"`` (a study without limits: its best trial),
+            ``"refused"`` (the safety test certified none), ``"pending"`` (``confidence``, and
+            no verdict that speaks for the trials as they stand), ``"no_fair"`` (no trial meets
+            every limit), ``"empty"`` (no completed trial).
+        best: The best fair trial (a study without limits: its best trial), or None.
+        confidence: The level the study was set up with, or None.
+        certificate: The safety test's stored verdict (``{"certified": True, "trial": ...}`` or
+            ``{"certified": False, "message": ...}``) when it speaks for the trials; else empty.
+        failed: The fair trials ranked above ``trial`` (every fair one after a refusal) that
+            the safety test tried and did not certify.
+        untested: The fair trials ranked above ``trial`` that the safety test never tried.
+        spent: Whether the safety rows' budget of candidates is spent.
+    """
+
+    trial: Any
+    why: Why
+    best: Any = None
+    confidence: float | None = None
+    certificate: dict[str, Any] = field(default_factory=dict)
+    failed: tuple[int, ...] = ()
+    untested: tuple[int, ...] = ()
+    spent: bool = False
+
+    @property
+    def passed_over(self) -> str:
+        """Why the best fair trial is not the model to deploy ('' when it is, or none is)."""
+        if self.why != "certified" or self.best is None or self.best.number == self.trial.number:
+            return ""
+        number = self.best.number
+        if number in self.failed:
+            return f"the best fair trial, #{number}, did not pass the safety test"
+        return (f"the best fair trial, #{number}, was never tested: the safety rows' "
+                f"{_candidates()} candidates were spent before it")
+
+    def heading(self) -> str:
+        """The model to deploy in a few words (optuna-dashboard's note heading)."""
+        if self.why == "empty":
+            return "No completed trial yet."
+        if self.why == "no_fair":
+            return "Deploy no model: no trial meets every limit yet"
+        if self.why == "refused":
+            return "Deploy no model: the safety test certified none"
+        if self.why == "pending":
+            return "No model certified yet" + (
+                f"; the best fair trial, #{self.best.number}, is the candidate"
+                if self.best is not None else "")
+        constant = self.certificate.get("one_class") if self.why == "certified" else None
+        return f"Deploy trial #{self.trial.number}, {self.what}" + (
+            "" if constant is None else
+            f": a constant model, it predicted {int(constant)} for every safety row")
+
+    @property
+    def what(self) -> str:
+        """The deployed trial in words: 'certified', 'the best fair trial', 'the best trial'."""
+        return {"certified": "certified", "best_fair": "the best fair trial",
+                "best": "the best trial"}.get(self.why, "")
+
+    def pending_text(self) -> str:
+        """Of a ``"pending"`` deployment, the line saying that no model is certified for the
+        trials as they stand, and where the safety test runs; '' otherwise."""
+        if self.why != "pending":
+            return ""
+        where = ("the safety test runs{} at the end of `fairtune tune --confidence` (in "
+                 "Python: objective.refit_best(study), or FairSearchCV's fit)")
+        if not self.certificate:
+            return ("No model is certified yet: with confidence only a certified model is "
+                    f"deployed, and {where.format('')}.")
+        numbers = sorted(self.untested)
+        shown = ", ".join(f"#{n}" for n in numbers[:10]) + (
+            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+        plural = "s" if len(numbers) > 1 else ""
+        if self.certificate.get("certified"):
+            was = (f"the certificate of trial #{self.certificate.get('trial')} was recorded "
+                   f"before trial{plural} {shown}, fair, ranked above it and not tested on the "
+                   "safety rows")
+        else:
+            was = (f"the safety test's refusal was recorded before trial{plural} {shown}, fair "
+                   "and not tested on the safety rows")
+        return (f"No model is certified for the trials as they stand: {was}; "
+                f"{where.format(' again')}.")
+
+    def untested_text(self) -> str:
+        """Of a standing verdict whose budget is spent, the fair trials ranked above the
+        deployed one (above none after a refusal) that no safety test tried; '' otherwise."""
+        if self.why not in ("certified", "refused") or not self.untested:
+            return ""
+        numbers = sorted(self.untested)
+        shown = ", ".join(f"#{n}" for n in numbers[:10]) + (
+            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+        where = "above the certified trial" if self.why == "certified" else "fair"
+        return (f"Never tested on the safety rows: trial{'s' if len(numbers) > 1 else ''} "
+                f"{shown}, {where}, came after the safety rows' {_candidates()} candidates "
+                "were spent (new safety rows, another study or more data, would test them).")
+
+
+def _candidates() -> int:
+    from fairtune.tuning._certify import CANDIDATES
+
+    return CANDIDATES
+
+
+def deployment(study: Any, tenant: str | None = None) -> Deployment:
+    """The model to deploy from ``study`` (``tenant``'s trials in a study that tenants
+    share), by the rule of this module, from the study's records alone."""
+    from optuna.trial import TrialState
+
+    from fairtune.fairness import best_fair_trial, study_limits
+    from fairtune.tenancy import tenant_of
+    from fairtune.tuning._certify import CANDIDATES, candidates
+    from fairtune.tuning._setup import read_setup
+
+    limits = study_limits(study, tenant)
+    confidence = read_setup(study, tenant).get("confidence")
+    confidence = None if confidence is None else float(confidence)
+    if not any(t.state == TrialState.COMPLETE and (tenant is None or tenant_of(t) == tenant)
+               for t in study.get_trials(deepcopy=False)):
+        return Deployment(None, "empty", confidence=confidence)
+    best = best_fair_trial(study, limits, tenant=tenant)
+    key = _keys.CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)
+    record = study.user_attrs.get(key)
+    record = dict(record) if isinstance(record, dict) else {}
+    if best is None:  # a refusal for want of a fair trial is still the safety test's word
+        refused = record.get("certified") is False and "message" in record
+        return Deployment(None, "refused" if refused else "no_fair", confidence=confidence,
+                          certificate=record if refused else {})
+    if "message" not in record or "certified" not in record:  # forgotten, or never run
+        if confidence is None:
+            return Deployment(best, "best_fair" if limits else "best", best)
+        return Deployment(None, "pending", best, confidence)
+    ranked = [t.number for t in candidates(study, tenant)]
+    certified = next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                      if record["certified"] and t.number == record.get("trial")), None)
+    above = ranked
+    if certified is not None:
+        above = ranked[:ranked.index(certified.number)] if certified.number in ranked else []
+    tested = record.get("tested_trials")
+    if tested is None:  # an older record: it stands, as a test of every trial above
+        tested = above
+    spent = len(set(tested)) >= CANDIDATES
+    failed = tuple(n for n in above if n in set(tested))
+    untested = tuple(n for n in above if n not in set(tested))
+    if untested and not spent and record.get("tested_trials") is not None:  # running the test now would try them first
+        return Deployment(None, "pending", best, confidence, record, failed, untested)
+    if certified is None:
+        return Deployment(None, "refused", best, confidence, record, failed, untested, spent)
+    return Deployment(certified, "certified", best, confidence, record, failed, untested, spent)
