@@ -22,6 +22,7 @@ biased. With ``confidence=`` an entrance works in the manner of the Seldonian fr
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,10 +31,9 @@ import numpy as np
 
 from fairtune._names import arg, got
 
-__all__ = ["Certificate", "NotCertifiedError", "Verdict", "candidates", "certify_objective",
-           "one_class_text",
-           "certify_search", "check_confidence", "limits_for_search", "read_verdict",
-           "record_refusal", "split_safety", "store_verdict"]
+__all__ = ["CANDIDATES", "Certificate", "NotCertifiedError", "candidates", "certify_objective",
+           "certify_search", "check_confidence", "forget_verdict", "limits_for_search",
+           "one_class_text", "record_refusal", "split_safety", "store_verdict"]
 
 #: The fair trials tested on the safety rows, best first; the error probability is split
 #: among them, so more candidates make each bound wider.
@@ -295,15 +295,23 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
     """
     tested = list(dict.fromkeys(int(n) for n in tested_before))
     tried: list[tuple[Any, dict[str, float]]] = []
-    skipped = 0
+    skipped: list[int] = []
     for trial in candidates:
         if trial.number not in tested:
             if len(tested) >= CANDIDATES:
-                skipped += 1
+                skipped.append(trial.number)
                 continue
             tested.append(trial.number)
         model, bounds, values, predicted = bounds_of(trial)
         if all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits):
+            if skipped:
+                warnings.warn(
+                    f"Trial{'s' if len(skipped) > 1 else ''} "
+                    f"{', '.join(f'#{n}' for n in skipped)}, fair and ranked above the "
+                    f"certified trial #{trial.number}, {'were' if len(skipped) > 1 else 'was'} "
+                    f"never tested: the safety rows' "
+                    f"{CANDIDATES} candidates were spent before them (new safety rows, another "
+                    "study or more data, would test them).", UserWarning, stacklevel=4)
             return model, Certificate(
                 trial=trial.number, level=confidence, bounds=bounds,
                 limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
@@ -375,83 +383,6 @@ def record_refusal(study: Any, message: str, tenant: str | None = None) -> NotCe
     refusal = NotCertifiedError(message, _tested_before(study, _verdict_key(tenant)))
     store_verdict(study, refusal, tenant)
     return refusal
-
-
-@dataclass
-class Verdict:
-    """The safety test's verdict on a study as it stands now (:func:`read_verdict`).
-
-    Attributes:
-        state: ``"certified"`` or ``"refused"`` (a verdict that speaks for the study's
-            trials); ``"pending"`` (a study tuned with ``confidence`` whose safety test has not
-            run yet: a search interrupted or still running); ``"outdated"`` (a verdict
-            recorded before fair trials that a safety test run now would try first); ``""``
-            (no ``confidence``, no verdict).
-        record: The stored record (``{"certified": ..., "message": ..., "trial": ...,
-            "tested_trials": [...]}``), empty without one.
-        untested: Of an outdated verdict, the fair trials it did not test that rank above the
-            certified trial (above none after a refusal).
-        confidence: The level the study was set up with, or None.
-    """
-
-    state: str
-    record: dict[str, Any] = field(default_factory=dict)
-    untested: list[int] = field(default_factory=list)
-    confidence: float | None = None
-
-    def text(self) -> str:
-        """'' for a current verdict or none; else one line saying that no model is certified
-        for the study as it stands, and where the safety test runs."""
-        where = ("the safety test runs{} at the end of `fairtune tune --confidence` (in "
-                 "Python: objective.refit_best(study), or FairSearchCV's fit)")
-        if self.state == "pending":
-            return ("No model is certified yet: with confidence only a certified model is "
-                    f"deployed, and {where.format('')}.")
-        if self.state != "outdated":
-            return ""
-        numbers = sorted(self.untested)
-        shown = ", ".join(f"#{n}" for n in numbers[:10]) + (
-            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
-        plural = "s" if len(numbers) > 1 else ""
-        if self.record.get("certified"):
-            was = (f"the certificate of trial #{self.record.get('trial')} was recorded before "
-                   f"trial{plural} {shown}, fair, ranked above it and not tested on the safety "
-                   "rows")
-        else:
-            was = (f"the safety test's refusal was recorded before trial{plural} {shown}, fair "
-                   "and not tested on the safety rows")
-        return (f"No model is certified for the trials as they stand: {was}; "
-                f"{where.format(' again')}.")
-
-
-def read_verdict(study: Any, tenant: str | None = None) -> Verdict:
-    """The verdict recorded with ``study`` (``tenant``'s), judged against its trials now.
-
-    A verdict speaks for the trials it was computed on. A search resumed after it (more trials)
-    may hold a fair trial that ranks above the certified one (above none after a refusal) and
-    that the safety test never tried; while the safety rows' budget of :data:`CANDIDATES` is
-    not spent, running the test now would try it first and may deploy another model, so the
-    verdict is outdated. Once the budget is spent no new trial can be tried, and the verdict
-    stands. A record without ``tested_trials`` (an older version's) is taken as it stands.
-    """
-    from fairtune.tuning._setup import read_setup
-
-    record = study.user_attrs.get(_verdict_key(tenant)) or {}
-    record = dict(record) if isinstance(record, dict) else {}
-    confidence = read_setup(study, tenant).get("confidence")
-    confidence = None if confidence is None else float(confidence)
-    if "message" not in record or "certified" not in record:  # forgotten, or never run
-        return Verdict("pending" if confidence is not None else "", record,
-                       confidence=confidence)
-    state = "certified" if record["certified"] else "refused"
-    tested = record.get("tested_trials")
-    if tested is None or len(set(tested)) >= CANDIDATES:
-        return Verdict(state, record, confidence=confidence)
-    ranked = [t.number for t in candidates(study, tenant)]
-    if record["certified"]:
-        ranked = ranked[:ranked.index(record["trial"])] if record.get("trial") in ranked else []
-    untested = [n for n in ranked if n not in set(tested)]
-    return Verdict("outdated" if untested else state, record, untested, confidence)
 
 
 def forget_verdict(study: Any, tenant: str | None = None) -> None:

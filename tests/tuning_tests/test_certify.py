@@ -311,6 +311,13 @@ def test_the_candidate_budget_holds_across_certifications() -> None:
         first_certified([_Trial(n) for n in (9, 10, 11, 12, 13, 7)], bounds_of, limits, 0.9,
                         1000)
     assert seen == [9, 10, 11, 12, 13]  # #7 comes sixth: never tested
+    # A certified trial below one the spent budget never tested comes with a warning that
+    # names the untested trial (it is not said to have failed).
+    with pytest.warns(UserWarning, match=r"Trial #8, fair and ranked above the certified "
+                                         r"trial #7, was never tested"):
+        model, _ = first_certified([_Trial(8), _Trial(7)], bounds_of, limits, 0.9, 1000,
+                                   [0, 1, 2, 3, 7])
+    assert model == 7
 
 
 def test_a_resume_keeps_the_budget_and_forgets_the_old_verdict() -> None:

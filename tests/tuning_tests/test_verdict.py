@@ -14,7 +14,8 @@ import pytest
 from fairtune._keys import CERTIFICATE_KEY, SETUP_KEY, TEST_SCORES_KEY
 from fairtune.report import report, scores_on_test_split, store_test_lines
 from fairtune.tuning import FairObjective, NotCertifiedError
-from fairtune.tuning._certify import CANDIDATES, read_verdict
+from fairtune.tuning._certify import CANDIDATES
+from fairtune.tuning._deployment import deployment
 from tests.test_report import _add
 
 
@@ -50,7 +51,7 @@ def test_a_study_set_up_with_confidence_deploys_nothing_before_its_safety_test()
     from fairtune.dashboard import publish
 
     study = _study()
-    assert read_verdict(study).state == "pending"
+    assert deployment(study).why == "pending"
     page = report(study)
     assert page._answer()[0].startswith("No model is certified yet: with confidence only a "
                                         "certified model is deployed")
@@ -74,10 +75,10 @@ def test_a_study_set_up_with_confidence_deploys_nothing_before_its_safety_test()
 def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outdated() -> None:
     study = _study()
     _certified(study, 1, [2, 1])  # #2 failed the test, #1 passed
-    assert read_verdict(study).state == "certified"
+    assert deployment(study).why == "certified"
     _add(study, 0.75, 0.01)  # #3: fair, below #2 and above #1, never tested
-    verdict = read_verdict(study)
-    assert (verdict.state, verdict.untested) == ("outdated", [3])
+    verdict = deployment(study)
+    assert (verdict.why, verdict.untested, verdict.trial) == ("pending", (3,), None)
     page = report(study)
     assert page.certificate == {} and "Deploy trial" not in page.text()
     assert page._answer()[0].startswith(
@@ -88,13 +89,21 @@ def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outda
     study = _study()
     _certified(study, 2, [2])
     _add(study, 0.6, 0.01)
-    assert read_verdict(study).state == "certified"
+    assert deployment(study).why == "certified"
     assert report(study)._answer()[0].startswith("Deploy trial #2, the certified model")
     # Once the safety rows' budget is spent, no new trial can be tested: the verdict stands.
     study = _study()
     _certified(study, 1, [2, 1, *range(10, 10 + CANDIDATES - 2)])
-    _add(study, 0.85, 0.01)
-    assert read_verdict(study).state == "certified"
+    _add(study, 0.85, 0.01)  # #3, the best fair trial now, which no safety test tried
+    record = deployment(study)
+    assert (record.why, record.trial.number, record.untested, record.failed) == (
+        "certified", 1, (3,), (2,))
+    # Every view says the new best fair trial was never tested, none that it failed.
+    page = report(study)
+    for shown in (page.text(), page.html(), page.markdown()):
+        assert "did not pass" not in shown
+        assert "#3, was never tested" in shown
+    assert "Never tested on the safety rows: trial #3" in page.text()
 
 
 def test_a_refusal_is_outdated_by_any_untested_fair_trial() -> None:
@@ -103,7 +112,7 @@ def test_a_refusal_is_outdated_by_any_untested_fair_trial() -> None:
                                           "message": "No model could be certified: ..."})
     assert report(study)._answer() == ["Deploy no model: No model could be certified: ..."]
     _add(study, 0.6, 0.01)  # #3, fair and never tested: the test would try it now
-    assert read_verdict(study).untested == [3]
+    assert deployment(study).untested == (3,)
     assert report(study)._answer()[0].startswith(
         "No model is certified for the trials as they stand: the safety test's refusal was "
         "recorded before trial #3")
@@ -224,7 +233,7 @@ def test_a_tenant_set_up_with_confidence_has_its_own_pending_verdict() -> None:
     study = tenant_study()  # b's best fair trial is #3
     key = TENANT_SETUP_PREFIX + "b"
     study.set_user_attr(key, {**study.user_attrs[key], "confidence": 0.9})
-    assert (read_verdict(study, "a").state, read_verdict(study, "b").state) == ("", "pending")
+    assert (deployment(study, "a").why, deployment(study, "b").why) == ("best_fair", "pending")
     b, a = report(study, tenant="b").sections[0], report(study, tenant="a").sections[0]
     assert b._deploy_heading() == "No model certified yet; the best fair trial, #3, is the candidate"
     assert a._deploy_heading() == "Deploy trial #0, the best fair trial"
