@@ -11,11 +11,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any
 
 __all__ = ["arg", "argument_names", "got", "has_name", "renamed"]
 
-_NAMES: ContextVar[Mapping[str, str]] = ContextVar("fairtune_argument_names", default={})
+# A read-only empty default: a ContextVar's default is shared by every context.
+_NAMES: ContextVar[Mapping[str, str]] = ContextVar(
+    "fairtune_argument_names", default=MappingProxyType({})
+)
 
 
 @contextlib.contextmanager

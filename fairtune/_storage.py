@@ -4,9 +4,9 @@ fairtune keeps its cooperative state (round plans, pending-point claims, board p
 storage that the workers share, never in a sampler object, so that processes and machines on one
 RDB server or Journal file agree. Two things need care there:
 
-- RDB storages cap a system attribute's value (its JSON text) at 2048 characters. Long texts are written
-  as numbered chunks under ``<key>:<j>`` and a header under ``<key>`` saying how many chunks there
-  are, written last, so that a reader never sees a header whose chunks are missing.
+- RDB storages cap a system attribute's value (its JSON text) at 2048 characters. Long texts are
+  written as numbered chunks under ``<key>:<j>`` and a header under ``<key>`` saying how many
+  chunks there are, written last, so that a reader never sees a header whose chunks are missing.
 - Keys are namespaced: every key starts with ``fairtune:``.
 
 These helpers take a storage and an id (not a ``Study``), so that the board can use a study of a
@@ -325,15 +325,16 @@ def create_or_load_named_study(
 ) -> Any:
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it
     (several ``fairtune tune`` processes started together on a new database; see
-    :func:`create_or_load_study`). ``storage`` is opened by
-    :func:`open_storage` (Journal files, heartbeats).
+    :func:`create_or_load_study`). ``storage`` is opened by :func:`open_storage` (Journal
+    files, heartbeats): with a ``heartbeat`` (seconds) on the storages that record one, dead
+    workers' trials retried ``max_retry`` times.
     """
     import optuna
 
     def create() -> Any:
         opened = None if storage is None else open_storage(
-            storage, heartbeat_interval=heartbeat or None, max_retry=max_retry
-        )
+            storage, heartbeat_interval=heartbeat if records_heartbeats(storage) else None,
+            max_retry=max_retry)
         return optuna.create_study(
             study_name=name, storage=opened, directions=directions or ["maximize"],
             load_if_exists=True,
@@ -377,21 +378,71 @@ def can_create_in(folder: Path) -> bool:
         return False
 
 
-def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`") -> None:
+def in_memory(url: str) -> bool:
+    """Whether ``url`` is a database no other process can read (SQLite in memory)."""
+    url = url.strip()
+    if not url.lower().startswith("sqlite:"):
+        return False
+    path = url.split(":", 1)[1].lstrip("/")  # "sqlite://" -> "", "sqlite:///:memory:" -> ...
+    return path == "" or path.startswith(":memory:") or "mode=memory" in url
+
+
+def storage_file(url: str | None) -> Path | None:
+    """The file a storage URL keeps its studies in (an SQLite database, a Journal file), or
+    None (a database server, memory, or an SQLite URI with options of its own)."""
+    if not url or url.startswith(GRPC_PREFIX):
+        return None
+    if url.startswith(JOURNAL_PREFIX):
+        return Path(url[len(JOURNAL_PREFIX):]).expanduser() if url[len(JOURNAL_PREFIX):] else None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:") or (
+            parsed.query.get("uri") or parsed.database.startswith("file:")):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)  # a hard link
+    except OSError:
+        return False
+
+
+def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`",
+                      outputs: Mapping[str, str | None] | None = None) -> None:
     """Check an Optuna storage URL before Optuna opens (and maybe creates) it.
 
     Args:
         url: The storage URL; None is an in-memory study.
         create: Whether a new SQLite file may be created (``tune``); ``report`` only reads.
         flag: How the messages name the URL (the command line's ``"--storage"``).
+        outputs: The files the run writes, by how messages name them (``{"--html": path}``;
+            None for one not written): none may be the storage's file, which writing it
+            would destroy.
 
     Raises:
-        ValueError: A malformed URL or an unknown scheme.
+        ValueError: A malformed URL or an unknown scheme, or an output that is the
+            storage's file.
         RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
             written, is not an SQLite database or is damaged, or holds no Optuna study.
     """
     if url is None:
         return
+    stored_in = storage_file(url)
+    for name, output in (outputs or {}).items():
+        if output and stored_in is not None and _same_file(Path(output).expanduser(), stored_in):
+            raise ValueError(
+                f"{name} must be another file than the study's storage, which writing it would "
+                f"destroy, but got {name} {output!r} and {flag} {url!r} (both "
+                f"{str(stored_in.resolve())!r}).")
     if url.startswith(GRPC_PREFIX):
         try:
             _grpc_address(url)

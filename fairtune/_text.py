@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["distinct", "format_table", "markdown_table", "markdown_text", "printable"]
+__all__ = ["distinct", "format_table", "markdown_table", "markdown_text", "percent",
+           "printable"]
+
+
+def percent(fraction: float) -> str:
+    """A fraction as a percentage with the digits it has, never rounded to a whole one:
+    ``0.95`` as ``"95%"``, ``0.975`` as ``"97.5%"``, ``0.9999`` as ``"99.99%"`` (a confidence
+    level of 0.975 printed as 98% is another level)."""
+    return f"{100 * fraction:.12g}%"  # 12 digits: 97.49999999999999 is 97.5
 
 
 def printable(value: Any) -> str:
@@ -45,7 +53,7 @@ def format_table(
     def fmt(line: Sequence[str]) -> str:
         cells = [
             cell.rjust(width) if i in right_aligned else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(line, widths))
+            for i, (cell, width) in enumerate(zip(line, widths, strict=False))
         ]
         return "  ".join(cells).rstrip()
 

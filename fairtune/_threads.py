@@ -156,7 +156,7 @@ def _enter(n: int) -> None:
             _saved_torch_threads = torch.get_num_threads()
             try:
                 _blas_limiter = _blas_controller().limit(limits=n, user_api="blas")
-            except Exception:  # pragma: no cover - an unusual BLAS that threadpoolctl cannot set
+            except Exception:  # noqa: BLE001  # pragma: no cover - a BLAS threadpoolctl cannot set
                 _blas_limiter = None
         _n_inside += 1
     torch.set_num_threads(n)

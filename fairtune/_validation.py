@@ -8,8 +8,9 @@ module imports numpy, pandas and the message helpers only.
 - Labels: :func:`favourable_labels` turns labels into 0/1 (1 the favourable outcome); labels
   other than 0/1 or booleans need ``pos_label``. Values that differ only in case, surrounding
   spaces or a final full stop (``"approved"``, ``"Approved"``, ``"approved "``, ``"approved."``:
-  *twins*, see :func:`twins`) are different labels to an exact comparison, so a ``pos_label`` with twins among the labels is
-  refused: comparing exactly would count the twins' rows as unfavourable.
+  *twins*, see :func:`twins`) are different labels to an exact comparison, so a ``pos_label``
+  with twins among the labels is refused: comparing exactly would count the twins' rows as
+  unfavourable.
 - Sensitive features: :func:`sensitive_groups` validates them and returns one group label per
   row (tuples for several columns: intersectional groups). Twins among a column's values are
   measured as separate groups; the entrances ask it to say so in a warning (metrics never warn:
@@ -69,7 +70,9 @@ MSG_SENSITIVE_LENGTH = (
     "{argument} must have the same length as `y_true`, but got len(y_true)={n} and "
     "len({name})={m}."
 )
-MSG_SENSITIVE_MISSING = "{argument} must not contain NaN or missing values, but got {count} of them."
+MSG_SENSITIVE_MISSING = (
+    "{argument} must not contain NaN or missing values, but got {count} of them."
+)
 MSG_SINGLE_GROUP = (
     "{argument} must define at least two groups to compare, but got a single group {group!r}."
 )
@@ -167,8 +170,8 @@ def _twins_note(values: pd.Series, found: Any) -> str:
     groups = twins(found)
     if not groups:
         return ""
-    return (f" Labels that differ only in case, surrounding spaces or a final full stop are different labels: "
-            f"{with_counts(groups, values)}.")
+    return (" Labels that differ only in case, surrounding spaces or a final full stop are "
+            f"different labels: {with_counts(groups, values)}.")
 
 
 def _near_miss(values: pd.Series, pos_label: Any) -> str:

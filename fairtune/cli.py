@@ -8,10 +8,10 @@ Usage::
     fairtune report --storage sqlite:///fairtune.db --study-name NAME --plot tradeoff.png
 
 One function per subcommand: ``_add_<name>_parser(subparsers)`` declares its arguments and sets
-``func`` to ``_cmd_<name>(args) -> int``; add it to ``_SUBCOMMANDS``. A command reports bad usage
-(a bad or conflicting argument) by raising ``_UsageError`` (exit code 2) and a failure by raising
-any other exception (exit code 1): :func:`main` turns them into a one-line message on stderr,
-never a traceback. Messages name the flags the user typed, not Python argument names.
+``func`` to ``_cmd_<name>(args) -> int``; :func:`_build_parser` adds it. A command reports bad
+usage (a bad or conflicting argument) by raising ``_UsageError`` (exit code 2) and a failure by
+raising any other exception (exit code 1): :func:`main` turns them into a one-line message on
+stderr, never a traceback. Messages name the flags the user typed, not Python argument names.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from fairtune._storage import (
     check_storage_url,
     create_or_load_named_study,
     database_errors,
+    in_memory,
     load_named_study,
-    records_heartbeats,
     reported_error,
 )
 from fairtune._text import printable
@@ -41,7 +41,6 @@ from fairtune.report import check_output_path
 PROG = "fairtune"
 # Seconds between the heartbeats of a running trial on an RDB storage (`tune --heartbeat`).
 _DEFAULT_HEARTBEAT = 30
-# Attempts at creating or loading the study when other workers are creating it too.
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -61,10 +60,6 @@ class _ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{message} (see `{self.prog} --help`)")
 
-
-# --------------------------------------------------------------------------------------------
-# fairtune datasets
-# --------------------------------------------------------------------------------------------
 
 
 def _add_datasets_parser(subparsers: Any) -> None:
@@ -86,16 +81,12 @@ def _cmd_datasets(args: argparse.Namespace, *, out: TextIO) -> int:
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------------------------
-# fairtune tune / fairtune report
-# --------------------------------------------------------------------------------------------
-
 # fairtune.samplers.SAMPLER_NAMES, without importing the samplers (and torch) to parse flags.
 _SAMPLERS = ("fairbo", "gp", "tpe", "random", "mtkb")
 _MULTI_OBJECTIVE_SAMPLERS = ("mtkb", "gp", "tpe", "random")
 _DATASETS = ("adult", "german", "compas")
-# FairObjective's argument names -> the flags a user types: the library's messages name these
-# (fairtune._names.argument_names).
+# FairObjective's and read_table's argument names -> the flags a user types: the library's
+# messages name these (fairtune._names.argument_names), whichever flags this run was given.
 _FLAGS = {
     "dataset": "--dataset", "model": "--model", "limits": "--limit", "metric": "--metric",
     "cv": "--cv", "test_size": "--test-size", "random_state": "--seed",
@@ -105,13 +96,12 @@ _FLAGS = {
     "tenant": "--tenant", "tenants": "--tenants", "agent": "--agent", "board": "--board",
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
     "budgets": "--budgets", "resource": "--resource", "pos_label": "--positive",
-    "confidence": "--confidence", "safety_size": "--safety-size",
+    "positive": "--positive", "target": "--target", "confidence": "--confidence",
+    "safety_size": "--safety-size",
 }
-# With --data, the dataset is the user's file and its columns.
-_DATA_FLAGS = {"dataset": "--data", "path": "--data", "target": "--target",
-               "sensitive": "--sensitive", "positive": "--positive"}
-_METRIC_HELP = ("the validation metric (default accuracy; not with --objectives); the limits are "
-                "measured on 0/1 predictions, roc_auc on probabilities")
+# With --data, the dataset is the user's file, whose groups --sensitive names (a bundled
+# dataset's are its own).
+_DATA_FLAGS = {**_FLAGS, "dataset": "--data", "path": "--data", "sensitive": "--sensitive"}
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -127,16 +117,6 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), but got {text!r}")
-    return value
-
-
 def _add_tune_parser(subparsers: Any) -> None:
     from fairtune.tuning import METRIC_NAMES, MITIGATIONS, PRUNER_NAMES, SPACES
 
@@ -146,8 +126,9 @@ def _add_tune_parser(subparsers: Any) -> None:
         description=(
             "Tune a model on a bundled dataset or your own file for a validation metric under "
             "fairness limits, and print the best fair trial; the first trial is the untuned "
-            "model (but for --tenant). With --storage a second call resumes the study (refusing another setup or "
-            "data). Ctrl-C stops the run (exit code 130) and prints the best fair trial so far."
+            "model (but for --tenant). With --storage a second call resumes the study "
+            "(refusing another setup or data). Ctrl-C stops the run (exit code 130) and prints "
+            "the best fair trial so far."
         ),
     )
     data = parser.add_mutually_exclusive_group(required=True)
@@ -176,24 +157,24 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--margin", type=float, default=0.0, metavar="M",
                         help="validate against the limits less M, a guessed safety margin "
                              "(default 0; --confidence derives one from the data)")
-    parser.add_argument("--confidence", type=_fraction, metavar="LEVEL",
+    parser.add_argument("--confidence", type=float, metavar="LEVEL",
                         help="deploy a model only with a certificate that it keeps the limits "
                              "on new data at this level (e.g. 0.95), tested on rows the search "
                              "never sees; else exit 1 (2 when the rows are too few for it "
                              "before any trial)")
-    parser.add_argument("--safety-size", type=_fraction, metavar="F",
+    parser.add_argument("--safety-size", type=float, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
                              "safety test (default 0.3)")
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
-    parser.add_argument(
-        "--sampler", choices=_SAMPLERS,
-        help="default fairbo (mtkb with --objectives; fairbo is single-objective)",
-    )
-    parser.add_argument("--metric", choices=METRIC_NAMES, help=_METRIC_HELP)
+    parser.add_argument("--sampler", choices=_SAMPLERS, help="default fairbo (mtkb with "
+                        "--objectives; fairbo is single-objective)")
+    parser.add_argument("--metric", choices=METRIC_NAMES, help="the validation metric (default "
+                        "accuracy; not with --objectives); the limits are measured on 0/1 "
+                        "predictions, roc_auc on probabilities")
     parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
-    parser.add_argument("--test-size", type=_fraction, metavar="F",
+    parser.add_argument("--test-size", type=float, metavar="F",
                         help="hold out this fraction of the rows as a test split and report the "
                              "best fair model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
@@ -213,8 +194,9 @@ def _add_team_arguments(parser: argparse.ArgumentParser) -> None:
     team = parser.add_argument_group("teams (each process one team, with its own --data)")
     team.add_argument("--tenant", metavar="NAME", help="tune as this tenant of the shared study "
                       "--study-name in --storage (CollaborativeUCBSampler)")
-    team.add_argument("--tenants", type=_tenant_list, metavar="A,B,C",
-                      help="every tenant of the shared study, in the same order everywhere")
+    team.add_argument("--tenants", type=lambda v: _column_list(v, "tenant names"),
+                      metavar="A,B,C", help="every tenant of the shared study, in the same "
+                      "order everywhere")
     team.add_argument("--agent", metavar="NAME", help="tune as this agent, its own study "
                       "in --storage, sharing designs (never data) on --board (CGPSampler)")
     team.add_argument("--board", metavar="URL", help="the agents' board: an Optuna storage URL")
@@ -251,9 +233,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study-name", help="study name (default: dataset-model-sampler)")
     parser.add_argument("--n-jobs", type=_int_at_least(1), default=1,
                         help="parallel trials (threads); Ctrl-C lets the running ones finish")
-    parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
-    parser.add_argument("--html", metavar="FILE",
-                        help="write the report as one self-contained HTML page (plots inline)")
+    _add_report_outputs(parser)
     parser.add_argument("--dashboard", action="store_true",
                         help="show the fair search in optuna-dashboard: a study note (the best "
                              "fair trial, the limits, the test verdict) and two figures, "
@@ -263,24 +243,6 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --dashboard: also keep the HTML report in this artifact "
                              "directory (start optuna-dashboard with --artifact-dir DIR)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def _mitigation(args: argparse.Namespace) -> Any:
-    """``--mitigation`` as FairObjective's ``mitigation``: ``auto`` is the list of all (of
-    those that apply to a model without the sensitive inputs, with ``--hide-sensitive``)."""
-    mitigation = getattr(args, "mitigation", None)
-    hidden = getattr(args, "hide_sensitive", False)
-    if mitigation == "auto":
-        from fairtune.tuning.mitigation import MITIGATIONS
-
-        return [m for m in MITIGATIONS if not (hidden and m == "correlation_remover")]
-    if hidden and mitigation == "correlation_remover":
-        raise _UsageError(
-            "--mitigation correlation_remover decorrelates the model's inputs from the "
-            "sensitive columns, which --hide-sensitive removes from them: use one without the "
-            "other (or --mitigation reduction, which needs no sensitive input)."
-        )
-    return mitigation
 
 
 def _budgets(value: str) -> list[float]:
@@ -304,18 +266,6 @@ def _column_list(value: str, what: str = "column names") -> list[str]:
     return columns
 
 
-def _tenant_list(value: str) -> list[str]:
-    """``--tenants a,b`` -> ["a", "b"]: distinct names."""
-    names = _column_list(value, "tenant names")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise argparse.ArgumentTypeError(
-            f"expected distinct tenant names separated by commas, but got {value!r} "
-            f"({', '.join(map(repr, twice))} more than once)"
-        )
-    return names
-
-
 def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
     """The library's warnings as one line each, in the words of the command line: flags for
     argument names, and a dataset's known issues without the Python advice on silencing them."""
@@ -328,9 +278,7 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    _usage(check_output_path, args.plot, flag="--plot")
-    _usage(check_output_path, args.html, flag="--html", html=True)
-    _usage(check_storage_url, args.storage, create=True, flag="--storage")
+    _check_files(args, ("--plot", "--html"), create=True)
     if args.study_name is not None and not args.study_name.strip():
         raise _UsageError(f"--study-name must name the study, but got {args.study_name!r}; "
                           "leave it out for the default name.")
@@ -344,10 +292,15 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     name = args.study_name or (f"{args.model}-tenants" if args.tenant else args.agent
                                or f"{source}-{args.model}-{args.sampler}")
     with database_errors("--storage", args.storage):
-        study = _open_tune_study(args, name, directions=objective.directions or None)
+        study = create_or_load_named_study(name, args.storage, heartbeat=args.heartbeat,
+                                           max_retry=args.retry_failed,
+                                           directions=objective.directions or None)
         if team is not None:  # before the setup is checked: the tenants are part of it
             study.sampler = team
-        _prepare_tune_study(study, objective, args, name)
+        # Refused if stored with another kind or setup: its trials would not be comparable.
+        with argument_names(_flags(args)):
+            _usage(objective.prepare, study, sampler=args.sampler, seed=args.seed,
+                   pruner=args.pruner)
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
                                       show_progress_bar=not args.no_progress, tenant=args.tenant,
                                       callbacks=[view] if view else [])
@@ -364,7 +317,6 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
                  guard: Any, run: list[Any], multi: bool, team: Any) -> int:
     """What ``tune`` prints after the search: the report, the test split, the certificate."""
     from fairtune import report
-    from fairtune.fairness import best_fair_trial
 
     if objective.margin and not multi:
         out.write(
@@ -372,10 +324,11 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
             f"(the limits less a margin of {objective.margin:g}); the test split is "
             f"judged against {objective.limits_text}.\n"
         )
-    refusal = None
-    if objective.confidence is not None and not guard.interrupted:
-        # The safety test first, so that the report opens with its verdict.
-        refusal = _certify(study, objective, args)
+    record = None
+    if not multi and not guard.interrupted:
+        # The safety test and the test split first, so that the report opens with them.
+        with argument_names(_flags(args)):
+            record = objective.conclude(study)
     # A tenant's report: the table of every tenant, and its own best fair trial and plots.
     report.print_report(study, out, plot=args.plot, tenant=args.tenant)
     if args.agent:
@@ -387,16 +340,15 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
     failed = check_run(guard, run)
     if failed:
         print(f"{PROG}: warning: {failed}", file=sys.stderr)
-    best = None if multi else best_fair_trial(study, tenant=args.tenant)
-    if refusal is not None:
-        print(f"{PROG}: error: {refusal}", file=sys.stderr)
+    if record is not None and record.why == "refused":
+        print(f"{PROG}: error: {record.certificate['message']}", file=sys.stderr)
         _write_html(study, args.html, out=out, tenant=args.tenant)
         return EXIT_ERROR
-    if args.test_size and objective.confidence is None and (multi or best is not None):
-        # Stored, so that `report` shows them (for the trial they belong to).
-        out.write(report.pareto_test_text(study, objective) if multi else "".join(
-            line + "\n" for line in report.scores_on_test_split(study, objective, best,
-                                                          store=True)))
+    if args.test_size and multi:
+        scored = [(t.number, objective.evaluate(objective.refit_best(study, trial=t),
+                                                 confidence_level=report.TEST_CONFIDENCE))
+                  for t in sorted(study.best_trials, key=lambda t: t.number)]
+        out.write(report.pareto_test_text(len(objective.X_test), scored))
     _write_html(study, args.html, out=out, tenant=args.tenant)
     return EXIT_OK
 
@@ -428,7 +380,7 @@ def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
     flag = "--dashboard" if args.dashboard else "--artifacts"  # --artifacts implies the view
     if args.artifacts is None and not args.dashboard:
         return None
-    if not args.storage or _in_memory(args.storage):
+    if not args.storage or in_memory(args.storage):
         got = f"--storage {args.storage}" if args.storage else "no --storage"
         raise _UsageError(f"{flag} writes the fair search's view into the study for "
                           "optuna-dashboard to show, so it needs a --storage the dashboard can "
@@ -460,15 +412,6 @@ def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
         raise _UsageError(f"--dashboard: {e}") from None
 
 
-def _in_memory(storage: str) -> bool:
-    """Whether ``storage`` is a database no other process can read (SQLite in memory)."""
-    url = storage.strip()
-    if not url.lower().startswith("sqlite:"):
-        return False
-    path = url.split(":", 1)[1].lstrip("/")  # "sqlite://" -> "", "sqlite:///:memory:" -> ...
-    return path == "" or path.startswith(":memory:") or "mode=memory" in url
-
-
 def _publish(study: Any, view: Any, out: TextIO) -> None:
     """The dashboard's view of ``study`` as it ends (a failure is a warning: the study and
     its results are stored either way)."""
@@ -485,36 +428,14 @@ def _publish(study: Any, view: Any, out: TextIO) -> None:
     out.write(f"optuna-dashboard: the study's note and figures are updated{where}.\n")
 
 
-def _certify(study: Any, objective: Any, args: argparse.Namespace) -> Any:
-    """``--confidence``: the safety test, its verdict stored with the study (and the certified
-    model's scores on the test split, for the report and the dashboard's note); the refusal,
-    or None when a model is certified."""
-    from fairtune import report
-    from fairtune.tuning import NotCertifiedError
-    from fairtune.tuning._certify import forget_verdict
-
-    forget_verdict(study, args.tenant)  # this run certifies again
-    try:
-        with argument_names(_flags(args)):
-            pipeline = objective.certify(study)
-    except NotCertifiedError as refusal:
-        return refusal
-    if args.test_size:
-        line = report.certified_test_line(objective, pipeline)
-        report.store_test_lines(study, pipeline.certificate_.trial, [line], args.tenant)
-    return None
-
-
 def _tune_objective(args: argparse.Namespace) -> Any:
     """The FairObjective of ``tune``'s flags (its warnings printed as one line each); the
     library's messages name the flags (:data:`_FLAGS`)."""
-    from fairtune.fairness import parse_limits
+    from fairtune.datasets import read_table
     from fairtune.tuning import FairObjective
 
     if args.objectives:
         _check_multi_objective_flags(args)
-    elif not args.limit:
-        raise _UsageError("--limit is required (or --objectives for a multi-objective study).")
     if args.resource != "n_samples" and not args.pruner:
         raise _UsageError(f"--resource is what a --pruner's budgets cut, so --pruner must be "
                           f"given with it, but got --resource {args.resource} and no --pruner.")
@@ -527,58 +448,26 @@ def _tune_objective(args: argparse.Namespace) -> Any:
     with warnings.catch_warnings(record=True) as caught, argument_names(_flags(args)):
         warnings.simplefilter("always")
         try:
-            dataset = args.dataset if args.data is None else _read_data(args)
-            kwargs: dict[str, Any] = (
-                {"objectives": [o for o in args.objectives.split(",") if o],
-                 "limits": args.limit or None} if args.objectives
-                else {"limits": parse_limits(args.limit), "metric": args.metric or "accuracy"}
-            )
+            dataset = args.dataset if args.data is None else read_table(
+                args.data, target=args.target, sensitive=args.sensitive, positive=args.positive)
             objective = FairObjective(
-                dataset, args.model, cv=args.cv, test_size=args.test_size,
-                random_state=args.seed, mitigation=_mitigation(args), margin=args.margin,
+                dataset, args.model, limits=args.limit, metric=args.metric or "accuracy",
+                objectives=[o for o in args.objectives.split(",") if o] if args.objectives
+                else None, cv=args.cv, test_size=args.test_size, random_state=args.seed,
+                mitigation=args.mitigation, margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
                 tenant=args.tenant, confidence=args.confidence, safety_size=args.safety_size,
-                budgets=args.budgets or (
-                    [1 / 9, 1 / 3, 1.0] if args.pruner else None), resource=args.resource, **kwargs,
-            )
+                budgets=args.budgets or ([1 / 9, 1 / 3, 1.0] if args.pruner else None),
+                resource=args.resource)
         except ValueError as e:
             raise _UsageError(str(e)) from None
     _print_warnings(caught)
     return objective
 
 
-def _prepare_tune_study(study: Any, objective: Any, args: argparse.Namespace, name: str) -> None:
-    """Refuse a stored study of another kind or setup (naming the flag), then prepare it."""
-    import optuna
-
-    if not objective.objectives:
-        maximize = optuna.study.StudyDirection.MAXIMIZE
-        if len(study.directions) != 1 or study.direction != maximize:
-            raise _UsageError(
-                f"--study-name {name!r} in the storage is not a single-objective maximization "
-                "study; use another --study-name."
-            )
-    try:
-        # The setup is stored with the study: a resumed study must not mix values measured
-        # on another dataset, model, metric, limits or validation.
-        with argument_names(_flags(args)):
-            objective.prepare(study, sampler=args.sampler, seed=args.seed, pruner=args.pruner)
-    except ValueError as e:
-        raise _UsageError(f"--study-name {name!r}: {e}" if objective.objectives else str(e)
-                          ) from None
-
-
 def _flags(args: argparse.Namespace) -> dict[str, str]:
     """How the library's messages name its arguments: the flags of this command line."""
-    return _FLAGS if getattr(args, "data", None) is None else {**_FLAGS, **_DATA_FLAGS}
-
-
-def _read_data(args: argparse.Namespace) -> Any:
-    """``--data FILE --target --sensitive [--positive]`` as a FairDataset."""
-    from fairtune.datasets import read_table
-
-    return read_table(args.data, target=args.target, sensitive=args.sensitive,
-                      positive=args.positive)
+    return _FLAGS if getattr(args, "data", None) is None else _DATA_FLAGS
 
 
 def _check_multi_objective_flags(args: argparse.Namespace) -> None:
@@ -600,6 +489,12 @@ def _check_multi_objective_flags(args: argparse.Namespace) -> None:
         )
 
 
+def _add_report_outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
+    parser.add_argument("--html", metavar="FILE",
+                        help="write the report as one self-contained HTML page (plots inline)")
+
+
 def _add_report_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
@@ -615,9 +510,7 @@ def _add_report_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--storage", required=True, help="Optuna storage URL")
     parser.add_argument("--study-name", help="needed when the storage holds several studies")
-    parser.add_argument("--plot", metavar="PNG", help="write the trade-off plot to this file")
-    parser.add_argument("--html", metavar="FILE",
-                        help="write the report as one self-contained HTML page (plots inline)")
+    _add_report_outputs(parser)
     parser.add_argument("--metric", help="fairness metric on the trade-off plot's x axis "
                                          "(default: the study's first limit); needs --plot")
     parser.add_argument("--curve", metavar="PNG",
@@ -628,16 +521,12 @@ def _add_report_parser(subparsers: Any) -> None:
     parser.set_defaults(func=_cmd_report)
 
 
-def _open_tune_study(
-    args: argparse.Namespace, name: str, *, directions: list[str] | None = None
-) -> Any:
-    """The study of ``fairtune tune``: a heartbeat on RDB storages (``--heartbeat``, not on
-    Journal files), dead workers' trials retried ``--retry-failed`` times."""
-    heartbeat = (
-        args.heartbeat if records_heartbeats(args.storage) else 0
-    )
-    return create_or_load_named_study(name, args.storage, heartbeat=heartbeat,
-                                      max_retry=args.retry_failed, directions=directions)
+def _check_files(args: argparse.Namespace, outputs: Sequence[str], *, create: bool) -> None:
+    """The files the run writes (``outputs``, flags) and ``--storage``, which none may be."""
+    paths = {flag: getattr(args, flag[2:]) for flag in outputs}
+    for flag, path in paths.items():
+        _usage(check_output_path, path, flag=flag, html=flag == "--html")
+    _usage(check_storage_url, args.storage, create=create, flag="--storage", outputs=paths)
 
 
 def _usage(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -659,9 +548,7 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
             raise _UsageError("--metric picks the x axis of the trade-off plot: add --plot PNG.")
         with argument_names({"metric": "--metric"}):
             args.metric = _usage(get_metric, args.metric).name
-    for flag in ("--plot", "--html", "--curve"):
-        _usage(check_output_path, getattr(args, flag[2:]), flag=flag, html=flag == "--html")
-    _usage(check_storage_url, args.storage, create=False, flag="--storage")
+    _check_files(args, ("--plot", "--html", "--curve"), create=False)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     with database_errors("--storage", args.storage):
         with argument_names(_FLAGS):
@@ -701,17 +588,6 @@ def _write_html(study: Any, path: str | None, *, fairness_metric: str | None = N
         out.write(f"HTML report written to {path}\n")
 
 
-# --------------------------------------------------------------------------------------------
-# Parser and entry point
-# --------------------------------------------------------------------------------------------
-
-_SUBCOMMANDS: list[Callable[[Any], None]] = [
-    _add_datasets_parser,
-    _add_tune_parser,
-    _add_report_parser,
-]
-
-
 def _build_parser() -> _ArgumentParser:
     from fairtune import __version__
 
@@ -724,7 +600,7 @@ def _build_parser() -> _ArgumentParser:
         title="commands", dest="command", metavar="COMMAND", parser_class=_ArgumentParser
     )
     subparsers.required = True
-    for add_parser in _SUBCOMMANDS:
+    for add_parser in (_add_datasets_parser, _add_tune_parser, _add_report_parser):
         add_parser(subparsers)
     return parser
 

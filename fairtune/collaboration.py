@@ -52,8 +52,8 @@ from fairtune._storage import (
     create_or_load_study,
     open_storage,
     read_text,
-    write_study_text,
     records_heartbeats,
+    write_study_text,
 )
 
 __all__ = ["Board", "Post", "open_study", "simulate", "sliced_lhs_value"]
@@ -206,7 +206,9 @@ class Board:
             isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
             or not 0 <= seed < 2**32
         ):
-            raise ValueError(f"`seed` must be None or an integer in [0, 2**32), but got seed={seed!r}.")
+            raise ValueError(
+                f"`seed` must be None or an integer in [0, 2**32), but got seed={seed!r}."
+            )
         if not isinstance(storage, (str, BaseStorage)):
             raise ValueError(
                 "`storage` must be an Optuna storage URL or storage object, but got "
@@ -289,7 +291,8 @@ class Board:
         if AGENT_KEY_PREFIX + agent not in self._attrs():
             self.register(agent)
         text = json.dumps({"design": dict(design), "lcb": float(lcb), "kappa": float(kappa)})
-        write_study_text(self._storage, self._study_id, f"{POST_KEY_PREFIX}{agent}:{int(round_)}", text)
+        key = f"{POST_KEY_PREFIX}{agent}:{int(round_)}"
+        write_study_text(self._storage, self._study_id, key, text)
 
     def posts(self, attrs: Mapping[str, Any] | None = None) -> list[Post]:
         """Every post, sorted by (agent, round)."""
@@ -302,7 +305,9 @@ class Board:
             if len(parts) != 2:  # a chunk of a long post
                 continue
             record = json.loads(read_text(attrs, key))  # type: ignore[arg-type]
-            out.append(Post(parts[0], int(parts[1]), record["design"], record["lcb"], record["kappa"]))
+            out.append(
+                Post(parts[0], int(parts[1]), record["design"], record["lcb"], record["kappa"])
+            )
         return sorted(out, key=lambda p: (p.agent, p.round))
 
     def latest(
@@ -399,7 +404,9 @@ def simulate(
             f"{len(objectives)} objectives and {len(samplers)} samplers."
         )
     if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 0:
-        raise ValueError(f"`n_rounds` must be a non-negative integer, but got n_rounds={n_rounds!r}.")
+        raise ValueError(
+            f"`n_rounds` must be a non-negative integer, but got n_rounds={n_rounds!r}."
+        )
     studies = [
         optuna.create_study(
             storage=optuna.storages.InMemoryStorage(), direction=direction, sampler=sampler,
@@ -407,15 +414,16 @@ def simulate(
         )
         for i, sampler in enumerate(samplers)
     ]
-    for study, params in zip(studies, initial_params or []):
+    # Agents past the end of `initial_params` start from their sampler alone.
+    for study, params in zip(studies, initial_params or [], strict=False):
         for p in params:
             study.enqueue_trial(dict(p))
     for round_ in range(n_rounds):
-        for sampler, study in zip(samplers, studies):
+        for sampler, study in zip(samplers, studies, strict=True):
             post_round = getattr(sampler, "_post_round", None)
             if post_round is not None:
                 post_round(study)
-        for objective, study in zip(objectives, studies):
+        for objective, study in zip(objectives, studies, strict=True):
             study.optimize(objective, n_trials=1)
         if callback is not None:
             callback(round_, studies)

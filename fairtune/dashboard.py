@@ -52,8 +52,6 @@ from fairtune._text import printable
 if TYPE_CHECKING:
     import optuna
 
-    from fairtune.tuning import FairObjective
-
 __all__ = [
     "REPORT_FILENAME",
     "DashboardCallback",
@@ -153,7 +151,7 @@ def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
     if data.best is not None:
         figure.add_trace(go.Scatter(
             x=[fairness_values(data.best)[data.metric]], y=[data.best.value],
-            mode="markers", name=f"best fair trial (#{data.best.number})",
+            mode="markers", name=_plotly_text(data.star),
             marker={"symbol": "star", "size": 18, "color": "gold",
                     "line": {"color": "black", "width": 1}},
         ))
@@ -161,6 +159,10 @@ def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
         figure.add_vline(x=data.limit.bound, line={"color": "crimson", "dash": "dash"},
                          annotation_text=_plotly_text(f"limit {data.limit}"),
                          annotation_position="top right")
+    if data.validated is not None:
+        figure.add_vline(x=data.validated.bound, line={"color": "crimson", "dash": "dot"},
+                         annotation_text=f"validated against {data.validated.bound:g}",
+                         annotation_position="bottom left")
     whose = "" if tenant is None else f" (tenant {_plotly_text(tenant)})"
     figure.update_layout(
         title={"text": f"Trade-off: {_plotly_text(study.study_name)}{whose}"},
@@ -196,21 +198,13 @@ def best_fair_figure(study: optuna.Study, *, tenant: str | None = None) -> Any:
 
 
 def publish(
-    study: optuna.Study, *, objective: FairObjective | None = None,
-    artifact_store: Any = None, after: int | None = None,
+    study: optuna.Study, *, artifact_store: Any = None, after: int | None = None,
 ) -> None:
     """Write ``study``'s fairness view into the study, where optuna-dashboard shows it.
 
     Args:
         study: A single-objective study that fairtune tunes (FairObjective, FairSearchCV,
             ``fairtune tune``), in any storage the dashboard reads.
-        objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with; with a
-            test split, the note shows the deployed model's scores on it (refitted for this:
-            pass it at the end of a search, not at every update). With ``confidence`` that is
-            the certified model, once ``objective.refit_best(study)`` has run the safety test;
-            publishing never runs it (each run spends the safety rows' candidates), and says
-            that no model is certified yet before it. Defaults to None: the test lines
-            ``fairtune tune`` recorded with the study, if any.
         artifact_store: An Optuna artifact store (``optuna.artifacts.FileSystemArtifactStore``,
             ``Boto3ArtifactStore``, ...): the HTML report is uploaded to it as a study artifact,
             replacing the one an earlier update uploaded. Defaults to None: no report.
@@ -221,25 +215,23 @@ def publish(
         ValueError: If the study has several objectives.
     """
     from fairtune.report import report, study_tenants
-    from fairtune.tuning import FairObjective
 
     dashboard, _ = _modules()
     _check_study(study)
     check_artifact_store(artifact_store)
-    if objective is not None and not isinstance(objective, FairObjective):
-        raise ValueError("`objective` must be the FairObjective the study was tuned with (or "
-                         f"None), but got {printable(repr(objective))[:80]}.")
     if after is not None and (isinstance(after, bool) or not isinstance(after, (int, np.integer))
                               or not 0 <= after < len(study.trials)):
         raise ValueError(f"`after` must be the number of one of the study's "
                          f"{len(study.trials)} trials (or None), but got after={after!r}.")
-    page = report(study, objective=objective)
+    page = report(study)
     when = "" if after is None else f" Updated after trial #{after}."
+    deployed = page.tenants or (page.deploy is not None and page.deploy.trial is not None)
     note = (
         "## Fairness (fairtune)\n\n"
         + page.markdown()
         + "\nThe dashboard's **Best Trial** badge marks the trial with the best value, fair or "
-          "not; the model to deploy is the one this note names first."
+        + ("not; the model to deploy is the one this note names first." if deployed else
+           "not; this note names no model to deploy yet.")
         + when + "\n"
     )
     dashboard.save_note(study, note)
@@ -310,6 +302,11 @@ class DashboardCallback:
         check_artifact_store(artifact_store)
         self.every = int(every)
         self.artifact_store = artifact_store
+
+    def after_search(self, study: optuna.Study) -> None:
+        """Publish once more when the search has ended (FairSearchCV's ``fit`` calls it after
+        its safety test), so that the note names the model the search deploys."""
+        publish(study, artifact_store=self.artifact_store)
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if len(study.directions) != 1:

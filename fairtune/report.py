@@ -21,7 +21,8 @@ Example:
     >>> objective = FairObjective("german", "random_forest", limits="dsp<=0.05", test_size=0.25)
     >>> study = objective.create_study(seed=0)
     >>> study.optimize(objective, n_trials=4)
-    >>> page = report(study, objective=objective)
+    >>> record = objective.conclude(study)  # the model to deploy, its test scores recorded
+    >>> page = report(study)
     >>> page.text().splitlines()[0]  # doctest: +ELLIPSIS
     'Study ...: 4 trials, 4 complete, ... fair.'
     >>> page.html().startswith("<!DOCTYPE html>")
@@ -39,19 +40,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fairtune import _keys
-from fairtune.tenancy import check_tenant, study_tenants
 from fairtune._text import (
     distinct,
     format_table,
     markdown_table,
     markdown_text,
+    percent,
     printable,
 )
+from fairtune.tenancy import check_tenant, study_tenants
+from fairtune.tuning._deployment import TEST_CONFIDENCE, ScoresOnTest
 
 if TYPE_CHECKING:
     import optuna
-
-    from fairtune.tuning import FairObjective
 
 __all__ = [
     "TEST_CONFIDENCE",
@@ -59,7 +60,6 @@ __all__ = [
     "StudyReport",
     "TenantRow",
     "check_output_path",
-    "certified_test_line",
     "check_tenant",
     "deployment_lines",
     "format_table",
@@ -71,18 +71,16 @@ __all__ = [
     "report",
     "running_line",
     "save_plot",
-    "scores_on_test_split",
-    "store_test_lines",
     "study_tenants",
     "tenants_text",
+    "render_test_scores",
     "with_interval",
 ]
 
 TEST_SCORES_KEY = _keys.TEST_SCORES_KEY
-"""Study user attribute: the test split's score lines of the best fair trial, as
-``{"trial": number, "lines": [...]}`` (written by :func:`scores_on_test_split` with ``store``)."""
-TEST_CONFIDENCE = 0.95
-"""The level of the fairness metrics' bootstrap intervals on the test split."""
+"""Study user attribute: the test split's scores of the model to deploy, as ``{"trial":
+number, "fits": [...]}`` (:class:`~fairtune.tuning._deployment.ScoresOnTest` records, written by
+``FairObjective.conclude``)."""
 
 
 def with_interval(value: float, interval: tuple[float, float] | None, label: str = "") -> str:
@@ -91,104 +89,43 @@ def with_interval(value: float, interval: tuple[float, float] | None, label: str
     return text if interval is None else f"{text} ({label}{interval[0]:.4f}-{interval[1]:.4f})"
 
 
-def _test_scores_key(tenant: str | None) -> str:
-    return TEST_SCORES_KEY if tenant is None else _keys.TENANT_TEST_SCORES_PREFIX + tenant
+# What a recorded test line scored: (of the model to deploy, of a trial that no longer is).
+_FITS = {
+    "tuning": ("best fair trial refitted on the other rows",
+               "trial #{n} refitted on the other rows"),
+    "training": ("the validated model (training split only)",
+                 "trial #{n}'s validated model (training split only)"),
+    "certified": ("the certified model", "trial #{n} refitted on the search rows (certified "
+                                         "when its scores were recorded)"),
+}
 
 
-# What a test line says it scored; the report relabels a stored line by its trial when that
-# trial is no longer the model to deploy (:func:`_as_recorded`).
-_REFITTED = "best fair trial refitted on the other rows"
-_VALIDATED = "the validated model (training split only)"
-_CERTIFIED = "the certified model"
-_WHICH = "Which to deploy:"
-
-
-def _test_line(objective: FairObjective, pipeline: Any, what: str, *, rows: bool = True) -> str:
-    """One fitted model's scores on the objective's test split: each fairness metric with its
-    bootstrap interval, the verdict against the limits, and each limit that lies inside its
-    interval named, since this many test rows cannot tell whether it holds on new data."""
-    scores = objective.evaluate(pipeline, confidence_level=TEST_CONFIDENCE)
-    fair = scores.pop("fair")
-    intervals = scores.pop("intervals")
-    scores.pop("certificate", None)
-    values = ", ".join(
-        f"{k} " + with_interval(v, intervals.get(k), f"{TEST_CONFIDENCE:.0%} interval ")
-        for k, v in scores.items()
-    )
-    verdict = "meets every limit" if fair else f"violates {objective.limits_text}"
-    count = len(objective.X_test)
-    unresolved = [str(limit) for limit in objective.limits
-                  if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]]
-    if unresolved:
-        verdict += (f", but {count} test rows cannot tell whether {' and '.join(unresolved)} "
-                    "holds on new data (the limit lies inside the interval)")
-    shown_rows = f" ({count} rows)" if rows else ""
-    return f"Test split{shown_rows}, {what}: {values}; {verdict}."
-
-
-def scores_on_test_split(
-    study: optuna.Study, objective: FairObjective, best: optuna.trial.FrozenTrial, *,
-    store: bool = False,
-) -> list[str]:
-    """The best fair trial's scores on the objective's test split, one line per refit.
-
-    The model one deploys after refitting on all the tuning rows is not the one that was
-    validated: both are scored (the validated one only with a single validation split), each
-    fairness metric with its bootstrap interval, and a limit that lies inside its interval is
-    named, since this many test rows cannot tell whether it holds on new data. With
-    ``confidence``, neither is the model to deploy (only the certified one,
-    :func:`certified_test_line`), and the last line says so.
-
-    Args:
-        study: The objective's study.
-        objective: A :class:`~fairtune.tuning.FairObjective` with a test split.
-        best: The trial to score (the best fair one).
-        store: Also store the lines with the study (:data:`TEST_SCORES_KEY`; a tenant's under
-            its own key), so that a later report of the stored study shows them. Defaults to
-            False.
-    """
-    fits = [("tuning", _REFITTED)]
-    if objective.cv is None:
-        fits.append(("training", _VALIDATED))
-    lines = [_test_line(objective, objective.refit_best(study, trial=best, on=on), what,
-                        rows=not i) for i, (on, what) in enumerate(fits)]
-    if getattr(objective, "confidence", None) is not None:
-        lines.append(f"{_WHICH} neither is certified: with confidence, refit_best(study) "
-                     "returns only the model that passes the safety test.")
-    elif len(lines) > 1:  # which of the two a user deploys
-        lines.append(f"{_WHICH} refit_best(study) returns the first, fitted on more rows "
+def render_test_scores(trial: int, fits: Sequence[ScoresOnTest], *,
+                       current: bool = True) -> list[str]:
+    """Trial ``trial``'s recorded scores on the test split (:class:`ScoresOnTest`), one line
+    per fitted model: each fairness metric with its bootstrap interval, the verdict against
+    the limits, and each limit that lies inside its interval named, since this many test rows
+    cannot tell whether it holds on new data. ``current``: whether the trial is still the
+    model to deploy (else each line names the trial, and no advice on which to deploy)."""
+    lines = []
+    for i, fit in enumerate(fits):
+        values = ", ".join(f"{k} " + with_interval(v, fit.intervals.get(k),  # type: ignore[arg-type]
+                                                   f"{percent(TEST_CONFIDENCE)} interval ")
+                           for k, v in fit.scores.items())
+        verdict = "meets every limit" if fit.fair else f"violates {', '.join(fit.limits)}"
+        if fit.unresolved:
+            verdict += (f", but {fit.rows} test rows cannot tell whether "
+                        f"{' and '.join(fit.unresolved)} holds on new data (the limit lies "
+                        "inside the interval)")
+        what = _FITS[fit.fit][0 if current else 1].format(n=trial)
+        lines.append(f"Test split{f' ({fit.rows} rows)' if not i else ''}, {what}: {values}; "
+                     f"{verdict}.")
+    if current and [fit.fit for fit in fits] == ["tuning", "training"]:
+        lines.append("Which to deploy: refit_best(study) returns the first, fitted on more rows "
                      "but never measured on validation rows; refit_best(study, "
                      "on=\"training\") returns the second, the model whose validation scores "
                      "are above.")
-    if store:
-        store_test_lines(study, best.number, lines, getattr(objective, "tenant", None))
     return lines
-
-
-def certified_test_line(objective: FairObjective, pipeline: Any) -> str:
-    """The certified model's scores on the objective's test split, in one line, with the same
-    intervals and warnings as every test line (:func:`scores_on_test_split`)."""
-    return _test_line(objective, pipeline, _CERTIFIED)
-
-
-def _as_recorded(line: str, trial: int) -> str | None:
-    """A stored test line of trial ``trial``, which is no longer the model to deploy, labelled
-    by its trial for what it is (None for the advice on which to deploy, which no longer
-    holds)."""
-    if line.startswith(_WHICH):
-        return None
-    return (line.replace(_REFITTED, f"trial #{trial} refitted on the other rows", 1)
-            .replace(_VALIDATED, f"trial #{trial}'s validated model (training split only)", 1)
-            .replace(_CERTIFIED, f"trial #{trial} refitted on the search rows (certified when "
-                                 "its scores were recorded)", 1))
-
-
-def store_test_lines(study: optuna.Study, trial: int, lines: Sequence[str],
-                     tenant: str | None = None) -> None:
-    """Store the test split's lines of trial ``trial`` with the study (a tenant's under its
-    own key), for later reports: :func:`scores_on_test_split` with ``store``, and ``fairtune
-    tune --confidence`` for the certified model."""
-    study.set_user_attr(_test_scores_key(tenant), {"trial": int(trial), "lines": list(lines)})
 
 
 def running_line(study: optuna.Study) -> str:
@@ -230,7 +167,7 @@ def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
         limits += f" (the limits less a margin of {margin:g})"
     confidence = setup.get("confidence")
     if limits and confidence:  # the certified search validates against tightened limits
-        limits += (f" (the limits as given, tightened by the width of their {confidence:.0%} "
+        limits += (f" (the limits as given, tightened by the width of their {percent(confidence)} "
                    "bound on the safety rows, so that the models found can pass the safety "
                    "test; the certificate judges the limits as given)")
     rows: list[tuple[str, Any]] = [
@@ -526,8 +463,7 @@ class StudyReport:
         out += [printable(line) + "\n" for line in self.deployment + self._findings()
                 if not (refused and line == self.certificate.get("message"))]
         if self.test_lines:
-            source = "recorded by `fairtune tune` " if self.test_recorded else ""
-            out.append(f"Test scores {source}for trial #{self.test_trial}{self._not_deployed()}"
+            out.append(f"Test scores for trial #{self.test_trial}{self._not_deployed()}"
                        ":\n")
             out += [f"  {printable(line)}\n" for line in self.test_lines]
         return "".join(out)
@@ -557,6 +493,7 @@ class StudyReport:
                 if answer:
                     out += [f"- {markdown_text(line)}" for line in self._findings()]
                 which = ("the certified model" if self.deployed is not None else
+                         "the best trial" if self.deploy.why == "best" else
                          "the best fair trial" if self.best_is_fair else "the least unfair trial")
                 out += ["", f"Trial \\#{self._subject.number}, {which}, on validation:", "",
                         markdown_table(["", "value", ""],
@@ -874,8 +811,7 @@ def _tenant_rows(study: optuna.Study, tenants: Sequence[str], limits: dict[str, 
 
 
 def report(
-    study: optuna.Study, *, objective: FairObjective | None = None, tenant: str | None = None,
-) -> StudyReport:
+    study: optuna.Study, *, tenant: str | None = None) -> StudyReport:
     """The report of a single-objective study.
 
     A study shared by tenants (:mod:`fairtune.tenancy`), whose tenants each score trials on
@@ -883,16 +819,14 @@ def report(
     fair trials, its best fair trial among its own trials, its cumulative utility) and a section
     of the tenant asked for, or of every tenant; never one best trial across tenants.
 
+    The report reads the study's records and never fits a model: the model to deploy is the
+    study's deployment record (:func:`fairtune.tuning._deployment.deployment`), and the test
+    split's scores are those recorded by ``FairObjective.conclude(study)`` (which ``fairtune
+    tune`` runs after its search), labelled by their trial when it is no longer the model to
+    deploy.
+
     Args:
         study: A single-objective study (fairtune's trials record their fairness values).
-        objective: The :class:`~fairtune.tuning.FairObjective` the study was tuned with (of a
-            shared study: ``tenant``'s); with a test split, the model to deploy is refitted and
-            scored on it: the best fair trial (:func:`scores_on_test_split`), or with
-            ``confidence`` the certified one (:func:`certified_test_line`). The report never
-            runs the safety test (each run spends the safety rows' candidates): before
-            ``objective.refit_best(study)`` has, it says that no model is certified yet.
-            Defaults to None: the test lines that ``fairtune tune`` stored with the study, if
-            any, labelled by their trial when it is no longer the model to deploy.
         tenant: Of a study shared by tenants, the tenant whose section to show. Defaults to
             None: every tenant's.
 
@@ -911,32 +845,31 @@ def report(
         )
     tenants = check_tenant(study, tenant)
     if not tenants:
-        return _report_of(study, objective=objective)
+        return _report_of(study)
     limits = study_limits(study)
     trials = study.get_trials(deepcopy=False)
     counts, pruned = _counts(trials, limits)
     rows = _tenant_rows(study, tenants, limits)
     # Fair by each tenant's own limits.
     counts = (*counts[:3], sum(row.fair for row in rows))
-    setup = _setup(read_setup(study)) + [("Tenants", ", ".join(tenants))]
+    setup = [*_setup(read_setup(study)), ("Tenants", ", ".join(tenants))]
     return StudyReport(
         study=study, counts=counts, pruned=pruned, setup=setup, running=_running(study),
         best=None, best_is_fair=False, metric="value", tenant=tenant, tenants=rows,
         untagged=sum(_keys.TENANT_KEY not in t.user_attrs for t in trials),
-        sections=[_report_of(study, objective=objective if t == tenant else None, tenant=t)
+        sections=[_report_of(study, tenant=t)
                   for t in ([tenant] if tenant is not None else tenants)],
     )
 
 
-def _report_of(study: optuna.Study, *, objective: FairObjective | None,
-               tenant: str | None = None) -> StudyReport:
+def _report_of(study: optuna.Study, tenant: str | None = None) -> StudyReport:
     """The report of ``study``'s trials (of ``tenant``'s only, under its own setup record)."""
     from optuna.trial import TrialState
 
     from fairtune.fairness import best_fair_trial, study_limits
     from fairtune.tenancy import tenant_of
     from fairtune.tuning import predicts_one_class
-    from fairtune.tuning._deployment import deployment
+    from fairtune.tuning._deployment import deployment, read_test_fits
     from fairtune.tuning._setup import read_setup
 
     setup = read_setup(study, tenant)
@@ -967,24 +900,14 @@ def _report_of(study: optuna.Study, *, objective: FairObjective | None,
     page.one_class = sum(predicts_one_class(t) is not None for t in complete)
     page.best_one_class = predicts_one_class(shown)
     deployed = None if deploy.trial is None else deploy.trial.number
-    tested = objective is not None and objective.X_test is not None
-    if tested and deployed is not None and deploy.why == "certified":
-        number = int(deployed)
-        model = objective.refit_best(study, trial=number)  # the certified model itself
-        page.test_trial, page.test_lines = number, [certified_test_line(objective, model)]
-    elif tested and deployed is not None:
-        page.test_trial, page.test_lines = best.number, scores_on_test_split(study, objective, best)
-    else:  # those `fairtune tune` recorded, of the trial they were computed for
-        stored = study.user_attrs.get(_test_scores_key(tenant)) or {}
-        number = stored.get("trial")
-        if number in {t.number for t in complete}:  # of this tenant's trials
-            lines = [str(line) for line in stored.get("lines") or []]
-            page.test_current = number == deployed
-            if not page.test_current:  # labelled by their trial, for what they are
-                lines = [shown for shown in (_as_recorded(line, number) for line in lines)
-                         if shown is not None]
-            page.test_trial, page.test_lines = number, lines
-            page.test_recorded = bool(lines)
+    # The test scores recorded with the study (FairObjective.conclude, `fairtune tune`), of
+    # the trial they were measured on: labelled by it when it is no longer the one to deploy.
+    number, fits, lines = read_test_fits(study, tenant)
+    if number in {t.number for t in complete}:  # of this tenant's trials
+        page.test_current = number == deployed
+        lines = render_test_scores(number, fits, current=page.test_current) if fits else lines
+        page.test_trial, page.test_lines = number, lines
+        page.test_recorded = bool(lines)
     return page
 
 
@@ -1017,14 +940,15 @@ def pareto_text(study: optuna.Study) -> str:
     best = sorted(study.best_trials, key=lambda t: t.number)
     out.append(f"Pareto-optimal trials ({len(best)}):\n")
     directions = [d.name.lower() for d in study.directions]
-    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions))]
+    # A stored setup naming fewer objectives than the study has still reports what it names.
+    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions, strict=False))]
     rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
     # A constant model (the base rate's accuracy, every fairness gap 0) is Pareto-optimal by
     # construction: mark it, as the single-objective report warns about it.
     labels = [predicts_one_class(t) for t in best]
     if any(label is not None for label in labels):
         header.append("")
-        for row, label in zip(rows, labels):
+        for row, label in zip(rows, labels, strict=True):
             row.append("" if label is None else f"predicts {label} for everyone")
     out.append(format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
     one_class = sum(predicts_one_class(t) is not None for t in trials)
@@ -1044,25 +968,24 @@ def pareto_text(study: optuna.Study) -> str:
     return "".join(out)
 
 
-def pareto_test_text(study: optuna.Study, objective: FairObjective) -> str:
-    """Each Pareto-optimal trial refitted on the tuning rows and scored on the objective's
-    test split, the fairness metrics with their intervals ('' without Pareto-optimal trials)."""
-    front = sorted(study.best_trials, key=lambda t: t.number)
-    if not front:
+def pareto_test_text(rows: int, scored: Sequence[tuple[int, dict[str, Any]]]) -> str:
+    """A table of each Pareto-optimal trial's scores on the test split of ``rows`` rows:
+    ``scored`` holds ``(trial number, FairObjective.evaluate(model, confidence_level=...))``
+    ('' when empty)."""
+    if not scored:
         return ""
-    rows, header = [], ["trial"]
-    for trial in front:
-        scores = objective.evaluate(objective.refit_best(study, trial=trial, on="tuning"),
-                                    confidence_level=TEST_CONFIDENCE)
+    table, header = [], ["trial"]
+    for number, scores in scored:
+        scores = dict(scores)
         fair = scores.pop("fair", None)
         intervals = scores.pop("intervals")
         header = ["trial", *scores, *(["limits"] if fair is not None else [])]
-        rows.append([f"#{trial.number}",
-                     *(with_interval(v, intervals.get(k)) for k, v in scores.items()),
-                     *(["met" if fair else "violated"] if fair is not None else [])])
-    return (f"Test split ({len(objective.X_test)} rows), each Pareto-optimal trial refitted on "
-            f"the tuning rows (fairness metrics with their {TEST_CONFIDENCE:.0%} interval):\n"
-            + format_table(header, rows, right_aligned=set(range(1, len(header)))))
+        table.append([f"#{number}",
+                      *(with_interval(v, intervals.get(k)) for k, v in scores.items()),
+                      *(["met" if fair else "violated"] if fair is not None else [])])
+    return (f"Test split ({rows} rows), each Pareto-optimal trial refitted on the tuning rows "
+            f"(fairness metrics with their {percent(TEST_CONFIDENCE)} interval):\n"
+            + format_table(header, table, right_aligned=set(range(1, len(header)))))
 
 
 def print_report(

@@ -54,8 +54,9 @@ def ask(
     first suggest, which is when a tenant-aware sampler reads the tag), and no other process
     ever sees the trial untagged. So is a record of which trials had finished
     (:data:`FINISHED_KEY`): the processes of a collaborative study read a round's data from the
-    round's first trial, and agree on it however late a result reaches the storage. Unlike ``study.ask()`` it does not pop enqueued (waiting)
-    trials: those stay for ``study.ask()`` / ``study.optimize``.
+    round's first trial, and agree on it however late a result reaches the storage. Unlike
+    ``study.ask()`` it does not pop enqueued (waiting) trials: those stay for ``study.ask()`` /
+    ``study.optimize``.
 
     Args:
         study: The shared study.
@@ -218,7 +219,8 @@ def trials_by_tenant(
         states: Trial states to keep; None keeps every state. Defaults to COMPLETE only.
     """
     groups: dict[str, list[FrozenTrial]] = {}
-    for trial in study.get_trials(deepcopy=False, states=None if states is None else tuple(states)):
+    wanted = None if states is None else tuple(states)
+    for trial in study.get_trials(deepcopy=False, states=wanted):
         tenant = tenant_of(trial)
         if tenant is not None:
             groups.setdefault(tenant, []).append(trial)

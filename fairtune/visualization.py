@@ -24,9 +24,9 @@ from fairtune._text import printable
 from fairtune.fairness.constraints import (
     USER_ATTR_PREFIX,
     FairnessLimit,
-    best_fair_trial,
     fairness_values,
     is_fair,
+    parse_limits,
     study_limits,
 )
 from fairtune.fairness.metrics import METRICS, get_metric
@@ -96,9 +96,16 @@ class _TradeoffData:
     numbers: np.ndarray
     """Each completed trial's number."""
     limit: FairnessLimit | None
-    """The study's limit on ``metric`` (None if it has none)."""
+    """The study's limit on ``metric`` as given (None if it has none)."""
+    validated: FairnessLimit | None
+    """The tightened limit the trials were validated against, when it differs from ``limit``
+    (a ``margin``, or ``confidence``), else None."""
     best: optuna.trial.FrozenTrial | None
-    """The best fair trial, if it has a value of ``metric`` (else None)."""
+    """The trial to star, if it has a value of ``metric`` (else None): the model to deploy
+    (:func:`fairtune.tuning._deployment.deployment`), or with ``confidence`` before a current
+    verdict, the candidate."""
+    star: str
+    """The star's legend: what ``best`` is."""
     value_label: str
     """The name of the objective (the metric the study maximized, or "objective value"), as
     stored."""
@@ -129,13 +136,25 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
     points = [t for t in trials if name in fairness_values(t)]
     if not points:
         raise ValueError(f"`metric`: no completed trial has a value for {name!r}.")
+    from fairtune.tuning._deployment import deployment
+    from fairtune.tuning._setup import read_setup
+
     limit = study_limits(study, tenant).get(name)
-    best = best_fair_trial(study, tenant=tenant)
+    limit = limit if isinstance(limit, FairnessLimit) else None
+    stored = read_setup(study, tenant).get("limits_given")
+    given = next((g for g in (parse_limits(stored) if stored else []) if g.metric == name),
+                 limit)
+    record = deployment(study, tenant)
+    best = record.trial if record.trial is not None else (
+        record.best if record.why == "pending" else None)
+    star = {"certified": "certified, to deploy", "pending": "candidate, not certified",
+            "best": "best trial"}.get(record.why, "best fair trial")
     return _TradeoffData(
         metric=name, x=np.array([fairness_values(t)[name] for t in points]),
         y=np.array([t.value for t in points]), numbers=np.array([t.number for t in points]),
-        limit=limit if isinstance(limit, FairnessLimit) else None,
+        limit=given, validated=None if given is None or limit == given else limit,
         best=best if best is not None and name in fairness_values(best) else None,
+        star="" if best is None else f"{star} (#{best.number})",
         value_label=_value_label([study], "objective value", tenant),
     )
 
@@ -156,10 +175,11 @@ def plot_tradeoff(
             best fair trial among them. Defaults to None: every trial.
 
     Returns:
-        The Axes: points coloured by trial number (with a colorbar), the limit as a dashed
-        vertical line (the study's limit on that metric, see
-        :func:`~fairtune.fairness.study_limits`), and the best fair trial marked with a star
-        (:func:`~fairtune.fairness.best_fair_trial`, the trial ``fairtune report`` names). The
+        The Axes: points coloured by trial number (with a colorbar), the limit as given as a
+        dashed vertical line and, when the trials were validated against a tighter one (a
+        ``margin``, or ``confidence``), that one dotted; the model to deploy marked with a
+        star, the trial every report names (with ``confidence`` the certified model, or the
+        candidate before the safety test has run; none after a refusal). The
         y axis is named after the metric the study maximized when it is stored (studies of
         :class:`~fairtune.tuning.FairObjective`), else "objective value".
 
@@ -178,10 +198,12 @@ def plot_tradeoff(
     if limit is not None:
         ax.axvline(limit.bound, color="crimson", linestyle="--", linewidth=1.2,
                    label=f"limit {limit}")
+    if data.validated is not None:
+        ax.axvline(data.validated.bound, color="crimson", linestyle=":", linewidth=1.2,
+                   label=f"validated against {data.validated.bound:g}")
     if best is not None:
         ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
-                   facecolors="gold", edgecolors="black", zorder=5,
-                   label=f"best fair trial (#{best.number})")
+                   facecolors="gold", edgecolors="black", zorder=5, label=data.star)
     ax.set_xlabel(f"{name} ({spec.description})")
     ax.set_ylabel(_literal(data.value_label))
     whose = "" if tenant is None else f" (tenant {printable(tenant)})"

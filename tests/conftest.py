@@ -2,14 +2,20 @@
 tiny biased data for the tuning tests, and samplers with a small acquisition optimizer.
 
 The server is :func:`fairtune.testing.temporary_postgres` (Debian's ``postgresql`` package;
-``.ci/run`` installs it). Tests that need it are skipped, with the reason, where the server
-binaries or the ``psycopg`` driver (``pip install "fairtune[postgres]"``) are missing.
+``.ci/run`` installs it). A test that needs a system program (the PostgreSQL server, Chromium)
+asks :func:`requires_program` for it, which skips the test, with the reason and the command that
+installs the program, where it is missing; under ``FAIRTUNE_REQUIRE_SYSTEM_PROGRAMS=1`` (set by
+``.ci/run``, which installs them) the test fails with that reason instead, so that CI never
+skips them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, TypeVar
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -25,15 +31,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("processes") is None)
 
 
+REQUIRE_SYSTEM_PROGRAMS = "FAIRTUNE_REQUIRE_SYSTEM_PROGRAMS"
+"""The environment variable under which a missing system program fails the test that needs it
+instead of skipping it (``.ci/run`` sets it to 1)."""
+
+
+def _unavailable(reason: str) -> NoReturn:
+    """Skip the test with ``reason``, or fail it under ``FAIRTUNE_REQUIRE_SYSTEM_PROGRAMS``."""
+    if os.environ.get(REQUIRE_SYSTEM_PROGRAMS, "") not in ("", "0"):
+        pytest.fail(f"{reason} ({REQUIRE_SYSTEM_PROGRAMS} is set: a missing program is an "
+                    "error, not a skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+def requires_program(program: str, install: str, *, name: str | None = None,
+                     find: Callable[[], str | Path | None] | None = None) -> Path:
+    """Where the system program ``program`` is, for a test (or fixture) that needs it.
+
+    ``program`` is looked up on ``PATH`` (:func:`shutil.which`; an absolute path is checked as
+    it is), or, with ``find``, by ``find()``, and then only names what is looked for. Where it
+    is missing, the test is skipped with the reason ``"needs <name> (<program>): <install>"``;
+    where ``FAIRTUNE_REQUIRE_SYSTEM_PROGRAMS`` is set (to anything but 0), it fails with that
+    reason instead.
+    """
+    found = find() if find is not None else shutil.which(program)
+    if found is None:
+        _unavailable(f"needs {name} ({program}): {install}" if name
+                     else f"needs {program}: {install}")
+    return Path(found)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    if postgres_binaries() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: install the "
-                    "distribution's postgresql package (.ci/run does) to run this test.")
+    requires_program("initdb and pg_ctl, on PATH or in /usr/lib/postgresql/<version>/bin",
+                     "apt-get install postgresql", name="a PostgreSQL server",
+                     find=postgres_binaries)
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        pytest.skip('The PostgreSQL driver psycopg is missing: pip install "fairtune[postgres]".')
+        # A Python package, not a program, but CI installs it too (the test extra).
+        _unavailable('needs the PostgreSQL driver psycopg: pip install "fairtune[postgres]"')
     with temporary_postgres() as server:
         yield server
 

@@ -12,6 +12,7 @@ import pytest
 
 from fairtune.cli import main
 from fairtune.datasets import read_table
+from fairtune.tuning import FairObjective
 
 
 def _applicants(n: int = 400, seed: int = 0) -> pd.DataFrame:
@@ -183,16 +184,56 @@ def test_read_table_keeps_the_callers_values_and_records_the_file(tmp_path: Path
 def test_a_file_written_with_comma_space_separators_is_read_as_the_user_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Its header is "decision, gender, ...": the columns are " gender" and so on, which a
-    # shell argument or a comma-separated flag loses; either spelling names them.
+    # Its lines are "decision, gender, ...": read without the space after each comma, names
+    # and values alike; either spelling names a column and the favourable value.
     frame = _applicants(400)
     path = tmp_path / "spaced.csv"
     path.write_text(", ".join(frame.columns) + "\n" + "\n".join(
         ", ".join(str(v) for v in row) for row in frame.itertuples(index=False)) + "\n")
-    for sensitive in ("gender", " gender"):
-        data = read_table(path, target="decision", sensitive=sensitive, positive=" approved")
-        assert data.sensitive_features.name == " gender"
+    for sensitive, positive in (("gender", "approved"), (" gender", " approved")):
+        data = read_table(path, target="decision", sensitive=sensitive, positive=positive)
+        assert data.sensitive_features.name == "gender"
+        assert set(data.sensitive_features) == {"female", "male"}
+        assert set(data.data["region"].cat.categories) == {"north", "south"}
         assert int(data.target.sum()) == int((frame["decision"] == "approved").sum())
-    assert main(["tune", "--data", str(path), "--target", " decision", "--sensitive", " gender",
-                 "--positive", " approved", "--model", "linear", "--limit",
-                 "demographic_parity<=0.2", "--n-trials", "1", "--no-progress"]) == 0
+    for spaced in ("", " "):
+        assert main(["tune", "--data", str(path), "--target", f"{spaced}decision",
+                     "--sensitive", f"{spaced}gender", "--positive", f"{spaced}approved",
+                     "--model", "linear", "--limit", "demographic_parity<=0.2", "--n-trials",
+                     "1", "--no-progress"]) == 0
+
+
+def test_a_file_whose_columns_were_only_reordered_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "applicants.csv"
+    frame = _applicants(200)
+    frame.to_csv(path, index=False)
+    db = tmp_path / "ft.db"
+    assert main(_tune(path, n_trials=1, storage=db)) == 0
+    frame[list(reversed(frame.columns))].to_csv(path, index=False)
+    err = _error(_tune(path, n_trials=1, storage=db), capsys)
+    assert "(the columns were reordered: the same rows and values in another column order" in err
+    assert "a value, label or group differs" not in err
+    # A changed value is not a reordering.
+    frame.assign(age=frame["age"] + 1)[list(reversed(frame.columns))].to_csv(path, index=False)
+    err = _error(_tune(path, n_trials=1, storage=db), capsys)
+    assert "a value, label or group differs" in err and "reordered" not in err
+
+
+def test_tune_seed_is_the_same_search_as_create_study_with_that_random_state(
+    tmp_path: Path
+) -> None:
+    # --seed seeds the splits and the sampler; FairObjective's random_state seeds the splits,
+    # and create_study's sampler seed defaults to it.
+    path = tmp_path / "applicants.csv"
+    _applicants(200).to_csv(path, index=False)
+    db = tmp_path / "ft.db"
+    assert main(_tune(path, "--seed", "3", storage=db)) == 0
+    shell = optuna.load_study(study_name="own", storage=f"sqlite:///{db}").trials
+    data = read_table(path, target="decision", sensitive="gender", positive="approved")
+    objective = FairObjective(data, "linear", limits="demographic_parity<=0.1", random_state=3)
+    study = objective.create_study()
+    study.optimize(objective, n_trials=3)
+    assert [t.params for t in study.trials] == [t.params for t in shell]
+    assert [t.value for t in study.trials] == [t.value for t in shell]

@@ -98,8 +98,7 @@ def test_three_tenants_and_three_agents_share_one_postgresql_server(
     (["--tenant", "a", "--tenants", "a,,b", "--storage", "sqlite:///x.db"],
      "argument --tenants: expected tenant names separated by commas, but got 'a,,b'"),
     (["--tenant", "a", "--tenants", "a,b,a", "--storage", "sqlite:///x.db"],
-     "argument --tenants: expected distinct tenant names separated by commas, but got 'a,b,a' "
-     "('a' more than once)"),
+     "--tenants must be distinct names (at least one), but got --tenants ['a', 'b', 'a']."),
     (["--agent", "lab-a"], "--agent with --board"),
     (["--agent", "lab-a", "--board", "nosuch://x"], "--board 'nosuch://x' has an unknown scheme"),
 ])

@@ -124,7 +124,7 @@ def test_cv_and_test_split_are_reported_and_resuming_with_another_protocol_is_re
         "3-fold cross-validation, 0.25 held out for testing, split seed 0"
     )
     assert any(all(v <= 0 for v in t.constraints.values()) for t in study.trials)
-    lines = [line for line in out.splitlines() if line.startswith("Test split")]
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith("Test split")]
     assert len(lines) == 1  # with cv there is no single validated model to report
     line = lines[0]
     assert line.startswith("Test split (250 rows), best fair trial refitted on the other rows: accuracy ")
@@ -162,7 +162,8 @@ def test_holdout_with_a_test_split_reports_the_refitted_and_the_validated_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(_tune(tmp_path, "--test-size", "0.2", n_trials=3)) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Test split")]
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()
+             if line.strip().startswith("Test split")]
     assert [line.split(":")[0] for line in lines] == [
         "Test split (200 rows), best fair trial refitted on the other rows",
         "Test split, the validated model (training split only)",
@@ -203,7 +204,7 @@ _G = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1"]
         ([*_G, "--metric", "auc"], 2, "argument --metric: invalid choice: 'auc'"),
         (["tune", "--dataset", "german", "--model", "linear"], 2, "--limit"),
         ([*_G, "--n-trials", "0"], 2, "argument --n-trials: must be an integer >= 1, but got '0'"),
-        ([*_G, "--test-size", "1.5"], 2, "argument --test-size: must be a number in (0, 1), but got '1.5'"),
+        ([*_G, "--test-size", "1.5"], 2, "--test-size must be a float in (0, 1), but got --test-size 1.5."),
         ([*_G, "--cv", "400"], 2, "--cv must be at most the number of tuning rows of the smaller class (300), but got --cv 400."),
         ([*_G, "--storage", "fairtune.db"], 2, "--storage must be a database URL (e.g. sqlite:///fairtune.db"),
         ([*_G, "--storage", "sqlte:///x.db"], 2, "--storage 'sqlte:///x.db' has an unknown scheme 'sqlte'"),
@@ -408,7 +409,7 @@ def test_tune_objectives_with_mtkb_reports_the_pareto_front(
     assert main([*args[:6], "accuracy,equal_opportunity", *args[7:]]) != 0
     assert "objectives" in capsys.readouterr().err
     assert main(["tune", "--dataset", "german", "--model", "linear", "--n-trials", "1"]) != 0
-    assert "--limit is required" in capsys.readouterr().err
+    assert "--limit must be given for a single-objective" in capsys.readouterr().err
 
 
 def test_tune_objectives_with_a_test_split_scores_each_pareto_trial(
@@ -681,7 +682,7 @@ def test_hide_sensitive_with_the_correlation_remover_is_a_one_line_error(
                  "--n-trials", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "--mitigation correlation_remover decorrelates the model's inputs from the " \
+    assert "--mitigation 'correlation_remover' decorrelates the model's inputs from the " \
            "sensitive columns, which --hide-sensitive removes" in err
 
 
@@ -769,3 +770,75 @@ def test_a_resume_on_other_data_is_refused_naming_the_flag(
     err = capsys.readouterr().err
     assert "study 's' holds trials scored on other data (data fingerprint '0123456789abcdef'" in err
     assert "create a new study for this data (another --study-name)" in err
+
+
+@pytest.mark.parametrize("model", [["random_forest"], ["xgboost", "--mitigation", "threshold"]])
+def test_a_refused_resource_suggests_only_parameters_it_accepts(
+    model: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairtune.tuning import FairObjective
+
+    argv = ["tune", "--dataset", "german", "--model", *model, "--limit", "dsp<=0.2",
+            "--pruner", "median", "--resource", "n_trees", "--n-trials", "1", "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    suggested = re.search(r"positive integer parameters: \[(.*?)\]", err)
+    assert suggested is not None, err
+    names = re.findall(r"'([^']+)'", suggested[1])
+    assert "n_estimators" in names
+    mitigation = model[2] if len(model) > 1 else None
+    for name in names:  # each one is accepted
+        FairObjective("german", model[0], limits="dsp<=0.2", budgets=(0.5, 1.0),
+                      resource=name, mitigation=mitigation)
+
+
+def test_a_resume_refusal_names_the_flags_as_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pandas as pd
+
+    path = tmp_path / "people.csv"
+    pd.DataFrame({"x": range(200), "group": ["a", "b"] * 100,
+                  "outcome": ["yes", "no", "no", "yes"] * 50}).to_csv(path, index=False)
+    run = ["--model", "linear", "--limit", "dsp<=0.3", "--n-trials", "1", "--no-progress",
+           "--storage", f"sqlite:///{tmp_path / 'ft.db'}", "--study-name", "s"]
+    assert main(["tune", "--data", str(path), "--target", "outcome", "--sensitive", "group",
+                 "--positive", "yes", *run]) == 0
+    capsys.readouterr()
+    # Resumed with a bundled dataset: the file's --target is named as the flag.
+    assert main(["tune", "--dataset", "german", *run]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert "--target 'outcome', but this run asks for none" in err and "`" not in err
+    # --pruner typed (its budgets by default): named as typed, not as --budgets and a repr.
+    run[-1] = "pruned"
+    assert main(["tune", "--dataset", "german", *run]) == 0
+    capsys.readouterr()
+    assert main(["tune", "--dataset", "german", *run, "--pruner", "median"]) == 2
+    err = capsys.readouterr().err
+    assert "was tuned with --pruner none, but this run asks for 'median':" in err
+    assert "--budgets" not in err and "MedianPruner(" not in err
+
+
+@pytest.mark.parametrize(("storage", "output"), [
+    ("sqlite:///{}", "--html"), ("journal:{}", "--html"), ("journal:{}", "--plot"),
+])
+def test_an_output_that_is_the_storage_file_is_refused_before_any_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], storage: str, output: str
+) -> None:
+    name = "study.html" if output == "--html" else "study.png"
+    path = tmp_path / name
+    url = storage.format(path)
+    argv = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1",
+            "--n-trials", "1", "--no-progress", "--storage", url]
+    assert main([*argv, output, str(tmp_path / "." / name)]) == 2
+    err = capsys.readouterr().err
+    assert f"{output} must be another file than the study's storage" in err
+    assert "--storage" in err and repr(str(path.resolve())) in err
+    assert not path.exists()  # no trial ran
+    # report (which reads the storage) refuses it too.
+    assert main(argv) == 0
+    size = path.stat().st_size
+    flag = "--html" if output == "--html" else "--curve"
+    assert main(["report", "--storage", url, flag, str(path)]) == 2
+    assert f"{flag} must be another file than the study's storage" in capsys.readouterr().err
+    assert path.stat().st_size == size

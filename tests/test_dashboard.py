@@ -29,7 +29,7 @@ from optuna.trial import TrialState
 from fairtune.cli import main
 from fairtune.fairness import FAIR_KEY, best_fair_trial, fairness_values, is_feasible
 from fairtune.tuning import FairObjective
-from tests.conftest import free_port
+from tests.conftest import free_port, requires_program
 
 
 @pytest.fixture
@@ -142,7 +142,10 @@ def test_tune_dashboard_puts_the_fair_view_where_the_dashboard_shows_it(
     assert f"### Deploy trial #{best.number}, the best fair trial\n" in note
     assert f"Deploy trial #{best.number}, the best fair trial (accuracy" in note
     assert "demographic_parity<=0.05" in note  # the limit, in the setup table
-    verdict = study.user_attrs["fairtune:test_scores"]["lines"][0]
+    from fairtune.report import report
+
+    verdict = report(study).test_lines[0]
+    assert study.user_attrs["fairtune:test_scores"]["trial"] == best.number
     assert verdict.startswith("Test split (250 rows)") and verdict in note
     assert f"Study {name}: 12 trials" in note
     assert "<b>" not in shown["note"]["body"]  # escaped, so the dashboard cannot render it
@@ -206,12 +209,16 @@ def test_the_callback_keeps_the_view_up_to_date_at_its_cadence(
     assert len(tradeoff["data"][0]["x"]) == 6
 
 
-CHROMIUM = "/usr/bin/chromium"
-"""Debian's Chromium (.ci/run installs it), driven by Playwright's Python client."""
+@pytest.fixture
+def chromium() -> Path:
+    """Debian's Chromium, ``chromium`` on PATH (.ci/run installs it), driven by Playwright's
+    Python client; the test is skipped, with the reason, where it is missing. Asked for before
+    ``dashboard``, so that no server is started for a skipped test."""
+    return requires_program("chromium", "apt-get install chromium", name="Chromium")
 
 
 def test_the_dashboard_page_shows_the_note_and_draws_the_figures_in_chromium(
-    dashboard: tuple[str, str], tmp_path: Path,
+    chromium: Path, dashboard: tuple[str, str], tmp_path: Path,
 ) -> None:
     """Looked at as a team sees it, in headless Chromium: the study page draws both figures
     (a point per completed trial, the star), and the note page renders the note, a name with
@@ -220,9 +227,6 @@ def test_the_dashboard_page_shows_the_note_and_draws_the_figures_in_chromium(
 
     from fairtune.dashboard import publish
 
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"this test looks at the dashboard in Debian's Chromium ({CHROMIUM}); "
-                    "install it: apt-get install chromium")
     storage, url = dashboard
     name = "credit <i>q3</i>"
     objective = FairObjective("german", "linear", limits="demographic_parity<=0.05")
@@ -233,7 +237,7 @@ def test_the_dashboard_page_shows_the_note_and_draws_the_figures_in_chromium(
     assert best is not None
     study_id, _ = _shown_study(url, name)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"])
         try:

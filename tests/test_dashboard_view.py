@@ -222,16 +222,16 @@ def test_a_refused_study_deploys_no_model() -> None:
 
 
 def test_test_lines_of_another_trial_are_not_put_under_the_deployed_one() -> None:
-    from fairtune.report import store_test_lines
+    from fairtune.tuning._deployment import ScoresOnTest, store_test_fits
 
     study = _small_study()  # best fair trial #2
-    store_test_lines(study, 1, ["Test split (250 rows), trial one's verdict."])
+    store_test_fits(study, 1, [ScoresOnTest("tuning", 250, {"accuracy": 0.61}, {}, True, [])])
     publish(study)
     note = _plain(get_note(study))
     answer = note.split("|")[0]
-    assert "Deploy trial #2" in answer and "trial one's verdict" not in answer
+    assert "Deploy trial #2" in answer and "0.6100" not in answer
     assert ("Test split, trial #1 (not the model to deploy):\n\n- Test split (250 rows), trial "
-            "one's verdict.") in note
+            "#1 refitted on the other rows: accuracy 0.6100; meets every limit.") in note
 
 
 def test_the_certified_search_says_its_limits_are_tightened() -> None:
@@ -279,8 +279,6 @@ def test_publish_and_the_figures_refuse_what_they_cannot_show() -> None:
     study = _small_study()
     with pytest.raises(ValueError, match=r"`artifact_store` must be an Optuna artifact store"):
         publish(study, artifact_store=Store)  # the class, not a store
-    with pytest.raises(ValueError, match=r"`objective` must be the FairObjective.*'german'"):
-        publish(study, objective="german")
     with pytest.raises(ValueError, match=r"`study` must be an optuna.Study.*'s'"):
         publish("s")
     for after in (-1, 3, "x", 1.5, True):
@@ -327,3 +325,73 @@ def test_tune_prints_the_artifact_directory_escaped(
                  "--artifacts", "ar\nt"]) == 0
     (line,) = [l for l in capsys.readouterr().out.splitlines() if "optuna-dashboard" in l]
     assert line.endswith("the HTML report in --artifacts ar\\nt.")
+
+
+# -- the note and figures render the one deployment record ------------------------------------
+
+
+def test_nothing_deployed_yet_is_what_the_note_and_figure_say() -> None:
+    """A study set up with confidence whose safety test has not run: the note names no model
+    to deploy (its footer too), and the figure stars the candidate as a candidate, beside
+    both the limit as given and the tightened one the trials were validated against."""
+    from fairtune._keys import SETUP_KEY
+    from fairtune.dashboard import tradeoff_figure
+
+    study = _small_study()
+    study.set_user_attr(SETUP_KEY, {"metric": "accuracy", "confidence": 0.95,
+                                    "limits": ["demographic_parity<=0.06"],
+                                    "limits_given": ["demographic_parity<=0.1"]})
+    publish(study)
+    note = _plain(get_note(study))
+    assert "the model to deploy is the one this note names first" not in note
+    assert "this note names no model to deploy yet" in note
+    figure = tradeoff_figure(study).to_dict()
+    star = next(trace for trace in figure["data"] if trace["marker"].get("symbol") == "star")
+    assert star["name"] == "candidate, not certified (#2)"
+    lines = {shape["x0"] for shape in figure["layout"]["shapes"]}
+    assert lines == {0.1, 0.06}
+    labels = [a["text"] for a in figure["layout"]["annotations"]]
+    assert "limit demographic_parity&lt;=0.1" in labels and "validated against 0.06" in labels
+
+
+def test_the_figure_stars_the_certified_model() -> None:
+    from fairtune._keys import CERTIFICATE_KEY
+    from fairtune.dashboard import tradeoff_figure
+
+    study = _small_study()  # best fair trial #2; #1 certified
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": True, "trial": 1, "tested_trials": [2, 1],
+                                          "message": "Certified: trial #1 keeps ..."})
+    figure = tradeoff_figure(study).to_dict()
+    star = next(trace for trace in figure["data"] if trace["marker"].get("symbol") == "star")
+    assert (star["name"], list(star["y"])) == ("certified, to deploy (#1)", [0.7])
+
+
+def test_a_study_without_limits_deploys_its_best_trial_not_a_fair_one() -> None:
+    study = optuna.create_study(direction="maximize")
+    for value in (0.6, 0.8, 0.7):
+        study.enqueue_trial({"x": value})
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    publish(study)
+    note = _plain(get_note(study))
+    assert note.splitlines()[2] == "### Deploy trial #1, the best trial"
+    assert "fair trial" not in note.split("The dashboard's")[0]
+
+
+def test_fair_search_cv_publishes_its_certified_model_at_the_end() -> None:
+    from optuna.distributions import FloatDistribution
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import FairSearchCV
+    from tests.tuning_tests.test_certify import _population
+
+    X, y, group = _population(8000, 2)
+    study = optuna.create_study(direction="maximize", storage="sqlite:///:memory:")
+    search = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                          limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
+                          n_trials=2, random_state=0, confidence=0.9, study=study,
+                          callbacks=[DashboardCallback(every=1)])
+    search.fit(X, y, sensitive_features=group)
+    note = _plain(get_note(study))
+    assert note.splitlines()[2].startswith(f"### Deploy trial #{search.certificate_.trial}, "
+                                           "certified")
+    assert "No model certified yet" not in note

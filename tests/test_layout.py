@@ -1,9 +1,12 @@
-"""The package layout of shared/DESIGN.md section 1: imports point down, with no cycle, and every
+"""The package layout of shared/DESIGN.md section 1: imports point down, with no cycle, nothing
+under ``fairtune/tuning/`` imports its two entrances but the entrances themselves, and every
 ``"fairtune:..."`` key is spelled in one bottom module, ``fairtune/_keys.py``.
 
 The checks read the source with :mod:`ast` (nothing is imported), so that an import inside a
-function counts as much as one at the top of a module: a lazy import that closes a cycle still
-makes the import order matter, and still ties the lower layer to the upper one.
+function or under ``if TYPE_CHECKING:`` counts as much as one at the top of a module: a lazy
+import that closes a cycle still makes the import order matter, and an annotation that names an
+upper module's class still ties the lower layer to it (a helper typed by ``FairSearchCV`` is a
+piece of that entrance).
 """
 
 from __future__ import annotations
@@ -29,37 +32,21 @@ def _module_name(path: Path) -> str:
 MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _walk(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``node``, except the body of ``if TYPE_CHECKING:`` (never executed)."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
-            for other in child.orelse:
-                yield other
-                yield from _walk(other)
-            continue
-        yield child
-        yield from _walk(child)
-
-
 def _target(module: str) -> str | None:
     """The module an import of ``module`` runs: itself, or None if it is not fairtune's."""
     return module if module in MODULES else None
 
 
-def imports(source: str, name: str, *, is_package: bool = False) -> set[str]:
-    """The fairtune modules that the code ``source`` of module ``name`` imports, anywhere in it
-    (``is_package``: ``source`` is the ``__init__.py`` of package ``name``)."""
+def _imported(source: str, name: str, *, is_package: bool = False
+              ) -> Iterator[tuple[str, str | None]]:
+    """``(module, imported name)`` of every import in the code ``source`` of module ``name``,
+    anywhere in it (in a function, under ``if TYPE_CHECKING:``), the module made absolute; the
+    name is None for ``import module`` (``is_package``: ``source`` is the ``__init__.py`` of
+    package ``name``)."""
     package = name if is_package else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in _walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(t for alias in node.names if (t := _target(alias.name)))
+            yield from ((alias.name, None) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: "." is the package, each further dot one level up
                 base = package.split(".")
@@ -67,12 +54,35 @@ def imports(source: str, name: str, *, is_package: bool = False) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            for alias in node.names:
-                # `from fairtune.x import y` runs fairtune.x.y when y is a module, else fairtune.x.
-                target = _target(f"{module}.{alias.name}") or _target(module)
-                if target:
-                    found.add(target)
+            yield from ((module, alias.name) for alias in node.names)
+
+
+def imports(source: str, name: str, *, is_package: bool = False) -> set[str]:
+    """The fairtune modules that the code ``source`` of module ``name`` imports, anywhere in it
+    (``is_package``: ``source`` is the ``__init__.py`` of package ``name``)."""
+    found: set[str] = set()
+    for module, imported in _imported(source, name, is_package=is_package):
+        # `from fairtune.x import y` runs fairtune.x.y when y is a module, else fairtune.x.
+        target = (imported and _target(f"{module}.{imported}")) or _target(module)
+        if target:
+            found.add(target)
     found.discard(name)
+    return found
+
+
+# The two entrances of fairtune.tuning, as modules and as the classes they define.
+_ENTRANCES = {"fairtune.tuning.objective": "FairObjective", "fairtune.tuning.search": "FairSearchCV"}
+
+
+def entrance_imports(source: str, name: str, *, is_package: bool = False) -> list[str]:
+    """The imports in ``source`` (module ``name``) of an entrance module or of its class, from
+    anywhere (``from fairtune.tuning import FairSearchCV`` too), as ``module.name`` text."""
+    found = []
+    for module, imported in _imported(source, name, is_package=is_package):
+        full = f"{module}.{imported}" if imported else module
+        if (full in _ENTRANCES or module in _ENTRANCES
+                or (imported in _ENTRANCES.values() and module.startswith("fairtune"))):
+            found.append(full)
     return found
 
 
@@ -172,8 +182,8 @@ def f():
 """
     assert imports(source, "fairtune.tuning.probe") == {
         "fairtune.tenancy", "fairtune.collaboration", "fairtune", "fairtune.fairness",
-        "fairtune._names", "fairtune.samplers._base", "fairtune.tuning.spaces", "fairtune._gp.gp",
-        "fairtune.datasets",
+        "fairtune.report", "fairtune._names", "fairtune.samplers._base", "fairtune.tuning.spaces",
+        "fairtune._gp.gp", "fairtune.datasets",
     }
     assert imports("from . import spaces\nfrom .. import _keys", "fairtune.tuning",
                    is_package=True) == {"fairtune.tuning.spaces", "fairtune._keys"}
@@ -186,8 +196,43 @@ def test_cycles_are_found_and_spelled_out() -> None:
 
 
 def test_no_import_cycle() -> None:
+    # Lazy imports and those under `if TYPE_CHECKING:` included (see the module docstring).
     cycles = _cycles(GRAPH)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_entrance_imports_are_found_however_spelled() -> None:
+    source = """
+from typing import TYPE_CHECKING
+from fairtune.tuning import FairSearchCV, spaces
+import fairtune.tuning.objective
+from .search import FairSearchCV as Search
+from . import objective
+if TYPE_CHECKING:
+    from fairtune.tuning.objective import FairObjective
+def f():
+    from fairtune import FairObjective
+    from fairtune.tuning.search import ERROR_KEY
+    from optuna import FairSearchCV
+"""
+    assert entrance_imports(source, "fairtune.tuning._probe") == [
+        "fairtune.tuning.FairSearchCV", "fairtune.tuning.objective",
+        "fairtune.tuning.search.FairSearchCV", "fairtune.tuning.objective",
+        "fairtune.tuning.objective.FairObjective", "fairtune.FairObjective",
+        "fairtune.tuning.search.ERROR_KEY",
+    ]
+
+
+def test_nothing_under_tuning_imports_its_entrances() -> None:
+    # Shared modules take values and return values (DESIGN.md section 1): only the entrances
+    # themselves, and the package that exports them, name FairObjective or FairSearchCV.
+    allowed = {*_ENTRANCES, "fairtune.tuning"}
+    found = [f"{name}: {text}" for name, path in MODULES.items()
+             if name.startswith("fairtune.tuning.") and name not in allowed
+             for text in entrance_imports(path.read_text(), name,
+                                          is_package=path.name == "__init__.py")]
+    assert not found, "modules under fairtune/tuning/ that import an entrance:\n" + "\n".join(
+        found)
 
 
 def test_datasets_import_nothing_from_the_layers_above() -> None:

@@ -26,7 +26,8 @@ def tuned() -> tuple[FairObjective, optuna.Study]:
 
 def test_the_report_of_a_study_holds_what_a_reviewer_signs_off_on(tuned) -> None:
     objective, study = tuned
-    page = report(study, objective=objective)
+    objective.conclude(study)
+    page = report(study)
     assert isinstance(page, StudyReport) and page.best_is_fair
     text = page.text()
     assert text.startswith(f"Study {study.study_name}: 4 trials, 4 complete")
@@ -34,7 +35,7 @@ def test_the_report_of_a_study_holds_what_a_reviewer_signs_off_on(tuned) -> None
     assert re.search(r"demographic_parity +0\.\d{4}  ok", text)
     assert "  group Male" in text and "  group Female" in text  # per-group positive rates
     assert "Sensitive feature at prediction: needed, as predict(X, sensitive_features=...)" in text
-    # The test split's scores, computed for this report: both fits, with intervals.
+    # The test split's scores, recorded by conclude: both fits, with intervals.
     assert f"Test scores for trial #{page.best.number}:" in text
     assert len(page.test_lines) == 3 and page.test_lines[2].startswith(
         "Which to deploy: refit_best(study) returns")
@@ -43,7 +44,8 @@ def test_the_report_of_a_study_holds_what_a_reviewer_signs_off_on(tuned) -> None
 
 def test_the_html_page_is_self_contained_with_the_plots_inline(tuned, tmp_path: Path) -> None:
     objective, study = tuned
-    page = report(study, objective=objective)
+    objective.conclude(study)
+    page = report(study)
     path = tmp_path / "report.html"
     page.write_html(str(path))
     html = path.read_text(encoding="utf-8")
@@ -245,7 +247,8 @@ def test_the_html_report_opens_with_the_answer() -> None:
                               mitigation="threshold", test_size=0.25)
     study = objective.create_study(seed=0)
     study.optimize(objective, n_trials=3)
-    html = report(study, objective=objective).html()
+    objective.conclude(study)
+    html = report(study).html()
     answer = html.index("<h2>The answer</h2>")
     assert answer < html.index("<h2>Setup</h2>")
     items = html[answer:html.index("</ul>", answer)]

@@ -39,6 +39,7 @@ cMES averages alpha(x; y*) over the samples y*.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -69,20 +70,20 @@ class _LogH(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, z: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx: Any, z: torch.Tensor) -> torch.Tensor:
         out = _log_h_value(z)
         ctx.save_for_backward(z, out)
         return out
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         z, out = ctx.saved_tensors
         return grad * torch.exp(torch.special.log_ndtr(z) - out)
 
 
 def log_h(z: torch.Tensor) -> torch.Tensor:
     """log(phi(z) + z Phi(z)), stable and finite for all finite z; differentiable in z."""
-    return _LogH.apply(z)
+    return _LogH.apply(z)  # type: ignore[no-untyped-call]  # torch's Function.apply is untyped
 
 
 def _log_h_value(z: torch.Tensor) -> torch.Tensor:

@@ -184,7 +184,7 @@ class _LatentPosterior(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, x: torch.Tensor, gp: GPRegressor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         xc = x[:, gp._cont]  # (m, d_cont)
@@ -205,7 +205,7 @@ class _LatentPosterior(torch.autograd.Function):
         return mean, var
 
     @staticmethod
-    def backward(  # type: ignore[override]
+    def backward(
         ctx: Any, grad_mean: torch.Tensor, grad_var: torch.Tensor
     ) -> tuple[torch.Tensor, None]:
         gp: GPRegressor = ctx.gp
@@ -308,7 +308,8 @@ class GPRegressor:
         """
         batch_shape = x.shape[:-1]
         flat = x.reshape(-1, x.shape[-1]).to(torch.float64)
-        mean, var = _LatentPosterior.apply(flat, self)
+        # torch's Function.apply is unannotated.
+        mean, var = _LatentPosterior.apply(flat, self)  # type: ignore[no-untyped-call]
         return mean.reshape(batch_shape), var.clamp_min(_MIN_VAR).reshape(batch_shape)
 
     def joint_posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -492,14 +493,16 @@ def fit_gp(
         # A warm start is the previous optimum for nearly the same data: a few steps suffice,
         # and the next fit continues from here.
         warm = i < len(starts) - 1
-        options = {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+        options = (
+            {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+        )
         try:
             result = scipy.optimize.minimize(
                 loss_and_grad,
                 start,
                 jac=True,
                 method="L-BFGS-B",
-                bounds=list(zip(lower, upper)),
+                bounds=list(zip(lower, upper, strict=True)),
                 options=options,
             )
             raw = result.x

@@ -21,7 +21,8 @@ all of them, since (xi_i K_t + eta I)^-1 = Q diag(1 / (xi_i s + eta)) Q^T:
 
 Fitting: log p(vec Y) = -1/2 vec(Y)^T C^-1 vec(Y) - 1/2 logdet C - nt/2 log 2 pi with
 C = B (x) K_t + eta I, evaluated with the same two eigendecompositions:
-    vec(Y)^T C^-1 vec(Y) = sum_ji Z_ji^2 / (xi_i s_j + eta),  logdet C = sum_ji log(xi_i s_j + eta).
+    vec(Y)^T C^-1 vec(Y) = sum_ji Z_ji^2 / (xi_i s_j + eta),
+    logdet C = sum_ji log(xi_i s_j + eta).
 Its gradients w.r.t. K_t, B and eta are written by hand (differentiating through ``eigh`` is
 unstable at repeated eigenvalues, e.g. B = I): with alpha = Q A U^T (t, n) = C^-1 Y,
     d/dK = 1/2 (alpha B alpha^T - Q diag(sum_i xi_i / (xi_i s + eta)) Q^T),
@@ -41,10 +42,10 @@ variance carries that 1 / lambda; the paper's formula reads it with eta = 1). Wi
 variance and the small eta of a fitted GP, a point observed many times had p ~ q eta / m << 1
 while in the dictionary and p = 1 once out of it: it left and re-entered in alternate steps, and
 the acquisition, seeing the prior's variance there every other step, chose it again and again
-(a regret that stopped falling on the many-task problem of docs/benchmarks/mtkb.md). For ICM kernels the embedding
-Phi~(x) = (G~^1/2)^+ G~(x) factorizes as phi(x) (x) B^1/2 with phi(x) = K_DD^(-1/2) k_D(x) (the
-reweighting by 1 / sqrt(p) cancels), so in the eigenbasis of B, with F = Phi^T Phi (m, m) over
-the t training points (Phi rows phi(x_s)) = R diag(f) R^T:
+(a regret that stopped falling on the many-task problem of docs/benchmarks/mtkb.md). For ICM
+kernels the embedding Phi~(x) = (G~^1/2)^+ G~(x) factorizes as phi(x) (x) B^1/2 with
+phi(x) = K_DD^(-1/2) k_D(x) (the reweighting by 1 / sqrt(p) cancels), so in the eigenbasis of B,
+with F = Phi^T Phi (m, m) over the t training points (Phi rows phi(x_s)) = R diag(f) R^T:
     m_i(x) = xi_i phi(x)^T (xi_i F + eta I)^-1 Phi^T Y u_i,
     v_i(x) = xi_i (1 - ||phi(x)||^2) + eta xi_i phi(x)^T (xi_i F + eta I)^-1 phi(x),
 one m x m eigendecomposition per step: cost O(n^2 + (n + m_t) m_t t). With every point in the
@@ -92,7 +93,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.optimize
@@ -319,7 +320,9 @@ class ICMGP:
         Z = self._Q.T @ self.Y @ self.U
         t, n = self.Y.shape
         return float(
-            -0.5 * (Z * Z / denom).sum() - 0.5 * denom.log().sum() - 0.5 * t * n * math.log(2 * math.pi)
+            -0.5 * (Z * Z / denom).sum()
+            - 0.5 * denom.log().sum()
+            - 0.5 * t * n * math.log(2 * math.pi)
         )
 
 
@@ -417,7 +420,9 @@ class _ICMNegLogLik(torch.autograd.Function):
     """-log p(vec Y) of C = B (x) K + eta I, with the hand-written gradient of the docstring."""
 
     @staticmethod
-    def forward(ctx, K, B, eta, Y):  # type: ignore[override]
+    def forward(
+        ctx: Any, K: torch.Tensor, B: torch.Tensor, eta: torch.Tensor, Y: torch.Tensor
+    ) -> torch.Tensor:
         s, Q = _eigh(K)
         xi, U = _eigh(B)
         denom = xi[None, :] * s[:, None] + eta  # (t, n)
@@ -429,7 +434,9 @@ class _ICMNegLogLik(torch.autograd.Function):
         return value
 
     @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(
+        ctx: Any, grad: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
         K, B, s, Q, xi, U, denom, A = ctx.saved_tensors
         alpha = Q @ A @ U.T  # (t, n) = C^-1 Y
         inv = 1.0 / denom
@@ -490,12 +497,14 @@ def fit_icm(
     starts = ([] if warm_start_raw is None else [warm_start_raw]) + [default]
     lower, upper = problem.bounds()
     bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-              for lo, hi in zip(lower, upper)]
+              for lo, hi in zip(lower, upper, strict=True)]
     best: scipy.optimize.OptimizeResult | None = None
     for i, start in enumerate(starts):
         start = np.clip(start, lower, upper)
         warm = i < len(starts) - 1
-        options = {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+        options = (
+            {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+        )
         try:
             result = scipy.optimize.minimize(
                 loss, start, jac=True, method="L-BFGS-B", bounds=bounds, options=options
@@ -581,7 +590,8 @@ class _ICMFit:
         raw = torch.tensor(raw_np, dtype=torch.float64, requires_grad=True)
         isl, B, eta = self.unpack(raw)
         K = matern52_from_squared_distance(self.sqd @ isl)
-        nll = _ICMNegLogLik.apply(K, B, eta + _JITTER, self.Y)
+        # torch's Function.apply is unannotated.
+        nll = _ICMNegLogLik.apply(K, B, eta + _JITTER, self.Y)  # type: ignore[no-untyped-call]
         log_prior = -_ISL_PRIOR_WEIGHT * (isl + 1.0 / isl).sum()
         if mode != "fixed":
             b = B.diagonal()
@@ -590,7 +600,9 @@ class _ICMFit:
             R = covariance_to_correlation(B)
             log_prior = log_prior + (_LKJ_ETA - 1.0) * torch.logdet(R + 1e-12 * torch.eye(n))
         if not self.fixed_noise:
-            log_prior = log_prior + (_NOISE_PRIOR_SHAPE - 1.0) * eta.log() - _NOISE_PRIOR_RATE * eta
+            log_prior = (
+                log_prior + (_NOISE_PRIOR_SHAPE - 1.0) * eta.log() - _NOISE_PRIOR_RATE * eta
+            )
         value = (nll - log_prior) / (self.t * n)
         (grad,) = torch.autograd.grad(value, raw)
         return float(value.detach()), np.nan_to_num(grad.numpy())

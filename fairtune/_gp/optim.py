@@ -59,7 +59,8 @@ def _excluded(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
 def _inside(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """(b, q, k) mask: point i of candidate set b lies in box k; X (b, q, d), boxes (k, 2, d)."""
     low, high = boxes[:, 0], boxes[:, 1]  # (k, d)
-    inside = (X[:, :, None, :] >= low - NEAR_TOLERANCE) & (X[:, :, None, :] <= high + NEAR_TOLERANCE)
+    X_ = X[:, :, None, :]
+    inside = (X_ >= low - NEAR_TOLERANCE) & (X_ <= high + NEAR_TOLERANCE)
     return inside.all(-1)
 
 
@@ -74,11 +75,11 @@ def _step_out(X: np.ndarray, boxes: np.ndarray, search_space: SearchSpace) -> np
     neighbouring admissible value). Faces outside the cube are skipped."""
     d = X.shape[-1]
     if len(boxes) == 0 or not len(X):
-        return np.empty((0,) + X.shape[1:])
+        return np.empty((0, *X.shape[1:]))
     inside = _inside(X, boxes)  # (b, q, k)
     dims = np.flatnonzero(~search_space.is_discrete)
     out = []
-    for b, i in zip(*np.nonzero(inside.any(-1))):
+    for b, i in zip(*np.nonzero(inside.any(-1)), strict=True):
         low, high = boxes[int(np.argmax(inside[b, i]))]
         for j in dims:
             for value in (low[j] - _STEP_OUT, high[j] + _STEP_OUT):
@@ -87,7 +88,7 @@ def _step_out(X: np.ndarray, boxes: np.ndarray, search_space: SearchSpace) -> np
                     moved[i, j] = value
                     out.append(moved)
     if not out:
-        return np.empty((0,) + X.shape[1:])
+        return np.empty((0, *X.shape[1:]))
     return search_space.round(np.stack(out)).reshape(-1, X.shape[1], d)
 
 

@@ -19,9 +19,9 @@ as log-scaled ints are: trying a billion values would need gigabytes per suggest
 
 Neighbourhood: two encoded points are the same point for the samplers (nothing near a pending
 trial's point is proposed, two workers do not keep neighbouring claims) when they differ by at
-most ``neighbourhood[j]`` in every dimension j. For ints, stepped floats and categoricals that is half
-the gap between two admissible values, so that after rounding it means exactly the same value; for
-floats without a step it is ``CONTINUOUS_NEIGHBOURHOOD`` of the encoded range (see there).
+most ``neighbourhood[j]`` in every dimension j. For ints, stepped floats and categoricals that is
+half the gap between two admissible values, so that after rounding it means exactly the same value;
+for floats without a step it is ``CONTINUOUS_NEIGHBOURHOOD`` of the encoded range (see there).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class SearchSpace:
         self.distributions: list[BaseDistribution] = [distributions[n] for n in self.names]
         self.dim = len(self.names)
         kinds, n_grid, lows, highs = [], [], [], []
-        for name, dist in zip(self.names, self.distributions):
+        for name, dist in zip(self.names, self.distributions, strict=True):
             if isinstance(dist, CategoricalDistribution):
                 kinds.append(_CATEGORICAL)
                 n_grid.append(len(dist.choices))
@@ -85,7 +85,7 @@ class SearchSpace:
             ):
                 step = dist.step
                 kinds.append(_GRID)
-                n_grid.append(int(round((dist.high - dist.low) / step)) + 1)
+                n_grid.append(round((dist.high - dist.low) / step) + 1)
                 lows.append(float(dist.low))
                 highs.append(float(dist.high))
             elif isinstance(dist, FloatDistribution):
@@ -125,8 +125,9 @@ class SearchSpace:
                 half[j] = CONTINUOUS_NEIGHBOURHOOD
             elif kind == _LOG_INT:
                 # Adjacent ints are closest at the top of the range: log(high / (high - 1)).
-                high = dist.high  # type: ignore[attr-defined]
-                gap = math.log(high / (high - 1)) if high - 1 >= dist.low else 1.0  # type: ignore
+                assert isinstance(dist, IntDistribution)
+                high = dist.high
+                gap = math.log(high / (high - 1)) if high - 1 >= dist.low else 1.0
                 half[j] = 0.5 * gap / (self._highs[j] - self._lows[j])
             else:  # one cell per admissible value: its centre +- half a cell
                 half[j] = 0.5 / self.n_grid[j]
@@ -155,7 +156,8 @@ class SearchSpace:
             if self.n_grid[j] == 1:
                 return 0.5
             return (min(max(index, 0), self.n_grid[j] - 1) + 0.5) / self.n_grid[j]
-        v = math.log(value) if kind == _LOG_INT or dist.log else float(value)  # type: ignore
+        assert isinstance(dist, (IntDistribution, FloatDistribution))
+        v = math.log(value) if kind == _LOG_INT or dist.log else float(value)
         span = self._highs[j] - self._lows[j]
         return 0.5 if span == 0 else (v - self._lows[j]) / span
 
@@ -187,7 +189,7 @@ class SearchSpace:
         """Decode one encoded point ``x`` (d,) to valid, python-native parameter values."""
         x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
         params: dict[str, Any] = {}
-        for j, (name, dist) in enumerate(zip(self.names, self.distributions)):
+        for j, (name, dist) in enumerate(zip(self.names, self.distributions, strict=True)):
             kind = self._kinds[j]
             if kind == _CATEGORICAL:
                 assert isinstance(dist, CategoricalDistribution)
@@ -204,7 +206,7 @@ class SearchSpace:
             low, high = dist.low, dist.high  # type: ignore[attr-defined]
             value = min(max(value, low), high)
             if isinstance(dist, IntDistribution):
-                params[name] = int(round(value))
+                params[name] = round(value)
             else:
                 params[name] = float(value)
         return params
@@ -213,7 +215,7 @@ class SearchSpace:
         """``n`` scrambled-Sobol points, rounded, shape (n, d)."""
         sobol = qmc.Sobol(self.dim, scramble=True, seed=rng.randint(0, 2**31 - 1))
         # Sobol wants powers of two; draw the next one and keep n.
-        points = sobol.random(1 << max(int(math.ceil(math.log2(max(n, 1)))), 0))[:n]
+        points = sobol.random(1 << max(math.ceil(math.log2(max(n, 1))), 0))[:n]
         return self.round(points)
 
     def grid_values(self, j: int) -> np.ndarray:

@@ -332,8 +332,9 @@ def _fetch_remote(
     ``n_retries`` times with ``delay`` seconds between attempts. A retry asks for the missing
     bytes only (an HTTP ``Range`` request) and appends them when the server answers
     ``206 Partial Content``; any other answer restarts the file from its first byte (so does a
-    ``416`` answer to the range). Other HTTP errors than 408, 416 and 429 are not retried. A checksum mismatch is not retried: it raises
-    :class:`ChecksumError` naming the URL and both checksums.
+    ``416`` answer to the range). Other HTTP errors than 408, 416 and 429 are not retried. A
+    checksum mismatch is not retried: it raises :class:`ChecksumError` naming the URL and both
+    checksums.
 
     Args:
         url: Where to download from (any scheme urllib handles, ``file://`` included).

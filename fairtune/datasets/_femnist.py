@@ -133,7 +133,8 @@ class FederatedDataset:
         label_names: Class index -> character (for FEMNIST: 0-9, A-Z, a-z, LEAF's order).
         DESCR: Where the data comes from, its pixel convention and, for the stand-in, that its
             "writers" are not real writers.
-        source: The format read (``"tff"``, ``"leaf"``, ``"parquet"``, ``"sklearn"``) and the files.
+        source: The format read (``"tff"``, ``"leaf"``, ``"parquet"``, ``"sklearn"``) and the
+            files.
 
     Use :meth:`examples` for one writer's images (n, height, width) float32 in [0, 1] with 0.0
     the background, and labels (n,) int64; :meth:`partition` for tenants.
@@ -286,7 +287,7 @@ class _LazyH5Pixels(Mapping[str, np.ndarray]):
     def __getitem__(self, writer: str) -> np.ndarray:
         h5py = _require("h5py", "HDF5")
         arrays = []
-        for path, mask in zip(self._files[writer], self._keep[writer]):
+        for path, mask in zip(self._files[writer], self._keep[writer], strict=True):
             with h5py.File(path, "r") as f:
                 pixels = np.asarray(f["examples"][writer]["pixels"][()], dtype=np.float32)
             arrays.append(pixels if mask is None else pixels[mask])
@@ -413,7 +414,9 @@ def _read_parquet(paths: Sequence[Path], only_digits: bool) -> tuple[Mapping, di
             char = row["character"]
             if isinstance(char, str):
                 if char not in index:
-                    raise ValueError(f"{path}: writer {writer!r} has an unknown character {char!r}.")
+                    raise ValueError(
+                        f"{path}: writer {writer!r} has an unknown character {char!r}."
+                    )
                 label = index[char]
             else:
                 label = int(_check_labels(np.asarray([char]), path, writer)[0])

@@ -50,7 +50,9 @@ def _read(path: Path, kind: str) -> pd.DataFrame:
     try:
         if kind == "parquet":
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        # A file written with ", " separators: its values (and names) start after the space,
+        # so that the file's " yes" is the "yes" a user types.
+        return pd.read_csv(path, skipinitialspace=True)
     except ImportError as e:
         raise ImportError(f"reading {str(path)!r} needs a parquet engine: pip install pyarrow "
                           f"({e})") from None
@@ -62,8 +64,8 @@ def _read(path: Path, kind: str) -> pd.DataFrame:
 
 def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[str]:
     """The file's columns ``names`` give: the column of that exact name, else the one column
-    whose name differs only by surrounding spaces (a CSV written with ", " separators has
-    ``" sex"``, which a shell argument or a list split on commas loses)."""
+    whose name differs only by surrounding spaces (a shell argument or a list split on commas
+    loses them)."""
     by_stripped: dict[str, list[str]] = {}
     for column in map(str, frame.columns):
         by_stripped.setdefault(column.strip(), []).append(column)
@@ -78,6 +80,19 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[s
             f"{list(map(str, frame.columns))})."
         )
     return list(names)
+
+
+def _check_complete(frame: pd.DataFrame, path: Path, **columns: list[str]) -> None:
+    """Refuse missing values in the columns each argument names."""
+    for argument, names in columns.items():
+        missing = frame[names].isna().sum()
+        if missing.any():
+            counts = {str(c): int(n) for c, n in missing.items() if n}
+            raise ValueError(
+                f"{arg(argument)} columns must have a value in every row, but {str(path)!r} has "
+                f"missing values in {counts} (of {len(frame)} rows); drop or fill those rows "
+                "first."
+            )
 
 
 def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
@@ -95,8 +110,8 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
                 f"{arg('target')} {target!r} must have two values (the favourable outcome and "
                 f"the other), or {arg('positive')} must name the favourable one, but it has "
                 f"{len(values)}: {shown[:10]}{' ...' if len(shown) > 10 else ''}."
-                + (" Values that differ only in case, surrounding spaces or a final full stop are different "
-                   f"values: {with_counts(alike, column)}." if alike else "")
+                + (" Values that differ only in case, surrounding spaces or a final full stop are "
+                   f"different values: {with_counts(alike, column)}." if alike else "")
             )
         raise ValueError(
             f"{arg('target')} {target!r} has the values {shown}: name the favourable one with "
@@ -106,8 +121,12 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
         positive.strip().lower() in ("true", "false")
     ):  # pandas reads TRUE, True and true in a file as the boolean: so is --positive TRUE
         positive = positive.strip().lower() == "true"
-    # A value typed on the command line is text: compare as the file's values print.
+    # A value typed on the command line is text: compare as the file's values print (read
+    # without the leading space of ", " separators: " yes" typed as such a file shows it).
     matches = [v for v in values if v == positive or str(v) == str(positive)]
+    if not matches and isinstance(positive, str) and positive.lstrip() in map(str, values):
+        positive = positive.lstrip()
+        matches = [v for v in values if str(v) == positive]
     if not matches:
         close = [v for group in twins([positive, *values])
                  if any(str(v) == str(positive) for v in group)
@@ -133,7 +152,8 @@ def read_table(
     sensitive: str | Sequence[str],
     positive: Any = None,
 ) -> FairDataset:
-    """Read a CSV or parquet file as a :class:`FairDataset` for :class:`~fairtune.tuning.FairObjective`.
+    """Read a CSV or parquet file as a :class:`FairDataset` for
+    :class:`~fairtune.tuning.FairObjective`.
 
     The features are every column but ``target`` (the sensitive columns included, as in the
     bundled datasets: ``FairObjective(..., use_sensitive_feature=False)`` keeps them from the
@@ -180,15 +200,7 @@ def read_table(
     if target in sensitive_columns:
         raise ValueError(f"{arg('sensitive')} must not include the {arg('target')} column "
                          f"{target!r}.")
-    for argument, columns in (("target", [target]), ("sensitive", sensitive_columns)):
-        missing = frame[columns].isna().sum()
-        if missing.any():
-            counts = {str(c): int(n) for c, n in missing.items() if n}
-            raise ValueError(
-                f"{arg(argument)} columns must have a value in every row, but {str(path)!r} has "
-                f"missing values in {counts} (of {len(frame)} rows); drop or fill those rows "
-                "first."
-            )
+    _check_complete(frame, path, target=[target], sensitive=sensitive_columns)
     y = _labels(frame[target], target, positive).rename(target)
     # Two groups at least; twins among a column's values ("F", "f ") are named in a warning
     # that points at the caller (this function, then its caller: stacklevel 3).

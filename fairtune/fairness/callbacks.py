@@ -81,9 +81,10 @@ class FairnessCallback:
     A trial is feasible (fair) by the rule of ``fairtune report`` and the plots,
     :func:`~fairtune.fairness.is_fair`: COMPLETE, and every limit of the study (stored by
     :class:`~fairtune.tuning.FairObjective`, or any constraint name its trials carry) measured and
-    met; a trial that lacks one of the study's constraints is not fair. The callback only sees the trials finished by the ``study.optimize`` calls it is
-    passed to (in this process), so on a resumed or distributed study :attr:`best_fair_trial` is
-    the best of those, while ``study.best_trial`` covers the whole study.
+    met; a trial that lacks one of the study's constraints is not fair. The callback only sees
+    the trials finished by the ``study.optimize`` calls it is passed to (in this process), so on
+    a resumed or distributed study :attr:`best_fair_trial` is the best of those, while
+    ``study.best_trial`` covers the whole study.
 
     Args:
         target: Objective value at which a fair trial is good enough. Defaults to None (never

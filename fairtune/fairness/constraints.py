@@ -14,13 +14,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from fairtune import _keys
 from fairtune._names import arg, got
-
 from fairtune.fairness.metrics import METRICS, MetricSpec, get_metric
 
 if TYPE_CHECKING:
@@ -203,9 +202,7 @@ def _parse(text: Any, *, arg: str) -> FairnessLimit:
     return FairnessLimit(metric=spec.name, bound=bound)
 
 
-LimitsLike = Union[
-    str, FairnessLimit, Mapping[str, float], Sequence[Union[str, FairnessLimit]]
-]
+LimitsLike = str | FairnessLimit | Mapping[str, float] | Sequence[str | FairnessLimit]
 """Every form :func:`parse_limits` accepts."""
 
 

@@ -230,7 +230,9 @@ def group_rates(
     unknown = [r for r in rates if r not in functions]
     if unknown or not rates:
         raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(functions), unknown=list(rates)))
-    y_true_, y_pred_, groups, weights = _validate(y_true, y_pred, sensitive_features, sample_weight)
+    y_true_, y_pred_, groups, weights = _validate(
+        y_true, y_pred, sensitive_features, sample_weight
+    )
     _check_rates_defined(rates, y_true_, groups, weights)
     if isinstance(groups.iloc[0], tuple):
         # Intersectional groups: MetricFrame takes one named column per feature.
@@ -581,10 +583,10 @@ def metric_interval(
     treated the same way on the logarithms of the rates (``[ratio * e**-c, ratio * e**c]``,
     at most 1); when no row is selected (the ratio is 1 by definition) the interval is
     ``[0, 1]``: a rate of 0 on a sample is a small rate on new data, and the ratio of small
-    rates is not settled by the sample. So a gap of 0 is inside the interval whenever the sample cannot tell it from 0,
-    which the plain percentiles of the resampled gaps (all above 0) would never allow. The
-    coverage is ``confidence_level`` for two groups and one rate, higher (a wider interval than
-    needed) with more groups or both rates of equalized odds.
+    rates is not settled by the sample. So a gap of 0 is inside the interval whenever the sample
+    cannot tell it from 0, which the plain percentiles of the resampled gaps (all above 0) would
+    never allow. The coverage is ``confidence_level`` for two groups and one rate, higher (a wider
+    interval than needed) with more groups or both rates of equalized odds.
 
     Args:
         metric: A name or alias of :data:`METRICS`, e.g. ``"demographic_parity"``.
@@ -618,7 +620,8 @@ def metric_interval(
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
             or n_resamples < 100:
         raise ValueError(
-            f"`n_resamples` must be an integer of at least 100, but got n_resamples={n_resamples!r}."
+            "`n_resamples` must be an integer of at least 100, but got "
+            f"n_resamples={n_resamples!r}."
         )
     y_true_, y_pred_, groups, _ = _validate(y_true, y_pred, sensitive_features, None)
     _check_rates_defined(spec.rates, y_true_, groups, None)

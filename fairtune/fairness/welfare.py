@@ -54,7 +54,9 @@ def g2sf_weights(n: int, rho: float) -> np.ndarray:
 def _utilities(u: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(u, dtype=float)
     if array.ndim != 1 or len(array) == 0:
-        raise ValueError(f"`u` must be a non-empty 1-d sequence of utilities, but got shape {array.shape}.")
+        raise ValueError(
+            f"`u` must be a non-empty 1-d sequence of utilities, but got shape {array.shape}."
+        )
     if not np.all(np.isfinite(array)):
         raise ValueError(f"`u` must be finite, but got {array.tolist()}.")
     return array
@@ -88,7 +90,8 @@ def generalized_gini(
         weights = np.asarray(w, dtype=float)
         if weights.shape != values.shape or np.any(weights < 0) or np.any(np.diff(weights) > 0):
             raise ValueError(
-                f"`w` must be {len(values)} non-negative, non-increasing weights, but got {list(w)}."
+                f"`w` must be {len(values)} non-negative, non-increasing weights, but got "
+                f"{list(w)}."
             )
     total = float(weights @ values)
     return total / float(weights.sum()) if normalize else total

@@ -75,7 +75,7 @@ def team_sampler(
                          f"{arg('board')}.")
     if tenant is None and agent is None:
         return None
-    if tenant is not None and agent is not None or not alone:
+    if (tenant is not None and agent is not None) or not alone:
         raise ValueError(f"{arg('tenant')} and {arg('agent')} each bring their own sampler: "
                          f"give one of them, and no {arg('sampler')}.")
     if tenant is not None:

@@ -25,8 +25,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from fairtune import _keys
 from fairtune._gp.search_space import SearchSpace
-from fairtune._threads import limit_threads
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
+from fairtune._threads import limit_threads
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -170,8 +170,8 @@ def _claimed_earlier(
 ) -> bool:
     """Whether a trial the point was not chosen against holds ``params`` or a point in its
     neighbourhood (``SearchSpace.is_near``: the same ints, steps and categories, floats within
-    0.1 % of their range) and claimed it first: a complete trial (evaluated meanwhile) always did; among
-    running trials, the earlier claim time, then the lower trial number, wins, and a point
+    0.1 % of their range) and claimed it first: a complete trial (evaluated meanwhile) always did;
+    among running trials, the earlier claim time, then the lower trial number, wins, and a point
     without a claim time (set by ``suggest_*`` or another sampler) counts as first. A trial
     whose point is the one ``seen`` records for it was known when the point was chosen: the
     acquisition's optimizer returns a known point only when every other is excluded (a tiny,
@@ -418,7 +418,10 @@ class GPSamplerBase(BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         self._check_study(study)
-        if self._warn_independent_sampling and _trial_key(study, trial) not in self._startup_trials:
+        if (
+            self._warn_independent_sampling
+            and _trial_key(study, trial) not in self._startup_trials
+        ):
             _logger.warning(
                 "%s samples parameter '%s' of trial %d with %s: it is not in the search "
                 "space shared by all trials (dynamic search spaces are not modelled).",

@@ -27,8 +27,8 @@ from fairtune._threads import limit_threads
 from fairtune.collaboration import Board, _check_agent, _space_json, sliced_lhs_value
 from fairtune.samplers._base import (
     GPSamplerBase,
-    collect_trials,
     _trial_key,
+    collect_trials,
     derived_seed,
     name_code,
 )

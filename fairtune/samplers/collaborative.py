@@ -68,8 +68,8 @@ from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._names import arg, got
-from fairtune._threads import limit_threads
 from fairtune._storage import read_text, write_study_text
+from fairtune._threads import limit_threads
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (
     GPSamplerBase,

@@ -59,7 +59,8 @@ def _constraint_names(names: Sequence[str]) -> set[str]:
         if close:
             warnings.warn(
                 f"`binary_constraints` names {name!r}, which is no fairness metric; did you mean "
-                f"{get_metric(close[0]).name!r} ({close[0]!r})? A name that no trial's constraint carries has no effect.",
+                f"{get_metric(close[0]).name!r} ({close[0]!r})? A name that no trial's "
+                "constraint carries has no effect.",
                 UserWarning,
                 stacklevel=3,
             )
@@ -387,7 +388,8 @@ def _plateau_boxes(
     Only studies with constraints qualify: a single number such as a validation accuracy
     (a multiple of one over the validation size) is often equal for different models by
     coincidence (on German credit, same-accuracy pairs of random forests were often different
-    forests), while the objective and a constraint together rarely are. Continuous objectives never repeat a value exactly at distinct inputs and are unaffected.
+    forests), while the objective and a constraint together rarely are. Continuous objectives
+    never repeat a value exactly at distinct inputs and are unaffected.
     """
     empty = np.empty((0, 2, ss.dim))
     if not names or not ss.is_continuous.any():

@@ -7,7 +7,7 @@ import math
 import numbers
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -21,8 +21,8 @@ from fairtune._gp.acqf import Constraints, LogFeasibility, PenalizedUCB
 from fairtune._gp.gp import KernelParams, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
-from fairtune._threads import limit_threads
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
+from fairtune._threads import limit_threads
 from fairtune.samplers._base import GPSamplerBase, collect_trials, constraint_values
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ _CONSTRAINT_PENALTY = 1e3
 # this factor since the last such fit.
 _RESTART_GROWTH = 1.25
 
-WeightsPrior = Union[None, Sequence[float], np.ndarray, Callable[[np.random.RandomState], Any]]
+WeightsPrior = Sequence[float] | np.ndarray | Callable[[np.random.RandomState], Any] | None
 
 
 class MTKBSampler(GPSamplerBase):
@@ -222,7 +222,9 @@ class MTKBSampler(GPSamplerBase):
         if beta is not None and not (
             isinstance(beta, numbers.Real) and math.isfinite(beta) and beta >= 0
         ):
-            raise ValueError(f"`beta` must be None or a finite number >= 0, but got beta={beta!r}.")
+            raise ValueError(
+                f"`beta` must be None or a finite number >= 0, but got beta={beta!r}."
+            )
         if width not in mt.WIDTHS:
             raise ValueError(f"`width` must be one of {list(mt.WIDTHS)}, but got width={width!r}.")
         if utility_units not in _UTILITY_UNITS:

@@ -1,6 +1,14 @@
 """Tuning real models: search spaces, fairlearn's mitigations, the FairObjective for fairness
 limits and FairSearchCV (the same search as a scikit-learn estimator)."""
 
+from fairtune._threads import (
+    get_training_threads,
+    limit_training_threads,
+    set_training_threads,
+    training_threads,
+)
+from fairtune.tuning._certify import Certificate, NotCertifiedError
+from fairtune.tuning._trial import PRUNER_NAMES, make_pruner
 from fairtune.tuning.mitigation import (
     MITIGATION_PARAMS,
     MITIGATIONS,
@@ -16,16 +24,8 @@ from fairtune.tuning.objective import (
     FairObjective,
     predicts_one_class,
 )
-from fairtune.tuning._certify import Certificate, NotCertifiedError
-from fairtune.tuning._trial import PRUNER_NAMES, make_pruner
 from fairtune.tuning.search import FairSearchCV
 from fairtune.tuning.spaces import SPACES, Space, get_space, register_space
-from fairtune._threads import (
-    get_training_threads,
-    limit_training_threads,
-    set_training_threads,
-    training_threads,
-)
 
 __all__ = [
     "Certificate",

@@ -10,7 +10,7 @@ import numpy as np
 from fairtune._names import arg, got
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tuning._trial import METRIC_NAMES
-from fairtune.tuning.mitigation import parse_mitigation
+from fairtune.tuning.mitigation import MITIGATIONS, parse_mitigation
 from fairtune.tuning.spaces import Space, get_space
 
 if TYPE_CHECKING:
@@ -56,9 +56,22 @@ def space_of(model: Any) -> Space:
     )
 
 
-def checked_mitigation(mitigation: Any, limits: list[Any], metric: str) -> list[str]:
-    """The mitigation names, which need a limit to aim at and labels, not scores."""
+def checked_mitigation(mitigation: Any, limits: list[Any], metric: str, *,
+                       use_sensitive_feature: bool = True) -> list[str]:
+    """The mitigation names (``"auto"``: every one that applies), which need a limit to aim
+    at, labels, not scores, and for ``correlation_remover`` the sensitive columns among the
+    model's inputs."""
+    if mitigation == "auto":
+        mitigation = [m for m in MITIGATIONS
+                      if use_sensitive_feature or m != "correlation_remover"]
     names = parse_mitigation(mitigation)
+    if "correlation_remover" in names and not use_sensitive_feature:
+        raise ValueError(
+            f"{arg('mitigation')} 'correlation_remover' decorrelates the model's inputs from the "
+            f"sensitive columns, which {got('use_sensitive_feature', False)} removes from them: "
+            f"use one without the other (or 'reduction', which needs no sensitive input), but "
+            f"got {got('mitigation', mitigation)} and {got('use_sensitive_feature', False)}."
+        )
     if names and not limits:
         raise ValueError(
             f"{arg('mitigation')} aims at a fairness limit, so {arg('limits')} must be given with "

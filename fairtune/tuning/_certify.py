@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from fairtune._names import arg, got
+from fairtune._text import percent
 
-__all__ = ["CANDIDATES", "Certificate", "NotCertifiedError", "candidates", "certify_objective",
-           "certify_search", "check_confidence", "forget_verdict", "limits_for_search",
+__all__ = ["CANDIDATES", "Certificate", "NotCertifiedError", "candidates", "certify",
+           "check_confidence", "forget_verdict", "limits_for_search",
            "one_class_text", "record_refusal", "split_safety", "store_verdict"]
 
 #: The fair trials tested on the safety rows, best first; the error probability is split
@@ -83,7 +84,7 @@ class Certificate:
         shown = ", ".join(f"{name} {'<=' if name != 'disparate_impact' else '>='} {bound:.4f}"
                           for name, bound in self.bounds.items())
         text = (f"Certified: trial #{self.trial} keeps {', '.join(self.limits)} on new data "
-                f"with {self.level:.0%} confidence ({shown} on the population, bounded on "
+                f"with {percent(self.level)} confidence ({shown} on the population, bounded on "
                 f"{self.rows} safety rows the search never saw; {self.candidates} candidates "
                 f"accounted for, {self.tested} tested).")
         if self.one_class is not None:
@@ -294,7 +295,7 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
         NotCertifiedError: Naming the best candidate's bounds and what would change them.
     """
     tested = list(dict.fromkeys(int(n) for n in tested_before))
-    tried: list[tuple[Any, dict[str, float]]] = []
+    tried: list[tuple[Any, dict[str, float], int | None]] = []
     skipped: list[int] = []
     for trial in candidates:
         if trial.number not in tested:
@@ -317,7 +318,7 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
                 limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
                 tested=len(tested), values=values, tested_trials=tested,
                 positive_rate=float(np.mean(predicted)), one_class=_one_class(predicted))
-        tried.append((trial, bounds))
+        tried.append((trial, bounds, _one_class(predicted)))
         if len(tried) >= CANDIDATES:
             break
     if not tried:
@@ -333,14 +334,19 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
             f"safety rows (under the limits tightened for {arg('confidence')} "
             f"{confidence:g}). Run more trials, loosen the limits or lower "
             f"{arg('confidence')}.", tested)
-    trial, bounds = tried[0]
+    trial, bounds, constant = tried[0]
     shown = ", ".join(f"{name} {bound:.4f}" for name, bound in bounds.items())
+    advice = (f"More safety rows ({arg('safety_size')}, or more data) narrow the bounds; a "
+              f"looser limit or a lower {arg('confidence')} asks less.")
+    if constant == 0 and any(limit.metric == "disparate_impact" for limit in limits):
+        advice = ("It selected no one (it predicted 0 for every safety row): the ratio of two "
+                  "rates of 0 can be anything on new data, so no number of rows certifies it "
+                  "under a disparate_impact limit; a model that selects someone can pass.")
     raise NotCertifiedError(
         f"No model could be certified at {arg('confidence')} {confidence:g}: the best "
         f"candidate, trial #{trial.number}, has the bounds {shown} on {rows} safety rows, "
         f"beyond {', '.join(str(limit) for limit in limits)} ({len(tested)} of {CANDIDATES} "
-        f"candidates tested). More safety rows ({arg('safety_size')}, or more data) narrow "
-        f"the bounds; a looser limit or a lower {arg('confidence')} asks less.", tested)
+        f"candidates tested). {advice}", tested)
 
 
 def _verdict_key(tenant: str | None) -> str:
@@ -400,103 +406,59 @@ def _tested_before(study: Any, key: str) -> list[int]:
     return [int(n) for n in record.get("tested_trials") or []] if isinstance(record, dict) else []
 
 
-def certify_objective(objective: Any, study: Any) -> Any:
-    """:meth:`FairObjective.certify <fairtune.tuning.FairObjective.certify>`: the safety test
-    of the study's fair trials on the objective's safety rows; the certificate (or the
-    refusal) is stored with the study."""
+def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: float,
+            y_safe: Any, s_safe: Any, tenant: str | None = None) -> tuple[Any, Certificate]:
+    """The safety test of ``study``'s fair trials (``tenant``'s), best first: the first whose
+    model keeps every limit on the safety rows, with its certificate (also set as the model's
+    ``certificate_``); the verdict, certificate or refusal, is stored with the study.
+
+    ``fit_predict(trial) -> (model, predicted)`` fits the trial's model on the search rows and
+    predicts the safety rows (a randomized mitigation's probabilities of predicting 1): each
+    entrance passes its own trial path, and this function never sees the entrance.
+
+    Raises:
+        NotCertifiedError: Naming the best candidate's bounds and what would change them.
+    """
     from fairtune.tuning._trial import fairness_value
 
-    if objective.confidence is None:
-        raise ValueError(f"`certify` needs {arg('confidence')}: create the FairObjective with "
-                         "confidence=..., e.g. 0.95, but got confidence=None.")
-    rows, limits = objective._rows, objective.limits
+    y_safe = np.asarray(y_safe)
 
     def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float], Any]:
-        model = objective.refit_best(study, trial=trial)  # on the search rows
-        predicted, _ = objective._predict(model, rows.X_safe, rows.s_safe, expected=True)
-        bounds = safety_bounds(limits, objective.confidence, rows.y_safe, predicted, rows.s_safe)
-        values = {limit.metric: fairness_value(limit.metric, rows.y_safe.to_numpy(), predicted,
-                                               rows.s_safe) for limit in limits}
+        model, predicted = fit_predict(trial)
+        bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe)
+        values = {limit.metric: fairness_value(limit.metric, y_safe, predicted, s_safe)
+                  for limit in limits}
         return model, bounds, values, predicted
 
     try:
         model, certificate = first_certified(
-            candidates(study, objective.tenant), bounds_of, limits, objective.confidence,
-            len(rows.y_safe), _tested_before(study, _verdict_key(objective.tenant)))
+            candidates(study, tenant), bounds_of, limits, confidence, len(y_safe),
+            _tested_before(study, _verdict_key(tenant)))
     except NotCertifiedError as refusal:
-        store_verdict(study, refusal, objective.tenant)
+        store_verdict(study, refusal, tenant)
         raise
     model.certificate_ = certificate
-    store_verdict(study, certificate, objective.tenant)
-    return model
+    store_verdict(study, certificate, tenant)
+    return model, certificate
 
 
-def split_safety(search: Any, X: Any, y: Any, sensitive: Any, fit_params: dict[str, Any],
-                 share: float) -> tuple[tuple[Any, Any, Any, dict[str, Any]], tuple[Any, ...]]:
-    """FairSearchCV's rows split into those of the search and the safety rows (stratified by
-    label, seeded by ``random_state``): ``((X, y, sensitive, fit_params), (X_safe, y01_safe,
-    sensitive_safe))``, per-row fit parameters cut to the search rows."""
+def split_safety(X: Any, y: Any, y01: Any, sensitive: Any, fit_params: dict[str, Any],
+                 share: float, seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
+    """Rows split into those of the search and the safety rows (stratified by label, seeded
+    by ``seed``): ``((X, y, sensitive, fit_params), (X_safe, y01_safe, sensitive_safe),
+    kept)``, per-row fit parameters cut to the search rows, ``kept`` the search rows'
+    positions among the rows given (to map folds given by position)."""
     from sklearn.utils import _safe_indexing
 
     from fairtune.tuning._data import drawn_split
     from fairtune.tuning._estimators import _rows_of
-    from fairtune.tuning._search_checks import seeds
 
-    if not search.refit:
-        raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` must "
-                         "be True with it, but got refit=False.")
     labels = np.asarray(y)
-    rows, safe = drawn_split(len(labels), share, labels, seeds(search)[1],
-                             argument="safety_size", held="the safety rows", rest="the search",
+    rows, safe = drawn_split(len(labels), share, labels, seed, argument="safety_size",
+                             held="the safety rows", rest="the search",
                              rows="rows given to fit")
     rows, safe = np.sort(rows), np.sort(safe)
-    y01, _ = search._favourable(labels)
     part = (_safe_indexing(X, rows), _safe_indexing(y, rows), _safe_indexing(sensitive, rows),
             _rows_of(fit_params, rows, len(labels)))
-    return part, (_safe_indexing(X, safe), y01[safe], _safe_indexing(sensitive, safe))
-
-
-def certify_search(search: Any, study: Any, build: Any, X: Any, y: Any, sensitive: Any,
-                   fit_params: dict[str, Any], safe: tuple[Any, ...], limits: Sequence[Any],
-                   confidence: float, mitigated: bool) -> None:
-    """FairSearchCV's safety test: ``best_estimator_`` and ``certificate_`` of the first fair
-    trial (best first) refitted on the search rows whose bounds on the safety rows keep the
-    ``limits``; the certificate (or the refusal) is stored with the study."""
-    import optuna
-
-    from fairtune.tuning._estimators import favourable_predictions, with_sensitive
-    from fairtune.tuning._search_checks import seeds
-    from fairtune.tuning._trial import fairness_value
-
-    X_safe, y_safe, s_safe = safe
-    ranked = candidates(study)
-
-    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float], Any]:
-        estimator = build(optuna.trial.FixedTrial(trial.params))
-        search._refit(estimator, X, y, with_sensitive(search, estimator, "fit", fit_params,
-                                                      sensitive, mitigated))
-        # The favourable predictions (a randomized mitigation's expected ones).
-        predicted = favourable_predictions(
-            estimator, X_safe, with_sensitive(search, estimator, "predict", {}, s_safe,
-                                              mitigated), search._positive_label,
-            seeds(search)[1])
-        bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe)
-        values = {limit.metric: fairness_value(limit.metric, y_safe, predicted, s_safe)
-                  for limit in limits}
-        return estimator, bounds, values, predicted
-
-    try:
-        estimator, certificate = first_certified(ranked, bounds_of, limits, confidence,
-                                                 len(y_safe),
-                                                 _tested_before(study, _verdict_key(None)))
-    except NotCertifiedError as refusal:
-        store_verdict(study, refusal)
-        raise
-    estimator.certificate_ = certificate
-    search.best_estimator_, search.certificate_ = estimator, certificate
-    chosen = next(t for t in ranked if t.number == certificate.trial)
-    search.best_trial_, search.best_params_ = chosen, dict(chosen.params)
-    search.best_score_ = float(chosen.value)
-    search.best_index_ = int(np.flatnonzero(
-        search.cv_results_["trial_number"] == chosen.number)[0])
-    store_verdict(study, certificate)
+    return part, (_safe_indexing(X, safe), np.asarray(y01)[safe],
+                  _safe_indexing(sensitive, safe)), rows

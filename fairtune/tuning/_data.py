@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 import pickle
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -747,7 +747,7 @@ def tuning_rows(
     Raises:
         ValueError: Naming the argument, for data a search cannot score correctly.
     """
-    from sklearn.model_selection import StratifiedKFold, train_test_split
+    from sklearn.model_selection import StratifiedKFold
 
     X, y, sensitive, name = load(dataset)
     drop = checked_drop_columns(drop_columns, X)

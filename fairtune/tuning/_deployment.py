@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from fairtune import _keys
 
-__all__ = ["Deployment", "deployment"]
+__all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "deployment", "read_test_fits",
+           "store_test_fits"]
 
 Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
 
@@ -181,3 +182,73 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
     if certified is None:
         return Deployment(None, "refused", best, confidence, record, failed, untested, spent)
     return Deployment(certified, "certified", best, confidence, record, failed, untested, spent)
+
+
+TEST_CONFIDENCE = 0.95
+"""The level of the fairness metrics' bootstrap intervals on the test split."""
+
+
+@dataclass(frozen=True)
+class ScoresOnTest:
+    """One fitted model's scores on the test split, as recorded with the study
+    (:func:`store_test_fits`); the reports render it, nothing parses it back.
+
+    Attributes:
+        fit: What was fitted: ``"tuning"`` (the trial refitted on every tuning row),
+            ``"training"`` (the validated model, on the training split only) or
+            ``"certified"`` (the certified model, refitted on the search rows).
+        rows: The test split's rows.
+        scores: ``{name: value}``: the objective's metric and each fairness metric.
+        intervals: ``{metric: [low, high]}``: each fairness metric's bootstrap interval at
+            :data:`TEST_CONFIDENCE`.
+        fair: Whether every limit holds on the test split.
+        limits: The limits judged, as text.
+        unresolved: The limits that lie inside their interval: this many test rows cannot
+            tell whether they hold on new data.
+    """
+
+    fit: Literal["tuning", "training", "certified"]
+    rows: int
+    scores: dict[str, float]
+    intervals: dict[str, list[float]]
+    fair: bool
+    limits: list[str]
+    unresolved: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, fit: Literal["tuning", "training", "certified"], scores: dict[str, Any],
+           rows: int, limits: Any) -> ScoresOnTest:
+        """The record of ``scores`` (``FairObjective.evaluate`` at :data:`TEST_CONFIDENCE`)."""
+        scores = dict(scores)
+        fair, intervals = bool(scores.pop("fair")), scores.pop("intervals")
+        scores.pop("certificate", None)
+        return cls(fit, int(rows), {k: float(v) for k, v in scores.items()},
+                   {k: [float(v[0]), float(v[1])] for k, v in intervals.items()}, fair,
+                   [str(limit) for limit in limits],
+                   [str(limit) for limit in limits
+                    if intervals[limit.metric][0] < limit.bound < intervals[limit.metric][1]])
+
+
+def _test_key(tenant: str | None) -> str:
+    return _keys.TEST_SCORES_KEY if tenant is None else _keys.TENANT_TEST_SCORES_PREFIX + tenant
+
+
+def store_test_fits(study: Any, trial: int, fits: list[ScoresOnTest],
+                    tenant: str | None = None) -> None:
+    """Record trial ``trial``'s scores on the test split with ``study`` (a tenant's under its
+    own key), for every later report."""
+    from dataclasses import asdict
+
+    study.set_user_attr(_test_key(tenant),
+                        {"trial": int(trial), "fits": [asdict(fit) for fit in fits]})
+
+
+def read_test_fits(study: Any, tenant: str | None = None
+                   ) -> tuple[int | None, list[ScoresOnTest], list[str]]:
+    """``(trial, fits, lines)`` recorded with ``study``: the trial the test scores are of (None
+    without), their records, and the lines a study of an older version stored instead."""
+    stored = study.user_attrs.get(_test_key(tenant))
+    if not isinstance(stored, dict) or not isinstance(stored.get("trial"), int):
+        return None, [], []
+    fits = [ScoresOnTest(**fit) for fit in stored.get("fits") or [] if isinstance(fit, dict)]
+    return stored["trial"], fits, [str(line) for line in stored.get("lines") or []]

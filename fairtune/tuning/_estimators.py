@@ -65,8 +65,6 @@ _PREDICT_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_f
 if TYPE_CHECKING:
     import optuna
 
-    from fairtune.tuning.search import FairSearchCV
-
 
 class _TrialFailed(Exception):
     """A trial's estimator raised while fitting or scoring (it scores ``error_score``)."""
@@ -177,22 +175,24 @@ def _positive_scores(model: Any, X: Any, positive: Any, params: dict[str, Any]) 
     return scores if np.asarray(model.classes_)[1] == positive else -scores
 
 
-def builder(search: FairSearchCV, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit],
-    seed: int,
-) -> Callable[[Any], Any]:
-    """``trial -> unfitted estimator`` (a FixedTrial of a trial's params rebuilds it)."""
+def builder(estimator: Any, space_or_distributions: Any, mitigation: list[str],
+            limits: list[FairnessLimit], seed: int, pos_label: Any) -> Callable[[Any], Any]:
+    """``trial -> unfitted estimator``: a clone of ``estimator`` with the trial's parameters
+    (a FixedTrial of a trial's params rebuilds it)."""
     from sklearn.pipeline import Pipeline
+
+    given = estimator
 
     def build(trial: Any) -> Any:
         if isinstance(space_or_distributions, dict):
             params = {name: _suggest(trial, name, distribution)
                       for name, distribution in space_or_distributions.items()}
-            estimator = clone(search.estimator).set_params(**params)
+            estimator = clone(given).set_params(**params)
         else:
             function = space_or_distributions.build
             model = (function(trial, random_state=seed)
                      if trial_path.takes_random_state(function) else function(trial))
-            estimator = clone(search.estimator)
+            estimator = clone(given)
             if isinstance(estimator, Pipeline):
                 estimator.set_params(**{estimator.steps[-1][0]: model})
             else:
@@ -200,51 +200,27 @@ def builder(search: FairSearchCV, space_or_distributions: Any, mitigation: list[
         if mitigation:
             name, settings = suggest_mitigation_params(trial, mitigation, limits[0])
             estimator = mitigated_estimator(estimator, name, settings, limits[0],
-                                            random_state=seed, pos_label=search.pos_label)
+                                            random_state=seed, pos_label=pos_label)
         return estimator
 
     return build
 
 
-def fold_params(search: FairSearchCV, sensitive: Any, fit_params: dict[str, Any], mitigation: list[str],
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
-    """(fit params, {prediction method: params}, split params) for all the rows; the
-    sensitive features are added per built estimator by :meth:`_with_sensitive`."""
-    if mitigation:
-        if fit_params:
-            raise ValueError(
-                f"`mitigation` {search.mitigation!r} fits fairlearn's mitigation with X, y and "
-                "sensitive_features only, so fit must not get other parameters, but got "
-                f"{sorted(fit_params)}."
-            )
-        return {}, {}, {}
-    if _routing_enabled():
-        from sklearn.utils.metadata_routing import process_routing
-
-        routed = process_routing(search, "fit", **{_SENSITIVE: sensitive}, **fit_params)
-        estimator = routed["estimator"]
-        predict = {m: dict(estimator.get(m, {})) for m in _PREDICT_METHODS}
-        return dict(estimator.get("fit", {})), predict, dict(routed["splitter"]["split"])
-    params = dict(fit_params)
-    split = {"groups": params.pop("groups")} if "groups" in params else {}
-    return params, {}, split
-
-
-def with_sensitive(search: FairSearchCV, estimator: Any, method: str, params: dict[str, Any], sensitive: Any,
-    mitigation: bool,
-) -> dict[str, Any]:
+def with_sensitive(estimator: Any, method: str, params: dict[str, Any], sensitive: Any,
+                   mitigation: bool, *, routing: bool) -> dict[str, Any]:
     """``params`` with the sensitive features under the keys ``estimator.<method>``
-    takes them by, when routing does not decide (see the module docstring)."""
+    takes them by, when routing (scikit-learn's metadata routing enabled) does not decide
+    (see the module docstring)."""
     if mitigation:
         # ThresholdClassifier / ReductionClassifier: fit(X, y, *, sensitive_features),
         # predict(X, *, sensitive_features=None).
         return {**params, _SENSITIVE: sensitive}
-    if _routing_enabled() and _routing_knows_sensitive(estimator, method):
+    if routing and _routing_knows_sensitive(estimator, method):
         return params
-    return {**params, **{key: sensitive for key in _sensitive_keys(estimator, method)}}
+    return {**params, **dict.fromkeys(_sensitive_keys(estimator, method), sensitive)}
 
 
-def _describe_cv(cv: Any) -> str:
+def describe_cv(cv: Any) -> str:
     """The validation scheme of ``cv`` as the setup records it."""
     if cv is None or isinstance(cv, Integral):
         return f"{5 if cv is None else int(cv)}-fold cross-validation"
@@ -305,7 +281,6 @@ class _Estimators:
 class _SearchObjective:
     """The Optuna objective of one ``FairSearchCV.fit``: cross-validate a trial's estimator."""
 
-    search: FairSearchCV
     build: Callable[[Any], Any]  # trial -> unfitted estimator
     X: Any
     y: Any  # the labels as given (the estimator fits them)
@@ -317,6 +292,10 @@ class _SearchObjective:
     predict_params: dict[str, dict[str, Any]]
     limits: list[FairnessLimit]
     mitigation: list[str]
+    scoring: str
+    error_score: Any  # a number, or "raise"
+    prune_unfair: bool
+    routing: bool  # scikit-learn's metadata routing is enabled
     seed: int = 0  # random_state of a randomized predict (fairlearn's) that takes one
     budgets: tuple[float, ...] | None = None
     resource: str = "n_samples"
@@ -330,15 +309,15 @@ class _SearchObjective:
         try:
             scored = trial_path.run_trial(
                 trial, _Estimators(self, estimator, log), self.splits, y01=self.y01,
-                sensitive=self.sensitive, metric=self.search.scoring, limits=self.limits,
-                budgets=self.budgets, prune_unfair=self.search.prune_unfair)
+                sensitive=self.sensitive, metric=self.scoring, limits=self.limits,
+                budgets=self.budgets, prune_unfair=self.prune_unfair)
         except optuna.TrialPruned:
             raise
         except Exception as error:
             for key, values in log.items():
                 trial.set_user_attr(key, values)
             trial.set_user_attr(ERROR_KEY, f"{type(error).__name__}: {error}")
-            if self.search.error_score == "raise":
+            if self.error_score == "raise":
                 raise
             raise _TrialFailed(f"{type(error).__name__}: {error}") from error
         for key, values in log.items():
@@ -358,12 +337,11 @@ class _SearchObjective:
         positive class's scores for roc_auc; the times and the fold's score go to ``log``."""
         from sklearn.utils import _safe_indexing
 
-        search, n = self.search, len(self.y01)
+        n = len(self.y01)
         model = clone(estimator)
-        fit = with_sensitive(search, 
-            model, "fit", _rows_of(self.fit_params, fit_rows, n),
-            _safe_indexing(self.sensitive, fit_rows), bool(self.mitigation),
-        )
+        fit = with_sensitive(model, "fit", _rows_of(self.fit_params, fit_rows, n),
+                             _safe_indexing(self.sensitive, fit_rows), bool(self.mitigation),
+                             routing=self.routing)
         start = time.perf_counter()
         try:
             with limit_training_threads():
@@ -376,26 +354,23 @@ class _SearchObjective:
         s_valid = _safe_indexing(self.sensitive, valid_rows)
 
         def params(method: str) -> dict[str, Any]:
-            return with_sensitive(search, 
+            return with_sensitive(
                 model, method, _rows_of(self.predict_params.get(method, {}), valid_rows, n),
-                s_valid, bool(self.mitigation),
-            )
+                s_valid, bool(self.mitigation), routing=self.routing)
 
         with limit_training_threads():
-            y_pred = self._favourable_predictions(model, X_valid, params("predict"))
+            y_pred = favourable_predictions(model, X_valid, params("predict"), self.positive,
+                                            self.seed)
             y_score = None
-            if search.scoring == "roc_auc":
+            if self.scoring == "roc_auc":
                 method = ("predict_proba" if hasattr(model, "predict_proba")
                           else "decision_function")
                 y_score = _positive_scores(model, X_valid, self.positive, params(method))
         log[SPLIT_SCORES_KEY].append(
-            trial_path.metric_score(search.scoring, self.y01[valid_rows], y_pred, y_score)
+            trial_path.metric_score(self.scoring, self.y01[valid_rows], y_pred, y_score)
         )
         log[SCORE_TIMES_KEY].append(time.perf_counter() - start)
         return y_pred, y_score
-
-    def _favourable_predictions(self, model: Any, X: Any, predict: dict[str, Any]) -> Any:
-        return favourable_predictions(model, X, predict, self.positive, self.seed)
 
 
 def favourable_predictions(model: Any, X: Any, predict: dict[str, Any], positive: Any,
@@ -416,24 +391,25 @@ def favourable_predictions(model: Any, X: Any, predict: dict[str, Any], positive
     return (np.asarray(model.predict(X, **predict)).ravel() == positive).astype(int)
 
 
-def remember_groups(search: FairSearchCV, X: Any, sensitive: Any) -> None:
-    """What the predictions are checked against: the groups of fit, and the values of the
-    sensitive columns when they are columns of a DataFrame X (the estimator reads them)."""
+def known_groups(X: Any, sensitive: Any) -> tuple[list[Any], dict[Any, list[Any]]]:
+    """What the predictions are checked against: the groups of fit, and ``{column: values}``
+    of the sensitive columns that are columns of a DataFrame X (the estimator reads them)."""
     import pandas as pd
 
     from fairtune.tuning.mitigation import _as_sensitive
 
-    search._known_groups = list(pd.unique(pd.Series(_as_sensitive(sensitive, X))))
     names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
              else [sensitive.name] if isinstance(sensitive, pd.Series) else [])
-    search._group_columns = {
+    return list(pd.unique(pd.Series(_as_sensitive(sensitive, X)))), {
         name: list(pd.unique(X[name])) for name in names
         if isinstance(X, pd.DataFrame) and name is not None and name in X.columns
     }
 
 
-def check_groups_known(search: FairSearchCV, X: Any, params: dict[str, Any], method: str) -> None:
-    """Refuse rows of a group the search never saw (see :meth:`predict`)."""
+def check_groups_known(X: Any, params: dict[str, Any], method: str, groups: list[Any] | None,
+                       columns: dict[Any, list[Any]]) -> None:
+    """Refuse rows of FairSearchCV's ``method`` of a group outside ``groups`` and
+    ``columns`` (:func:`known_groups` of fit; see :meth:`FairSearchCV.predict`)."""
     import pandas as pd
 
     from fairtune.tuning.mitigation import _as_sensitive, check_known_groups
@@ -441,12 +417,12 @@ def check_groups_known(search: FairSearchCV, X: Any, params: dict[str, Any], met
     why = ("The model was chosen and fitted on the known groups only: correct the values, "
            "or search again on data that has these groups.")
     given = params.get(_SENSITIVE)
-    if given is not None and hasattr(search, "_known_groups"):
+    if given is not None and groups is not None:
         check_known_groups(
-            _as_sensitive(given, X), search._known_groups, argument=_SENSITIVE,
+            _as_sensitive(given, X), groups, argument=_SENSITIVE,
             where=f"FairSearchCV.{method}", why=why,
         )
-    for name, known in getattr(search, "_group_columns", {}).items():
+    for name, known in columns.items():
         if isinstance(X, pd.DataFrame) and name in X.columns:
             check_known_groups(
                 X[name], known, argument=f"X[{name!r}]", where=f"FairSearchCV.{method}",

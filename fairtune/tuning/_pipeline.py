@@ -4,7 +4,7 @@ built for a trial, fitted on some rows and predicting others."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from fairtune.tuning.mitigation import (
 )
 
 if TYPE_CHECKING:
-    from fairtune.tuning.objective import FairObjective
+    from fairtune.tuning._data import TuningRows
     from fairtune.tuning.spaces import Space
 
 __all__ = ["build_pipeline", "fit_pipeline", "predict_pipeline"]
@@ -129,21 +129,23 @@ def predict_pipeline(
 
 
 class Pipelines:
-    """A FairObjective trial as the trial path's candidate: the trial's pipeline, fitted on
-    some tuning rows (its resource cut at a smaller budget), predicting others."""
+    """A FairObjective trial as the trial path's candidate: the trial's pipeline (``build()``),
+    its ``resource`` cut at a smaller budget, fitted by ``fit(pipeline, X, y, sensitive)`` on
+    some of the tuning ``rows`` and predicting others by ``predict(model, X, sensitive,
+    expected=expected)`` (the objective's own fit and predict, over :func:`fit_pipeline` and
+    :func:`predict_pipeline`, which the benchmarks time)."""
 
-    def __init__(self, objective: FairObjective, trial: Any) -> None:
-        self.objective, self.trial = objective, trial
+    def __init__(self, build: Callable[[], Any], rows: TuningRows, *, resource: str,
+                 fit: Callable[..., Any], predict: Callable[..., Any], expected: bool) -> None:
+        self.build, self.rows, self.resource = build, rows, resource
+        self.fit, self.predict, self.expected = fit, predict, expected
 
     def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
                     ) -> tuple[np.ndarray, np.ndarray | None]:
-        objective, rows = self.objective, self.objective._rows
-        pipeline = objective.make_pipeline(self.trial)
-        if budget < 1.0 and objective.resource != "n_samples":
-            pipeline = scale_resource(pipeline, objective.resource, budget)
-        # Through the objective's own fit and predict (fit_pipeline, predict_pipeline), which
-        # the benchmarks time.
-        model = objective._fit(pipeline, rows.X_dev.iloc[fit_rows], rows.y_dev.iloc[fit_rows],
-                               rows.s_dev.iloc[fit_rows])
-        return objective._predict(model, rows.X_dev.iloc[valid_rows],
-                                  rows.s_dev.iloc[valid_rows], expected=objective._score_expected)
+        rows, pipeline = self.rows, self.build()
+        if budget < 1.0 and self.resource != "n_samples":
+            pipeline = scale_resource(pipeline, self.resource, budget)
+        model = self.fit(pipeline, rows.X_dev.iloc[fit_rows], rows.y_dev.iloc[fit_rows],
+                         rows.s_dev.iloc[fit_rows])
+        return self.predict(model, rows.X_dev.iloc[valid_rows], rows.s_dev.iloc[valid_rows],
+                            expected=self.expected)

@@ -15,8 +15,6 @@ from fairtune.tuning import _trial as trial_path
 if TYPE_CHECKING:
     import optuna
 
-    from fairtune.tuning.search import FairSearchCV
-
 
 def finished_trials(study: Any) -> list[optuna.trial.FrozenTrial]:
     from optuna.trial import TrialState
@@ -27,9 +25,10 @@ def finished_trials(study: Any) -> list[optuna.trial.FrozenTrial]:
     )
 
 
-def results(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
-) -> dict[str, Any]:
-    """scikit-learn's ``cv_results_`` layout, one row per trial."""
+def results(trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit], *,
+            error_score: Any, n_splits: int) -> dict[str, Any]:
+    """scikit-learn's ``cv_results_`` layout, one row per trial (a failed trial scores
+    ``error_score``)."""
     from optuna.trial import TrialState
 
     n = len(trials)
@@ -42,12 +41,12 @@ def results(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits
                 column[i] = t.params[name]
         results[f"param_{name}"] = column
 
-    error = np.nan if search.error_score == "raise" else float(search.error_score)
+    error = np.nan if error_score == "raise" else float(error_score)
 
     def per_split(key: str, fill: float) -> np.ndarray:
-        table = np.full((n, search.n_splits_), np.nan)
+        table = np.full((n, n_splits), np.nan)
         for i, t in enumerate(trials):
-            values = list(t.user_attrs.get(key) or [])[: search.n_splits_]
+            values = list(t.user_attrs.get(key) or [])[:n_splits]
             table[i, : len(values)] = values
             if t.state == TrialState.FAIL:
                 table[i, len(values):] = fill
@@ -57,7 +56,7 @@ def results(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits
     for i, t in enumerate(trials):
         if t.state == TrialState.FAIL:
             scores[i] = error
-    for k in range(search.n_splits_):
+    for k in range(n_splits):
         results[f"split{k}_test_score"] = scores[:, k]
     mean = np.array([
         t.value if t.state == TrialState.COMPLETE and t.value is not None else error
@@ -87,8 +86,8 @@ def results(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits
     return results
 
 
-def report_failures(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
-) -> None:
+def report_failures(trials: list[optuna.trial.FrozenTrial], error_score: Any) -> None:
+    """Raise when every trial of a fit failed, else warn with the first failure."""
     from optuna.trial import TrialState
     from sklearn.exceptions import FitFailedWarning
 
@@ -105,28 +104,28 @@ def report_failures(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial]
         )
     warnings.warn(
         f"{len(failed)} of {len(trials)} trials failed and scored "
-        f"error_score={search.error_score!r}; the first error (trial {first.number}, params "
+        f"error_score={error_score!r}; the first error (trial {first.number}, params "
         f"{first.params}): {reason}",
         FitFailedWarning,
         stacklevel=4,
     )
 
 
-def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit]
-) -> str:
-    """Why no trial of ``search.study_`` is fair and what would change it; with
-    ``confidence``, also the safety test's refusal, recorded with the study
+def no_fair_trial_message(trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit],
+                          *, scoring: str, margin: float, confidence: float | None,
+                          study: Any) -> str:
+    """Why no trial of ``study`` is fair and what would change it; with ``confidence``, also
+    the safety test's refusal, recorded with the study
     (:func:`fairtune.tuning._certify.record_refusal`)."""
     from optuna.trial import TrialState
 
     text = ", ".join(str(limit) for limit in limits)
-    confidence = getattr(search, "confidence", None)
     if confidence is not None:  # the limits the search validates against: tightened
-        less = f" `margin`={search.margin:g} and" if search.margin else ""
+        less = f" `margin`={margin:g} and" if margin else ""
         text += (f" (the given limits less{less} the width of their bound at "
                  f"`confidence`={confidence:g} on the safety rows)")
-    elif search.margin:
-        text += f" (the given limits less `margin`={search.margin:g})"
+    elif margin:
+        text += f" (the given limits less `margin`={margin:g})"
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
 
     def excess(t: optuna.trial.FrozenTrial) -> float:
@@ -148,7 +147,7 @@ def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.Frozen
             if limit.metric in values
         )
         message += (
-            f": the closest is trial {closest.number} ({measured}, {search.scoring}="
+            f": the closest is trial {closest.number} ({measured}, {scoring}="
             f"{closest.value:.4f}, params {closest.params})"
         )
     message += (
@@ -158,7 +157,6 @@ def no_fair_trial_message(search: FairSearchCV, trials: list[optuna.trial.Frozen
                     if confidence is not None else
                     "; refit=False keeps the search's results without a best estimator.")
     )
-    study = getattr(search, "study_", None)
     if confidence is not None and study is not None:
         # The safety test's refusal, recorded with the study as every entrance records it,
         # so that `fairtune report` and the dashboard's note say that no model is deployed.
@@ -175,7 +173,7 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
 
     tier = np.array([
         0 if is_fair_ else 1 if t.state == TrialState.COMPLETE and np.isfinite(m) else 2
-        for t, m, is_fair_ in zip(trials, mean, fair)
+        for t, m, is_fair_ in zip(trials, mean, fair, strict=True)
     ])
     key = np.where(tier < 2, -np.nan_to_num(mean, nan=0.0), 0.0)
     order = np.lexsort((key, tier))
@@ -191,15 +189,18 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
     return ranks
 
 
-def warn_if_one_class(search: FairSearchCV, best: optuna.trial.FrozenTrial) -> None:
+def warn_if_one_class(best: optuna.trial.FrozenTrial, scoring: str, labels: tuple[Any, Any]
+                      ) -> None:
+    """Warn when ``best`` predicts one class for every out-of-fold row (``labels``: the other
+    label and the favourable one, as 0 and 1 name them)."""
     one_class = trial_path.predicts_one_class(best)
     if one_class is None:
         return
-    label = search._positive_label if one_class == 1 else search._other_label
+    label = labels[one_class]
     label = label.item() if isinstance(label, np.generic) else label
     warnings.warn(
         f"The best fair trial (trial {best.number}) predicts {label!r} for every "
-        f"out-of-fold row: its {search.scoring} {best.value:.4f} is that of a constant model, "
+        f"out-of-fold row: its {scoring} {best.value:.4f} is that of a constant model, "
         "which meets demographic-parity limits trivially and decides nothing. Add a "
         "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
         "cv_results_['predicts_one_class'] marks such trials.",

@@ -6,29 +6,25 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fairtune.fairness.constraints import FairnessLimit
 from fairtune.tuning import _trial as trial_path
-from fairtune.tuning._data import data_fingerprint
-from fairtune.tuning._estimators import _describe_cv, _n_rows, estimator_identity
-from fairtune.tuning._setup import setup_record
+from fairtune.tuning._estimators import _n_rows
 from fairtune.tuning.mitigation import MITIGATION_KEY, MITIGATION_PARAMS, parse_mitigation
 
-if TYPE_CHECKING:
 
-    from fairtune.tuning.search import FairSearchCV
-
-
-def check_options(search: FairSearchCV) -> None:
-    if search.scoring not in trial_path.METRIC_NAMES:
+def check_options(*, scoring: str, n_trials: int | None, timeout: float | None, n_jobs: int,
+                  refit: bool, error_score: float | str, callbacks: Sequence[Any] | None,
+                  study: Any, sampler: Any) -> None:
+    """FairSearchCV's arguments that need no data, each refused naming it."""
+    if scoring not in trial_path.METRIC_NAMES:
         raise ValueError(
             f"`scoring` must be one of {list(trial_path.METRIC_NAMES)}, but got "
-            f"scoring={search.scoring!r}."
+            f"scoring={scoring!r}."
         )
-    n_trials, timeout = search.n_trials, search.timeout
     if n_trials is not None and (
         isinstance(n_trials, bool) or not isinstance(n_trials, Integral) or n_trials < 1
     ):
@@ -46,53 +42,59 @@ def check_options(search: FairSearchCV) -> None:
             "`n_trials` or `timeout` must be given, or the search never ends, but got "
             "n_trials=None and timeout=None."
         )
-    n_jobs = search.n_jobs
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
         raise ValueError(
             f"`n_jobs` must be a non-zero integer (-1: one per CPU), but got n_jobs={n_jobs!r}."
         )
-    if not isinstance(search.refit, bool):
-        raise ValueError(f"`refit` must be True or False, but got refit={search.refit!r}.")
-    if not (search.error_score == "raise" or (
-        isinstance(search.error_score, Real) and not isinstance(search.error_score, bool)
+    if not isinstance(refit, bool):
+        raise ValueError(f"`refit` must be True or False, but got refit={refit!r}.")
+    if not (error_score == "raise" or (
+        isinstance(error_score, Real) and not isinstance(error_score, bool)
     )):
         raise ValueError(
-            "`error_score` must be a number or 'raise', but got "
-            f"error_score={search.error_score!r}."
+            f"`error_score` must be a number or 'raise', but got error_score={error_score!r}."
         )
-    if search.callbacks is not None and (
-        isinstance(search.callbacks, str) or not isinstance(search.callbacks, Sequence)
-        or not all(callable(c) for c in search.callbacks)
+    if callbacks is not None and (
+        isinstance(callbacks, str) or not isinstance(callbacks, Sequence)
+        or not all(callable(c) for c in callbacks)
     ):
         raise ValueError(
             "`callbacks` must be None or a list of callables f(study, frozen_trial), but got "
-            f"callbacks={search.callbacks!r}."
+            f"callbacks={callbacks!r}."
         )
-    if search.study is not None and search.sampler is not None:
+    if study is not None and sampler is not None:
         raise ValueError(
             "`sampler` and `study` cannot both be given: the study samples with its own "
-            f"sampler, but got sampler={search.sampler!r} and study={search.study!r}."
+            f"sampler, but got sampler={sampler!r} and study={study!r}."
         )
 
 
-def check_mitigation(search: FairSearchCV, y: np.ndarray) -> list[str]:
-    names = parse_mitigation(search.mitigation)
+def check_mitigation(mitigation: Any, scoring: str, fit_params: dict[str, Any]) -> list[str]:
+    """The names of ``mitigation`` (FairSearchCV's), refused with ``scoring="roc_auc"`` or
+    with parameters for ``fit``."""
+    names = parse_mitigation(mitigation)
     if "correlation_remover" in names:
         raise ValueError(
             "`mitigation` must be 'threshold', 'reduction' or a list of them here: fairlearn's "
             "CorrelationRemover is a step of a pipeline, so put it in `estimator` (and tune "
-            f"its alpha in `param_distributions`), but got mitigation={search.mitigation!r}."
+            f"its alpha in `param_distributions`), but got mitigation={mitigation!r}."
         )
-    if names and search.scoring == "roc_auc":
+    if names and scoring == "roc_auc":
         raise ValueError(
             f"`mitigation` {names[0]!r} predicts randomized labels, not scores: `scoring` must "
             "not be 'roc_auc' with it, but got scoring='roc_auc' and "
-            f"mitigation={search.mitigation!r}."
+            f"mitigation={mitigation!r}."
+        )
+    if names and fit_params:
+        raise ValueError(
+            f"`mitigation` {mitigation!r} fits fairlearn's mitigation with X, y and "
+            "sensitive_features only, so fit must not get other parameters, but got "
+            f"{sorted(fit_params)}."
         )
     return names
 
 
-def checked_space(search: FairSearchCV, mitigation: list[str]) -> Any:
+def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
     """The fairtune :class:`~fairtune.tuning.Space` named by ``param_distributions``, or the
     validated dict of distributions."""
     from optuna.distributions import (
@@ -103,7 +105,6 @@ def checked_space(search: FairSearchCV, mitigation: list[str]) -> Any:
 
     from fairtune.tuning.spaces import SPACES
 
-    given = search.param_distributions
     if isinstance(given, str):
         if given not in SPACES:
             raise ValueError(
@@ -116,7 +117,7 @@ def checked_space(search: FairSearchCV, mitigation: list[str]) -> Any:
             "`param_distributions` must be a dict {parameter name: Optuna distribution} or "
             f"a fairtune space name, but got {type(given).__name__}: {given!r}."
         )
-    valid = search.estimator.get_params(deep=True)
+    valid = estimator.get_params(deep=True)
     reserved = {MITIGATION_KEY, *MITIGATION_PARAMS} if mitigation else set()
     for name, distribution in given.items():
         if not isinstance(name, str) or name not in valid:
@@ -125,7 +126,7 @@ def checked_space(search: FairSearchCV, mitigation: list[str]) -> Any:
                      difflib.get_close_matches(str(name).lower(), list(by_lower), n=3)]
             hint = f" Did you mean {close}?" if close else ""
             raise ValueError(
-                f"`param_distributions` names a parameter that {type(search.estimator).__name__} "
+                f"`param_distributions` names a parameter that {type(estimator).__name__} "
                 f"does not have: {name!r} (valid names are those of "
                 f"estimator.get_params(), e.g. {sorted(valid)[:6]}).{hint}"
             )
@@ -151,7 +152,7 @@ def checked_space(search: FairSearchCV, mitigation: list[str]) -> Any:
     return dict(given)
 
 
-def check_sensitive(search: FairSearchCV, sensitive_features: Any, n: int) -> None:
+def check_sensitive(sensitive_features: Any, n: int) -> None:
     if sensitive_features is None:
         raise ValueError(
             "`sensitive_features` must be given to FairSearchCV.fit (the group of each row, "
@@ -193,9 +194,9 @@ def check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
             )
 
 
-def seeds(search: FairSearchCV) -> tuple[int | None, int]:
-    """(sampler seed, seed of the models): random_state, drawn from it if a RandomState."""
-    state = search.random_state
+def seeds(state: Any) -> tuple[int | None, int]:
+    """(sampler seed, seed of the models) of FairSearchCV's ``random_state``: the integer, one
+    drawn from a RandomState, or (None, 0) for None."""
     if state is None:
         return None, 0
     if isinstance(state, np.random.RandomState):
@@ -209,15 +210,14 @@ def seeds(search: FairSearchCV) -> tuple[int | None, int]:
     return int(state), int(state)
 
 
-def check_space_class(search: FairSearchCV, space: Any) -> None:
+def check_space_class(estimator: Any, space: Any) -> None:
     """A fairtune space replaces the final step: it must be of the class the space builds."""
     import optuna
     from sklearn.pipeline import Pipeline
 
     # A throwaway trial: the class is known only once the space has built an estimator.
     model = space.build(optuna.create_study(sampler=optuna.samplers.RandomSampler(0)).ask())
-    final = (search.estimator.steps[-1][1] if isinstance(search.estimator, Pipeline)
-             else search.estimator)
+    final = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
     if type(final) is not type(model):
         raise ValueError(
             f"`param_distributions` {space.name!r} builds a {type(model).__name__} that "
@@ -226,13 +226,13 @@ def check_space_class(search: FairSearchCV, space: Any) -> None:
         )
 
 
-def check_scores_for_roc_auc(search: FairSearchCV, mitigation: list[str]) -> None:
-    if search.scoring == "roc_auc" and not mitigation and not (
-        hasattr(search.estimator, "predict_proba") or hasattr(search.estimator, "decision_function")
+def check_scores_for_roc_auc(estimator: Any, scoring: str, mitigation: list[str]) -> None:
+    if scoring == "roc_auc" and not mitigation and not (
+        hasattr(estimator, "predict_proba") or hasattr(estimator, "decision_function")
     ):
         raise ValueError(
             "`scoring` 'roc_auc' needs the estimator's predict_proba or decision_function, "
-            f"but {type(search.estimator).__name__} has neither."
+            f"but {type(estimator).__name__} has neither."
         )
 
 
@@ -264,28 +264,27 @@ def binary_target(y: Any) -> np.ndarray:
     return y_array
 
 
-def cv_folds(search: FairSearchCV, X: Any, y: np.ndarray, split_params: dict[str, Any]
-) -> list[tuple[np.ndarray, np.ndarray]]:
+def cv_folds(cv: Any, X: Any, y: np.ndarray, split_params: dict[str, Any]
+             ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (train, test) folds of ``cv``; the test folds must not overlap (each row gets
     at most one out-of-fold prediction)."""
     from sklearn.model_selection import check_cv
 
-    cv = check_cv(search.cv, y, classifier=True)
     folds = [(np.asarray(train), np.asarray(test))
-             for train, test in cv.split(X, y, **split_params)]
+             for train, test in check_cv(cv, y, classifier=True).split(X, y, **split_params)]
     tested = np.zeros(len(y), dtype=int)
     for _, test in folds:
         tested[test] += 1
     if not folds or tested.max() > 1:
         raise ValueError(
             "`cv` must give test folds that do not overlap (each row gets at most one "
-            f"out-of-fold prediction), but got cv={search.cv!r}."
+            f"out-of-fold prediction), but got cv={cv!r}."
         )
     return folds
 
 
-def untuned_params(search: FairSearchCV, space_or_distributions: Any, mitigation: list[str], limits: list[FairnessLimit]
-) -> dict[str, Any] | None:
+def untuned_params(estimator: Any, space_or_distributions: Any, mitigation: list[str],
+                   limits: list[FairnessLimit]) -> dict[str, Any] | None:
     """The trial parameters of the configuration a user gets without tuning, or None.
 
     A fairtune space's defaults, or the estimator's own values of the searched parameters
@@ -299,7 +298,7 @@ def untuned_params(search: FairSearchCV, space_or_distributions: Any, mitigation
     from fairtune.tuning.mitigation import default_mitigation_params
 
     if isinstance(space_or_distributions, dict):
-        current = search.estimator.get_params(deep=True)
+        current = estimator.get_params(deep=True)
         params: dict[str, Any] = {}
         for name, distribution in space_or_distributions.items():
             value = current[name]
@@ -315,7 +314,7 @@ def untuned_params(search: FairSearchCV, space_or_distributions: Any, mitigation
             value = min(max(float(value), low), high)
             if step is not None:
                 value = min(low + round((value - low) / step) * step, high)
-            params[name] = (int(round(value)) if isinstance(distribution, IntDistribution)
+            params[name] = (round(value) if isinstance(distribution, IntDistribution)
                             else float(value))
     else:
         if space_or_distributions.defaults is None:
@@ -325,19 +324,3 @@ def untuned_params(search: FairSearchCV, space_or_distributions: Any, mitigation
         params.update(default_mitigation_params(mitigation, limits[0]))
     return params
 
-
-def search_setup(search: FairSearchCV, X: Any, y01: np.ndarray, sensitive: Any, folds: list[Any],
-                  limits: list[FairnessLimit], mitigation: list[str], space: Any,
-                  budgets: tuple[float, ...] | None, resource: str) -> dict[str, Any]:
-    """The setup of this search (see :mod:`fairtune.tuning._setup`), the pruner and its
-    check added by :func:`fairtune.tuning._study.prepare_study`."""
-    return setup_record(
-        entrance="FairSearchCV", pos_label=search.pos_label,
-        model=estimator_identity(search.estimator, space), metric=search.scoring,
-        limits=sorted(str(limit) for limit in limits), margin=float(search.margin),
-        mitigation=list(mitigation), validation=_describe_cv(search.cv),
-        budgets=None if budgets is None else list(budgets), resource=resource,
-        prune_unfair=bool(search.prune_unfair), confidence=search.confidence,
-        safety_size=None if search.confidence is None else search.safety_size or 0.3,
-        data=data_fingerprint(X, y01, sensitive, folds=folds),
-    )

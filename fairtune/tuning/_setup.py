@@ -89,6 +89,9 @@ _ROWS: dict[str, str] = {
     "test": "the held-out rows of the test split ({test_size})",
     "safety": "the held-out safety rows ({confidence})",
 }
+# The pruners of fairtune.tuning.PRUNER_NAMES by the class their records name.
+_PRUNERS: dict[str, str] = {"MedianPruner": "median", "SuccessiveHalvingPruner":
+                            "successive_halving", "HyperbandPruner": "hyperband"}
 # Who stores each entrance's records, in words.
 _ENTRANCES: dict[str, str] = {"FairObjective": "FairObjective (or `fairtune tune`)",
                               "FairSearchCV": "FairSearchCV"}
@@ -172,8 +175,21 @@ def read_setup(study: optuna.Study, tenant: str | None = None) -> dict[str, Any]
 
 def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
     """The entries of ``record`` that ``stored`` holds with another value."""
-    return [name for name in FIELDS
-            if name in stored and name in record and _plain(stored[name]) != record[name]]
+    return [name for name in FIELDS if name in stored and name in record
+            and _compared(name, _plain(stored[name]), record[name])
+            != _compared(name, record[name], stored[name])]
+
+
+def _compared(name: str, value: Any, other: Any) -> Any:
+    """An entry as the comparison with ``other`` sees it: a ``pos_label`` of 1 or True (or
+    their text, a file's ``positive``) favours 1, which 0/1 or boolean labels favour without
+    one: the same scoring as none (labels it cannot favour are refused with it); of the
+    ``rows`` digests, those both records hold (an older version stored fewer)."""
+    if name == "pos_label" and str(value).strip().lower() in ("1", "1.0", "true"):
+        return None
+    if name == "rows" and isinstance(value, dict) and isinstance(other, dict):
+        return {part: digest for part, digest in value.items() if part in other}
+    return value
 
 
 def _show(value: Any) -> str:
@@ -249,9 +265,28 @@ def _rows_changed(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[
     return [part for part in _ROWS if part in old and part in new and old[part] != new[part]]
 
 
-def _rows_text(changed: list[str]) -> str:
+def _reordered(stored: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    """Whether only the order of the columns changed (the ``rows`` digests in name order)."""
+    old, new = stored.get("rows") or {}, record.get("rows") or {}
+    return old.get("unordered") is not None and old.get("unordered") == new.get("unordered")
+
+
+def _rows_text(stored: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    """Which rows changed, or that only the order of the columns did."""
+    if _reordered(stored, record):
+        return ("the columns were reordered: the same rows and values in another column "
+                "order, which the models read their inputs in")
     return " and ".join(_ROWS[p].format(test_size=arg("test_size"), confidence=arg("confidence"))
-                        for p in changed) + " changed: a value, label or group differs"
+                        for p in _rows_changed(stored, record)) + (
+        " changed: a value, label or group differs")
+
+
+def _pruner_kind(described: Any) -> Any:
+    """A pruner's record (:func:`describe_pruner`) as the caller names its kind: a name of
+    :data:`fairtune.tuning.PRUNER_NAMES` for one of their classes, else the record."""
+    if described is None:
+        return None
+    return _PRUNERS.get(str(described).split("(", 1)[0], described)
 
 
 def _listed(words: list[str]) -> str:
@@ -270,9 +305,9 @@ def _data_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
     """The rows differ and nothing else: which rows, as far as the records tell."""
     old, new = stored.get("rows") or {}, record.get("rows") or {}
     changed = _rows_changed(stored, record)
-    if changed and (changed != ["tuning"] or "data" not in stored):
+    if changed and (changed != ["tuning"] or "data" not in stored or _reordered(stored, record)):
         digests = "; ".join(f"{old[p]!r} there, {new[p]!r} here" for p in changed)
-        rows = f"{_rows_text(changed)} (digest {digests})"
+        rows = f"{_rows_text(stored, record)} (digest {digests})"
     else:
         rows = (f"data fingerprint {stored.get('data')!r} there, {record.get('data')!r} here: "
                 "other rows, labels, groups or validation splits")
@@ -307,6 +342,11 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
     named = [n for n in names if n not in _DATA and not (n == "limits" and derived)]
     if "confidence" in named and None in (stored.get("confidence"), record.get("confidence")):
         named = [n for n in named if n != "safety_size"]  # no safety rows without confidence
+    kinds = [_pruner_kind(side.get("pruner")) for side in (stored, record)]
+    if "pruner" in named and None in kinds:
+        named = [n for n in named if n != "budgets"]  # no budgets without a pruner
+    elif "budgets" in named and kinds[0] == kinds[1]:
+        named = [n for n in named if n != "pruner"]  # the same pruner, set up for the budgets
     follows = ""
     if derived and (tightened or "limits_given" not in stored):
         follows = (f", which validates the trials against {_show(record['limits'])} instead of "
@@ -338,10 +378,11 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
             changed = _rows_changed(stored, record)
             if changed and parts and len(parts) == 1 and parts[0][0] == arg("dataset") and not (
                     set(named) & set(_SPLITTING)):
-                parts = [(*parts[0][:2], f"{parts[0][2]} ({_rows_text(changed)})")]
+                parts = [(*parts[0][:2], f"{parts[0][2]} ({_rows_text(stored, record)})")]
         elif n == "validation" and not (arguments or {}).get("validation"):
             parts = _validation_items(stored[n], record[n])
-        items += parts or [(argument(n), _show(stored[n]), _show(record[n]) + note(n))]
+        old, new = kinds if n == "pruner" and kinds[0] != kinds[1] else (stored[n], record[n])
+        items += parts or [(argument(n), _show(old), _show(new) + note(n))]
     what = "; ".join(f"{a} {old}, but this run asks for {new}" for a, old, new in items)
     return (
         f"{arg('study')} {study.study_name!r}{whose} was tuned with {what}{follows}: its "
@@ -390,14 +431,26 @@ def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
     """The ``rows`` entry of a FairObjective's rows (:class:`fairtune.tuning._data.TuningRows`):
     a digest of the tuning rows with their splits, of the test split and of the safety rows
     (None for a part the search does not have), so that a changed held-out row is refused
-    too, and named (``data_fingerprint``: :func:`fairtune.tuning._data.data_fingerprint`)."""
+    too, and named, and one of them all with the columns in name order, so that a file whose
+    columns were only reordered is named as such (``data_fingerprint``:
+    :func:`fairtune.tuning._data.data_fingerprint`)."""
 
     def digest(*parts: Any, **folds: Any) -> str | None:
         return None if parts[0] is None else data_fingerprint(*parts, **folds)
 
+    def unordered(X: Any) -> Any:  # the columns in the order of their names
+        return None if X is None else X.iloc[:, sorted(range(X.shape[1]),
+                                                       key=lambda i: str(X.columns[i]))]
+
     return {"tuning": digest(rows.X_dev, rows.y_dev, rows.s_dev, folds=rows.splits.folds),
             "test": digest(rows.X_test, rows.y_test, rows.s_test),
-            "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe)}
+            "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe),
+            # All of them with the columns in name order: tells reordered columns from
+            # changed rows.
+            "unordered": data_fingerprint(
+                *(unordered(X) for X in (rows.X_dev, rows.X_test, rows.X_safe)), rows.y_dev,
+                rows.s_dev, rows.y_test, rows.s_test, rows.y_safe, rows.s_safe,
+                folds=rows.splits.folds)}
 
 
 def check_stored(study: optuna.Study, record: Mapping[str, Any], *,
@@ -456,21 +509,23 @@ def check_directions(study: optuna.Study, directions: list[str], *, objectives: 
     the multi-objective form's ``directions``."""
     from optuna.study import StudyDirection
 
+    # A stored study of the command line's --study-name is named, and another name advised.
+    which = f"{arg('study')} {study.study_name!r}" if renamed() else arg("study")
     if objectives:
         expected = [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
                     for d in directions]
         if list(study.directions) != expected:
             raise ValueError(
-                f"`study` must have directions={directions} for the objectives {objectives}, "
-                f"but got directions={[d.name.lower() for d in study.directions]}; create the "
-                "study with directions=objective.directions."
-            )
+                f"{which} must have directions={directions} for the objectives {objectives}, "
+                f"but got directions={[d.name.lower() for d in study.directions]}; "
+                + (f"use {_another_study({})}." if renamed() else
+                   "create the study with directions=objective.directions."))
     elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
         raise ValueError(
-            f"`study` must maximize one value: FairObjective returns its {metric}, to be "
-            f"maximized, but got directions={[d.name for d in study.directions]}; create the "
-            "study with direction='maximize'."
-        )
+            f"{which} must maximize one value: FairObjective returns its {metric}, to be "
+            f"maximized, but got directions={[d.name for d in study.directions]}; "
+            + (f"use {_another_study({})}." if renamed() else
+               "create the study with direction='maximize'."))
 
 
 def in_study(record: Mapping[str, Any], study: optuna.Study, pruner: Any) -> dict[str, Any]:

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import optuna
 
-    from fairtune.tuning.search import FairSearchCV
-
 __all__ = ["create_study", "enqueue_defaults", "prepare_search_study", "prepare_study"]
 
 
@@ -120,34 +118,34 @@ _ARGUMENTS = {"model": ("estimator", "param_distributions"), "validation": ("cv"
               "metric": ("scoring",)}
 
 
-def prepare_search_study(search: FairSearchCV, sampler_seed: int | None, record: dict[str, Any],
+def prepare_search_study(study: optuna.Study | None, *, sampler: Any, sampler_seed: int | None,
+                         pruner: Any, record: dict[str, Any],
                          budgets: tuple[float, ...] | None, untuned: dict[str, Any] | None
                          ) -> Any:
-    """A FairSearchCV's study (its ``study``, or a new one with its sampler), checked against
-    and holding the search's setup, with its pruner, and the untuned configuration enqueued
-    unless it was evaluated."""
+    """A FairSearchCV's study (its ``study``, or a new one with its ``sampler``, by default
+    FairBOSampler seeded by ``sampler_seed``), checked against and holding the search's setup
+    ``record``, with its ``pruner``, and the ``untuned`` configuration enqueued unless it was
+    evaluated."""
     import optuna
     from optuna.study import StudyDirection
 
     from fairtune.tuning._setup import check_setup, describe_pruner
 
-    if search.study is None:
-        if search.sampler is None:
+    if study is None:
+        if sampler is None:
             from fairtune.samplers import FairBOSampler
 
             sampler = FairBOSampler(seed=sampler_seed)
         else:
-            sampler = copy.deepcopy(search.sampler)
+            sampler = copy.deepcopy(sampler)
         study = optuna.create_study(direction="maximize", sampler=sampler,
                                     pruner=optuna.pruners.NopPruner())
-    else:
-        study = search.study
-        if len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
-            raise ValueError(
-                "`study` must maximize one value (the search maximizes `scoring`), but got "
-                f"directions={[d.name.lower() for d in study.directions]}; create it with "
-                "direction='maximize'."
-            )
+    elif len(study.directions) != 1 or study.direction != StudyDirection.MAXIMIZE:
+        raise ValueError(
+            "`study` must maximize one value (the search maximizes `scoring`), but got "
+            f"directions={[d.name.lower() for d in study.directions]}; create it with "
+            "direction='maximize'."
+        )
 
     def check(study: Any, pruner: Any) -> None:
         try:
@@ -160,5 +158,5 @@ def prepare_search_study(search: FairSearchCV, sampler_seed: int | None, record:
                              "cross_validate) shares a database study: give each fit a "
                              "study of its own, or study=None.") from None
 
-    prepare_study(study, check=check, defaults=untuned, budgets=budgets, pruner=search.pruner)
+    prepare_study(study, check=check, defaults=untuned, budgets=budgets, pruner=pruner)
     return study

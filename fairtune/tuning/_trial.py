@@ -161,8 +161,8 @@ def takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> b
     except (TypeError, ValueError):  # builtins and some C callables have no signature
         return False
     return any(
-        p.name == "random_state" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        or var_keyword and p.kind == p.VAR_KEYWORD
+        (p.name == "random_state" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        or (var_keyword and p.kind == p.VAR_KEYWORD)
         for p in parameters
     )
 
@@ -367,16 +367,26 @@ def scale_resource(estimator: Any, resource: str, budget: float) -> Any:
     least 1): ``resource`` is a parameter of the estimator (``"n_estimators"``), of a step
     (``"model__n_estimators"``), or of the one nested estimator that has it."""
     params = estimator.get_params(deep=True)
-    keys = [k for k in params if k == resource or k.endswith("__" + resource)]
+
+    def keys_of(name: str) -> list[str]:
+        return [k for k in params if k == name or k.endswith("__" + name)]
+
+    def positive(value: Any) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
+
+    keys = keys_of(resource)
     value = params[keys[0]] if len(keys) == 1 else None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        found = sorted(k for k, v in params.items()
-                       if isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+    if not positive(value):
+        # What it would accept: each positive integer parameter by its shortest name that
+        # matches it alone.
+        accepted = sorted({next((n for n in (k.rsplit("__", 1)[-1], k) if keys_of(n) == [k]),
+                                "") for k, v in params.items() if positive(v)} - {""})
         raise ValueError(f"{arg('resource')} must name one positive integer parameter of the "
                          f"model, but got {got('resource', resource)}, which "
                          + (f"matches {keys}" if len(keys) > 1 else
                             f"is {value!r}" if keys else "matches none")
-                         + f"; the integer parameters: {found}.")
+                         + f"; the model's positive integer parameters: {accepted} (or "
+                           "'n_samples', the training rows).")
     estimator.set_params(**{keys[0]: max(1, round(budget * int(value)))})
     return estimator
 

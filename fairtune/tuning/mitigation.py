@@ -711,7 +711,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             X = self.preprocess_.transform(X)
         eg = self.exponentiated_gradient_
         positive = np.zeros(_n_rows(X))
-        for weight, predictor in zip(np.asarray(eg.weights_), list(eg.predictors_)):
+        for weight, predictor in zip(np.asarray(eg.weights_), list(eg.predictors_), strict=True):
             if weight > 0:
                 positive += weight * np.asarray(predictor.predict(X), dtype=float)
         positive = np.clip(positive, 0.0, 1.0)

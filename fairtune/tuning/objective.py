@@ -9,18 +9,32 @@ import numpy as np
 import pandas as pd
 
 from fairtune._keys import PREFIX
+from fairtune._names import arg
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tenancy import optimizing_tenant, tenant_of
 from fairtune.tuning._arguments import (
-    check_budgets_objectives, check_complete_rows, check_resource, check_validation,
-    checked_mitigation, checked_tenant, chosen_trial, parse_objectives, space_of,
+    check_budgets_objectives,
+    check_complete_rows,
+    check_resource,
+    check_validation,
+    checked_mitigation,
+    checked_tenant,
+    chosen_trial,
+    parse_objectives,
+    space_of,
 )
 from fairtune.tuning._certify import check_confidence, limits_for_search
 from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
 from fairtune.tuning._setup import (
-    check_setup, check_stored, check_tenant, in_study, objective_setup, read_setup, study_record,
+    check_setup,
+    check_stored,
+    check_tenant,
+    in_study,
+    objective_setup,
+    read_setup,
+    study_record,
 )
 from fairtune.tuning._trial import (
     METRIC_NAMES,
@@ -30,9 +44,9 @@ from fairtune.tuning._trial import (
     SENSITIVE_AT_PREDICTION_KEY,
     VALIDATION_ERROR_KEY,
     Metric,
+    check_pruner,
     checked_budgets,
     checked_resource,
-    check_pruner,
     fairness_value,
     predicts_one_class,
     run_trial,
@@ -47,6 +61,7 @@ if TYPE_CHECKING:
     from sklearn.pipeline import Pipeline
 
     from fairtune.datasets import FairDataset
+    from fairtune.tuning._deployment import Deployment
 
 __all__ = [
     "FairObjective",
@@ -151,9 +166,10 @@ class FairObjective:
             (:class:`~fairtune.tuning.ReductionClassifier`). ``"correlation_remover"``:
             ``CorrelationRemover`` between the preprocessing and the model (it reads the
             sensitive columns of X, so they must be in X). A list makes the mitigation a
-            categorical hyperparameter (``"mitigation"``) that the study chooses. Defaults to
-            None (hyperparameters only). ``"threshold"`` and ``"reduction"`` predict at
-            random for some rows: a trial records the *expected* metric and gaps over those
+            categorical hyperparameter (``"mitigation"``) that the study chooses; ``"auto"``
+            is the list of every one that applies (without ``"correlation_remover"`` when
+            ``use_sensitive_feature=False``). Defaults to None (hyperparameters only).
+            ``"threshold"`` and ``"reduction"`` predict at random for some rows: a trial records the *expected* metric and gaps over those
             random predictions (from the pipeline's ``predict_proba``, the probability of
             predicting 1), not those of one draw, whose luck a search over many trials would
             otherwise select; :meth:`evaluate` scores the deployed model's actual predictions.
@@ -279,7 +295,8 @@ class FairObjective:
         warn_if_cannot_bind(self.limits, stacklevel=2)
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
-        self.mitigation = checked_mitigation(mitigation, self.limits, self.metric)
+        self.mitigation = checked_mitigation(mitigation, self.limits, self.metric,
+                                             use_sensitive_feature=use_sensitive_feature)
         check_budgets_objectives(self.budgets, self.objectives, self.tenant)
         self.cv = None if cv is None else int(cv)
         self.validation_size = 0.3 if validation_size is None and cv is None else validation_size
@@ -447,8 +464,8 @@ class FairObjective:
 
         return enqueue_defaults(study, self.default_params())
 
-    def prepare(self, study: optuna.Study, *, sampler: str | None = None, seed: int = 0,
-                pruner: str | None = None) -> None:
+    def prepare(self, study: optuna.Study, *, sampler: str | None = None,
+                seed: int | None = None, pruner: str | None = None) -> None:
         """Make ``study`` ready for this objective, as ``fairtune tune`` does before its trials
         (:func:`fairtune.tuning._study.prepare_study`): check the pruner against ``budgets``
         and the study's setup against this objective's (:meth:`record_setup`, storing it on
@@ -461,7 +478,8 @@ class FairObjective:
         Args:
             study: The study to run this objective in.
             sampler: A sampler name, or None to keep the study's sampler. Defaults to None.
-            seed: The sampler's seed. Defaults to 0.
+            seed: The sampler's seed. Defaults to None: ``random_state``, the seed of the
+                splits, as the command line's ``--seed`` seeds both.
             pruner: A pruner name of :data:`fairtune.tuning.PRUNER_NAMES` for the study, set
                 up for ``budgets`` (which it needs). Defaults to None: the study's pruner.
         """
@@ -469,23 +487,25 @@ class FairObjective:
 
         prepare_study(study, check=lambda s, p: self.record_setup(s, p),
                       defaults=None if self.tenant is not None else self.default_params(),
-                      budgets=self.budgets, sampler=sampler, seed=seed, pruner=pruner)
+                      budgets=self.budgets, sampler=sampler,
+                      seed=self.random_state if seed is None else seed, pruner=pruner)
 
     def create_study(
         self,
         *,
         sampler: str | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         storage: str | optuna.storages.BaseStorage | None = None,
         study_name: str | None = None,
         pruner: str | None = None,
     ) -> optuna.Study:
         """A study for this objective, prepared as ``fairtune tune`` prepares it.
 
-        The same search as the command line with the same seed: the study has this objective's
-        directions, its setup, the untuned model as the first trial and the sampler of
-        ``fairtune tune --sampler`` (:meth:`prepare`). A stored study of that name is loaded
-        and resumed.
+        The same search as the command line with the same seed, which seeds the splits
+        (``random_state``) and the sampler (``seed``, by default the same): the study has this
+        objective's directions, its setup, the untuned model as the first trial and the
+        sampler of ``fairtune tune --sampler`` (:meth:`prepare`). A stored study of that name
+        is loaded and resumed.
 
         Example:
             >>> objective = FairObjective("german", "random_forest", limits="dsp<=0.05")
@@ -497,7 +517,9 @@ class FairObjective:
         Args:
             sampler: A sampler name of :data:`fairtune.samplers.SAMPLER_NAMES`. Defaults to
                 None: ``"fairbo"``, or ``"mtkb"`` for the multi-objective form.
-            seed: The sampler's seed (the command line's ``--seed``). Defaults to 0.
+            seed: The sampler's seed. Defaults to None: ``random_state``. The command line's
+                ``--seed`` is both: ``fairtune tune --seed 3`` is
+                ``FairObjective(..., random_state=3).create_study()``.
             storage: An Optuna storage or its URL. Defaults to None (in memory).
             study_name: The study's name. Defaults to None (a new name; with ``storage``,
                 give one to resume, or to run the same study from several workers).
@@ -553,8 +575,10 @@ class FairObjective:
             check_tenant(study, {}, self.tenant, trial,
                          tenant_of(trial) or optimizing_tenant(study))
         rows = self._rows
+        pipelines = Pipelines(lambda: self.make_pipeline(trial), rows, resource=self.resource,
+                              fit=self._fit, predict=self._predict, expected=self._score_expected)
         scored = run_trial(
-            trial, Pipelines(self, trial), rows.splits, y01=rows.y_dev.to_numpy(),
+            trial, pipelines, rows.splits, y01=rows.y_dev.to_numpy(),
             sensitive=rows.s_dev, metric=self.metric, limits=self.tuning_limits,
             budgets=self.budgets, prune_unfair=self.prune_unfair)
         if self.mitigation:
@@ -672,6 +696,58 @@ class FairObjective:
             report["certificate"] = pipeline.certificate_.as_dict()
         return report
 
+    def conclude(self, study: optuna.Study) -> Deployment:
+        """What follows the search, as one call (``fairtune tune`` makes it too): with
+        ``confidence`` the safety test (its certificate or refusal recorded with the study;
+        a refusal is the record's answer here, not an exception), then the study's model to
+        deploy, and with a test split, that model's scores on it recorded with the study, for
+        every later report (:func:`fairtune.report.report`, the dashboard's note).
+
+        Returns:
+            The study's deployment record
+            (:class:`~fairtune.tuning._deployment.Deployment`): ``trial`` to deploy (None
+            after a refusal, or without a fair trial) and ``why``.
+
+        Raises:
+            ValueError: As :meth:`refit_best`, before anything runs or is stored; for a
+                multi-objective study, which has no single model to deploy.
+        """
+        from fairtune.tuning._certify import NotCertifiedError, forget_verdict
+        from fairtune.tuning._deployment import (
+            TEST_CONFIDENCE,
+            ScoresOnTest,
+            deployment,
+            store_test_fits,
+        )
+
+        if self.directions:
+            raise ValueError("`conclude` needs the single-objective form: a multi-objective "
+                             "study has no single model to deploy (pick one of "
+                             "study.best_trials and refit it with refit_best).")
+        self._check_trials(study)
+        certified = None
+        if self.confidence is not None:
+            forget_verdict(study, self.tenant)  # this run certifies again
+            try:
+                certified = self.certify(study)
+            except NotCertifiedError:
+                pass  # recorded with the study: the deployment record says so
+        record = deployment(study, self.tenant)
+        if self.X_test is None or record.trial is None:
+            return record
+
+        def scored(fit: Any, model: Any) -> ScoresOnTest:
+            scores = self.evaluate(model, confidence_level=TEST_CONFIDENCE)
+            return ScoresOnTest.of(fit, scores, len(self.X_test), self.limits)
+
+        if certified is not None:
+            fits = [scored("certified", certified)]
+        else:
+            fits = [scored(on, self.refit_best(study, trial=record.trial, on=on))
+                    for on in (("tuning", "training") if self.cv is None else ("tuning",))]
+        store_test_fits(study, record.trial.number, fits, self.tenant)
+        return record
+
     def certify(self, study: optuna.Study) -> Pipeline:
         """The certified model: the first fair trial (best first, at most
         :data:`~fairtune.tuning._certify.CANDIDATES`) refitted on the search rows whose bounds on
@@ -682,10 +758,21 @@ class FairObjective:
             NotCertifiedError: Naming the best candidate's bounds and what would change them.
             ValueError: As :meth:`refit_best`, before the test runs or anything is stored.
         """
-        from fairtune.tuning._certify import certify_objective
+        from fairtune.tuning._certify import certify
 
         self._check_trials(study)
-        return certify_objective(self, study)
+        if self.confidence is None:
+            raise ValueError(f"`certify` needs {arg('confidence')}: create the FairObjective "
+                             "with confidence=..., e.g. 0.95, but got confidence=None.")
+        rows = self._rows
+
+        def fit_predict(trial: Any) -> tuple[Any, Any]:
+            model = self.refit_best(study, trial=trial)  # on the search rows
+            return model, self._predict(model, rows.X_safe, rows.s_safe, expected=True)[0]
+
+        model, _ = certify(study, fit_predict, self.limits, self.confidence,
+                           rows.y_safe.to_numpy(), rows.s_safe, self.tenant)
+        return model
 
     def _check_trials(self, study: optuna.Study) -> None:
         """Refuse a study whose trials were scored with another setup (or are another

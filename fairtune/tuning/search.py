@@ -31,6 +31,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils.metaestimators import available_if
 
 from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
+from fairtune._names import arg
 from fairtune._threads import limit_training_threads
 from fairtune.fairness.constraints import (
     FairnessLimit,
@@ -41,7 +42,7 @@ from fairtune.fairness.constraints import (
 from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._certify import (
     NotCertifiedError,
-    certify_search,
+    certify,
     check_confidence,
     limits_for_search,
     split_safety,
@@ -50,8 +51,10 @@ from fairtune.tuning._data import (
     Splits,
     budget_folds,
     checked_group_sizes,
+    data_fingerprint,
     favourable_labels,
 )
+from fairtune.tuning._deployment import deployment
 from fairtune.tuning._estimators import (
     _PREDICT_METHODS,
     _positive_scores,
@@ -60,8 +63,10 @@ from fairtune.tuning._estimators import (
     _TrialFailed,
     builder,
     check_groups_known,
-    fold_params,
-    remember_groups,
+    describe_cv,
+    estimator_identity,
+    favourable_predictions,
+    known_groups,
     with_sensitive,
 )
 from fairtune.tuning._results import (
@@ -81,10 +86,10 @@ from fairtune.tuning._search_checks import (
     check_space_class,
     checked_space,
     cv_folds,
-    search_setup,
     seeds,
     untuned_params,
 )
+from fairtune.tuning._setup import setup_record
 from fairtune.tuning._study import prepare_search_study
 
 if TYPE_CHECKING:
@@ -100,25 +105,6 @@ __all__ = [
 
 # Trial user attributes: ``scoring`` on each fold's validation rows (``split<k>_test_score``),
 # the seconds each fold's fit and its prediction and scoring took, a failed trial's error.
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _estimator_has(attr: str) -> Callable[[FairSearchCV], bool]:
@@ -269,7 +255,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         error_score: The score of a trial whose estimator raises while fitting or scoring, or
             ``"raise"`` to stop the search with that error. Defaults to ``np.nan``.
         callbacks: Optuna callbacks ``f(study, frozen_trial)`` called after every trial, e.g.
-            :class:`fairtune.fairness.FairnessCallback`. Defaults to None.
+            :class:`fairtune.fairness.FairnessCallback`; one with an ``after_search(study)``
+            method (:class:`fairtune.dashboard.DashboardCallback`) is also called once at the
+            end of ``fit``, after the safety test. Defaults to None.
         margin: Hold every trial to the limits tightened by ``margin`` (an upper bound
             lowered, a disparate-impact ratio raised), and aim the mitigation there, so that
             the chosen model meets the limits themselves on new data more often: a model at
@@ -391,11 +379,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "best estimator. Fit a clone of `estimator` with `best_params_` yourself."
             )
 
-
-    # ------------------------------------------------------------------ building
-
-
-
     # ------------------------------------------------------------------ routing
 
     def get_metadata_routing(self) -> Any:
@@ -422,7 +405,24 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         return router
 
+    def _fold_params(self, sensitive: Any, fit_params: dict[str, Any], mitigation: list[str],
+                     routing: bool
+                     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
+        """(fit params, {prediction method: params}, split params) for all the rows, routed
+        when ``routing``; the sensitive features are added per built estimator by
+        :func:`~fairtune.tuning._estimators.with_sensitive`."""
+        if mitigation:  # no other fit params (check_mitigation)
+            return {}, {}, {}
+        if routing:
+            from sklearn.utils.metadata_routing import process_routing
 
+            routed = process_routing(self, "fit", sensitive_features=sensitive, **fit_params)
+            estimator = routed["estimator"]
+            predict = {m: dict(estimator.get(m, {})) for m in _PREDICT_METHODS}
+            return dict(estimator.get("fit", {})), predict, dict(routed["splitter"]["split"])
+        params = dict(fit_params)
+        split = {"groups": params.pop("groups")} if "groups" in params else {}
+        return params, {}, split
 
     # ------------------------------------------------------------------ fit
 
@@ -448,52 +448,70 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         import optuna
         from sklearn.utils import indexable
 
-        check_options(self)
+        check_options(scoring=self.scoring, n_trials=self.n_trials, timeout=self.timeout,
+                      n_jobs=self.n_jobs, refit=self.refit, error_score=self.error_score,
+                      callbacks=self.callbacks, study=self.study, sampler=self.sampler)
         limits = trial_path.tightened(given := self._check_limits(), self.margin)
         confidence, safety_size = check_confidence(self.confidence, self.safety_size, given)
         y_array = binary_target(y)
         X, y = indexable(X, y)
-        check_sensitive(self, sensitive_features, len(y_array))
+        check_sensitive(sensitive_features, len(y_array))
         check_same_rows(X, y, sensitive_features)
         safe = None
         if confidence is not None:  # the safety rows, kept from the search
-            (X, y, sensitive_features, fit_params), safe = split_safety(
-                self, X, y, sensitive_features, fit_params, safety_size)
+            if not self.refit:
+                raise ValueError(f"{arg('confidence')} certifies the refitted model, so "
+                                 "`refit` must be True with it, but got refit=False.")
+            (X, y, sensitive_features, fit_params), safe, _ = split_safety(
+                X, y, self._favourable(y_array)[0], sensitive_features, fit_params,
+                safety_size, seeds(self.random_state)[1])
             limits = limits_for_search(limits, confidence, *safe[1:], margin=self.margin)
             y_array = binary_target(y)
         n = len(y_array)
-        mitigation = check_mitigation(self, y_array)
-        space_or_distributions = checked_space(self, mitigation)
-        sampler_seed, seed = seeds(self)
-        build = builder(self, space_or_distributions, mitigation, limits, seed)
+        mitigation = check_mitigation(self.mitigation, self.scoring, fit_params)
+        space_or_distributions = checked_space(self.param_distributions, self.estimator,
+                                               mitigation)
+        sampler_seed, seed = seeds(self.random_state)
+        build = builder(self.estimator, space_or_distributions, mitigation, limits, seed,
+                        self.pos_label)
         if not isinstance(space_or_distributions, dict):
-            check_space_class(self, space_or_distributions)
-        check_scores_for_roc_auc(self, mitigation)
+            check_space_class(self.estimator, space_or_distributions)
+        check_scores_for_roc_auc(self.estimator, self.scoring, mitigation)
 
         y01, positive = self._favourable(y_array)
-        fit_all, predict_all, split_params = fold_params(self, 
-            sensitive_features, fit_params, mitigation
-        )
-        folds = cv_folds(self, X, y_array, split_params)
+        routing = _routing_enabled()
+        fit_all, predict_all, split_params = self._fold_params(
+            sensitive_features, fit_params, mitigation, routing)
+        folds = cv_folds(self.cv, X, y_array, split_params)
 
-        remember_groups(self, X, sensitive_features)
+        self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
         splits = Splits(folds, n, None if budgets is None or resource != "n_samples" else
                         budget_folds(folds, y01, sensitive_features, budgets, seed))
         checked_group_sizes(sensitive_features, splits.covered, limits, y01=y01,
                             argument="`sensitive_features`", where="the cross-validation folds")
-        record = {**search_setup(self, X, y01, sensitive_features, folds, limits, mitigation,
-                                 space_or_distributions, budgets, resource),
-                  "limits_given": sorted(str(limit) for limit in given)}  # as the user gave them
-        study = prepare_search_study(self, 
-            sampler_seed, record, budgets,
-            untuned_params(self, space_or_distributions, mitigation, limits))
+        record = setup_record(  # see fairtune.tuning._setup; prepare_study adds the pruner
+            entrance="FairSearchCV", pos_label=self.pos_label,
+            model=estimator_identity(self.estimator, space_or_distributions),
+            metric=self.scoring, limits=sorted(str(limit) for limit in limits),
+            margin=float(self.margin), mitigation=list(mitigation),
+            validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
+            resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
+            safety_size=None if self.confidence is None else self.safety_size or 0.3,
+            data=data_fingerprint(X, y01, sensitive_features, folds=folds))
+        record["limits_given"] = sorted(str(limit) for limit in given)  # as the user gave them
+        study = prepare_search_study(
+            self.study, sampler=self.sampler, sampler_seed=sampler_seed, pruner=self.pruner,
+            record=record, budgets=budgets,
+            untuned=untuned_params(self.estimator, space_or_distributions, mitigation, limits))
         objective = _SearchObjective(
-            self, build=build, X=X, y=y, y01=y01, positive=positive,
+            build=build, X=X, y=y, y01=y01, positive=positive,
             sensitive=sensitive_features, splits=splits,
             fit_params=fit_all, predict_params=predict_all, limits=limits,
-            mitigation=mitigation, seed=seed, budgets=budgets, resource=resource,
+            mitigation=mitigation, scoring=self.scoring, error_score=self.error_score,
+            prune_unfair=self.prune_unfair, routing=routing, seed=seed, budgets=budgets,
+            resource=resource,
         )
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
@@ -508,15 +526,46 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         self.study_ = study
         self.n_splits_ = len(folds)
-        best = self._select(study, limits, numbers_before)
+        self._select(study, limits, numbers_before)
         if safe is not None:
-            certify_search(self, study, build, X, y, sensitive_features, fit_all, safe,
-                           given, confidence, bool(mitigation))
-        elif best is not None and self.refit:
-            estimator = build(optuna.trial.FixedTrial(best.params))
-            self._refit(estimator, X, y, with_sensitive(self, 
-                estimator, "fit", fit_all, sensitive_features, bool(mitigation)))
+            X_safe, y_safe, s_safe = safe
+
+            def fit_predict(trial: Any) -> tuple[Any, Any]:
+                model = build(optuna.trial.FixedTrial(trial.params))
+                self._refit(model, X, y, with_sensitive(
+                    model, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
+                # The favourable predictions (a randomized mitigation's expected ones).
+                return model, favourable_predictions(
+                    model, X_safe, with_sensitive(model, "predict", {}, s_safe, bool(mitigation),
+                                                  routing=routing), positive, seed)
+
+            self.best_estimator_, self.certificate_ = certify(
+                study, fit_predict, given, confidence, y_safe, s_safe)
+        self._deploy(study, trials=finished_trials(study))
+        if safe is None and self.refit and getattr(self, "best_trial_", None) is not None:
+            estimator = build(optuna.trial.FixedTrial(self.best_params_))
+            self._refit(estimator, X, y, with_sensitive(
+                estimator, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
+        for callback in self.callbacks or ():  # a view of the study, e.g. DashboardCallback
+            if callable(getattr(callback, "after_search", None)):
+                callback.after_search(study)
         return self
+
+    def _deploy(self, study: Any, trials: list[optuna.trial.FrozenTrial]) -> None:
+        """``best_*`` and ``cv_results_["rank_test_score"]`` of the study's model to deploy
+        (:func:`~fairtune.tuning._deployment.deployment`: the certified trial with
+        ``confidence``, else the best fair trial), ranked first."""
+        record = deployment(study)
+        if record.trial is None:
+            return
+        best = record.trial
+        self.best_trial_, self.best_params_ = best, dict(best.params)
+        self.best_score_ = float(best.value)
+        self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
+        ranks = self.cv_results_["rank_test_score"]
+        above = ranks < ranks[self.best_index_]
+        ranks[above] += 1  # the trials ranked above it, behind it now
+        ranks[self.best_index_] = 1
 
     def _select(
         self, study: Any, limits: list[FairnessLimit], numbers_before: set[int]
@@ -524,20 +573,21 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """``cv_results_`` and the best fair trial (None, with a warning, when no trial is
         fair and ``refit=False``); this fit's failures are reported."""
         trials = finished_trials(study)
-        self.cv_results_ = results(self, trials, limits)
+        self.cv_results_ = results(trials, limits, error_score=self.error_score,
+                                   n_splits=self.n_splits_)
         self.n_trials_ = len(trials)
-        report_failures(self, 
-            [t for t in trials if t.number not in numbers_before], limits
-        )
+        report_failures([t for t in trials if t.number not in numbers_before], self.error_score)
         best = best_fair_trial(study, {limit.metric: limit for limit in limits})
         if best is None:
-            message = no_fair_trial_message(self, trials, limits)
+            message = no_fair_trial_message(
+                trials, limits, scoring=self.scoring, margin=self.margin,
+                confidence=self.confidence, study=study)
             if self.refit:  # with confidence, a refusal like any other
                 raise (ValueError if self.confidence is None else NotCertifiedError)(message)
             warnings.warn(message, UserWarning, stacklevel=3)
             return None
         self.best_trial_ = best
-        warn_if_one_class(self, best)
+        warn_if_one_class(best, self.scoring, (self._other_label, self._positive_label))
         self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
         self.best_params_ = dict(best.params)
         self.best_score_ = float(best.value)
@@ -560,18 +610,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             estimator.fit(X, y, **fit_params)
         self.refit_time_ = time.perf_counter() - start
         self.best_estimator_ = estimator
-
-
-
-
-
-
-
-
-
-
-
-
 
     # ------------------------------------------------------------------ delegation
 
@@ -597,33 +635,38 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         return self.best_estimator_
 
+    def _check_groups(self, X: Any, params: dict[str, Any], method: str) -> None:
+        """Refuse rows of a group that fit never saw (see the class docstring)."""
+        check_groups_known(X, params, method, getattr(self, "_known_groups", None),
+                           getattr(self, "_group_columns", {}))
+
     @available_if(_estimator_has("predict"))
     def predict(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict(X, **params)`` (e.g. ``sensitive_features=`` for a
         threshold mitigation)."""
         best = self._fitted_best("predict")
-        check_groups_known(self, X, params, "predict")
+        self._check_groups(X, params, "predict")
         return best.predict(X, **self._method_params("predict", params))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X, **params)``."""
         best = self._fitted_best("predict_proba")
-        check_groups_known(self, X, params, "predict_proba")
+        self._check_groups(X, params, "predict_proba")
         return best.predict_proba(X, **self._method_params("predict_proba", params))
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_log_proba(X, **params)``."""
         best = self._fitted_best("predict_log_proba")
-        check_groups_known(self, X, params, "predict_log_proba")
+        self._check_groups(X, params, "predict_log_proba")
         return best.predict_log_proba(X, **self._method_params("predict_log_proba", params))
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X, **params)``."""
         best = self._fitted_best("decision_function")
-        check_groups_known(self, X, params, "decision_function")
+        self._check_groups(X, params, "decision_function")
         return best.decision_function(X, **self._method_params("decision_function", params))
 
     def score(self, X: Any, y: Any, **params: Any) -> float:
@@ -633,7 +676,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``predict(X)``.
         """
         best = self._fitted_best("score")
-        check_groups_known(self, X, params, "score")
+        self._check_groups(X, params, "score")
         params = self._method_params("score", params)
         positive = self._positive_label
         y_true = (np.asarray(y).ravel() == positive).astype(int)
@@ -684,15 +727,3 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_class = False  # fairness of a binary decision
         return tags
-
-
-
-
-
-
-
-
-
-
-
-

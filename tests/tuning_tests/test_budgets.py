@@ -264,7 +264,7 @@ def test_a_resource_that_is_no_integer_parameter_of_the_model_is_refused() -> No
     # Refused when the objective is made, before any trial.
     with pytest.raises(ValueError, match=r"`resource` must name one positive integer parameter "
                                          r"of the model, but got resource='n_trees', which "
-                                         r"matches none; the integer parameters: \[.*"
-                                         r"'model__n_estimators'"):
+                                         r"matches none; the model's positive integer "
+                                         r"parameters: \[.*'n_estimators'"):
         FairObjective(biased_data(300), "xgboost", limits="dsp<=0.2", budgets=(0.5, 1.0),
                       resource="n_trees")

@@ -231,12 +231,13 @@ def test_the_command_line_prints_the_certificate_or_refuses(
     study = optuna.load_study(study_name="c", storage=storage)
     trial = study.user_attrs["fairtune:certificate"]["trial"]
     stored = study.user_attrs["fairtune:test_scores"]
-    assert stored["trial"] == trial and stored["lines"][0] in out
+    assert stored["trial"] == trial and [fit["fit"] for fit in stored["fits"]] == ["certified"]
     from fairtune.report import report
 
-    answer = report(study)._answer()
+    page = report(study)
+    answer = page._answer()
     assert answer[0].startswith(f"Deploy trial #{trial}, the certified model")
-    assert stored["lines"][0] in answer
+    assert page.test_lines[0] in answer and page.test_lines[0] in out
     assert main([*args[:-5], "--confidence", "0.999", "--safety-size", "0.05",
                  "--no-progress"]) == 2
     assert "--confidence 0.999 cannot be reached" in capsys.readouterr().err
@@ -272,6 +273,54 @@ def test_fair_search_cv_refits_only_a_certified_model() -> None:
                      limits="demographic_parity<=0.1", cv=3, n_trials=2, random_state=0,
                      confidence=0.9).fit(X.assign(proxy=group.eq("a") * 3.0), y,
                                          sensitive_features=group)
+
+
+def test_fair_search_cv_ranks_the_certified_trial_first(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """When the best fair trial fails the safety test, ``best_index_`` and
+    ``rank_test_score == 1`` both name the certified trial, and the trial that failed ranks
+    behind it."""
+    from optuna.distributions import FloatDistribution
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import FairSearchCV, _certify
+
+    bounds = _certify.safety_bounds
+    calls: list[int] = []
+
+    def first_fails(limits, *args, **kwargs):  # the first candidate's bound breaks the limit
+        calls.append(1)
+        found = bounds(limits, *args, **kwargs)
+        return {m: 1.0 for m in found} if len(calls) == 1 else found
+
+    monkeypatch.setattr(_certify, "safety_bounds", first_fails)
+    X, y, group = _population(8000, 2)
+    fitted = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                          limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
+                          n_trials=4, random_state=0, confidence=0.9).fit(
+        X, y, sensitive_features=group)
+    results = fitted.cv_results_
+    ranks = results["rank_test_score"]
+    assert fitted.best_trial_.number == fitted.certificate_.trial
+    assert ranks[fitted.best_index_] == 1 and list(ranks).count(1) == 1
+    assert results["trial_number"][fitted.best_index_] == fitted.certificate_.trial
+    failed = fitted.study_.user_attrs["fairtune:certificate"]["tested_trials"][0]
+    assert failed != fitted.certificate_.trial
+    assert ranks[list(results["trial_number"]).index(failed)] == 2
+
+
+def test_a_refused_model_that_selects_no_one_is_not_told_to_add_rows() -> None:
+    from fairtune.fairness import parse_limits
+    from fairtune.tuning._certify import first_certified
+
+    limits = parse_limits("disparate_impact>=0.8")
+
+    def bounds_of(trial):  # selects no one: its lower bound of the ratio is 0
+        return trial, {"disparate_impact": 0.0}, {"disparate_impact": 1.0}, [0.0] * 50
+
+    with pytest.raises(NotCertifiedError, match=r"selected no one") as caught:
+        first_certified([_Trial(3)], bounds_of, limits, 0.9, 50)
+    assert "More safety rows" not in str(caught.value)
 
 
 # -- the safety rows' budget, the deployed model's records ------------------------------------
@@ -339,20 +388,24 @@ def test_a_resume_keeps_the_budget_and_forgets_the_old_verdict() -> None:
 
 
 def test_the_report_of_a_certified_study_scores_the_certified_model() -> None:
-    from fairtune.report import certified_test_line, report
+    from fairtune.report import report
 
     objective = _objective()
     study = objective.create_study(seed=0)
     study.optimize(objective, n_trials=4)
+    record = objective.conclude(study)
     pipeline = objective.refit_best(study)
-    page = report(study, objective=objective)
-    assert page.test_trial == pipeline.certificate_.trial
-    assert page.test_lines == [certified_test_line(objective, pipeline)]
+    page = report(study)
+    assert page.test_trial == pipeline.certificate_.trial == record.trial.number
+    scores = objective.evaluate(pipeline, confidence_level=0.95)
+    assert len(page.test_lines) == 1 and page.test_lines[0].startswith(
+        f"Test split (1600 rows), the certified model: accuracy {scores['accuracy']:.4f}")
     assert not any("Which to deploy" in line for line in page.test_lines)
     # After a refusal: no test line of a model nobody may deploy.
     study.set_user_attr("fairtune:certificate", {"certified": False, "message": "No model."})
-    page = report(study, objective=objective)
-    assert page.test_lines == [] and page._answer() == ["Deploy no model: No model."]
+    page = report(study)
+    assert page._answer() == ["Deploy no model: No model."]
+    assert not any(line in page._answer() for line in page.test_lines)
 
 
 def test_refit_best_with_confidence_returns_only_certified_models_unless_a_trial_is_named(

@@ -61,6 +61,15 @@ def test_a_changed_row_of_the_test_split_is_refused_and_named() -> None:
     assert len(study.trials) == 3 and study.trials[0].state.name == "COMPLETE"
 
 
+def test_reordered_columns_are_named_as_such_and_not_as_changed_rows() -> None:
+    X, y, s = _data()
+    study = optuna.create_study(direction="maximize")
+    study.optimize(_objective(X, y, s), n_trials=1)
+    with pytest.raises(ValueError, match=r"other data \(the columns were reordered: the same "
+                                         r"rows and values in another column order"):
+        study.optimize(_objective(X[["x2", "x1"]], y, s), n_trials=1, catch=())
+
+
 def test_a_study_of_the_previous_version_without_held_out_digests_resumes() -> None:
     X, y, s = _data()
     study = optuna.create_study(direction="maximize")
@@ -155,7 +164,7 @@ def _file(tmp_path: Path) -> Path:
     (["--sensitive", "group,sex"], "--sensitive 'group', but this run asks for 'group, sex'"),
     (["--hide-sensitive"], "--hide-sensitive 'off', but this run asks for 'on'"),
     (["--target", "y2", "--drop-columns", "y"], "--target 'y', but this run asks for 'y2'"),
-    (["--positive", "1"], "--positive none, but this run asks for '1'"),
+    (["--positive", "0"], "--positive none, but this run asks for '0'"),
 ])
 def test_the_command_line_names_the_flag_of_each_part_of_the_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], changed: list[str], named: str
@@ -184,10 +193,29 @@ def test_read_tables_positive_is_named_as_typed(tmp_path: Path) -> None:
     study = optuna.create_study(direction="maximize")
     plain = read_table(path, target="y", sensitive="group")
     FairObjective(plain, "linear", limits="dsp<=0.5", drop_columns=["y2"]).prepare(study)
-    positive = read_table(path, target="y", sensitive="group", positive=1)
+    positive = read_table(path, target="y", sensitive="group", positive=0)
     with pytest.raises(ValueError, match=r"was tuned with `positive` none, but this run asks "
-                                         r"for 1: .*use the same `positive` as before"):
+                                         r"for 0: .*use the same `positive` as before"):
         FairObjective(positive, "linear", limits="dsp<=0.5", drop_columns=["y2"]).prepare(study)
+
+
+def test_pos_label_1_on_0_1_labels_resumes_the_default_scoring(tmp_path: Path) -> None:
+    X, y, s = _data()
+    study = optuna.create_study(direction="maximize")
+    study.optimize(_objective(X, y, s), n_trials=1)
+    for favourable in (1, True):  # the same scoring
+        study.optimize(_objective(X, y, s, pos_label=favourable), n_trials=1)
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+    # A file's --positive 1, the same way.
+    path = _file(tmp_path)
+    run = ["tune", "--data", str(path), "--target", "y", "--sensitive", "group",
+           "--drop-columns", "y2", "--model", "linear", "--limit", "dsp<=0.5", "--n-trials", "1",
+           "--no-progress", "--storage", f"sqlite:///{tmp_path / 's.db'}", "--study-name", "s"]
+    assert main(run) == 0
+    assert main([*run, "--positive", "1"]) == 0
+    with pytest.raises(ValueError, match=r"was tuned with `pos_label` none, but this run asks "
+                                         r"for 0"):
+        study.optimize(_objective(X, y, s, pos_label=0), n_trials=1)
 
 
 def _search(limits: str, study: optuna.Study) -> FairSearchCV:

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from fairtune._keys import CERTIFICATE_KEY, SETUP_KEY, TEST_SCORES_KEY
-from fairtune.report import report, scores_on_test_split, store_test_lines
+from fairtune.report import render_test_scores, report
+from fairtune.tuning._deployment import ScoresOnTest, store_test_fits
 from fairtune.tuning import FairObjective, NotCertifiedError
 from fairtune.tuning._certify import CANDIDATES
 from fairtune.tuning._deployment import deployment
@@ -128,44 +129,39 @@ def test_python_report_and_publish_with_a_confidence_objective_answer_as_the_cli
                               test_size=0.25, confidence=0.9)
     study = objective.create_study(seed=0)
     study.optimize(objective, n_trials=3)
-    page = report(study, objective=objective)
+    page = report(study)
     text = page.text()
     # Nothing certified yet: no deploy advice, no test line of an uncertified model, and the
     # report never runs the safety test itself (that would spend the safety rows' candidates).
     assert "Which to deploy" not in text and "Deploy trial" not in text
     assert page.test_lines == [] and "No model is certified yet" in text
-    publish(study, objective=objective)
+    publish(study)
     assert "No model certified yet" in get_note(study).splitlines()[2]
     assert CERTIFICATE_KEY not in study.user_attrs
-    pipeline = objective.refit_best(study)  # the one path that certifies
-    page = report(study, objective=objective)
+    record = objective.conclude(study)  # what `fairtune tune` runs after its search
+    page = report(study)
     assert page.test_lines[0].startswith(
         f"Test split ({len(objective.X_test)} rows), the certified model: ")
     assert "(95% interval " in page.test_lines[0]
-    assert page.test_trial == pipeline.certificate_.trial
-    assert report(study).certificate["trial"] == pipeline.certificate_.trial
+    assert record.why == "certified" and page.test_trial == record.trial.number
+    assert page.certificate["trial"] == record.trial.number
+    assert page.text().count(page.test_lines[0]) == 1
+
+
+_CERTIFIED = ScoresOnTest("certified", 250, {"accuracy": 0.7, "demographic_parity": 0.02},
+                          {"demographic_parity": [0.0, 0.06]}, True,
+                          ["demographic_parity<=0.1"])
 
 
 def test_the_certified_models_test_line_has_the_interval_and_the_warning_of_every_other() -> None:
-    from fairtune.fairness import parse_limits
-    from fairtune.report import certified_test_line
-
-    class Objective:  # a test split on which the limit lies inside the interval
-        limits = parse_limits("demographic_parity<=0.1")
-        limits_text = "demographic_parity<=0.1"
-        X_test = range(300)
-
-        def evaluate(self, pipeline, *, confidence_level=None):
-            assert confidence_level == 0.95
-            return {"accuracy": 0.7, "demographic_parity": 0.08, "fair": True,
-                    "intervals": {"demographic_parity": (0.03, 0.13)},
-                    "certificate": {"trial": 1}}
-
-    assert certified_test_line(Objective(), None) == (
+    fit = ScoresOnTest("certified", 300, {"accuracy": 0.7, "demographic_parity": 0.08},
+                       {"demographic_parity": [0.03, 0.13]}, True, ["demographic_parity<=0.1"],
+                       ["demographic_parity<=0.1"])
+    assert render_test_scores(1, [fit]) == [
         "Test split (300 rows), the certified model: accuracy 0.7000, demographic_parity "
         "0.0800 (95% interval 0.0300-0.1300); meets every limit, but 300 test rows cannot "
         "tell whether demographic_parity<=0.1 holds on new data (the limit lies inside the "
-        "interval).")
+        "interval)."]
 
 
 def test_recorded_test_lines_of_another_trial_are_labelled_by_their_trial() -> None:
@@ -173,26 +169,33 @@ def test_recorded_test_lines_of_another_trial_are_labelled_by_their_trial() -> N
                  "demographic_parity 0.0200 (95% interval 0.0000-0.0600); meets every limit.")
     study = _study()
     _certified(study, 2, [2])
-    store_test_lines(study, 1, [certified])  # #1 was the certified model before a resume
+    store_test_fits(study, 1, [_CERTIFIED])  # #1 was the certified model before a resume
     text = report(study).text()
-    assert "Test scores recorded by `fairtune tune` for trial #1 (not the model to deploy):" in (
+    assert "Test scores for trial #1 (not the model to deploy):" in (
         text)
     assert ("Test split (250 rows), trial #1 refitted on the search rows (certified when its "
             "scores were recorded): accuracy 0.7000") in text
     assert "the certified model:" not in text
-    store_test_lines(study, 2, [certified])  # the certified trial's own line reads as it is
+    store_test_fits(study, 2, [_CERTIFIED])  # the certified trial's own line reads as it is
     assert f"  {certified}\n" in report(study).text()
-    # Without confidence: the lines of an older best fair trial, and no deploy advice of theirs.
+    # Without confidence: the scores of an older best fair trial, and no deploy advice of
+    # theirs.
     study = _study(confidence=None)
-    study.set_user_attr(TEST_SCORES_KEY, {"trial": 1, "lines": [
-        "Test split (250 rows), best fair trial refitted on the other rows: accuracy 0.7; x.",
-        "Test split, the validated model (training split only): accuracy 0.69; x.",
-        "Which to deploy: refit_best(study) returns the first ..."]})
+    fits = [ScoresOnTest(fit, 250, {"accuracy": 0.7}, {}, True, []) for fit in
+            ("tuning", "training")]
+    store_test_fits(study, 2, fits)
+    assert report(study).test_lines[-1].startswith("Which to deploy:")
+    store_test_fits(study, 1, fits)
     page = report(study)
     assert page.test_lines == [
-        "Test split (250 rows), trial #1 refitted on the other rows: accuracy 0.7; x.",
-        "Test split, trial #1's validated model (training split only): accuracy 0.69; x."]
+        "Test split (250 rows), trial #1 refitted on the other rows: accuracy 0.7000; meets "
+        "every limit.",
+        "Test split, trial #1's validated model (training split only): accuracy 0.7000; meets "
+        "every limit."]
     assert "(not the model to deploy)" in page.html()
+    # A study of an older version stored sentences: shown as stored, under their trial.
+    study.set_user_attr(TEST_SCORES_KEY, {"trial": 1, "lines": ["Test split (250 rows), x."]})
+    assert report(study).test_lines == ["Test split (250 rows), x."]
 
 
 def test_a_fair_search_cv_refusal_is_recorded_and_reported_like_the_clis() -> None:
@@ -216,14 +219,17 @@ def test_a_fair_search_cv_refusal_is_recorded_and_reported_like_the_clis() -> No
     assert page._deploy_heading() == "Deploy no model: the safety test certified none"
 
 
-def test_scores_on_the_test_split_of_a_confidence_objective_give_no_deploy_advice() -> None:
+def test_conclude_records_a_refusal_and_no_test_scores() -> None:
     objective = FairObjective(_population(), "linear", limits="demographic_parity<=0.15",
                               test_size=0.25, confidence=0.9)
     study = objective.create_study(seed=0)
-    study.optimize(objective, n_trials=1)
-    lines = scores_on_test_split(study, objective, study.trials[0])
-    assert lines[-1].startswith("Which to deploy: neither is certified")
-    assert "refit_best(study) returns the first" not in " ".join(lines)
+    study.optimize(objective, n_trials=3)
+    study.set_user_attr(CERTIFICATE_KEY, {"tested_trials": [10, 11, 12, 13, 14]})  # spent
+    record = objective.conclude(study)
+    assert (record.why, record.trial) == ("refused", None)
+    assert "spent" in study.user_attrs[CERTIFICATE_KEY]["message"]
+    assert TEST_SCORES_KEY not in study.user_attrs
+    assert report(study)._answer()[0].startswith("Deploy no model:")
 
 
 def test_a_tenant_set_up_with_confidence_has_its_own_pending_verdict() -> None:
