@@ -141,9 +141,11 @@ def optimize_guarded(
                                                n_jobs)):
                 if trials == 0 or guard.interrupted:
                     continue
-                kwargs = {"n_trials": trials, "n_jobs": jobs, "catch": (Exception,),
-                          "callbacks": [guard.callback, *callbacks],
-                          "show_progress_bar": show_progress_bar and jobs == n_jobs}
+                kwargs: dict[str, Any] = {
+                    "n_trials": trials, "n_jobs": jobs, "catch": (Exception,),
+                    "callbacks": [guard.callback, *callbacks],
+                    "show_progress_bar": show_progress_bar and jobs == n_jobs,
+                }
                 if tenant is None:
                     study.optimize(guard, **kwargs)
                 else:

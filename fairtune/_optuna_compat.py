@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from optuna.storages import BaseStorage
+    from optuna.storages import BaseStorage, RDBStorage
 
 
-def rdb_storage(storage: BaseStorage) -> object | None:
+def rdb_storage(storage: BaseStorage) -> RDBStorage | None:
     """The ``RDBStorage`` behind a study's storage (Optuna wraps it in a cache), or None."""
     from optuna.storages import RDBStorage
 

@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from fairtune import _keys
 from fairtune._names import arg
@@ -136,7 +136,7 @@ GRPC_PREFIX = "grpc://"
 def records_heartbeats(url: str | None) -> bool:
     """Whether the storage ``url`` names can record trial heartbeats: RDB storages only (a
     Journal file has none, and Optuna's gRPC proxy forwards none)."""
-    return bool(url) and not url.startswith((JOURNAL_PREFIX, GRPC_PREFIX))
+    return bool(url and not url.startswith((JOURNAL_PREFIX, GRPC_PREFIX)))
 
 
 def _grpc_address(url: str) -> tuple[str, int]:
@@ -196,7 +196,9 @@ def open_storage(
         path = url[len(JOURNAL_PREFIX) :]
         if not path:
             raise ValueError(f"A Journal storage URL is journal:<file>, but got {url!r}.")
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+        from optuna.storages.journal import JournalFileBackend
+
+        return optuna.storages.JournalStorage(JournalFileBackend(path))
     engine_kwargs = (
         {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT}} if url.startswith("sqlite") else None
     )
@@ -321,7 +323,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def create_or_load_named_study(
     name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
-    directions: list[str] | None = None,
+    directions: list[Literal["minimize", "maximize"]] | None = None,
 ) -> Any:
     """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it
     (several ``fairtune tune`` processes started together on a new database; see

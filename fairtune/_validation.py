@@ -242,10 +242,9 @@ def favourable_labels(
             "missing values."
         )
     found = pd.unique(values)
-    if pos_label is not None:
-        matches = [v for v in found if v == pos_label]
-        if matches:
-            check_pos_label_twins(values, pos_label, matches, argument=argument)
+    matches = [] if pos_label is None else [v for v in found if v == pos_label]
+    if matches:
+        check_pos_label_twins(values, pos_label, matches, argument=argument)
     if len(found) > 2:
         raise ValueError(
             f"{argument} must hold two distinct labels (a binary decision), but got {len(found)}: "
@@ -262,7 +261,7 @@ def favourable_labels(
         return values.to_numpy().astype(int), np.array([0, 1])
     try:
         numeric = found.astype(float)
-        binary = bool(np.isin(numeric, [0.0, 1.0]).all())
+        binary = bool(np.isin(np.asarray(numeric), [0.0, 1.0]).all())
     except (TypeError, ValueError):
         binary = False
     if not binary:

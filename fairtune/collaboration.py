@@ -37,7 +37,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import optuna
@@ -96,8 +96,8 @@ def open_study(
     study_name: str,
     *,
     sampler: BaseSampler | None = None,
-    direction: str | None = None,
-    directions: Sequence[str] | None = None,
+    direction: Literal["minimize", "maximize"] | None = None,
+    directions: Sequence[Literal["minimize", "maximize"]] | None = None,
     heartbeat_interval: int | None = 30,
     grace_period: int | None = None,
     max_retry: int | None = 0,
@@ -374,7 +374,7 @@ def simulate(
     samplers: Sequence[BaseSampler],
     *,
     n_rounds: int,
-    direction: str = "maximize",
+    direction: Literal["minimize", "maximize"] = "maximize",
     callback: Callable[[int, list[optuna.Study]], None] | None = None,
     initial_params: Sequence[Sequence[Mapping[str, Any]]] | None = None,
 ) -> list[optuna.Study]:

@@ -161,15 +161,20 @@ def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
     def listed(values: Any) -> str | None:
         return ", ".join(map(str, values)) if values else None
 
-    limits = listed(setup.get("limits"))
-    margin = setup.get("margin") or 0.0
-    if limits and margin > 0:
-        limits += f" (the limits less a margin of {margin:g})"
-    confidence = setup.get("confidence")
-    if limits and confidence:  # the certified search validates against tightened limits
-        limits += (f" (the limits as given, tightened by the width of their {percent(confidence)} "
-                   "bound on the safety rows, so that the models found can pass the safety "
-                   "test; the certificate judges the limits as given)")
+    validated, given = listed(setup.get("limits")), listed(setup.get("limits_given"))
+    limits = given or validated
+    how = []
+    if setup.get("margin"):
+        how.append(f"less a margin of {setup['margin']:g}")
+    if setup.get("confidence"):  # the certified search validates against tightened limits
+        how.append(f"tightened by the width of their {percent(setup['confidence'])} bound on "
+                   "the safety rows, so that the models found can pass the safety test, "
+                   "which judges the limits as given")
+    if given and (how or validated != given):
+        limits = (f"{given} as given; the trials were validated against {validated}"
+                  + (f" ({'; '.join(how)})" if how else ""))
+    elif limits and how:  # a record of an older version: the validated limits only
+        limits += f" (the limits the trials were validated against: {'; '.join(how)})"
     rows: list[tuple[str, Any]] = [
         ("dataset", setup.get("dataset")),
         ("model", setup.get("model")),

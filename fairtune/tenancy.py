@@ -247,7 +247,9 @@ def cumulative_utilities(
     for tenant, trials in trials_by_tenant(study).items():
         if tenants is not None and tenant not in totals:
             continue
-        totals[tenant] = totals.get(tenant, 0.0) + sum(sign * t.value for t in trials)
+        # COMPLETE trials of a single-objective study: each has a value.
+        utility = sum(sign * t.value for t in trials if t.value is not None)
+        totals[tenant] = totals.get(tenant, 0.0) + utility
     return totals
 
 

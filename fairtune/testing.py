@@ -57,7 +57,7 @@ class PostgresServer:
 
     port: int
     user: str
-    _counter: itertools.count = field(default_factory=itertools.count)
+    _counter: itertools.count[int] = field(default_factory=itertools.count)
 
     def new_database(self) -> str:
         """A new empty database; returns its SQLAlchemy URL (psycopg 3 driver)."""

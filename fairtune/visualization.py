@@ -201,7 +201,7 @@ def plot_tradeoff(
     if data.validated is not None:
         ax.axvline(data.validated.bound, color="crimson", linestyle=":", linewidth=1.2,
                    label=f"validated against {data.validated.bound:g}")
-    if best is not None:
+    if best is not None and best.value is not None:
         ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
                    facecolors="gold", edgecolors="black", zorder=5, label=data.star)
     ax.set_xlabel(f"{name} ({spec.description})")
@@ -225,7 +225,7 @@ def _best_feasible_curve(study: optuna.Study, n_trials: int,
     limits = study_limits(study, tenant)
     for i in range(n_trials):
         t = by_number.get(i)
-        if t is not None and is_fair(t, limits):
+        if t is not None and t.value is not None and is_fair(t, limits):
             if np.isnan(best) or (t.value > best if maximize else t.value < best):
                 best = t.value
         curve[i] = best

@@ -240,10 +240,13 @@ def test_the_certified_search_says_its_limits_are_tightened() -> None:
 
     study = _small_study()
     study.set_user_attr(SETUP_KEY, {**study.user_attrs[SETUP_KEY], "confidence": 0.95,
-                                    "limits": ["demographic_parity<=0.0349"]})
+                                    "limits": ["demographic_parity<=0.0349"],
+                                    "limits_given": ["demographic_parity<=0.1"]})
     (limits,) = [value for what, value in report(study).setup if what == "Limits"]
-    assert limits.startswith("demographic_parity<=0.0349 (the limits as given, tightened by "
-                             "the width of their 95% bound on the safety rows")
+    # The limit as given and the one the trials were validated against, each named as such.
+    assert limits.startswith("demographic_parity<=0.1 as given; the trials were validated "
+                             "against demographic_parity<=0.0349 (tightened by the width of "
+                             "their 95% bound on the safety rows")
 
 
 # -- one report artifact, whoever publishes ---------------------------------------------------

@@ -71,7 +71,8 @@ def imports(source: str, name: str, *, is_package: bool = False) -> set[str]:
 
 
 # The two entrances of fairtune.tuning, as modules and as the classes they define.
-_ENTRANCES = {"fairtune.tuning.objective": "FairObjective", "fairtune.tuning.search": "FairSearchCV"}
+_ENTRANCES = {"fairtune.tuning.objective": "FairObjective",
+              "fairtune.tuning.search": "FairSearchCV"}
 
 
 def entrance_imports(source: str, name: str, *, is_package: bool = False) -> list[str]:
@@ -131,7 +132,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         inside = set(component)
         start = component[0]
         # Breadth-first from start's successors back to start, inside the component.
-        parents: dict[str, str] = {w: start for w in sorted(graph[start] & inside)}
+        parents: dict[str, str] = dict.fromkeys(sorted(graph[start] & inside), start)
         queue = list(parents)
         while start not in parents:
             v = queue.pop(0)

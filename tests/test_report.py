@@ -196,7 +196,8 @@ def test_pruned_trials_are_counted_and_a_multi_fidelity_setup_shown() -> None:
     text = page.text()
     assert text.startswith("Study mf: 4 trials, 2 complete, 2 pruned, 1 fair.\n"), text
     for row in ("Dataset     german (sensitive: sex)", "Model       xgboost",
-                "Limits      demographic_parity<=0.09 (the limits less a margin of 0.01)",
+                "Limits      demographic_parity<=0.09 (the limits the trials were validated "
+                "against: less a margin of 0.01)",
                 "Validation  3-fold cross-validation, split seed 0",
                 "Mitigation  threshold",
                 "Budgets     0.333, 1 (fractions of n_estimators)",

@@ -53,7 +53,7 @@ def _excluded(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     [low, high] corners (an excluded point is a box with low = high)."""
     if len(boxes) == 0:
         return np.zeros(len(X), dtype=bool)
-    return _inside(X, boxes).any(-1).any(-1)
+    return np.asarray(_inside(X, boxes).any(-1).any(-1))
 
 
 def _inside(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
@@ -61,7 +61,7 @@ def _inside(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     low, high = boxes[:, 0], boxes[:, 1]  # (k, d)
     X_ = X[:, :, None, :]
     inside = (X_ >= low - NEAR_TOLERANCE) & (X_ <= high + NEAR_TOLERANCE)
-    return inside.all(-1)
+    return np.asarray(inside.all(-1))
 
 
 # How far beyond an excluded box's face a point stepped out of it is put.
@@ -126,7 +126,7 @@ def _coordinate_sweep(
     k, q, _ = X.shape
     for i in range(q):
         for j in np.flatnonzero(search_space.is_discrete):
-            grid = search_space.grid_values(j)
+            grid = search_space.grid_values(int(j))
             trial = np.repeat(X[:, None], len(grid), axis=1)  # (k, g, q, d)
             trial[:, :, i, j] = grid[None, :]
             trial_values = _evaluate(acqf, trial.reshape(-1, q, X.shape[-1])).reshape(k, -1)

@@ -84,6 +84,7 @@ class SearchSpace:
                 isinstance(dist, FloatDistribution) and dist.step is not None
             ):
                 step = dist.step
+                assert step is not None  # always for ints; for floats by the condition above
                 kinds.append(_GRID)
                 n_grid.append(round((dist.high - dist.low) / step) + 1)
                 lows.append(float(dist.low))

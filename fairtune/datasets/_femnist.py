@@ -300,7 +300,9 @@ class _LazyH5Pixels(Mapping[str, np.ndarray]):
         return len(self._files)
 
 
-def _read_tff(paths: Sequence[Path], only_digits: bool) -> tuple[Mapping, dict, str]:
+def _read_tff(
+    paths: Sequence[Path], only_digits: bool
+) -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray], str]:
     h5py = _require("h5py", "HDF5")
     files: dict[str, list[Path]] = {}
     keep: dict[str, list[np.ndarray | None]] = {}
@@ -344,7 +346,9 @@ def _read_tff(paths: Sequence[Path], only_digits: bool) -> tuple[Mapping, dict, 
     return _LazyH5Pixels(files, keep), merged, "tff: " + ", ".join(p.name for p in paths)
 
 
-def _read_leaf(paths: Sequence[Path], only_digits: bool) -> tuple[Mapping, dict, str]:
+def _read_leaf(
+    paths: Sequence[Path], only_digits: bool
+) -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray], str]:
     images: dict[str, list[np.ndarray]] = {}
     labels: dict[str, list[np.ndarray]] = {}
     for path in paths:
@@ -391,7 +395,9 @@ def _decode_png(data: bytes, path: Path, writer: str) -> np.ndarray:
     return np.asarray(image, dtype=np.float32) / 255.0
 
 
-def _read_parquet(paths: Sequence[Path], only_digits: bool) -> tuple[Mapping, dict, str]:
+def _read_parquet(
+    paths: Sequence[Path], only_digits: bool
+) -> tuple[Mapping[str, np.ndarray], dict[str, np.ndarray], str]:
     pq = _require("pyarrow.parquet", "parquet")
     images: dict[str, list[np.ndarray]] = {}
     labels: dict[str, list[int]] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import cast
 
 import pandas as pd
 
@@ -80,7 +81,9 @@ def describe_datasets_text() -> str:
         [
             str(r.name), f"{r.loader}()", f"{r.rows:,}", str(r.features),
             f"{r.positive_rate:.3f}", str(r.favourable), str(r.sensitive),
-            "; ".join(f"{group}: {size:,}" for group, size in r.groups.items()),
+            "; ".join(
+                f"{group}: {size:,}" for group, size in cast("dict[str, int]", r.groups).items()
+            ),
         ]
         for r in describe_datasets().itertuples(index=False)
     ]

@@ -162,9 +162,10 @@ class FairnessCallback:
             )
         )
         maximize = study.direction == StudyDirection.MAXIMIZE
-        if feasible and not math.isnan(trial.value):
-            best = self.best_fair_trial
-            if best is None or (trial.value > best.value if maximize else trial.value < best.value):
+        value = trial.value
+        if feasible and value is not None and not math.isnan(value):
+            best = None if self.best_fair_trial is None else self.best_fair_trial.value
+            if best is None or (value > best if maximize else value < best):
                 self.best_fair_trial = trial
         fairness_text = ", ".join(f"{k}={v:.4g}" for k, v in values.items()) or "no metrics"
         best_text = (

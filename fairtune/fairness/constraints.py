@@ -518,4 +518,9 @@ def best_fair_trial(
     if not fair:
         return None
     sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
-    return max(sorted(fair, key=lambda t: t.number), key=lambda t: sign * t.value)
+
+    def score(trial: optuna.trial.FrozenTrial) -> float:
+        assert trial.value is not None  # a COMPLETE trial of a single-objective study has one
+        return sign * trial.value
+
+    return max(sorted(fair, key=lambda t: t.number), key=score)

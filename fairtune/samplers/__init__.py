@@ -88,4 +88,5 @@ def team_sampler(
         return CollaborativeUCBSampler(tenants=list(tenants or ()), seed=seed)
     from fairtune.collaboration import Board
 
+    assert board is not None  # an agent comes with a board (checked first)
     return CGPSampler(board=Board(board, name=board_name), agent=agent, seed=seed)

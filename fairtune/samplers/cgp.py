@@ -48,7 +48,7 @@ CLHS_SLOT_KEY = _keys.CGP_CLHS_SLOT_KEY
 class _RoundState:
     """What an agent computed from its own trials in one round (reused within the round)."""
 
-    key: tuple
+    key: tuple[Any, ...]
     round: int
     ss: SearchSpace
     X: torch.Tensor  # (n, d) own trials, encoded
@@ -243,7 +243,7 @@ class CGPSampler(GPSamplerBase):
         self._share_without_comparison = bool(share_without_comparison)
         self._design_noise = None if design_noise is None else float(design_noise)
         self._kernel_cache: dict[str, KernelParams] = {}
-        self._state: dict[tuple, _RoundState] = {}
+        self._state: dict[tuple[Any, ...], _RoundState] = {}
         self._state_lock = threading.Lock()
         if board is not None:
             board.register(agent)

@@ -372,13 +372,17 @@ class CollaborativeUCBSampler(GPSamplerBase):
         self._seed = None
 
     def _startup_value(
-        self, study: Study, trial: FrozenTrial, tenant: str, round_: int, name: str,
+        self, study: Study, trial: FrozenTrial | None, tenant: str, round_: int, name: str,
         distribution: BaseDistribution,
     ) -> Any:
         seed = derived_seed(
             self._base_seed(study), 1, round_, self._index[tenant], name_code(name)
         )
-        return RandomSampler(seed=seed).sample_independent(study, trial, name, distribution)
+        # ``trial`` is None for a round that no trial has reached yet (a plan computed later);
+        # RandomSampler draws from its seeded RNG alone and never reads the trial.
+        return RandomSampler(seed=seed).sample_independent(
+            study, trial, name, distribution  # type: ignore[arg-type]
+        )
 
     # -- sampling --------------------------------------------------------------------------------
 
@@ -534,9 +538,9 @@ class CollaborativeUCBSampler(GPSamplerBase):
         y, y_mean, y_std = standardize(sign * np.array([t.values[0] for t in data]))
         gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical)
         if pending:
-            X_pending = torch.from_numpy(ss.encode(pending))
+            X_fantasy = torch.from_numpy(ss.encode(pending))
             with torch.no_grad():
-                gp = gp.condition_on(X_pending, gp.posterior(X_pending)[0])
+                gp = gp.condition_on(X_fantasy, gp.posterior(X_fantasy)[0])
 
         n, d = len(self._tenants), ss.dim
         alpha_t = exploration_weight(

@@ -396,7 +396,7 @@ def _plateau_boxes(
         return empty
     fixed = ~ss.is_continuous
     outcomes: list[tuple[float, ...] | None] = []
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple[Any, ...], list[int]] = {}
     for i, t in enumerate(complete):
         outcome = _outcome(t, names)
         outcomes.append(outcome)
@@ -419,6 +419,8 @@ def _plateau_boxes(
 
 def _outcome(trial: FrozenTrial, names: list[str]) -> tuple[float, ...] | None:
     """(objective, constraint values...) of a trial; None when any of them is missing or NaN."""
+    if trial.value is None:
+        return None
     outcome = (float(trial.value), *(float(trial.constraints.get(n, math.nan)) for n in names))
     return None if any(math.isnan(v) for v in outcome) else outcome
 

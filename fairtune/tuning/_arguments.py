@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -16,8 +16,9 @@ from fairtune.tuning.spaces import Space, get_space
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_budgets_objectives", "check_complete_rows", "check_resource", "check_validation", "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial", "parse_objectives",
-           "space_of"]
+__all__ = ["check_budgets_objectives", "check_complete_rows", "check_resource", "check_validation",
+           "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial",
+           "parse_objectives", "space_of"]
 
 
 def check_validation(
@@ -26,7 +27,8 @@ def check_validation(
     """The metric and the validation options, or a ValueError naming the bad one."""
     if metric not in METRIC_NAMES:
         raise ValueError(
-            f"{arg('metric')} must be one of {list(METRIC_NAMES)}, but got {got('metric', metric)}."
+            f"{arg('metric')} must be one of {list(METRIC_NAMES)}, but got "
+            f"{got('metric', metric)}."
         )
     for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
         if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
@@ -106,7 +108,7 @@ def completed_trial(
 
 def parse_objectives(
     objectives: Sequence[str] | None, limits: LimitsLike | None
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[Literal["minimize", "maximize"]]]:
     """Canonical objective names and their study directions (empty for the single form)."""
     from fairtune.fairness import METRICS, get_metric
 
@@ -143,7 +145,7 @@ def parse_objectives(
             f"{arg('objectives')} must name each metric once and at most one of "
             f"{list(METRIC_NAMES)}, but got {got('objectives', list(objectives))}."
         )
-    directions = [
+    directions: list[Literal["minimize", "maximize"]] = [
         "maximize" if n in METRIC_NAMES or METRICS[n].sense == "lower" else "minimize"
         for n in names
     ]

@@ -316,9 +316,9 @@ def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, 
         )
     if counts.min() < 2:
         raise ValueError(
-            f"{got(argument, share)} splits {rows} by label, but label {_plain(values[counts.argmin()])!r} "
-            f"has {int(counts.min())} row of the {n:,} there, too few to be in both {held} "
-            f"and {rest}."
+            f"{got(argument, share)} splits {rows} by label, but label "
+            f"{_plain(values[counts.argmin()])!r} has {int(counts.min())} row of the {n:,} "
+            f"there, too few to be in both {held} and {rest}."
         )
     rest_rows, held_rows = train_test_split(np.arange(n), test_size=share, stratify=labels,
                                             random_state=seed)
@@ -639,9 +639,8 @@ def _proxy_columns(
         named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
         share = named.sum() / len(values)
         if share >= _NAMING_SHARE:
-            naming[str(column)] = (
-                float(share), [str(v) for v in named.sort_values(ascending=False, kind="stable").index]
-            )
+            by_count = named.sort_values(ascending=False, kind="stable")
+            naming[str(column)] = (float(share), [str(v) for v in by_count.index])
     return exact, naming
 
 
@@ -787,8 +786,9 @@ def tuning_rows(
         dev, test = kept_values(*drawn_split(
             len(y), test_size, y, random_state, argument="test_size", held="the test split",
             rest="the tuning rows", rows="rows of the data"), keep)
-        X_dev, X_test, y_dev, y_test, s_dev, s_test = (
-            part.iloc[rows] for part in (X, y, sensitive) for rows in (dev, test))
+        X_dev, X_test = X.iloc[dev], X.iloc[test]
+        y_dev, y_test = y.iloc[dev], y.iloc[test]
+        s_dev, s_test = sensitive.iloc[dev], sensitive.iloc[test]
     X_safe = y_safe = s_safe = None
     if safety_size is not None:  # the rows of the safety test, which the search never sees
         search, safe = kept_values(*drawn_split(
@@ -798,8 +798,9 @@ def tuning_rows(
             f"tuning rows that {got('test_size', test_size)} leaves",
             left_by=[] if test_size is None else [("test_size", test_size)]),
             None if keep is None else X_dev[in_X])
-        X_dev, X_safe, y_dev, y_safe, s_dev, s_safe = (
-            part.iloc[rows] for part in (X_dev, y_dev, s_dev) for rows in (search, safe))
+        X_dev, X_safe = X_dev.iloc[search], X_dev.iloc[safe]
+        y_dev, y_safe = y_dev.iloc[search], y_dev.iloc[safe]
+        s_dev, s_safe = s_dev.iloc[search], s_dev.iloc[safe]
     n = len(y_dev)
     guard = None if keep is None else X_dev[in_X]
     held_out = [s for s in (
@@ -808,6 +809,7 @@ def tuning_rows(
         " and ".join(got(*s) for s in held_out), "leave" if len(held_out) > 1 else "leaves")
     if cv is None:
         # The validation split is one fold.
+        assert validation_size is not None  # FairObjective defaults it when cv is None
         fit_rows, valid_rows = kept_values(*drawn_split(
             n, validation_size, y_dev, random_state, argument="validation_size",
             held="the validation split", rest="the training split", rows=search_rows,
@@ -860,8 +862,8 @@ def tuning_rows(
         X=X, y=y, sensitive=sensitive, name=name, sensitive_name=sensitive_name,
         sensitive_columns=in_X, dropped=drop, favourable=(
             dataset.get("favourable") if isinstance(dataset, dict) else None),
-        X_safe=X_safe, y_safe=y_safe, s_safe=s_safe, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev, X_test=X_test,
-        y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
+        X_safe=X_safe, y_safe=y_safe, s_safe=s_safe, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev,
+        X_test=X_test, y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
         fingerprint=fingerprint,
     )
 

@@ -177,7 +177,8 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
     spent = len(set(tested)) >= CANDIDATES
     failed = tuple(n for n in above if n in set(tested))
     untested = tuple(n for n in above if n not in set(tested))
-    if untested and not spent and record.get("tested_trials") is not None:  # running the test now would try them first
+    # Running the test now would try them first.
+    if untested and not spent and record.get("tested_trials") is not None:
         return Deployment(None, "pending", best, confidence, record, failed, untested)
     if certified is None:
         return Deployment(None, "refused", best, confidence, record, failed, untested, spent)

@@ -166,7 +166,8 @@ def _suggest(trial: Any, name: str, distribution: Any) -> Any:
 
 
 def _positive_scores(model: Any, X: Any, positive: Any, params: dict[str, Any]) -> np.ndarray:
-    """Scores of the positive class (for roc_auc): ``predict_proba``, else ``decision_function``."""
+    """Scores of the positive class (for roc_auc): ``predict_proba``, else
+    ``decision_function``."""
     if hasattr(model, "predict_proba"):
         proba = np.asarray(model.predict_proba(X, **params))
         column = int(np.flatnonzero(np.asarray(model.classes_) == positive)[0])
@@ -204,6 +205,25 @@ def builder(estimator: Any, space_or_distributions: Any, mitigation: list[str],
         return estimator
 
     return build
+
+
+def fold_params(sensitive: Any, fit_params: dict[str, Any], mitigation: list[str], *,
+                router: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
+    """(fit params, {prediction method: params}, split params) for all the rows, routed by
+    ``router`` (the search's ``get_metadata_routing()``, None without routing); the sensitive
+    features are added per built estimator by :func:`with_sensitive`."""
+    if mitigation:  # no other fit params (check_mitigation)
+        return {}, {}, {}
+    if router is not None:
+        from sklearn.utils.metadata_routing import process_routing
+
+        routed = process_routing(router, "fit", **{_SENSITIVE: sensitive}, **fit_params)
+        estimator = routed["estimator"]
+        predict = {m: dict(estimator.get(m, {})) for m in _PREDICT_METHODS}
+        return dict(estimator.get("fit", {})), predict, dict(routed["splitter"]["split"])
+    params = dict(fit_params)
+    split = {"groups": params.pop("groups")} if "groups" in params else {}
+    return params, {}, split
 
 
 def with_sensitive(estimator: Any, method: str, params: dict[str, Any], sensitive: Any,
@@ -323,9 +343,8 @@ class _SearchObjective:
         for key, values in log.items():
             trial.set_user_attr(key, values)
         if self.mitigation:
-            trial.set_user_attr(
-                trial_path.MITIGATION_USED_KEY, trial.params.get(MITIGATION_KEY, self.mitigation[0])
-            )
+            trial.set_user_attr(trial_path.MITIGATION_USED_KEY,
+                                trial.params.get(MITIGATION_KEY, self.mitigation[0]))
         return scored.value
 
     def _fit_predict(

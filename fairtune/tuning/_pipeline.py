@@ -47,16 +47,16 @@ def build_pipeline(
             or pd.api.types.is_bool_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])
         )
 
-    build = space.build
+    build: Callable[..., Any] = space.build  # trial -> estimator, some with random_state=
     if takes_random_state(build):
         estimator = build(trial, random_state=random_state)
     else:
         estimator = build(trial)
-    if not mitigation_names:
-        mitigation, settings = None, {}
-    else:
-        mitigation, settings = suggest_mitigation_params(trial, mitigation_names, limit)
-    decorrelate = mitigation == "correlation_remover"
+    chosen: str | None = None  # the mitigation the trial uses, of those in `mitigation`
+    settings: dict[str, Any] = {}
+    if mitigation_names:
+        chosen, settings = suggest_mitigation_params(trial, mitigation_names, limit)
+    decorrelate = chosen == "correlation_remover"
     # The correlation remover finds the sensitive columns by position: they come first,
     # one-hot encoded with the categories of all the rows, so their number is known.
     first = sensitive_columns if decorrelate else []
@@ -90,9 +90,9 @@ def build_pipeline(
             alpha=settings["correlation_alpha"],
         )))
     pipeline = Pipeline([*steps, ("model", estimator)])
-    if mitigation in ("threshold", "reduction"):
+    if chosen in ("threshold", "reduction"):
         return mitigated_estimator(
-            pipeline, mitigation, settings, limit,
+            pipeline, chosen, settings, limit,
             random_state=random_state, holdout=holdout,
         )
     return pipeline

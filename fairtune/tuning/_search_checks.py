@@ -95,8 +95,9 @@ def check_mitigation(mitigation: Any, scoring: str, fit_params: dict[str, Any]) 
 
 
 def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
-    """The fairtune :class:`~fairtune.tuning.Space` named by ``param_distributions``, or the
-    validated dict of distributions."""
+    """The fairtune :class:`~fairtune.tuning.Space` named by ``param_distributions`` (given),
+    whose estimator replaces ``estimator`` or its final step, or the validated dict of
+    distributions of parameters of ``estimator``."""
     from optuna.distributions import (
         CategoricalDistribution,
         FloatDistribution,
@@ -111,6 +112,7 @@ def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
                 "`param_distributions` must be a dict of Optuna distributions or one of "
                 f"{sorted(SPACES)}, but got param_distributions={given!r}."
             )
+        check_space_class(estimator, SPACES[given])
         return SPACES[given]
     if not isinstance(given, Mapping):
         raise ValueError(
@@ -253,8 +255,9 @@ def binary_target(y: Any) -> np.ndarray:
 
         classes = np.unique(y_array)
         groups = twins(classes.tolist())
-        note = ("" if not groups else " Labels that differ only in case, surrounding spaces or a final full stop "
-                f"are different classes: {with_counts(groups, y_array)}; clean them first.")
+        note = ("" if not groups else " Labels that differ only in case, surrounding spaces or "
+                f"a final full stop are different classes: {with_counts(groups, y_array)}; "
+                "clean them first.")
         raise ValueError(
             "Only binary classification is supported: `y` must have two classes (the "
             "fairness metrics compare the rates of the favourable outcome), but got "

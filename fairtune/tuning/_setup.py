@@ -95,11 +95,15 @@ _PRUNERS: dict[str, str] = {"MedianPruner": "median", "SuccessiveHalvingPruner":
 # Who stores each entrance's records, in words.
 _ENTRANCES: dict[str, str] = {"FairObjective": "FairObjective (or `fairtune tune`)",
                               "FairSearchCV": "FairSearchCV"}
-_DATASET_TEXT = re.compile(r"^(?P<name>.*) \(sensitive: (?P<sensitive>.*?)"
-                           r"(?P<hidden>, hidden from the model)?(?:, without (?P<dropped>.*))?\)$",
-                           re.DOTALL)
-_VALIDATION_TEXT = re.compile(r"^(?:(?P<cv>\d+)-fold cross-validation|a (?P<split>\d+)% validation split)"
-                              r"(?:, (?P<test>\S+) held out for testing)?, split seed (?P<seed>-?\d+)$")
+_DATASET_TEXT = re.compile(
+    r"^(?P<name>.*) \(sensitive: (?P<sensitive>.*?)"
+    r"(?P<hidden>, hidden from the model)?(?:, without (?P<dropped>.*))?\)$",
+    re.DOTALL,
+)
+_VALIDATION_TEXT = re.compile(
+    r"^(?:(?P<cv>\d+)-fold cross-validation|a (?P<split>\d+)% validation split)"
+    r"(?:, (?P<test>\S+) held out for testing)?, split seed (?P<seed>-?\d+)$"
+)
 # The keys older versions stored one entry each under.
 _LEGACY: dict[str, str] = {
     DATASET_KEY: "dataset", MODEL_KEY: "model", METRIC_KEY: "metric", LIMITS_KEY: "limits",
@@ -129,7 +133,8 @@ def describe_pruner(pruner: Any) -> str | None:
     """What a pruner does to a trial's steps, as the setup records it: None when it prunes
     nothing (``NopPruner``, or Optuna's default without budgets to prune at: see
     :func:`is_default_pruner`), else its class and settings, e.g.
-    ``"SuccessiveHalvingPruner(min_early_stopping_rate=0, min_resource=1, reduction_factor=3)"``."""
+    ``"SuccessiveHalvingPruner(min_early_stopping_rate=0, min_resource=1, reduction_factor=3)"``.
+    """
     if is_default_pruner(pruner):
         return None
     return _described(pruner)
@@ -479,10 +484,10 @@ def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
     """Compare ``record`` with the setup ``study`` stores, then store what it lacks.
 
     The one comparison of every entrance and every resume (:func:`check_stored`): entries that
-    differ raise one ValueError naming them (:func:`setup_message`, with ``arguments`` naming the entrance's
-    own arguments for an entry, e.g. ``{"model": ("estimator", "param_distributions")}``);
-    entries not stored yet are stored (the shared ones in the study's record, a tenant's own
-    under its key).
+    differ raise one ValueError naming them (:func:`setup_message`, with ``arguments`` naming the
+    entrance's own arguments for an entry, e.g. ``{"model": ("estimator",
+    "param_distributions")}``); entries not stored yet are stored (the shared ones in the study's
+    record, a tenant's own under its key).
 
     Raises:
         ValueError: If ``study`` holds trials scored with another setup, or is shared by

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import optuna
@@ -58,7 +58,7 @@ def prepare_study(
     budgets: Sequence[float] | None,
     sampler: str | None = None,
     seed: int = 0,
-    pruner: str | Any | None = None,
+    pruner: str | optuna.pruners.BasePruner | None = None,
 ) -> None:
     """Make ``study`` ready for an entrance's trials (see the module docstring).
 
@@ -97,7 +97,7 @@ def prepare_study(
 
 def create_study(
     *,
-    directions: Sequence[str],
+    directions: Sequence[Literal["minimize", "maximize"]],
     storage: str | optuna.storages.BaseStorage | None = None,
     study_name: str | None = None,
 ) -> optuna.Study:

@@ -19,7 +19,7 @@ import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -38,8 +38,8 @@ __all__ = [
     "PRUNER_NAMES", "RUNGS_KEY", "SENSITIVE_AT_PREDICTION_KEY", "VALIDATION_ERROR_KEY",
     "Candidate", "Scored", "checked_budgets", "checked_resource", "fairness_value",
     "fit_and_score", "is_expected", "make_pruner", "metric_score", "out_of_fold_predictions",
-    "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource", "scores_of",
-    "takes_random_state", "tightened", "warn_if_cannot_bind",
+    "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource",
+    "scores_of", "takes_random_state", "tightened", "warn_if_cannot_bind",
 ]
 
 #: Trial user attribute: the share of validation rows the model misclassifies.
@@ -260,6 +260,7 @@ def out_of_fold_predictions(
         y_pred[valid_rows] = fold_pred
         if y_score is not None:
             y_score[valid_rows] = fold_score
+    assert y_pred is not None  # one fold at least (a validation split, or cv >= 2)
     return y_pred, y_score
 
 
@@ -371,8 +372,11 @@ def scale_resource(estimator: Any, resource: str, budget: float) -> Any:
     def keys_of(name: str) -> list[str]:
         return [k for k in params if k == name or k.endswith("__" + name)]
 
-    def positive(value: Any) -> bool:
-        return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
+    def positive(value: Any) -> TypeGuard[int | np.integer[Any]]:
+        return (
+            isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            and bool(value >= 1)
+        )
 
     keys = keys_of(resource)
     value = params[keys[0]] if len(keys) == 1 else None
@@ -417,7 +421,7 @@ PRUNER_NAMES: tuple[str, ...] = ("successive_halving", "hyperband", "median")
 """The pruners of :func:`make_pruner` (and of ``fairtune tune --pruner``)."""
 
 
-def make_pruner(name: str, budgets: Sequence[float]) -> Any:
+def make_pruner(name: str, budgets: Sequence[float]) -> optuna.pruners.BasePruner:
     """Optuna's pruner ``name`` set up for a trial that reports one step per budget: successive
     halving and Hyperband with a reduction factor of 3 from the first budget, the median rule
     after five trials."""

@@ -118,7 +118,9 @@ class CNNClassifier:
         for name, value in (("learning_rate", learning_rate), ("lr_decay", lr_decay),
                             ("l2", l2)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"`{name}` must be a finite number >= 0, but got {name}={value!r}.")
+                raise ValueError(
+                    f"`{name}` must be a finite number >= 0, but got {name}={value!r}."
+                )
         for name, value in (("epochs", epochs), ("batch_size", batch_size), ("hidden", hidden)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer, but got {name}={value!r}.")
@@ -130,7 +132,9 @@ class CNNClassifier:
             )
         if n_classes is not None and (not isinstance(n_classes, (int, np.integer))
                                       or n_classes < 2):
-            raise ValueError(f"`n_classes` must be an integer >= 2, but got n_classes={n_classes!r}.")
+            raise ValueError(
+                f"`n_classes` must be an integer >= 2, but got n_classes={n_classes!r}."
+            )
         self.learning_rate = float(learning_rate)
         self.lr_decay = float(lr_decay)
         self.l2 = float(l2)
@@ -178,8 +182,8 @@ class CNNClassifier:
         self.image_shape_ = X.shape[1:]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
-            network = _build_network(*self.image_shape_, self.n_classes_, self.channels,
-                                     self.hidden)
+            height, width = self.image_shape_
+            network = _build_network(height, width, self.n_classes_, self.channels, self.hidden)
         inputs = torch.from_numpy(X).unsqueeze(1)  # (n, 1, height, width)
         targets = torch.from_numpy(y.astype(np.int64))
         optimizer = torch.optim.SGD(network.parameters(), lr=self.learning_rate,
@@ -256,7 +260,8 @@ def cnn_space(trial: optuna.Trial, *, random_state: int = 0, **kwargs: Any) -> C
         random_state: Seed of the network. Defaults to 0.
         **kwargs: Other :class:`CNNClassifier` arguments (``epochs``, ``channels``, ...).
     """
-    return CNNClassifier(**_suggest(trial), random_state=random_state, **kwargs)
+    suggested: dict[str, Any] = _suggest(trial)  # float keyword arguments, by name
+    return CNNClassifier(**suggested, random_state=random_state, **kwargs)
 
 
 class CNNTenantObjective:

@@ -466,7 +466,8 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 rows, test_size=self.holdout, stratify=y, random_state=self.random_state
             )
             estimator.fit(_rows(X, fit_rows), y[fit_rows])
-            X_t, y_t, s_t = _rows(X, threshold_rows), y[threshold_rows], _rows(sensitive, threshold_rows)
+            X_t, y_t = _rows(X, threshold_rows), y[threshold_rows]
+            s_t = _rows(sensitive, threshold_rows)
         else:
             estimator.fit(X, y)
             X_t, y_t, s_t = X, y, sensitive
@@ -546,7 +547,8 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         groups = self._groups(X, sensitive_features, "predict_proba")
         scores = self.threshold_optimizer_.estimator_.predict_proba(X)[:, 1]
         positive = np.zeros(len(scores))
-        for group, rule in self.threshold_optimizer_.interpolated_thresholder_.interpolation_dict.items():
+        thresholder = self.threshold_optimizer_.interpolated_thresholder_
+        for group, rule in thresholder.interpolation_dict.items():
             rows = groups == group
             s = scores[rows]
             p = rule.p0 * rule.operation0(s) + rule.p1 * rule.operation1(s)
@@ -798,4 +800,6 @@ def _n_rows(X: Any) -> int:
 
 
 def _rows(data: Any, rows: np.ndarray) -> Any:
-    return data.iloc[rows] if isinstance(data, (pd.DataFrame, pd.Series)) else np.asarray(data)[rows]
+    if isinstance(data, (pd.DataFrame, pd.Series)):
+        return data.iloc[rows]
+    return np.asarray(data)[rows]

@@ -74,7 +74,7 @@ __all__ = [
     "predicts_one_class",
 ]
 
-DatasetLike = Union[str, "FairDataset", tuple]
+DatasetLike = Union[str, "FairDataset", tuple[Any, ...]]
 
 
 class FairObjective:
@@ -125,12 +125,12 @@ class FairObjective:
         ['accuracy', 'demographic_parity', 'fair']
 
     Args:
-        dataset: ``"adult"``, ``"german"`` or ``"compas"``, a :class:`~fairtune.datasets.FairDataset`,
-            or an ``(X, y, sensitive)`` tuple: pandas labels and sensitive features are
-            matched to a DataFrame X by index label (their index must hold the same labels),
-            arrays by position; the objective works on copies and never changes them. Labels
-            are 0/1 or booleans (1 = the favourable outcome), or any two labels with
-            ``pos_label``.
+        dataset: ``"adult"``, ``"german"`` or ``"compas"``, a
+            :class:`~fairtune.datasets.FairDataset`, or an ``(X, y, sensitive)`` tuple: pandas
+            labels and sensitive features are matched to a DataFrame X by index label (their
+            index must hold the same labels), arrays by position; the objective works on copies
+            and never changes them. Labels are 0/1 or booleans (1 = the favourable outcome),
+            or any two labels with ``pos_label``.
         model: A space name of :data:`fairtune.tuning.SPACES` (``"xgboost"``,
             ``"random_forest"``, ``"mlp"``, ``"linear"``) or a callable ``trial -> estimator``.
         limits: Fairness limits, e.g. ``"demographic_parity<=0.05"`` (see
@@ -169,10 +169,11 @@ class FairObjective:
             categorical hyperparameter (``"mitigation"``) that the study chooses; ``"auto"``
             is the list of every one that applies (without ``"correlation_remover"`` when
             ``use_sensitive_feature=False``). Defaults to None (hyperparameters only).
-            ``"threshold"`` and ``"reduction"`` predict at random for some rows: a trial records the *expected* metric and gaps over those
-            random predictions (from the pipeline's ``predict_proba``, the probability of
-            predicting 1), not those of one draw, whose luck a search over many trials would
-            otherwise select; :meth:`evaluate` scores the deployed model's actual predictions.
+            ``"threshold"`` and ``"reduction"`` predict at random for some rows: a trial
+            records the *expected* metric and gaps over those random predictions (from the
+            pipeline's ``predict_proba``, the probability of predicting 1), not those of one
+            draw, whose luck a search over many trials would otherwise select;
+            :meth:`evaluate` scores the deployed model's actual predictions.
             Not with ``metric="roc_auc"`` for these two, which predict labels, not scores.
         objectives: The multi-objective form: a list of two or more objective names, at most
             one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
@@ -359,7 +360,8 @@ class FairObjective:
     X_train = property(lambda self: self._part(0, self.X_dev), doc="The training split, or None.")
     y_train = property(lambda self: self._part(0, self.y_dev))
     s_train = property(lambda self: self._part(0, self.s_dev))
-    X_valid = property(lambda self: self._part(1, self.X_dev), doc="The validation split, or None.")
+    X_valid = property(lambda self: self._part(1, self.X_dev),
+                       doc="The validation split, or None.")
     y_valid = property(lambda self: self._part(1, self.y_dev))
     s_valid = property(lambda self: self._part(1, self.s_dev))
 
@@ -765,13 +767,15 @@ class FairObjective:
             raise ValueError(f"`certify` needs {arg('confidence')}: create the FairObjective "
                              "with confidence=..., e.g. 0.95, but got confidence=None.")
         rows = self._rows
+        X_safe, y_safe = rows.X_safe, rows.y_safe
+        assert X_safe is not None and y_safe is not None  # held out for a confidence
 
         def fit_predict(trial: Any) -> tuple[Any, Any]:
             model = self.refit_best(study, trial=trial)  # on the search rows
-            return model, self._predict(model, rows.X_safe, rows.s_safe, expected=True)[0]
+            return model, self._predict(model, X_safe, rows.s_safe, expected=True)[0]
 
         model, _ = certify(study, fit_predict, self.limits, self.confidence,
-                           rows.y_safe.to_numpy(), rows.s_safe, self.tenant)
+                           y_safe.to_numpy(), rows.s_safe, self.tenant)
         return model
 
     def _check_trials(self, study: optuna.Study) -> None:

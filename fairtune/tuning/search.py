@@ -66,6 +66,7 @@ from fairtune.tuning._estimators import (
     describe_cv,
     estimator_identity,
     favourable_predictions,
+    fold_params,
     known_groups,
     with_sensitive,
 )
@@ -83,7 +84,6 @@ from fairtune.tuning._search_checks import (
     check_same_rows,
     check_scores_for_roc_auc,
     check_sensitive,
-    check_space_class,
     checked_space,
     cv_folds,
     seeds,
@@ -405,25 +405,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         return router
 
-    def _fold_params(self, sensitive: Any, fit_params: dict[str, Any], mitigation: list[str],
-                     routing: bool
-                     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
-        """(fit params, {prediction method: params}, split params) for all the rows, routed
-        when ``routing``; the sensitive features are added per built estimator by
-        :func:`~fairtune.tuning._estimators.with_sensitive`."""
-        if mitigation:  # no other fit params (check_mitigation)
-            return {}, {}, {}
-        if routing:
-            from sklearn.utils.metadata_routing import process_routing
-
-            routed = process_routing(self, "fit", sensitive_features=sensitive, **fit_params)
-            estimator = routed["estimator"]
-            predict = {m: dict(estimator.get(m, {})) for m in _PREDICT_METHODS}
-            return dict(estimator.get("fit", {})), predict, dict(routed["splitter"]["split"])
-        params = dict(fit_params)
-        split = {"groups": params.pop("groups")} if "groups" in params else {}
-        return params, {}, split
-
     # ------------------------------------------------------------------ fit
 
     def fit(self, X: Any, y: Any = None, *, sensitive_features: Any = None,
@@ -462,57 +443,51 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if not self.refit:
                 raise ValueError(f"{arg('confidence')} certifies the refitted model, so "
                                  "`refit` must be True with it, but got refit=False.")
+            assert safety_size is not None  # check_confidence gives one with a confidence
             (X, y, sensitive_features, fit_params), safe, _ = split_safety(
                 X, y, self._favourable(y_array)[0], sensitive_features, fit_params,
                 safety_size, seeds(self.random_state)[1])
-            limits = limits_for_search(limits, confidence, *safe[1:], margin=self.margin)
+            limits = limits_for_search(limits, confidence, safe[1], safe[2], margin=self.margin)
             y_array = binary_target(y)
-        n = len(y_array)
         mitigation = check_mitigation(self.mitigation, self.scoring, fit_params)
-        space_or_distributions = checked_space(self.param_distributions, self.estimator,
-                                               mitigation)
+        space = checked_space(self.param_distributions, self.estimator, mitigation)
         sampler_seed, seed = seeds(self.random_state)
-        build = builder(self.estimator, space_or_distributions, mitigation, limits, seed,
-                        self.pos_label)
-        if not isinstance(space_or_distributions, dict):
-            check_space_class(self.estimator, space_or_distributions)
+        build = builder(self.estimator, space, mitigation, limits, seed, self.pos_label)
         check_scores_for_roc_auc(self.estimator, self.scoring, mitigation)
 
         y01, positive = self._favourable(y_array)
         routing = _routing_enabled()
-        fit_all, predict_all, split_params = self._fold_params(
-            sensitive_features, fit_params, mitigation, routing)
+        fit_all, predict_all, split_params = fold_params(
+            sensitive_features, fit_params, mitigation,
+            router=self.get_metadata_routing() if routing and not mitigation else None)
         folds = cv_folds(self.cv, X, y_array, split_params)
 
         self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
-        splits = Splits(folds, n, None if budgets is None or resource != "n_samples" else
-                        budget_folds(folds, y01, sensitive_features, budgets, seed))
+        splits = Splits(folds, len(y_array), None if budgets is None or resource != "n_samples"
+                        else budget_folds(folds, y01, sensitive_features, budgets, seed))
         checked_group_sizes(sensitive_features, splits.covered, limits, y01=y01,
                             argument="`sensitive_features`", where="the cross-validation folds")
         record = setup_record(  # see fairtune.tuning._setup; prepare_study adds the pruner
-            entrance="FairSearchCV", pos_label=self.pos_label,
-            model=estimator_identity(self.estimator, space_or_distributions),
-            metric=self.scoring, limits=sorted(str(limit) for limit in limits),
-            margin=float(self.margin), mitigation=list(mitigation),
+            entrance="FairSearchCV", pos_label=self.pos_label, metric=self.scoring,
+            model=estimator_identity(self.estimator, space), mitigation=list(mitigation),
+            limits_given=sorted(str(limit) for limit in given),  # as the user gave them
+            limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
             validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
             resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
             safety_size=None if self.confidence is None else self.safety_size or 0.3,
             data=data_fingerprint(X, y01, sensitive_features, folds=folds))
-        record["limits_given"] = sorted(str(limit) for limit in given)  # as the user gave them
         study = prepare_search_study(
             self.study, sampler=self.sampler, sampler_seed=sampler_seed, pruner=self.pruner,
             record=record, budgets=budgets,
-            untuned=untuned_params(self.estimator, space_or_distributions, mitigation, limits))
+            untuned=untuned_params(self.estimator, space, mitigation, limits))
         objective = _SearchObjective(
-            build=build, X=X, y=y, y01=y01, positive=positive,
-            sensitive=sensitive_features, splits=splits,
-            fit_params=fit_all, predict_params=predict_all, limits=limits,
+            build=build, X=X, y=y, y01=y01, positive=positive, sensitive=sensitive_features,
+            splits=splits, fit_params=fit_all, predict_params=predict_all, limits=limits,
             mitigation=mitigation, scoring=self.scoring, error_score=self.error_score,
             prune_unfair=self.prune_unfair, routing=routing, seed=seed, budgets=budgets,
-            resource=resource,
-        )
+            resource=resource)
         # Trials finished before this fit (a given study's earlier searches) are candidates
         # but not this fit's failures; enqueued (WAITING) trials run now.
         numbers_before = {t.number for t in finished_trials(study)}
@@ -528,6 +503,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.n_splits_ = len(folds)
         self._select(study, limits, numbers_before)
         if safe is not None:
+            assert confidence is not None  # safety rows are kept for a confidence only
             X_safe, y_safe, s_safe = safe
 
             def fit_predict(trial: Any) -> tuple[Any, Any]:
@@ -547,8 +523,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self._refit(estimator, X, y, with_sensitive(
                 estimator, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
         for callback in self.callbacks or ():  # a view of the study, e.g. DashboardCallback
-            if callable(getattr(callback, "after_search", None)):
-                callback.after_search(study)
+            after_search = getattr(callback, "after_search", None)
+            if callable(after_search):
+                after_search(study)
         return self
 
     def _deploy(self, study: Any, trials: list[optuna.trial.FrozenTrial]) -> None:
@@ -590,6 +567,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         warn_if_one_class(best, self.scoring, (self._other_label, self._positive_label))
         self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
         self.best_params_ = dict(best.params)
+        assert best.value is not None  # a fair trial is COMPLETE
         self.best_score_ = float(best.value)
         return best
 
@@ -622,7 +600,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ])
         return params
 
-    def _fitted_best(self, method: str) -> Any:
+    def _fitted_best(self, method: str, X: Any = None, params: dict[str, Any] | None = None
+                     ) -> Any:
+        """``best_estimator_`` for ``method``, which refuses rows ``X`` of a group that fit
+        never saw (see the class docstring)."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self)
@@ -633,40 +614,34 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise NotFittedError(
                 f"This FairSearchCV found no fair trial, so it has no best estimator for {method}."
             )
+        if X is not None:
+            check_groups_known(X, params or {}, method, getattr(self, "_known_groups", None),
+                               getattr(self, "_group_columns", {}))
         return self.best_estimator_
-
-    def _check_groups(self, X: Any, params: dict[str, Any], method: str) -> None:
-        """Refuse rows of a group that fit never saw (see the class docstring)."""
-        check_groups_known(X, params, method, getattr(self, "_known_groups", None),
-                           getattr(self, "_group_columns", {}))
 
     @available_if(_estimator_has("predict"))
     def predict(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict(X, **params)`` (e.g. ``sensitive_features=`` for a
         threshold mitigation)."""
-        best = self._fitted_best("predict")
-        self._check_groups(X, params, "predict")
+        best = self._fitted_best("predict", X, params)
         return best.predict(X, **self._method_params("predict", params))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X, **params)``."""
-        best = self._fitted_best("predict_proba")
-        self._check_groups(X, params, "predict_proba")
+        best = self._fitted_best("predict_proba", X, params)
         return best.predict_proba(X, **self._method_params("predict_proba", params))
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_log_proba(X, **params)``."""
-        best = self._fitted_best("predict_log_proba")
-        self._check_groups(X, params, "predict_log_proba")
+        best = self._fitted_best("predict_log_proba", X, params)
         return best.predict_log_proba(X, **self._method_params("predict_log_proba", params))
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X, **params)``."""
-        best = self._fitted_best("decision_function")
-        self._check_groups(X, params, "decision_function")
+        best = self._fitted_best("decision_function", X, params)
         return best.decision_function(X, **self._method_params("decision_function", params))
 
     def score(self, X: Any, y: Any, **params: Any) -> float:
@@ -675,8 +650,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Fairness is not part of the score: measure it with :mod:`fairtune.fairness` on
         ``predict(X)``.
         """
-        best = self._fitted_best("score")
-        self._check_groups(X, params, "score")
+        best = self._fitted_best("score", X, params)
         params = self._method_params("score", params)
         positive = self._positive_label
         y_true = (np.asarray(y).ravel() == positive).astype(int)

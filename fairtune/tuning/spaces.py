@@ -235,7 +235,9 @@ def register_space(
     if not callable(build):
         raise ValueError(f"`build` must be callable (trial -> estimator), but got {build!r}.")
     if name in SPACES and not overwrite:
-        raise ValueError(f"`name` {name!r} is already registered; pass overwrite=True to replace it.")
+        raise ValueError(
+            f"`name` {name!r} is already registered; pass overwrite=True to replace it."
+        )
     if defaults is not None and not isinstance(defaults, Mapping):
         raise ValueError(
             f"`defaults` must be a mapping of parameter names to values, but got {defaults!r}."
