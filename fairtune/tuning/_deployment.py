@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from fairtune import _keys
 
-__all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "deployment", "read_test_fits",
+__all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "conclude", "deployment",
+           "read_test_fits",
            "store_test_fits"]
 
 Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
@@ -129,6 +130,28 @@ class Deployment:
         return (f"Never tested on the safety rows: trial{'s' if len(numbers) > 1 else ''} "
                 f"{shown}, {where}, came after the safety rows' {_candidates()} candidates "
                 "were spent (new safety rows, another study or more data, would test them).")
+
+
+def conclude(study: Any, tenant: str | None, *, certify: Any = None,
+             test_fits: Any = None) -> Deployment:
+    """What follows a search, for every entrance: the safety test (``certify() -> model``,
+    its verdict recorded by :func:`fairtune.tuning._certify.certify`; a refusal is the
+    record's answer), then the study's model to deploy, and its scores on the test split
+    (``test_fits(trial, certified model or None) -> [ScoresOnTest]``) recorded with the
+    study."""
+    from fairtune.tuning._certify import NotCertifiedError, forget_verdict
+
+    certified = None
+    if certify is not None:
+        forget_verdict(study, tenant)  # this run certifies again
+        try:
+            certified = certify()
+        except NotCertifiedError:
+            pass  # recorded with the study: the deployment record says so
+    record = deployment(study, tenant)
+    if test_fits is not None and record.trial is not None:
+        store_test_fits(study, record.trial.number, test_fits(record.trial, certified), tenant)
+    return record
 
 
 def _candidates() -> int:

@@ -27,15 +27,8 @@ from fairtune.tuning._arguments import (
 from fairtune.tuning._certify import check_confidence, limits_for_search
 from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
-from fairtune.tuning._setup import (
-    check_setup,
-    check_stored,
-    check_tenant,
-    in_study,
-    objective_setup,
-    read_setup,
-    study_record,
-)
+from fairtune.tuning import _setup as setup_path
+from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._trial import (
     METRIC_NAMES,
     MITIGATION_USED_KEY,
@@ -43,16 +36,7 @@ from fairtune.tuning._trial import (
     POSITIVE_RATES_KEY,
     SENSITIVE_AT_PREDICTION_KEY,
     VALIDATION_ERROR_KEY,
-    Metric,
-    check_pruner,
-    checked_budgets,
-    checked_resource,
-    fairness_value,
     predicts_one_class,
-    run_trial,
-    scores_of,
-    tightened,
-    warn_if_cannot_bind,
 )
 from fairtune.tuning.mitigation import needs_sensitive_features
 
@@ -95,12 +79,10 @@ class FairObjective:
        best fair trial, and the validation error and the predicted positive rate, overall and
        per group, as user attributes (:func:`predicts_one_class` reads them).
 
-    Validation. A gap measured on a few hundred validation rows is noisy, and the trial a
-    study picks is the one whose noise looked best (``benchmarks/fair_generalization.py``).
-    ``cv=k`` scores every trial on the pooled out-of-fold predictions of all the tuning rows
-    (k times the training cost); ``test_size=f`` holds out rows that tuning never sees, on
-    which :meth:`evaluate` scores the chosen model, e.g. ``objective.evaluate(
-    objective.refit_best(study))``.
+    Validation. A gap measured on a few hundred validation rows is noisy
+    (``benchmarks/fair_generalization.py``): ``cv=k`` scores every trial on the pooled
+    out-of-fold predictions of all the tuning rows; ``test_size=f`` holds out rows that tuning
+    never sees, on which :meth:`evaluate` scores the chosen model.
 
     Example:
         >>> import optuna
@@ -148,33 +130,23 @@ class FairObjective:
         random_state: Seed of the splits and of the models. Defaults to 0.
         use_sensitive_feature: Whether the model may use the sensitive columns as inputs.
             Defaults to True. With False, a warning names the categorical columns left that
-            reveal the group: those that determine it, and those with values that give it on
-            a tenth of the rows or more (99 % of a value's rows in one group, as Adult's
-            ``relationship`` does for ``sex``).
+            reveal the group (as Adult's ``relationship`` does for ``sex``).
         drop_columns: Columns of X the model does not see (e.g. German credit's
             ``personal_status_sex``, which determines ``sex``, with
             ``use_sensitive_feature=False``); the limits are still measured on the sensitive
             feature. Defaults to none.
         mitigation: One of fairlearn's mitigations in every trial's pipeline, its settings
-            tuned with the model's hyperparameters (:data:`fairtune.tuning.MITIGATION_PARAMS`),
-            aimed at the first limit; every limit is still measured on the *mitigated*
-            model's validation predictions. ``"threshold"``: fairlearn's ``ThresholdOptimizer``
-            on the trained model (:class:`~fairtune.tuning.ThresholdClassifier`; the deployed
-            pipeline needs ``predict(X, sensitive_features=...)``), its thresholds fitted on
-            the model's training rows, as fairlearn does by default. ``"reduction"``:
-            ``ExponentiatedGradient`` around the estimator
-            (:class:`~fairtune.tuning.ReductionClassifier`). ``"correlation_remover"``:
-            ``CorrelationRemover`` between the preprocessing and the model (it reads the
-            sensitive columns of X, so they must be in X). A list makes the mitigation a
-            categorical hyperparameter (``"mitigation"``) that the study chooses; ``"auto"``
-            is the list of every one that applies (without ``"correlation_remover"`` when
-            ``use_sensitive_feature=False``). Defaults to None (hyperparameters only).
-            ``"threshold"`` and ``"reduction"`` predict at random for some rows: a trial
-            records the *expected* metric and gaps over those random predictions (from the
-            pipeline's ``predict_proba``, the probability of predicting 1), not those of one
-            draw, whose luck a search over many trials would otherwise select;
-            :meth:`evaluate` scores the deployed model's actual predictions.
-            Not with ``metric="roc_auc"`` for these two, which predict labels, not scores.
+            tuned with the model's (:data:`fairtune.tuning.MITIGATION_PARAMS`), aimed at the
+            first limit, every limit measured on the *mitigated* model's validation
+            predictions: ``"threshold"`` (``ThresholdOptimizer``,
+            :class:`~fairtune.tuning.ThresholdClassifier`, which needs ``predict(X,
+            sensitive_features=...)``), ``"reduction"`` (``ExponentiatedGradient``,
+            :class:`~fairtune.tuning.ReductionClassifier`) or ``"correlation_remover"`` (it
+            reads the sensitive columns of X). A list makes it a hyperparameter the study
+            chooses; ``"auto"`` lists every one that applies. The first two predict at random
+            for some rows: a trial records the *expected* metric and gaps, :meth:`evaluate`
+            the deployed model's actual predictions (see the user guide). Not with
+            ``metric="roc_auc"`` for these two. Defaults to None (hyperparameters only).
         objectives: The multi-objective form: a list of two or more objective names, at most
             one performance metric (:data:`METRIC_NAMES`, maximized) and fairness metrics
             (:data:`fairtune.fairness.METRICS` names or aliases; gaps minimized, the disparate
@@ -184,33 +156,22 @@ class FairObjective:
             e.g. with :class:`fairtune.samplers.MTKBSampler`. ``limits`` may then be omitted
             (given, they still become constraints). Defaults to None (single objective:
             ``metric``).
-        margin: Validate every trial against the limits tightened by ``margin`` (an upper
-            bound lowered, the disparate-impact ratio's lower bound raised) and aim the
-            mitigation there, while :meth:`evaluate` judges the limits themselves: the best
-            fair trial is the most accurate one that looked fair on noisy validation rows
-            (``benchmarks/vs_mitigation.py``; ``confidence`` derives a margin from the data).
-            The study stores the tightened limits (:attr:`tuning_limits`). Defaults to 0.
+        margin: Validate every trial against the limits tightened by ``margin`` and aim the
+            mitigation there, while :meth:`evaluate` judges the limits themselves
+            (:attr:`tuning_limits`; ``benchmarks/vs_mitigation.py``). Defaults to 0.
         pos_label: The favourable label (the outcome whose rates the fairness metrics
             compare, as in scikit-learn's scorers) when the labels are not 0/1 or booleans,
             e.g. ``"approved"``; the pipelines then predict 1 for it. Defaults to None: the
             labels must be 0/1 or booleans, and any other pair is an error naming them.
-        budgets: Multi-fidelity search: increasing fractions of the training rows (the last
-            1.0) that each trial is fitted on in turn, e.g. ``(1 / 9, 1 / 3, 1.0)``, or of the
-            model's boosting rounds (see ``resource``). At each
-            smaller budget the trial reports its validation metric to the study's pruner
-            (``optuna.pruners.SuccessiveHalvingPruner``, ``HyperbandPruner``, ``MedianPruner``)
-            and records its fairness there (user attribute ``"fairtune:rungs"``); the pruner
-            may stop it. Only a trial that reaches the full budget completes and gets its
-            constraints, so the best fair trial is always a full-budget one. The subsets are
-            nested, stratified by label and group, and the same for every trial. Defaults to
-            None: every trial on all the training rows.
+        budgets: Multi-fidelity search: increasing fractions (the last 1.0) of the training
+            rows, or of ``resource``, that each trial is fitted on in turn, e.g. ``(1 / 9, 1 /
+            3, 1.0)``; at each smaller budget the trial reports its validation metric (and its
+            fairness, user attribute ``"fairtune:rungs"``) to the study's pruner, which may
+            stop it. Only full-budget trials complete and get constraints. The row subsets are
+            nested, stratified by label and group, the same for every trial. Defaults to None.
         resource: What ``budgets`` are fractions of: ``"n_samples"`` (the training rows) or an
-            integer parameter of the model, such as XGBoost's and the forests'
-            ``"n_estimators"`` (boosting rounds, trees): a smaller budget then fits the trial's
-            model with that share of its value (at least 1) on all the training rows, as
-            scikit-learn's ``HalvingRandomSearchCV(resource=...)`` does. Each budget is a
-            fit of its own, so a trial that completes costs the sum of its budgets' fits.
-            Defaults to ``"n_samples"``.
+            integer parameter of the model such as ``"n_estimators"``, as scikit-learn's
+            ``HalvingRandomSearchCV(resource=...)``. Defaults to ``"n_samples"``.
         prune_unfair: Let the pruner stop a trial that breaks a limit at a smaller budget (it
             then reports its metric less 1). Defaults to False: the pruner sees the metric
             alone, since a gap measured on a few rows is noisy.
@@ -238,11 +199,8 @@ class FairObjective:
         UserWarning: When a limit cannot bind (every fairness metric lies in [0, 1], so e.g.
             ``"dsp<=2"`` holds for every model).
 
-    A study remembers the objective's :attr:`setup` (the data's fingerprint, the model space,
-    metric, limits and margin, mitigation, budgets and pruner, tenants, validation): the first
-    trial stores it, and another setup in the same study raises ``ValueError`` naming each
-    differing argument (:mod:`fairtune.tuning._setup`), rather than mixing values that are not
-    comparable.
+    A study remembers the objective's :attr:`setup`; another setup in the same study raises
+    ``ValueError`` naming each differing argument (:mod:`fairtune.tuning._setup`).
 
     A model reading the sensitive columns of X refuses, at prediction, a value of them it did
     not see at fit (so does the threshold mitigation): one-hot encoding would read it as no group.
@@ -265,7 +223,7 @@ class FairObjective:
         model: str | Callable[[optuna.Trial], Any],
         *,
         limits: LimitsLike | None = None,
-        metric: Metric = "accuracy",
+        metric: trial_path.Metric = "accuracy",
         validation_size: float | None = None,
         cv: int | None = None,
         test_size: float | None = None,
@@ -285,15 +243,15 @@ class FairObjective:
     ) -> None:
         check_validation(metric, validation_size, test_size, cv)
         self.tenant = checked_tenant(tenant)
-        self.budgets = None if budgets is None else checked_budgets(budgets)
-        self.resource = checked_resource(resource, self.budgets)
+        self.budgets = None if budgets is None else trial_path.checked_budgets(budgets)
+        self.resource = trial_path.checked_resource(resource, self.budgets)
         self.prune_unfair = bool(prune_unfair)
         self.space = space_of(model)
         self.objectives, self.directions = parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
         self.margin = margin
-        self.tuning_limits = tightened(self.limits, margin)
-        warn_if_cannot_bind(self.limits, stacklevel=2)
+        self.tuning_limits = trial_path.tightened(self.limits, margin)
+        trial_path.warn_if_cannot_bind(self.limits, stacklevel=2)
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
         self.mitigation = checked_mitigation(mitigation, self.limits, self.metric,
@@ -384,16 +342,7 @@ class FairObjective:
         ``{"entrance": "FairObjective", "dataset": "german (sensitive: sex)", "model":
         "random_forest", "metric": "accuracy", "limits": ["demographic_parity<=0.05"], ...}``
         """
-        return objective_setup(self, data_fingerprint)
-
-    def setup_differences(self, study: optuna.Study) -> list[tuple[str, Any, Any]]:
-        """``(entry, stored value, this objective's value)`` for every setup entry that
-        differs from what ``study`` stores (entries not stored yet are not differences)."""
-        from fairtune.tuning._setup import differences
-
-        stored = read_setup(study, self.tenant)
-        mine = in_study(self.setup, study, study.pruner)
-        return [(name, stored[name], mine[name]) for name in differences(stored, mine)]
+        return setup_path.objective_setup(self, data_fingerprint)
 
     def record_setup(self, study: optuna.Study, pruner: Any = None) -> None:
         """Store :attr:`setup` with ``study`` (with its pruner and tenants), or raise if the
@@ -409,16 +358,16 @@ class FairObjective:
                 if the study's directions do not fit the objective, or if the study is
                 shared by tenants and ``tenant`` is not one of them.
         """
-        check_setup(study, study_record(self, study, pruner, check_pruner), tenant=self.tenant,
-                    arguments=self._named)
+        record = setup_path.study_record(self, study, pruner, trial_path.check_pruner)
+        setup_path.check_setup(study, record, tenant=self.tenant, arguments=self._named)
         self._recorded.add((id(study._storage), study._study_id))
 
     def check_study(self, study: optuna.Study, pruner: Any = None) -> None:
         """Raise as :meth:`record_setup` would, storing nothing: what an entrance checks
         before it creates a trial (:func:`fairtune.tenancy.optimize`), so that a refused run
         leaves the study as it was."""
-        check_stored(study, study_record(self, study, pruner, check_pruner), tenant=self.tenant,
-                     arguments=self._named)
+        record = setup_path.study_record(self, study, pruner, trial_path.check_pruner)
+        setup_path.check_stored(study, record, tenant=self.tenant, arguments=self._named)
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:
         """How a pipeline of this objective reads the sensitive feature at prediction time:
@@ -428,18 +377,10 @@ class FairObjective:
             self._mitigation_of(params or {}), model_uses_them=self._model_sees_sensitive())
 
     def default_params(self) -> dict[str, Any] | None:
-        """The parameters of the untuned model, as a trial of this objective suggests them.
-
-        The space's :attr:`~fairtune.tuning.Space.defaults` (the estimator library's defaults,
-        clipped into the space) and the mitigation as a practitioner sets it up without tuning:
-        ThresholdOptimizer aimed at the bound (``threshold_tolerance=1``), ExponentiatedGradient
-        with the bound and 50 iterations, CorrelationRemover with ``alpha=1``; with a list of
-        mitigations, the first.
-
-        Returns:
-            The parameters, or None when the space names no defaults (a callable ``model``, or
-            a registered space without ``defaults``).
-        """
+        """The parameters of the untuned model: the space's
+        :attr:`~fairtune.tuning.Space.defaults` (the estimator library's, clipped into the
+        space) and the (first) mitigation as set up without tuning, aimed at the bound; None
+        when the space names no defaults (a callable ``model``)."""
         from fairtune.tuning.mitigation import default_mitigation_params
 
         if self.space.defaults is None:
@@ -450,18 +391,9 @@ class FairObjective:
         return params
 
     def enqueue_defaults(self, study: optuna.Study) -> bool:
-        """Make the untuned model (:meth:`default_params`) the study's next trial.
-
-        A search that starts there keeps the model a practitioner would get without tuning
-        whenever nothing it finds is more accurate on validation under the limits. Nothing is
-        enqueued when the study already has a completed, pruned, running or waiting trial
-        with these parameters, so that a resumed study does not run it again; a trial of it
-        that failed or was interrupted does not count. Workers that open a new study at the
-        same moment may each run it once.
-
-        Returns:
-            Whether a trial was enqueued.
-        """
+        """Make the untuned model (:meth:`default_params`) the study's next trial, so that the
+        search keeps it unless it finds a more accurate fair model; not when the study already
+        holds a completed, pruned, running or waiting trial of it. Returns whether it did."""
         from fairtune.tuning._study import enqueue_defaults
 
         return enqueue_defaults(study, self.default_params())
@@ -574,12 +506,12 @@ class FairObjective:
         if study is not None and (id(study._storage), study._study_id) not in self._recorded:
             self.record_setup(study)
         if study is not None:  # the trial is its tenant's, scored on that tenant's data
-            check_tenant(study, {}, self.tenant, trial,
+            setup_path.check_tenant(study, {}, self.tenant, trial,
                          tenant_of(trial) or optimizing_tenant(study))
         rows = self._rows
         pipelines = Pipelines(lambda: self.make_pipeline(trial), rows, resource=self.resource,
                               fit=self._fit, predict=self._predict, expected=self._score_expected)
-        scored = run_trial(
+        scored = trial_path.run_trial(
             trial, pipelines, rows.splits, y01=rows.y_dev.to_numpy(),
             sensitive=rows.s_dev, metric=self.metric, limits=self.tuning_limits,
             budgets=self.budgets, prune_unfair=self.prune_unfair)
@@ -595,7 +527,8 @@ class FairObjective:
             if name in METRIC_NAMES:
                 values.append(scored.value)
                 continue
-            value = fairness_value(name, scored.y_true, scored.y_pred, scored.sensitive)
+            value = trial_path.fairness_value(name, scored.y_true, scored.y_pred,
+                                              scored.sensitive)
             trial.set_user_attr(PREFIX + name, value)
             values.append(value)
         return tuple(values)  # type: ignore[return-value]
@@ -646,7 +579,7 @@ class FairObjective:
                 raise ValueError("`on='training'` refits a model no certificate covers; with "
                                  "`confidence`, refit_best(study) returns the certified one "
                                  "(name a `trial` to refit it without a certificate).")
-            return self.certify(study)
+            return self._certified(study)
         best = chosen_trial(study, trial, tenant=self.tenant, limits=self.tuning_limits)
         pipeline = self.make_pipeline(optuna.trial.FixedTrial(best.params))
         if on == "tuning":
@@ -691,81 +624,54 @@ class FairObjective:
             )
         y_pred, y_score = self._predict(pipeline, self.X_test, self.s_test)
         names = [n for n in self.objectives if n not in METRIC_NAMES]
-        report = scores_of(self.metric, self.y_test, y_pred, y_score, self.s_test,
-                           fairness=names, limits=self.limits,
-                           confidence_level=confidence_level, random_state=self.random_state)
+        report = trial_path.scores_of(
+            self.metric, self.y_test, y_pred, y_score, self.s_test, fairness=names,
+            limits=self.limits, confidence_level=confidence_level, random_state=self.random_state)
         if getattr(pipeline, "certificate_", None) is not None:  # a certified model's
             report["certificate"] = pipeline.certificate_.as_dict()
         return report
 
     def conclude(self, study: optuna.Study) -> Deployment:
-        """What follows the search, as one call (``fairtune tune`` makes it too): with
-        ``confidence`` the safety test (its certificate or refusal recorded with the study;
-        a refusal is the record's answer here, not an exception), then the study's model to
-        deploy, and with a test split, that model's scores on it recorded with the study, for
-        every later report (:func:`fairtune.report.report`, the dashboard's note).
+        """What follows the search, as one call (``fairtune tune`` makes it too,
+        :func:`fairtune.tuning._deployment.conclude`): with ``confidence`` the safety test,
+        its certificate or refusal recorded (a refusal is the returned record's answer, not an
+        exception); the study's model to deploy; with a test split, that model's scores on it
+        recorded with the study for every later report (:func:`fairtune.report.report`).
 
         Returns:
-            The study's deployment record
-            (:class:`~fairtune.tuning._deployment.Deployment`): ``trial`` to deploy (None
-            after a refusal, or without a fair trial) and ``why``.
+            The study's :class:`~fairtune.tuning._deployment.Deployment`: ``trial`` to deploy
+            (None after a refusal, or without a fair trial) and ``why``.
 
         Raises:
-            ValueError: As :meth:`refit_best`, before anything runs or is stored; for a
-                multi-objective study, which has no single model to deploy.
+            ValueError: As :meth:`refit_best`, before anything runs or is stored; for the
+                multi-objective form, which has no single model to deploy.
         """
-        from fairtune.tuning._certify import NotCertifiedError, forget_verdict
-        from fairtune.tuning._deployment import (
-            TEST_CONFIDENCE,
-            ScoresOnTest,
-            deployment,
-            store_test_fits,
-        )
+        from fairtune.tuning._deployment import TEST_CONFIDENCE, ScoresOnTest, conclude
 
         if self.directions:
-            raise ValueError("`conclude` needs the single-objective form: a multi-objective "
-                             "study has no single model to deploy (pick one of "
-                             "study.best_trials and refit it with refit_best).")
+            raise ValueError("`conclude` needs the single-objective form: pick one of "
+                             "study.best_trials and refit it with refit_best(study, trial=...).")
         self._check_trials(study)
-        certified = None
-        if self.confidence is not None:
-            forget_verdict(study, self.tenant)  # this run certifies again
-            try:
-                certified = self.certify(study)
-            except NotCertifiedError:
-                pass  # recorded with the study: the deployment record says so
-        record = deployment(study, self.tenant)
-        if self.X_test is None or record.trial is None:
-            return record
 
         def scored(fit: Any, model: Any) -> ScoresOnTest:
-            scores = self.evaluate(model, confidence_level=TEST_CONFIDENCE)
-            return ScoresOnTest.of(fit, scores, len(self.X_test), self.limits)
+            return ScoresOnTest.of(fit, self.evaluate(model, confidence_level=TEST_CONFIDENCE),
+                                   len(self.X_test), self.limits)
 
-        if certified is not None:
-            fits = [scored("certified", certified)]
-        else:
-            fits = [scored(on, self.refit_best(study, trial=record.trial, on=on))
+        def test_fits(trial: Any, certified: Any) -> list[ScoresOnTest]:
+            if certified is not None:
+                return [scored("certified", certified)]
+            return [scored(on, self.refit_best(study, trial=trial, on=on))
                     for on in (("tuning", "training") if self.cv is None else ("tuning",))]
-        store_test_fits(study, record.trial.number, fits, self.tenant)
-        return record
 
-    def certify(self, study: optuna.Study) -> Pipeline:
-        """The certified model: the first fair trial (best first, at most
-        :data:`~fairtune.tuning._certify.CANDIDATES`) refitted on the search rows whose bounds on
-        the safety rows keep every limit at ``confidence``; its certificate is
-        ``pipeline.certificate_`` and is stored with the study.
+        certify = None if self.confidence is None else lambda: self._certified(study)
+        return conclude(study, self.tenant, certify=certify,
+                        test_fits=None if self.X_test is None else test_fits)
 
-        Raises:
-            NotCertifiedError: Naming the best candidate's bounds and what would change them.
-            ValueError: As :meth:`refit_best`, before the test runs or anything is stored.
-        """
+    def _certified(self, study: optuna.Study) -> Pipeline:
+        """The safety test (:func:`fairtune.tuning._certify.certify`) over this objective's
+        trial path: the certified model, ``pipeline.certificate_``, or NotCertifiedError."""
         from fairtune.tuning._certify import certify
 
-        self._check_trials(study)
-        if self.confidence is None:
-            raise ValueError(f"`certify` needs {arg('confidence')}: create the FairObjective "
-                             "with confidence=..., e.g. 0.95, but got confidence=None.")
         rows = self._rows
         X_safe, y_safe = rows.X_safe, rows.y_safe
         assert X_safe is not None and y_safe is not None  # held out for a confidence
@@ -781,7 +687,7 @@ class FairObjective:
     def _check_trials(self, study: optuna.Study) -> None:
         """Refuse a study whose trials were scored with another setup (or are another
         tenant's), as a resume does (the study's pruner and sampler do not matter to a refit)."""
-        check_stored(study, self.setup, tenant=self.tenant, arguments=self._named)
+        setup_path.check_stored(study, self.setup, tenant=self.tenant, arguments=self._named)
 
     @property
     def limits_text(self) -> str:

@@ -544,32 +544,24 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ranks[above] += 1  # the trials ranked above it, behind it now
         ranks[self.best_index_] = 1
 
-    def _select(
-        self, study: Any, limits: list[FairnessLimit], numbers_before: set[int]
-    ) -> optuna.trial.FrozenTrial | None:
-        """``cv_results_`` and the best fair trial (None, with a warning, when no trial is
-        fair and ``refit=False``); this fit's failures are reported."""
+    def _select(self, study: Any, limits: list[FairnessLimit], numbers_before: set[int]) -> None:
+        """``cv_results_``; this fit's failures reported; when no trial is fair, an error (a
+        warning with ``refit=False``)."""
         trials = finished_trials(study)
         self.cv_results_ = results(trials, limits, error_score=self.error_score,
                                    n_splits=self.n_splits_)
         self.n_trials_ = len(trials)
         report_failures([t for t in trials if t.number not in numbers_before], self.error_score)
         best = best_fair_trial(study, {limit.metric: limit for limit in limits})
-        if best is None:
-            message = no_fair_trial_message(
-                trials, limits, scoring=self.scoring, margin=self.margin,
-                confidence=self.confidence, study=study)
-            if self.refit:  # with confidence, a refusal like any other
-                raise (ValueError if self.confidence is None else NotCertifiedError)(message)
-            warnings.warn(message, UserWarning, stacklevel=3)
-            return None
-        self.best_trial_ = best
-        warn_if_one_class(best, self.scoring, (self._other_label, self._positive_label))
-        self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
-        self.best_params_ = dict(best.params)
-        assert best.value is not None  # a fair trial is COMPLETE
-        self.best_score_ = float(best.value)
-        return best
+        if best is not None:
+            warn_if_one_class(best, self.scoring, (self._other_label, self._positive_label))
+            return
+        message = no_fair_trial_message(trials, limits, scoring=self.scoring,
+                                        margin=self.margin, confidence=self.confidence,
+                                        study=study)
+        if self.refit:  # with confidence, a refusal like any other
+            raise (ValueError if self.confidence is None else NotCertifiedError)(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
 
     def _favourable(self, y: np.ndarray) -> tuple[np.ndarray, Any]:
         """(0/1 labels with 1 = the favourable label, that label), remembered with the other

@@ -381,8 +381,8 @@ def test_a_tenants_test_scores_are_stored_and_reported_as_its_own(
                      "--model", "linear", "--limit", "demographic_parity<=0.4", "--n-trials",
                      "2", "--no-progress", "--test-size", "0.25", "--tenant", tenant,
                      "--tenants", "a,b", "--storage", storage, "--study-name", "shared"]) == 0
-    printed = [line for line in capsys.readouterr().out.splitlines()
-               if line.startswith("Test split")]
+    printed = [line.strip() for line in capsys.readouterr().out.splitlines()
+               if line.strip().startswith("Test split")]
     for tenant in ("a", "b"):
         assert main(["report", "--storage", storage, "--study-name", "shared",
                      "--tenant", tenant]) == 0
@@ -390,8 +390,8 @@ def test_a_tenants_test_scores_are_stored_and_reported_as_its_own(
                  if line.strip().startswith("Test split")]
         assert shown and set(shown) <= set(printed)
     study = optuna.load_study(study_name="shared", storage=storage)
-    assert (study.user_attrs["fairtune:test_scores:a"]["lines"]
-            != study.user_attrs["fairtune:test_scores:b"]["lines"])
+    assert (study.user_attrs["fairtune:test_scores:a"]["fits"]
+            != study.user_attrs["fairtune:test_scores:b"]["fits"])
 
 
 def test_missing_values_for_a_model_that_needs_complete_rows_are_refused_before_any_trial(

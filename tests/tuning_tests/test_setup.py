@@ -307,7 +307,7 @@ def _certifiable(**kwargs) -> FairObjective:
      "`limits` 'demographic_parity<=0.6', but this run asks for 'demographic_parity<=0.5'"),
     ({"margin": 0.01}, "`margin` 0.0, but this run asks for 0.01"),
 ])
-def test_refit_best_and_certify_refuse_another_setup_as_a_resume_does_and_store_nothing(
+def test_refit_best_and_conclude_refuse_another_setup_as_a_resume_does_and_store_nothing(
     change: dict, named: str
 ) -> None:
     objective = _certifiable()
@@ -318,7 +318,7 @@ def test_refit_best_and_certify_refuse_another_setup_as_a_resume_does_and_store_
     other = _certifiable(**change)
     with pytest.raises(ValueError) as resumed:
         study.optimize(other, n_trials=1)
-    for refit in (other.refit_best, other.certify, lambda st: other.refit_best(st, trial=0)):
+    for refit in (other.refit_best, other.conclude, lambda st: other.refit_best(st, trial=0)):
         with pytest.raises(ValueError) as refused:
             refit(study)
         assert str(refused.value) == str(resumed.value) and named in str(refused.value)
