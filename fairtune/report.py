@@ -49,7 +49,8 @@ from fairtune._text import (
     printable,
 )
 from fairtune.tenancy import check_tenant, study_tenants
-from fairtune.tuning._deployment import TEST_CONFIDENCE, ScoresOnTest
+from fairtune.tuning import _deployment
+from fairtune.tuning._deployment import ScoresOnTest
 
 if TYPE_CHECKING:
     import optuna
@@ -77,6 +78,8 @@ __all__ = [
     "with_interval",
 ]
 
+TEST_CONFIDENCE = _deployment.TEST_CONFIDENCE
+"""The level of the fairness metrics' bootstrap intervals on the test split."""
 TEST_SCORES_KEY = _keys.TEST_SCORES_KEY
 """Study user attribute: the test split's scores of the model to deploy, as ``{"trial":
 number, "fits": [...]}`` (:class:`~fairtune.tuning._deployment.ScoresOnTest` records, written by

@@ -3,6 +3,7 @@ built for a trial, fitted on some rows and predicting others."""
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -139,13 +140,21 @@ class Pipelines:
                  fit: Callable[..., Any], predict: Callable[..., Any], expected: bool) -> None:
         self.build, self.rows, self.resource = build, rows, resource
         self.fit, self.predict, self.expected = fit, predict, expected
+        # Seconds of each fit and each prediction, recorded with the trial (FIT_TIMES_KEY).
+        self.fit_times: list[float] = []
+        self.score_times: list[float] = []
 
     def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
                     ) -> tuple[np.ndarray, np.ndarray | None]:
         rows, pipeline = self.rows, self.build()
         if budget < 1.0 and self.resource != "n_samples":
             pipeline = scale_resource(pipeline, self.resource, budget)
+        start = time.perf_counter()
         model = self.fit(pipeline, rows.X_dev.iloc[fit_rows], rows.y_dev.iloc[fit_rows],
                          rows.s_dev.iloc[fit_rows])
-        return self.predict(model, rows.X_dev.iloc[valid_rows], rows.s_dev.iloc[valid_rows],
-                            expected=self.expected)
+        self.fit_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        predicted = self.predict(model, rows.X_dev.iloc[valid_rows], rows.s_dev.iloc[valid_rows],
+                                 expected=self.expected)
+        self.score_times.append(time.perf_counter() - start)
+        return predicted

@@ -57,8 +57,23 @@ from fairtune._names import arg, got, has_name, renamed
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_directions", "check_setup", "check_stored", "check_tenant", "dataset_text",
-           "describe_pruner", "read_setup", "setup_record"]
+__all__ = ["SetupError", "check_directions", "check_setup", "check_stored", "check_tenant",
+           "dataset_text", "describe_pruner", "read_setup", "setup_record"]
+
+
+class SetupError(ValueError):
+    """A study's trials were scored with another setup (:func:`check_stored`).
+
+    Attributes:
+        names: The setup entries that differ.
+        data_only: Whether only the data differs (the rows, labels or groups), every argument
+            being the same.
+    """
+
+    def __init__(self, message: str, names: list[str]) -> None:
+        super().__init__(message)
+        self.names = list(names)
+        self.data_only = all(name in _DATA for name in names)
 
 # The record's entries, in the order messages and reports list them; each is the Python
 # argument that sets it (the command line renames them to its flags through fairtune._names).
@@ -474,7 +489,7 @@ def check_stored(study: optuna.Study, record: Mapping[str, Any], *,
     stored = read_setup(study, tenant)
     names = differences(stored, record)
     if names:
-        raise ValueError(setup_message(study, stored, record, names, tenant, arguments))
+        raise SetupError(setup_message(study, stored, record, names, tenant, arguments), names)
     return record
 
 

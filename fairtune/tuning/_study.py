@@ -129,7 +129,7 @@ def prepare_search_study(study: optuna.Study | None, *, sampler: Any, sampler_se
     import optuna
     from optuna.study import StudyDirection
 
-    from fairtune.tuning._setup import check_setup, describe_pruner
+    from fairtune.tuning._setup import SetupError, check_setup, describe_pruner
 
     if study is None:
         if sampler is None:
@@ -151,8 +151,8 @@ def prepare_search_study(study: optuna.Study | None, *, sampler: Any, sampler_se
         try:
             check_setup(study, {**record, "pruner": describe_pruner(pruner)},
                         arguments=_ARGUMENTS)
-        except ValueError as error:
-            if "other data" not in str(error):
+        except SetupError as error:
+            if not error.data_only:
                 raise
             raise ValueError(f"{error} A clone of the search (scikit-learn's clone, "
                              "cross_validate) shares a database study: give each fit a "

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import numpy as np
 import pandas as pd
 
-from fairtune._keys import PREFIX
-from fairtune._names import arg
+from fairtune._keys import FIT_TIMES_KEY, PREFIX, SCORE_TIMES_KEY
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tenancy import optimizing_tenant, tenant_of
+from fairtune.tuning import _setup as setup_path
+from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._arguments import (
     check_budgets_objectives,
     check_complete_rows,
@@ -27,8 +28,6 @@ from fairtune.tuning._arguments import (
 from fairtune.tuning._certify import check_confidence, limits_for_search
 from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
-from fairtune.tuning import _setup as setup_path
-from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._trial import (
     METRIC_NAMES,
     MITIGATION_USED_KEY,
@@ -511,10 +510,14 @@ class FairObjective:
         rows = self._rows
         pipelines = Pipelines(lambda: self.make_pipeline(trial), rows, resource=self.resource,
                               fit=self._fit, predict=self._predict, expected=self._score_expected)
-        scored = trial_path.run_trial(
-            trial, pipelines, rows.splits, y01=rows.y_dev.to_numpy(),
-            sensitive=rows.s_dev, metric=self.metric, limits=self.tuning_limits,
-            budgets=self.budgets, prune_unfair=self.prune_unfair)
+        try:
+            scored = trial_path.run_trial(
+                trial, pipelines, rows.splits, y01=rows.y_dev.to_numpy(),
+                sensitive=rows.s_dev, metric=self.metric, limits=self.tuning_limits,
+                budgets=self.budgets, prune_unfair=self.prune_unfair)
+        finally:  # what the trial's fits and predictions took, pruned or not
+            trial.set_user_attr(FIT_TIMES_KEY, pipelines.fit_times)
+            trial.set_user_attr(SCORE_TIMES_KEY, pipelines.score_times)
         if self.mitigation:
             trial.set_user_attr(MITIGATION_USED_KEY, self._mitigation_of(trial.params))
         trial.set_user_attr(
@@ -673,14 +676,15 @@ class FairObjective:
         from fairtune.tuning._certify import certify
 
         rows = self._rows
-        X_safe, y_safe = rows.X_safe, rows.y_safe
-        assert X_safe is not None and y_safe is not None  # held out for a confidence
+        X_safe, y_safe, confidence = rows.X_safe, rows.y_safe, self.confidence
+        # Called with a confidence only (conclude), whose safety rows are held out.
+        assert X_safe is not None and y_safe is not None and confidence is not None
 
         def fit_predict(trial: Any) -> tuple[Any, Any]:
             model = self.refit_best(study, trial=trial)  # on the search rows
             return model, self._predict(model, X_safe, rows.s_safe, expected=True)[0]
 
-        model, _ = certify(study, fit_predict, self.limits, self.confidence,
+        model, _ = certify(study, fit_predict, self.limits, confidence,
                            y_safe.to_numpy(), rows.s_safe, self.tenant)
         return model
 

@@ -428,3 +428,17 @@ def test_text_columns_one_hot_encoding_would_read_badly_are_named_in_a_warning()
         FairObjective((X, y, group), "xgboost", limits="demographic_parity<=0.4",
                       drop_columns=["app"])
     assert not any("'app'" in str(w.message) for w in caught)
+
+
+def test_a_fair_objective_trial_records_what_its_fits_took() -> None:
+    """Each trial records the seconds of each fit and prediction (one per fold), as a
+    FairSearchCV trial does, so that benchmarks read them instead of patching the objective."""
+    from fairtune.tuning.search import FIT_TIMES_KEY, SCORE_TIMES_KEY
+
+    objective = FairObjective("german", "linear", limits="demographic_parity<=0.2", cv=3)
+    study = objective.create_study(seed=0)
+    study.optimize(objective, n_trials=2)
+    for trial in study.trials:
+        for key in (FIT_TIMES_KEY, SCORE_TIMES_KEY):
+            times = trial.user_attrs[key]
+            assert len(times) == 3 and all(t > 0 for t in times)
