@@ -6,10 +6,44 @@ release can be checked against.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
     from optuna.storages import BaseStorage, RDBStorage
+
+
+def storage_and_id(study: optuna.Study) -> tuple[BaseStorage, int]:
+    """A study's storage and the study's id in it."""
+    return study._storage, study._study_id
+
+
+def study_key(study: optuna.Study) -> tuple[int, int]:
+    """``(id of the storage object, study id)``: the same for every object of one study in this
+    process that shares the storage object."""
+    return id(study._storage), study._study_id
+
+
+def trial_id(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
+    """A trial's id in its study's storage (unlike its number, unique across studies)."""
+    return trial._trial_id
+
+
+def suggest(trial: optuna.Trial, name: str, distribution: BaseDistribution) -> Any:
+    """Sample ``name`` from ``distribution`` as ``trial.suggest_*`` would (the path of
+    ``study.ask(fixed_distributions)``)."""
+    return trial._suggest(name, distribution)
+
+
+def set_artifact_entry(study: optuna.Study, artifact_id: str, meta: dict[str, Any]) -> None:
+    """The study's entry of an artifact, as ``optuna.artifacts.upload_artifact`` writes it, but
+    under an id of the caller's choice."""
+    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
+
+    storage, study_id = storage_and_id(study)
+    storage.set_study_system_attr(study_id, ARTIFACTS_ATTR_PREFIX + artifact_id, json.dumps(meta))
 
 
 def rdb_storage(storage: BaseStorage) -> RDBStorage | None:

@@ -27,12 +27,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fairtune import _keys
 from fairtune._names import arg
+from fairtune._optuna_compat import (
+    rdb_storage,
+    storage_and_id,
+    trial_id,
+    trials_without_heartbeat,
+)
 
 if TYPE_CHECKING:
     import optuna
     from optuna.storages import BaseStorage
 
-KEY_PREFIX = _keys.PREFIX
 # RDB storages cap a system attribute's JSON-encoded value at 2048 characters (PostgreSQL enforces
 # it; SQLite does not).
 MAX_VALUE_LENGTH = 2000
@@ -123,7 +128,8 @@ def stored_task_correlation(study: optuna.Study) -> Any:
     None if none did."""
     import numpy as np
 
-    raw = read_text(study._storage.get_study_system_attrs(study._study_id), TASK_CORRELATION_KEY)
+    storage, study_id = storage_and_id(study)
+    raw = read_text(storage.get_study_system_attrs(study_id), TASK_CORRELATION_KEY)
     return None if raw is None else np.array(json.loads(raw))
 
 
@@ -267,14 +273,11 @@ def fail_stale_trials(study: optuna.Study) -> list[int]:
     """
     import copy
     import datetime
-    import warnings
 
     import optuna
     from optuna.trial import TrialState
 
-    from fairtune._optuna_compat import rdb_storage, trials_without_heartbeat
-
-    storage = study._storage
+    storage = storage_and_id(study)[0]
     rdb = rdb_storage(storage)
     interval = storage.get_heartbeat_interval() if rdb is not None else None  # type: ignore[attr-defined]
     if not interval:
@@ -286,20 +289,18 @@ def fail_stale_trials(study: optuna.Study) -> list[int]:
     now = datetime.datetime.now()
     old = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
            if t.datetime_start is not None and now - t.datetime_start > grace]
-    silent = trials_without_heartbeat(storage, [t._trial_id for t in old])
+    silent = trials_without_heartbeat(storage, [trial_id(t) for t in old])
     failed = []
-    for trial in old:
-        if trial._trial_id not in silent:
-            continue
+    for trial in (t for t in old if trial_id(t) in silent):
         try:
-            if storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+            if storage.set_trial_state_values(trial_id(trial), state=TrialState.FAIL):
                 failed.append(trial)
         except optuna.exceptions.UpdateFinishedTrialError:
             pass  # another worker finished or failed it meanwhile
     callback = storage.get_heartbeat_stale_trial_callback()  # type: ignore[attr-defined]
     if callback is not None:
         for trial in failed:
-            callback(study, copy.deepcopy(storage.get_trial(trial._trial_id)))
+            callback(study, copy.deepcopy(storage.get_trial(trial_id(trial))))
     return [t.number for t in failed]
 
 
@@ -452,11 +453,11 @@ def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`",
             raise ValueError(f"{flag} must be grpc://<host>:<port> for a gRPC proxy, but got "
                              f"{url!r}.") from None
         return
+    where = f"{flag} {url!r}"
     if url.startswith(JOURNAL_PREFIX):
-        if not url[len(JOURNAL_PREFIX):]:
+        if stored_in is None:
             raise ValueError(f"{flag} must be journal:<file> for a Journal file, but got {url!r}.")
-        check_storage_file(Path(url[len(JOURNAL_PREFIX):]).expanduser(), f"{flag} {url!r}",
-                    create=create)
+        check_storage_file(stored_in, where, create=create)
         return
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -473,14 +474,9 @@ def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`",
             f"{flag} {url!r} has an unknown scheme {parsed.drivername!r}; use a database "
             f"URL, {examples}."
         ) from None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return
-    if parsed.query.get("uri") or parsed.database.startswith("file:"):
-        return  # an SQLite URI with its own options: SQLite checks it
-    path = Path(parsed.database).expanduser()
-    where = f"{flag} {url!r}"
-    if not check_storage_file(path, where, create=create):
-        return  # a new file, created by `tune`
+    path = stored_in  # None: a server, memory, or an SQLite URI with options SQLite checks
+    if path is None or not check_storage_file(path, where, create=create):
+        return  # (or a new file, created by `tune`)
     with open(path, "rb") as f:
         header = f.read(len(SQLITE_HEADER))
     if header and header != SQLITE_HEADER:

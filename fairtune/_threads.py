@@ -101,16 +101,23 @@ def get_num_threads(n_points: int = 0) -> int | None:
     """The thread count for numerics on ``n_points`` points; None leaves the defaults alone."""
     if _user_threads is not None:
         return _user_threads
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        try:
-            return _check_threads(int(env), ENV_VAR)
-        except ValueError:
-            raise ValueError(
-                f"The environment variable {ENV_VAR} must be a positive integer, but got "
-                f"{ENV_VAR}={env!r}."
-            ) from None
-    return 1 if n_points < MANY_POINTS else None
+    env = _env_threads(ENV_VAR)
+    return env if env is not None else 1 if n_points < MANY_POINTS else None
+
+
+def _env_threads(name: str) -> int | None:
+    """The count the environment variable ``name`` sets (None if it is unset or blank)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"The environment variable {name} must be a positive integer, but got "
+                         f"{name}={text!r}.")
+    return value
 
 
 def _blas_controller() -> Any:
@@ -215,18 +222,7 @@ def get_training_threads() -> int:
     """
     if _user_training_threads is not None:
         return _user_training_threads
-    text = os.environ.get(TRAINING_ENV_VAR, "").strip()
-    if not text:
-        return 1
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(
-            f"{TRAINING_ENV_VAR} must be a positive integer, but got {TRAINING_ENV_VAR}={text!r}."
-        )
-    return value
+    return _env_threads(TRAINING_ENV_VAR) or 1
 
 
 training_threads = get_training_threads
@@ -246,9 +242,7 @@ def limit_training_threads(n: int | None = None) -> Iterator[int]:
     """
     from threadpoolctl import threadpool_limits
 
-    n = get_training_threads() if n is None else _check_threads(n, "n")
-    if n is None:  # pragma: no cover - _check_threads returns None only for None
-        n = get_training_threads()
+    n = _check_threads(n, "n") or get_training_threads()
     torch = sys.modules.get("torch")
     previous = torch.get_num_threads() if torch is not None else None
     with threadpool_limits(limits=n):

@@ -12,9 +12,10 @@ module imports numpy, pandas and the message helpers only.
   with twins among the labels is refused: comparing exactly would count the twins' rows as
   unfavourable.
 - Sensitive features: :func:`sensitive_groups` validates them and returns one group label per
-  row (tuples for several columns: intersectional groups). Twins among a column's values are
-  measured as separate groups; the entrances ask it to say so in a warning (metrics never warn:
-  they are called for every trial).
+  row (tuples for several columns: intersectional groups), the one encoding of the groups that
+  the splits, the checks and the records read; :func:`group_name` writes a label as text. Twins
+  among a column's values are measured as separate groups; the entrances ask it to say so in a
+  warning (metrics never warn: they are called for every trial).
 - Group sizes: one validation row moves its group's rate by ``1/n``, so in a group with
   ``1/n >= b``, ``b`` the tightest upper bound of the limits, a single person can decide
   whether a trial meets the limit. :func:`minimum_group_rows` therefore asks each group for
@@ -22,26 +23,30 @@ module imports numpy, pandas and the message helpers only.
   validation split, or all the pooled out-of-fold rows with cross-validation): 21 under a 0.05
   limit, 11 under 0.1; and two rows at least, since one row's rate is 0 or 1 whatever the model
   (a bound of 0, exact parity, is met only by equal rates however many rows a group has, and
-  does not raise the minimum); :func:`check_group_sizes` refuses smaller groups. The minimum is
-  what lets a limit mean anything at all, not what makes a gap precise: a gap measured on 21
-  rows a group still moves by several points from one sample to the next.
+  does not raise the minimum); :func:`check_group_sizes` refuses smaller groups (and a group
+  without a row where a model is trained). The minimum is what lets a limit mean anything at
+  all, not what makes a gap precise: a gap measured on 21 rows a group still moves by several
+  points from one sample to the next.
 - Labels in each group: an error rate is measured on one label's rows (a true positive rate on
   the favourable ones, a false positive rate on the unfavourable ones), so a limit on it needs
   rows of that label in every group where it is measured; :func:`check_groups_have_labels`
-  refuses a group without them before any trial (no number of rows of that group fixes it).
+  refuses a group without them before any trial.
+
+Each rule has one message, in the caller's spelling (:mod:`fairtune._names`): the argument and
+the value that broke it, what the rule needs, and what would do.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fairtune._names import arg, got
+from fairtune._names import arg, got, has_name
 
 __all__ = [
     "MIN_GROUP_VALIDATION_ROWS",
@@ -50,6 +55,7 @@ __all__ = [
     "check_groups_have_labels",
     "check_pos_label_twins",
     "favourable_labels",
+    "group_name",
     "minimum_group_rows",
     "sensitive_groups",
     "shown",
@@ -89,38 +95,22 @@ MSG_POS_LABEL_TWINS = (
     "first (strip, lower-case and drop the final full stop of each)."
 )
 MSG_SMALL_GROUPS = (
-    "{argument} must have at least {minimum} rows of each group in {where} (one row moves a "
-    "group's rate by 1/n, so in a smaller group a single person can decide whether a trial meets "
-    "the limit), but got {groups}. Merge such a group into another, drop its rows, or collect "
-    "more rows of it."
+    "{subject} {groups} in {where}; {needs} needs at least {minimum} row{s} of each group "
+    "there: {fixes}more rows of the group, or merging it into another."
 )
-
 MSG_GROUP_WITHOUT_LABEL = (
     "{argument} must give each group rows of every label its limits measure a rate on, but in "
     "{where} group {group!r} has no row labelled {label} ({meaning}) among its {rows} "
-    "row{s}: its {rate} is undefined, and {limit} needs it. {fix}"
-)
-_NO_SUCH_ROW = (
-    "The group has no {meaning} row in any row of the search, so no number of rows fixes it: "
-    "merge it into another group, or use a limit that does not measure the {rate} "
+    "row{s}: its {rate} is undefined, and {limit} needs it. {found}Give it {meaning} rows there "
+    "({fixes}), merge it into another group, or use a limit that does not measure the {rate} "
     "(demographic_parity measures every row)."
-)
-_HELD_OUT_SUCH_ROWS = (
-    "The group's {count} {meaning} row{s} in the data {are} all held out from the search "
-    "({places}): {fixes} or more {meaning} rows of the group would give the search some; "
-    "else merge it into another group, or use a limit that does not measure the {rate} "
-    "(demographic_parity measures every row)."
-)
-_TOO_FEW_SUCH_ROWS = (
-    "The group has {count} {meaning} row{s} in the rows of the search, none of them here: "
-    "give it more {meaning} rows, merge it into another group, or use a limit that does not "
-    "measure the {rate} (demographic_parity measures every row)."
-)
-_FEW_SUCH_ROWS = (
-    "Give the group {meaning} rows here ({more}), merge it into another group, or use a limit "
-    "that does not measure the {rate} (demographic_parity measures every row)."
 )
 _LABEL_MEANING = {1: "favourable", 0: "unfavourable"}
+
+Share = tuple[str, Any, str]
+"""``(argument, value, remedy)`` of a share of the rows that drew a part of them, e.g.
+``("test_size", 0.9, "a smaller")``: a message names ``test_size=0.9`` and suggests
+"a smaller `test_size`" (the caller's spelling of both)."""
 
 
 def shown(values: Iterable[Any], limit: int = 10) -> str:
@@ -391,42 +381,60 @@ def minimum_group_rows(limits: Any) -> int:
     return max(MIN_GROUP_VALIDATION_ROWS, math.floor(round(1.0 / min(bounds), 9)) + 1)
 
 
-def check_group_sizes(groups: pd.Series, minimum: int, *, where: str, argument: str,
-                      explain: Callable[[Any, int], str | None] | None = None) -> None:
-    """Refuse a group with fewer than ``minimum`` rows in ``groups``.
+def group_name(group: Any) -> str:
+    """A group label as text: ``"F, 25-45"`` for an intersectional group (a tuple)."""
+    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
+
+
+def _codes(groups: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(a code per row, the distinct groups) of group labels, tuples included."""
+    return pd.factorize(pd.Series(groups).to_numpy(dtype=object))
+
+
+def _remedies(shares: Iterable[Share]) -> list[str]:
+    return [f"{remedy} {arg(name)}" for name, _, remedy in shares if has_name(name)]
+
+
+def check_group_sizes(groups: Any, rows: Any, minimum: int, *, where: str, argument: str,
+                      needs: str = "measuring a group's rate", shares: Sequence[Share] = (),
+                      enough: int | None = None) -> None:
+    """Refuse a group with fewer than ``minimum`` of the ``rows`` in a part of the data.
 
     Args:
-        groups: The group of each row a trial is validated on (the validation split, or all
-            the pooled out-of-fold rows with cross-validation).
-        minimum: The fewest rows a group needs there (:func:`minimum_group_rows`).
-        where: The rows, for the message, e.g. ``"the validation split"``.
+        groups: The group of every row (:func:`sensitive_groups`): a group none of ``rows``
+            holds has 0 rows there.
+        rows: The positions of the part's rows, e.g. the validation split.
+        minimum: The fewest rows each group needs there: :func:`minimum_group_rows` where a
+            trial is validated, 1 where a model is trained or tested.
+        where: The part, for the message, e.g. ``"the validation split"``.
         argument: How messages name the sensitive features, e.g. ``"`sensitive_features`"``.
-        explain: ``(group, its rows in where) -> why``: a sentence when something other than
-            the group's size left it so few rows there (a share of the rows that an argument
-            gives), or None; the message then gives that cause instead of the group's size.
+        needs: What needs the rows, e.g. ``"the limit demographic_parity<=0.05"``.
+        shares: The shares (:data:`Share`) that drew the part, the one keeping the fewest of its
+            rows first: the message names it, unless a group has fewer rows in all than
+            ``enough`` (``minimum`` unless given; then it names ``argument``), and suggests each.
+        enough: The fewest rows of a group in all that every part can have enough of.
 
     Raises:
-        ValueError: Naming each such group with its row count in ``where``, the minimum, and
-            how to fix it (merge the group into another, drop its rows, or collect more), or
-            the cause that ``explain`` gives.
+        ValueError: Naming the share or the argument, the small groups with their rows there,
+            what needs them and what would do.
     """
-    counts = pd.Series(groups).value_counts(sort=False)
-    small = counts[counts < minimum].sort_values(kind="stable")
-    if small.empty:
+    codes, names = _codes(groups)
+    total = np.bincount(codes, minlength=len(names))
+    have = np.bincount(codes[np.asarray(rows, dtype=int)], minlength=len(names))
+    small = [k for k in np.argsort(have, kind="stable") if have[k] < minimum]
+    if not small:
         return
-    if explain is not None:
-        cause = explain(_plain(small.index[0]), int(small.iloc[0]))
-        if cause is not None:
-            raise ValueError(
-                f"Each group needs at least {minimum} rows in {where} (one row moves a group's "
-                "rate by 1/n, so in a smaller group a single person can decide whether a trial "
-                f"meets the limit): {cause}")
-    listed = ", ".join(f"{_plain(g)!r} ({int(c)} row{'' if c == 1 else 's'})"
-                       for g, c in list(small.items())[:10])
-    if len(small) > 10:
-        listed += f" and {len(small) - 10} more"
+    # A share is named when every small group has enough rows in all (else the data is).
+    named = [share for share in shares if has_name(share[0])]
+    if min(total[small]) < (minimum if enough is None else enough):
+        named = []
+    listed = ", ".join(f"the group {group_name(names[k])!r} {have[k]} row"
+                       f"{'' if have[k] == 1 else 's'}" for k in small[:5])
     raise ValueError(MSG_SMALL_GROUPS.format(
-        argument=argument, minimum=minimum, where=where, groups=listed))
+        subject=f"{got(*named[0][:2])} leaves" if named else f"{argument} gives",
+        groups=listed + (f" and {len(small) - 5} more" if small[5:] else ""), where=where,
+        needs=needs, minimum=minimum, s="" if minimum == 1 else "s",
+        fixes="".join(f"{fix}, " for fix in _remedies(named))))
 
 
 def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -> None:
@@ -452,67 +460,46 @@ def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -
         )
 
 
-def check_groups_have_labels(groups: pd.Series, y01: Any, needs: Iterable[tuple[str, str, int]],
-                             *, where: str, argument: str, all_groups: Any = None,
-                             all_y01: Any = None, more: str = "more data",
-                             elsewhere: Sequence[tuple[str, Any, Any, str]] = ()) -> None:
+def check_groups_have_labels(groups: Any, y01: Any, needs: Iterable[tuple[str, str, int]],
+                             *, where: str, argument: str, rows: Any = None,
+                             shares: Sequence[Share] = ()) -> None:
     """Refuse a group without rows of a label that a limit measures a rate on.
 
     Args:
-        groups: The group of each row a rate is measured on.
+        groups: The group of every row (:func:`sensitive_groups`).
         y01: Their 0/1 labels (1 the favourable outcome).
         needs: ``(limit, rate, label)`` for each rate of each limit that is measured on one
             label's rows, e.g. ``("equalized_odds<=0.1", "false positive rate", 0)``.
-        where: The rows, for the message, e.g. ``"the validation split"``.
+        where: The rows the rates are measured on, for the message, e.g.
+            ``"the validation split"``.
         argument: How messages name the sensitive features.
-        all_groups: The groups of all the rows (``groups`` among them), with ``all_y01``
-            their labels: the message then says whether more rows could help.
-        more: How to give ``where`` more rows, for the message when ``all_groups`` is not
-            given, e.g. "a larger `safety_size`".
-        elsewhere: ``(where, groups, 0/1 labels, what gives the search more of them)`` of
-            each part of the data held out from ``all_groups`` (the test split, e.g. "a
-            smaller `test_size`"): a label found only there is said to be there, with what
-            would help, rather than missing from the data.
+        rows: The positions of those rows among ``groups``, which are then the whole data (the
+            message says how many rows of the label the group has there), or None: all of them,
+            a part of data not given.
+        shares: The shares (:data:`Share`) that drew those rows, suggested as fixes when the
+            data has rows of the label.
 
     Raises:
         ValueError: Naming the group, the missing label, the undefined rate and the limit.
     """
     labels = np.asarray(y01).ravel()
-    codes, uniques = pd.factorize(pd.Series(np.asarray(groups, dtype=object)))
-    counts = np.bincount(codes, minlength=len(uniques))
+    codes, uniques = _codes(groups)
+    part = np.arange(len(codes)) if rows is None else np.asarray(rows, dtype=int)
+    counts = np.bincount(codes[part], minlength=len(uniques))
     for limit, rate, label in needs:
-        have = np.bincount(codes[labels == label], minlength=len(uniques))
-        missing = np.flatnonzero(have == 0)
+        have = np.bincount(codes[part][labels[part] == label], minlength=len(uniques))
+        missing = np.flatnonzero((have == 0) & (counts > 0))
         if not len(missing):
             continue
-        group = uniques[missing[0]]
-        rows = int(counts[missing[0]])
-        meaning = _LABEL_MEANING[label]
-        if all_groups is None or all_y01 is None:
-            fix = _FEW_SUCH_ROWS.format(meaning=meaning, more=more, rate=rate)
-        else:
-            every = np.asarray(all_groups, dtype=object)
-            total = int(np.sum((every == group) & (np.asarray(all_y01).ravel() == label)))
-            held = [(place, int(np.sum((np.asarray(part, dtype=object) == group)
-                                       & (np.asarray(part_y01).ravel() == label))), remedy)
-                    for place, part, part_y01, remedy in elsewhere]
-            held = [h for h in held if h[1]]
-            count = sum(h[1] for h in held)
-            if not total and held:
-                fixes = ", ".join([f"another {arg('random_state')}",
-                                   *(remedy for _, _, remedy in held)])
-                fix = _HELD_OUT_SUCH_ROWS.format(
-                    count=count, meaning=meaning, s="" if count == 1 else "s",
-                    are="is" if count == 1 else "are", rate=rate, fixes=fixes,
-                    places=" and ".join(f"{n} in {place}" for place, n, _ in held))
-            elif not total:
-                fix = _NO_SUCH_ROW.format(meaning=meaning, rate=rate)
-            else:
-                fix = _TOO_FEW_SUCH_ROWS.format(count=total, meaning=meaning, rate=rate,
-                                                s="" if total == 1 else "s")
-                if held:
-                    fix += (" It has " + " and ".join(f"{n} more in {place}"
-                                                      for place, n, _ in held) + ".")
+        k, meaning = missing[0], _LABEL_MEANING[label]
+        found, fixes = "", [*_remedies(shares), "more data"]
+        if rows is not None:
+            total = int(np.sum((codes == k) & (labels == label)))
+            found = (f"The data has {total or 'no'} {meaning} row{'' if total == 1 else 's'} "
+                     "of the group. ")
+            fixes = fixes if total else ["more data"]
         raise ValueError(MSG_GROUP_WITHOUT_LABEL.format(
-            argument=argument, where=where, group=_plain(group), label=label, meaning=meaning,
-            rows=rows, s="" if rows == 1 else "s", rate=rate, limit=limit, fix=fix))
+            argument=argument, where=where, group=group_name(uniques[k]), label=label,
+            meaning=meaning, rows=int(counts[k]), s="" if counts[k] == 1 else "s", rate=rate,
+            limit=limit, found=found, fixes=", ".join(fixes[:-1]) + (
+                " or " if fixes[1:] else "") + fixes[-1]))

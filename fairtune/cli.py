@@ -97,7 +97,7 @@ _FLAGS = {
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
     "budgets": "--budgets", "resource": "--resource", "pos_label": "--positive",
     "positive": "--positive", "target": "--target", "confidence": "--confidence",
-    "safety_size": "--safety-size",
+    "safety_size": "--safety-size", "curve": "--curve", "html": "--html",
 }
 # With --data, the dataset is the user's file, whose groups --sensitive names (a bundled
 # dataset's are its own).
@@ -123,13 +123,9 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "tune",
         help="tune a model for accuracy under fairness limits",
-        description=(
-            "Tune a model on a bundled dataset or your own file for a validation metric under "
-            "fairness limits, and print the best fair trial; the first trial is the untuned "
-            "model (but for --tenant). With --storage a second call resumes the study "
-            "(refusing another setup or data). Ctrl-C stops the run (exit code 130) and prints "
-            "the best fair trial so far."
-        ),
+        description="Tune a model on a bundled dataset or your own file for a validation metric "
+                    "under fairness limits, and print the model to deploy; the first trial is the "
+                    "untuned model. With --storage a second call resumes the study.",
     )
     data = parser.add_mutually_exclusive_group(required=True)
     data.add_argument("--dataset", choices=_DATASETS, help="a bundled dataset")
@@ -158,10 +154,8 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="validate against the limits less M, a guessed safety margin "
                              "(default 0; --confidence derives one from the data)")
     parser.add_argument("--confidence", type=float, metavar="LEVEL",
-                        help="deploy a model only with a certificate that it keeps the limits "
-                             "on new data at this level (e.g. 0.95), tested on rows the search "
-                             "never sees; else exit 1 (2 when the rows are too few for it "
-                             "before any trial)")
+                        help="deploy a model only with a certificate that it keeps the limits on "
+                             "new data at this level (e.g. 0.95), else exit 1")
     parser.add_argument("--safety-size", type=float, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
                              "safety test (default 0.3)")
@@ -170,13 +164,11 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--sampler", choices=_SAMPLERS, help="default fairbo (mtkb with "
                         "--objectives; fairbo is single-objective)")
     parser.add_argument("--metric", choices=METRIC_NAMES, help="the validation metric (default "
-                        "accuracy; not with --objectives); the limits are measured on 0/1 "
-                        "predictions, roc_auc on probabilities")
+                        "accuracy; not with --objectives)")
     parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
-    parser.add_argument("--test-size", type=float, metavar="F",
-                        help="hold out this fraction of the rows as a test split and report the "
-                             "best fair model's scores on it")
+    parser.add_argument("--test-size", type=float, metavar="F", help="hold out this fraction "
+                        "of the rows as a test split and report the deployed model's scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
     parser.add_argument("--pruner", choices=PRUNER_NAMES, help="multi-fidelity: fit each trial "
                         "on --budgets of the training rows, stopping poor ones early")
@@ -219,12 +211,8 @@ def _team_sampler(args: argparse.Namespace) -> Any:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Where a study is stored, how its workers run and what the run writes."""
-    parser.add_argument(
-        "--storage",
-        help="Optuna storage: an RDB URL (sqlite:///fairtune.db, "
-             "postgresql+psycopg://user@host/db), a Journal file (journal:./fairtune.log) or "
-             "Optuna's gRPC proxy (grpc://host:port)",
-    )
+    parser.add_argument("--storage", help="Optuna storage: sqlite:///fairtune.db, postgresql+"
+                        "psycopg://user@host/db, journal:./fairtune.log or grpc://host:port")
     parser.add_argument("--heartbeat", type=_int_at_least(0), default=_DEFAULT_HEARTBEAT,
                         metavar="SECONDS", help="RDB storages: a dead worker's trial fails after "
                         f"twice this without a heartbeat (default {_DEFAULT_HEARTBEAT}; 0: off)")
@@ -235,10 +223,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="parallel trials (threads); Ctrl-C lets the running ones finish")
     _add_report_outputs(parser)
     parser.add_argument("--dashboard", action="store_true",
-                        help="show the fair search in optuna-dashboard: a study note (the best "
-                             "fair trial, the limits, the test verdict) and two figures, "
-                             f"updated every {DASHBOARD_EVERY} trials and at the end; needs "
-                             "--storage and pip install 'fairtune[dashboard]'")
+                        help="show the fair search in optuna-dashboard (a study note and two "
+                             f"figures, updated every {DASHBOARD_EVERY} trials and at the end); "
+                             "needs --storage and pip install 'fairtune[dashboard]'")
     parser.add_argument("--artifacts", metavar="DIR",
                         help="with --dashboard: also keep the HTML report in this artifact "
                              "directory (start optuna-dashboard with --artifact-dir DIR)")
@@ -310,7 +297,7 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
             return _interrupted_after_search(study, objective, args, run, multi)
         finally:
             if view is not None:  # once more at the end, with the test verdict
-                _publish(study, view, out)
+                _publish(study, view, args, out)
 
 
 def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: TextIO,
@@ -354,8 +341,8 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    return (f"run the same command again (the study is stored in {args.storage})"
-            if args.storage else "this study was in memory; use --storage to be able to resume")
+    return (f"run the same command again (the study is stored in {args.storage})" if args.storage
+            else "this study was in memory; use --storage to be able to resume")
 
 
 def _interrupted_after_search(study: Any, objective: Any, args: argparse.Namespace,
@@ -388,23 +375,10 @@ def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
     if multi:
         raise _UsageError(f"{flag} shows a single-objective study's best fair trial; "
                           "optuna-dashboard shows the Pareto front of --objectives itself.")
-    store = None
-    if args.artifacts is not None:
-        from optuna.artifacts import FileSystemArtifactStore
+    from fairtune.dashboard import DashboardCallback, artifact_directory
 
-        if not args.artifacts.strip():
-            raise _UsageError(f"--artifacts must name a directory, but got {args.artifacts!r}.")
-        path = Path(args.artifacts)
-        if path.exists() and not path.is_dir():
-            raise _UsageError(f"--artifacts must be a directory, but {args.artifacts!r} is a "
-                              "file.")
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise _UsageError(f"--artifacts {args.artifacts!r}: cannot create the directory "
-                              f"({e.strerror}).") from None
-        store = FileSystemArtifactStore(str(path))
-    from fairtune.dashboard import DashboardCallback
+    store = None if args.artifacts is None else _usage(artifact_directory, args.artifacts,
+                                                       argument="--artifacts")
 
     try:
         return DashboardCallback(DASHBOARD_EVERY, artifact_store=store)
@@ -412,20 +386,16 @@ def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
         raise _UsageError(f"--dashboard: {e}") from None
 
 
-def _publish(study: Any, view: Any, out: TextIO) -> None:
-    """The dashboard's view of ``study`` as it ends (a failure is a warning: the study and
-    its results are stored either way)."""
-    from fairtune.dashboard import publish
-
-    try:
-        publish(study, artifact_store=view.artifact_store)
-    except Exception as e:  # noqa: BLE001 - the results are printed and stored regardless
-        print(f"{PROG}: warning: --dashboard: the study's view was not updated "
-              f"({type(e).__name__}: {_one_line(e)}).", file=sys.stderr)
-        return
-    where = (f"; the HTML report in --artifacts {printable(view.artifact_store._base_path)}"
-             if view.artifact_store is not None else "")
-    out.write(f"optuna-dashboard: the study's note and figures are updated{where}.\n")
+def _publish(study: Any, view: Any, args: argparse.Namespace, out: TextIO) -> None:
+    """The dashboard's view of ``study`` as it ends (a failure is a warning)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        updated = view.after_search(study)
+    _print_warnings(caught)
+    where = (f"; the HTML report in --artifacts {printable(args.artifacts)}"
+             if args.artifacts is not None else "")
+    if updated:
+        out.write(f"optuna-dashboard: the study's note and figures are updated{where}.\n")
 
 
 def _tune_objective(args: argparse.Namespace) -> Any:
@@ -499,14 +469,9 @@ def _add_report_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
         help="show the setup and the best fair trial of a stored study",
-        description=(
-            "Print the setup of a stored study (dataset, model, metric, limits, validation, "
-            "mitigation, budgets and pruner, test scores), its trials (complete, pruned, "
-            "failed, fair) and its best fair trial, the one that met every limit of the study "
-            "with the best value; plot the trade-off and the best-fair curve. A study shared "
-            "by tenants is reported by tenant, each with its best fair trial among its own "
-            "trials. Never writes to the storage."
-        ),
+        description="Print a stored study's setup, its trials, the model to deploy and its test "
+                    "scores; plot the trade-off and the best-fair curve. A study shared by "
+                    "tenants is reported by tenant. Never writes to the storage.",
     )
     parser.add_argument("--storage", required=True, help="Optuna storage URL")
     parser.add_argument("--study-name", help="needed when the storage holds several studies")
@@ -540,8 +505,8 @@ def _usage(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
 
-    from fairtune.fairness import fairness_values, get_metric
-    from fairtune.report import check_tenant, print_report
+    from fairtune.fairness import get_metric
+    from fairtune.report import check_report_options, print_report
 
     if args.metric is not None:
         if args.plot is None:
@@ -553,24 +518,10 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     with database_errors("--storage", args.storage):
         with argument_names(_FLAGS):
             study = _usage(load_named_study, args.storage, args.study_name)
-        name = study.study_name
-        if len(study.directions) > 1:
-            for flag, value in (("--curve", args.curve), ("--metric", args.metric),
-                                ("--html", args.html), ("--tenant", args.tenant)):
-                if value is not None:
-                    raise _UsageError(
-                        f"{flag} does not apply to study {name!r}: it has "
-                        f"{len(study.directions)} objectives, whose trade-off --plot draws as "
-                        "a Pareto front (the best-fair curve and its axis need one objective)."
-                    )
-        else:
-            with argument_names(_FLAGS):
-                _usage(check_tenant, study, args.tenant, plots=bool(args.plot or args.curve))
-            if args.metric is not None and not any(
-                args.metric in fairness_values(t) for t in study.get_trials(deepcopy=False)
-            ):
-                raise RuntimeError(f"--metric {args.metric}: no trial of study {name!r} has a "
-                                   "value for it.")
+        with argument_names(_FLAGS):
+            _usage(check_report_options, study, curve=args.curve, html=args.html,
+                   fairness_metric=args.metric, tenant=args.tenant,
+                   plots=bool(args.plot or args.curve))
         print_report(study, out, plot=args.plot, curve=args.curve, fairness_metric=args.metric,
                      tenant=args.tenant)
         _write_html(study, args.html, fairness_metric=args.metric, out=out, tenant=args.tenant)

@@ -46,6 +46,7 @@ from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
 from fairtune import _keys
+from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import (
     GRPC_PREFIX,
     JOURNAL_PREFIX,
@@ -222,8 +223,7 @@ class Board:
                 storage=storage, study_name=BOARD_STUDY_PREFIX + name, load_if_exists=True
             )
         )
-        self._storage = study._storage
-        self._study_id = study._study_id
+        self._storage, self._study_id = storage_and_id(study)
         attrs = self._attrs()
         if SEED_KEY not in attrs:
             # Without a seed, one derived from the name: agents that open a new board at the
@@ -299,15 +299,11 @@ class Board:
         attrs = self._attrs() if attrs is None else attrs
         out = []
         for key in attrs:
-            if not key.startswith(POST_KEY_PREFIX):
-                continue
-            parts = key[len(POST_KEY_PREFIX) :].split(":")
-            if len(parts) != 2:  # a chunk of a long post
-                continue
-            record = json.loads(read_text(attrs, key))  # type: ignore[arg-type]
-            out.append(
-                Post(parts[0], int(parts[1]), record["design"], record["lcb"], record["kappa"])
-            )
+            parts = key[len(POST_KEY_PREFIX):].split(":")
+            if key.startswith(POST_KEY_PREFIX) and len(parts) == 2:  # (not a long post's chunk)
+                record = json.loads(read_text(attrs, key))  # type: ignore[arg-type]
+                out.append(Post(parts[0], int(parts[1]), record["design"], record["lcb"],
+                                record["kappa"]))
         return sorted(out, key=lambda p: (p.agent, p.round))
 
     def latest(

@@ -43,6 +43,7 @@ import os
 import tempfile
 import uuid
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -251,6 +252,28 @@ def publish(
         _upload_report(study, page, artifact_store)
 
 
+def artifact_directory(directory: str, *, argument: str = "`directory`") -> Any:
+    """An Optuna ``FileSystemArtifactStore`` in ``directory``, created if missing (the
+    command line's ``--artifacts``).
+
+    Raises:
+        ValueError: If ``directory`` is blank, is a file, or cannot be created.
+    """
+    from optuna.artifacts import FileSystemArtifactStore
+
+    if not directory.strip():
+        raise ValueError(f"{argument} must name a directory, but got {directory!r}.")
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{argument} must be a directory, but {directory!r} is a file.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{argument} {directory!r}: cannot create the directory "
+                         f"({e.strerror}).") from None
+    return FileSystemArtifactStore(str(path))
+
+
 def report_artifact_id(study: optuna.Study) -> str:
     """The artifact id of ``study``'s HTML report: derived from the study (its id and name in
     the storage), so that workers that publish at once write one artifact, not one each."""
@@ -303,10 +326,19 @@ class DashboardCallback:
         self.every = int(every)
         self.artifact_store = artifact_store
 
-    def after_search(self, study: optuna.Study) -> None:
+    def after_search(self, study: optuna.Study) -> bool:
         """Publish once more when the search has ended (FairSearchCV's ``fit`` calls it after
-        its safety test), so that the note names the model the search deploys."""
-        publish(study, artifact_store=self.artifact_store)
+        its safety test, ``fairtune tune`` after its report), so that the note names the model
+        the search deploys. A failure is a warning: the study and its results are stored
+        either way. Returns whether the view was updated."""
+        try:
+            publish(study, artifact_store=self.artifact_store)
+        except Exception as e:  # noqa: BLE001 - the results are stored regardless
+            warnings.warn(f"fairtune.dashboard: the study's view was not updated "
+                          f"({type(e).__name__}: {printable(e)}).", RuntimeWarning,
+                          stacklevel=2)
+            return False
+        return True
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if len(study.directions) != 1:

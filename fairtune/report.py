@@ -1,19 +1,22 @@
-"""The study report: what a reviewer signs a fair model off on, as text or as one HTML page.
+"""The study report: what a reviewer signs a fair model off on, as text, Markdown or HTML.
 
 :func:`report` reads a single-objective study (any storage) and returns a :class:`StudyReport`:
 the setup the study was tuned with (its setup record: data, model, metric, limits and margin,
 validation, mitigation, and for a multi-fidelity search the budgets and the pruner), how many
-trials completed, were pruned, failed and are fair, the best fair trial (its metric, every
-limited fairness value, the predicted positive rate per group, its parameters), what its
-deployed model needs at prediction time, how many trials predict one class for everyone, and
-the test split's scores with their intervals when the objective (or ``fairtune tune
---test-size``) recorded them. :meth:`StudyReport.text` is what ``fairtune report`` prints;
-:meth:`StudyReport.html` is a self-contained page (no external file: the trade-off plot and the
-best-fair curve are inline images) that ``fairtune report --html`` and ``tune --html`` write.
+trials completed, were pruned, failed and are fair, the model to deploy (its metric, every
+limited fairness value, the predicted positive rate per group, its parameters), what it needs
+at prediction time, how many trials predict one class for everyone, and the test split's scores
+with their intervals when the objective (or ``fairtune tune --test-size``) recorded them.
+:meth:`StudyReport.text` is what ``fairtune report`` prints, :meth:`StudyReport.markdown`
+optuna-dashboard's study note and :meth:`StudyReport.html` a self-contained page (no external
+file: the trade-off plot and the best-fair curve are inline images) that ``fairtune report
+--html`` and ``tune --html`` write. The three format the same parts, each line said once: the
+answer first (the model to deploy, its certificate, its test verdict, what it needs at
+prediction time), then the setup, the reported trial's table, its model and its test split.
 
 A study shared by tenants (:mod:`fairtune.tenancy`) is reported by tenant: each tenant scores
 trials on its own data, so there is no best trial across tenants, only each tenant's best fair
-trial among its own trials (:func:`tenants_text`, and a section per tenant). Every value from
+trial among its own trials (a table of tenants, and a section per tenant). Every value from
 the data or the user is printed with its control characters escaped.
 
 Example:
@@ -55,28 +58,11 @@ from fairtune.tuning._deployment import ScoresOnTest
 if TYPE_CHECKING:
     import optuna
 
-__all__ = [
-    "TEST_CONFIDENCE",
-    "TEST_SCORES_KEY",
-    "StudyReport",
-    "TenantRow",
-    "check_output_path",
-    "check_tenant",
-    "deployment_lines",
-    "format_table",
-    "least_unfair_trial",
-    "objective_names",
-    "pareto_test_text",
-    "pareto_text",
-    "print_report",
-    "report",
-    "running_line",
-    "save_plot",
-    "study_tenants",
-    "tenants_text",
-    "render_test_scores",
-    "with_interval",
-]
+__all__ = ["TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "TenantRow", "check_output_path",
+           "check_report_options", "check_tenant", "deployment_lines", "format_table",
+           "least_unfair_trial", "objective_names", "pareto_test_text", "pareto_text",
+           "print_report", "report", "running_line", "save_plot", "study_tenants",
+           "render_test_scores", "with_interval"]
 
 TEST_CONFIDENCE = _deployment.TEST_CONFIDENCE
 """The level of the fairness metrics' bootstrap intervals on the test split."""
@@ -86,7 +72,7 @@ number, "fits": [...]}`` (:class:`~fairtune.tuning._deployment.ScoresOnTest` rec
 ``FairObjective.conclude``)."""
 
 
-def with_interval(value: float, interval: tuple[float, float] | None, label: str = "") -> str:
+def with_interval(value: float, interval: Sequence[float] | None, label: str = "") -> str:
     """``value`` to four decimals, followed by its interval (if any) in brackets."""
     text = f"{value:.4f}"
     return text if interval is None else f"{text} ({label}{interval[0]:.4f}-{interval[1]:.4f})"
@@ -110,19 +96,17 @@ def render_test_scores(trial: int, fits: Sequence[ScoresOnTest], *,
     the limits, and each limit that lies inside its interval named, since this many test rows
     cannot tell whether it holds on new data. ``current``: whether the trial is still the
     model to deploy (else each line names the trial, and no advice on which to deploy)."""
-    lines = []
+    interval, lines = f"{percent(TEST_CONFIDENCE)} interval ", []
     for i, fit in enumerate(fits):
-        values = ", ".join(f"{k} " + with_interval(v, fit.intervals.get(k),  # type: ignore[arg-type]
-                                                   f"{percent(TEST_CONFIDENCE)} interval ")
+        values = ", ".join(f"{k} {with_interval(v, fit.intervals.get(k), interval)}"
                            for k, v in fit.scores.items())
         verdict = "meets every limit" if fit.fair else f"violates {', '.join(fit.limits)}"
         if fit.unresolved:
             verdict += (f", but {fit.rows} test rows cannot tell whether "
                         f"{' and '.join(fit.unresolved)} holds on new data (the limit lies "
                         "inside the interval)")
-        what = _FITS[fit.fit][0 if current else 1].format(n=trial)
-        lines.append(f"Test split{f' ({fit.rows} rows)' if not i else ''}, {what}: {values}; "
-                     f"{verdict}.")
+        lines.append(f"Test split{f' ({fit.rows} rows)' if not i else ''}, "
+                     f"{_FITS[fit.fit][not current].format(n=trial)}: {values}; {verdict}.")
     if current and [fit.fit for fit in fits] == ["tuning", "training"]:
         lines.append("Which to deploy: refit_best(study) returns the first, fitted on more rows "
                      "but never measured on validation rows; refit_best(study, "
@@ -141,19 +125,16 @@ def _running(study: optuna.Study) -> str:
     """The RUNNING trials and how long ago they started ('' if none)."""
     from fairtune._storage import running_trials
 
+    def age(s: float) -> str:
+        if s < 120:
+            return f"{s:.0f} s"
+        return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
     running = running_trials(study)
-    if not running:
-        return ""
-
-    def age(seconds: float) -> str:
-        if seconds < 120:
-            return f"{seconds:.0f} s"
-        return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
-
-    shown = ", ".join(f"#{n} (started {age(s)} ago)" for n, s in running[:10])
     more = f" and {len(running) - 10} more" if len(running) > 10 else ""
-    return (f"{shown}{more}: still in progress, or their worker died (a storage with a "
-            "heartbeat fails those; see --heartbeat).")
+    return (", ".join(f"#{n} (started {age(s)} ago)" for n, s in running[:10]) + more
+            + ": still in progress, or their worker died (a storage with a heartbeat fails "
+            "those; see --heartbeat).") if running else ""
 
 
 def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
@@ -165,68 +146,55 @@ def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
         return ", ".join(map(str, values)) if values else None
 
     validated, given = listed(setup.get("limits")), listed(setup.get("limits_given"))
-    limits = given or validated
-    how = []
-    if setup.get("margin"):
-        how.append(f"less a margin of {setup['margin']:g}")
+    how = [f"less a margin of {setup['margin']:g}"] if setup.get("margin") else []
     if setup.get("confidence"):  # the certified search validates against tightened limits
         how.append(f"tightened by the width of their {percent(setup['confidence'])} bound on "
                    "the safety rows, so that the models found can pass the safety test, "
                    "which judges the limits as given")
+    limits = given or validated
     if given and (how or validated != given):
         limits = (f"{given} as given; the trials were validated against {validated}"
                   + (f" ({'; '.join(how)})" if how else ""))
     elif limits and how:  # a record of an older version: the validated limits only
         limits += f" (the limits the trials were validated against: {'; '.join(how)})"
-    rows: list[tuple[str, Any]] = [
-        ("dataset", setup.get("dataset")),
-        ("model", setup.get("model")),
-        ("metric", setup.get("metric")),
-        ("limits", limits),
-        ("validation", setup.get("validation")),
-        ("mitigation", listed(setup.get("mitigation"))),
-    ]
-    budgets = setup.get("budgets")
-    if budgets:
+    rows = [("dataset", setup.get("dataset")), ("model", setup.get("model")),
+            ("metric", setup.get("metric")), ("limits", limits),
+            ("validation", setup.get("validation")),
+            ("mitigation", listed(setup.get("mitigation")))]
+    if setup.get("budgets"):
         resource = setup.get("resource") or "n_samples"
+        shown = ", ".join(f"{float(b):.3g}" for b in setup["budgets"])
         of = "the training rows" if resource == "n_samples" else resource
-        shown = ", ".join(f"{float(b):.3g}" for b in budgets)
-        rows.append(("budgets", f"{shown} (fractions of {of})"))
-        if resource != "n_samples":
-            rows.append(("resource", resource))
-        pruner = setup.get("pruner") or "none: every trial runs every budget"
-        if setup.get("prune_unfair"):
-            pruner += "; it also stops trials that break a limit at a smaller budget"
-        rows.append(("pruner", pruner))
-    out = [(what.capitalize(), str(value)) for what, value in rows if value]
+        rows += [("budgets", f"{shown} (fractions of {of})"),
+                 ("resource", resource if resource != "n_samples" else None),
+                 ("pruner", (setup.get("pruner") or "none: every trial runs every budget") + (
+                     "; it also stops trials that break a limit at a smaller budget"
+                     if setup.get("prune_unfair") else ""))]
     if setup.get("metric") == "roc_auc":
-        out.append(("Note", "roc_auc scores the probabilities; the fairness values are "
-                            "measured on the 0/1 predictions (threshold 0.5)."))
-    return out
+        rows.append(("note", "roc_auc scores the probabilities; the fairness values are "
+                             "measured on the 0/1 predictions (threshold 0.5)."))
+    return [(what.capitalize(), str(value)) for what, value in rows if value]
 
 
 def deployment_lines(trial: optuna.trial.FrozenTrial) -> list[str]:
     """Which mitigation a trial used and what its deployed model needs at prediction time."""
     from fairtune.tuning.mitigation import MITIGATIONS
 
-    lines = []
     used = trial.user_attrs.get(_keys.MITIGATION_USED_KEY)
-    if used in MITIGATIONS:
-        lines.append(f"Mitigation: {used} ({MITIGATIONS[used].implementation}).")
-        if used in ("threshold", "reduction"):
-            lines.append("Its predictions are randomized: the trial's validation values are "
-                         "their expected values.")
+    lines = ([f"Mitigation: {used} ({MITIGATIONS[used].implementation})."]
+             if used in MITIGATIONS else [])
+    if used in ("threshold", "reduction"):
+        lines.append("Its predictions are randomized: the trial's validation values are their "
+                     "expected values.")
+    return lines + _sensitive_line(trial)
+
+
+def _sensitive_line(trial: optuna.trial.FrozenTrial) -> list[str]:
+    """What a trial's deployed model needs of the sensitive feature at prediction time (none
+    when not recorded)."""
     how = trial.user_attrs.get(_keys.SENSITIVE_AT_PREDICTION_KEY)
-    if how:
-        lines.append(_sensitive_line(how))
-    return lines
-
-
-def _sensitive_line(how: str) -> str:
-    """What a deployed model needs of the sensitive feature at prediction time."""
-    if how == "no":
-        return "Sensitive feature at prediction: not needed."
-    return f"Sensitive feature at prediction: needed, as {how}."
+    needs = "not needed" if how == "no" else f"needed, as {how}"
+    return [f"Sensitive feature at prediction: {needs}."] if how else []
 
 
 def least_unfair_trial(
@@ -236,19 +204,13 @@ def least_unfair_trial(
     limit it has no value for counts as infinitely exceeded)."""
     from fairtune.fairness import fairness_values
 
-    def unfairness(t: optuna.trial.FrozenTrial) -> float:
-        values = fairness_values(t)
-        total = 0.0
-        for name, limit in limits.items():
-            if limit is not None and name in values:
-                total += max(limit.violation(values[name]), 0.0)
-            elif name in t.constraints:
-                total += max(t.constraints[name], 0.0)
-            else:
-                return float("inf")
-        return total
+    def excess(t: optuna.trial.FrozenTrial, name: str, limit: Any) -> float:
+        value = fairness_values(t).get(name)
+        if limit is not None and value is not None:
+            return max(limit.violation(value), 0.0)
+        return max(t.constraints[name], 0.0) if name in t.constraints else float("inf")
 
-    return min(trials, key=unfairness)
+    return min(trials, key=lambda t: sum(excess(t, name, bound) for name, bound in limits.items()))
 
 
 _NOT_COMPARABLE = (
@@ -284,19 +246,14 @@ class TenantRow:
     utility: float
 
 
-def _tenants_table(rows: Sequence[TenantRow]) -> str:
-    return format_table(
-        ["tenant", "trials", "pruned", "fair", "best fair trial", "cumulative utility"],
-        [[row.tenant, str(row.trials), str(row.pruned), str(row.fair),
-          "-" if row.best is None else f"#{row.best.number} {row.best.value:.4f}",
-          f"{row.utility:.4f}"] for row in rows],
-        right_aligned={1, 2, 3, 4, 5},
-    )
+_TENANTS = ["tenant", "trials", "pruned", "fair", "best fair trial", "cumulative utility"]
+"""The header of the table of tenants (its columns but the first are numbers)."""
 
 
 @dataclass
 class StudyReport:
-    """A single-objective study's report; :func:`report` builds it.
+    """A single-objective study's report; :func:`report` builds it from the study's records,
+    and :meth:`text`, :meth:`markdown` and :meth:`html` format the same parts of it.
 
     A study shared by tenants, each scoring trials on its own data, has no best trial across
     tenants: its report holds a :class:`TenantRow` per tenant and one section (a report of the
@@ -312,24 +269,21 @@ class StudyReport:
         best: The best fair trial, or the least unfair one when no trial is fair (None without
             completed trials, and for a study shared by tenants: see ``sections``).
         best_is_fair: Whether ``best`` meets every limit.
-        deploy: The model to deploy and why
-            (:class:`~fairtune.tuning._deployment.Deployment`, the one record every view
-            renders). When it is a certified trial other than ``best``, the report is of it:
-            ``rows``, ``deployment`` and ``best_one_class`` are this trial's.
         metric: The name of the study's value (e.g. ``"accuracy"``).
-        rows: ``(name, value, status)`` rows of the trial reported (``deployed``, else
-            ``best``): the metric, each fairness value
-            (``"ok"`` or ``"violated (...)"``), the predicted positive rate overall and per
-            group, the parameters (status ``"param"``).
-        deployment: What the reported trial's deployed model uses and needs at prediction
-            time.
-        one_class: The number of completed trials that predict one class for everyone.
-        best_one_class: The class the reported trial predicts for every validation row, or
-            None.
+        deploy: The model to deploy and why (:class:`~fairtune.tuning._deployment.Deployment`,
+            the one record every view renders); a certified trial other than ``best`` is the
+            trial reported.
+        rows: ``(name, value, status)`` rows of the trial reported: the metric, each fairness
+            value (``"ok"`` or ``"violated (...)"``), the predicted positive rate overall and
+            per group, the parameters (status ``"param"``).
+        deployment: What the reported trial's model uses and needs at prediction time.
+        findings: Warnings about the reported trial (that it, or how many trials, predict one
+            class for everyone).
         test_trial: The trial the test lines belong to (None without them).
-        test_lines: The test split's score lines (:func:`scores_on_test_split`).
-        test_recorded: Whether the test lines are those ``fairtune tune`` stored with the
-            study (rather than computed for this report).
+        test_lines: The test split's score lines recorded with the study
+            (:func:`render_test_scores`).
+        test_current: Whether ``test_trial`` is the model to deploy (else the test lines are
+            labelled by their trial).
         pruned: The trials a pruner stopped at a smaller budget.
         tenant: The tenant asked for (:func:`report`'s ``tenant``); in a section, the tenant
             whose trials it reports.
@@ -337,9 +291,6 @@ class StudyReport:
         sections: Of a study shared by tenants, the report of each tenant's own trials: the
             tenant asked for, else every tenant.
         untagged: Of a study shared by tenants, the trials that carry no tenant.
-        test_current: Whether the recorded test lines are those of the model to deploy (the
-            certified one with ``confidence``, else the best fair trial); if not, they are
-            labelled by their trial.
     """
 
     study: Any
@@ -352,28 +303,24 @@ class StudyReport:
     deploy: Any = None
     rows: list[tuple[str, str, str]] = field(default_factory=list)
     deployment: list[str] = field(default_factory=list)
-    one_class: int = 0
-    best_one_class: int | None = None
+    findings: list[str] = field(default_factory=list)
     test_trial: int | None = None
     test_lines: list[str] = field(default_factory=list)
-    test_recorded: bool = False
+    test_current: bool = True
     pruned: int = 0
     tenant: str | None = None
     tenants: list[TenantRow] = field(default_factory=list)
     sections: list[StudyReport] = field(default_factory=list)
     untagged: int = 0
-    test_current: bool = True
 
     def _summary(self) -> str:
         trials, complete, failed, fair = self.counts
+        who = f"Study {printable(self.study.study_name)}: {trials} trials"
         if self.tenants:
-            untagged = f" ({self.untagged} untagged)" if self.untagged else ""
-            who = (f"Study {printable(self.study.study_name)}: {trials} trials of "
-                   f"{len(self.tenants)} tenants{untagged}")
+            who += f" of {len(self.tenants)} tenants" + (
+                f" ({self.untagged} untagged)" if self.untagged else "")
         elif self.tenant is not None:
             who = f"Tenant {printable(self.tenant)}: {trials} trials"
-        else:
-            who = f"Study {printable(self.study.study_name)}: {trials} trials"
         # A multi-fidelity search says how many trials it stopped early, even none.
         pruning = self.pruned or any(what == "Pruner" for what, _ in self.setup)
         return (who + f", {complete} complete" + (f", {self.pruned} pruned" if pruning else "")
@@ -383,9 +330,8 @@ class StudyReport:
     def deployed(self) -> Any:
         """The certified trial when it is not ``best``, else None."""
         d = self.deploy
-        if d is None or d.why != "certified" or self.best is None:
-            return None
-        return None if d.trial.number == self.best.number else d.trial
+        certified = d is not None and d.why == "certified"
+        return d.trial if certified and d.trial.number != self.best.number else None
 
     @property
     def certificate(self) -> dict[str, Any]:
@@ -404,40 +350,87 @@ class StudyReport:
         label = self.certificate.get("one_class") if self.certificate.get("certified") else None
         return None if label is None else int(label)
 
-    def _pending(self) -> bool:
-        return self.deploy is not None and self.deploy.why == "pending"
-
-    def _findings(self) -> list[str]:
-        """The warnings about the reported trial, one line each."""
-        complete = self.counts[1]
-        lines = []
-        if self.best_one_class is not None and self._constant() is None:
-            lines.append(
-                f"Warning: trial #{self._subject.number} predicts one class "
-                f"({self.best_one_class}) for everyone: its {self.metric} is that of a "
-                f"constant guess and its fairness gaps are trivially 0 ({self.one_class} "
-                f"of {complete} complete trials do so). Tighter limits are met this way; check "
-                "the model before trusting it."
-            )
-        elif self.one_class:
-            lines.append(f"{self.one_class} of {complete} complete trials predict one class for "
-                         "everyone.")
-        return lines
-
-    def _headline(self) -> str:
-        if self.best is None:
-            return "No completed trial yet."
+    def _verdict(self) -> tuple[str, str, list[str]]:
+        """``(headline, heading, answer)``: the heading of the reported trial's table; the
+        note's heading, the model to deploy in a few words; and what a reviewer reads first:
+        the model to deploy (the certified one when the study was certified, none when the
+        safety test refused), its certificate, its verdict on the test split in one line when
+        it was measured on that model, and what it needs at prediction time (no answer before
+        a fair trial, nor across tenants)."""
+        best, d = self.best, self.deploy
+        if best is None:
+            return "No completed trial yet.", "No completed trial yet.", []
         if self.deployed is not None:
-            return (f"Trial #{self.deployed.number}, the certified model "
-                    f"({self.deploy.passed_over})")
-        if self.best_is_fair and self._pending():
-            return (f"Best fair trial: #{self.best.number} (a candidate: no model is certified "
-                    "yet)")
-        if self.best_is_fair and self.deploy is not None and self.deploy.why == "best":
-            return f"Best trial: #{self.best.number} (the study has no fairness limits)"
-        if self.best_is_fair:
-            return f"Best fair trial: #{self.best.number}"
-        return f"No trial meets every limit yet; the least unfair one is #{self.best.number}."
+            headline = f"Trial #{self.deployed.number}, the certified model ({d.passed_over})"
+        elif not self.best_is_fair:
+            headline = f"No trial meets every limit yet; the least unfair one is #{best.number}."
+        elif d.why == "best":
+            headline = f"Best trial: #{best.number} (the study has no fairness limits)"
+        else:
+            headline = f"Best fair trial: #{best.number}" + (
+                " (a candidate: no model is certified yet)" if d.why == "pending" else "")
+        untested = [d.untested_text()] if d.untested_text() else []
+        if d.why == "no_fair":
+            return headline, headline, []
+        if d.why == "refused":  # the safety test refused every candidate
+            return headline, "Deploy no model: the safety test certified none", [
+                f"Deploy no model: {d.certificate.get('message', 'none could be certified.')}",
+                *untested]
+        if d.why == "pending":  # only a certified model is deployed: the candidate, no more
+            return headline, (f"No model certified yet; the best fair trial, #{best.number}, is "
+                              "the candidate"), [
+                d.pending_text(), f"The candidate: trial #{best.number}, the best fair trial "
+                f"({self.metric} {best.value:.4f} on validation), not certified."]
+        constant = self._constant()
+        short = {"certified": "certified", "best": "the best trial"}.get(d.why,
+                                                                         "the best fair trial")
+        heading = f"Deploy trial #{d.trial.number}, {short}" + ("" if constant is None else (
+            f": a constant model, it predicted {constant} for every safety row"))
+        what = {"certified": "the certified model"}.get(d.why, short) + (
+            f" ({d.passed_over})" if d.passed_over else "")
+        facts = "" if constant is None else (
+            f"; a constant model: it predicted {constant} for every safety row")
+        answer = [f"Deploy trial #{d.trial.number}, {what} "
+                  f"({self.metric} {d.trial.value:.4f} on validation{facts})."]
+        if d.why == "certified":
+            answer += [str(d.certificate["message"]), *untested]
+        if self.test_lines and self.test_trial == d.trial.number:
+            answer.append(self.test_lines[0])
+        return headline, heading, answer + _sensitive_line(d.trial)
+
+    def _answer(self) -> list[str]:
+        return self._verdict()[2]
+
+    def _deploy_heading(self) -> str:
+        return self._verdict()[1]
+
+    def _not_deployed(self) -> str:
+        """' (not the model to deploy)' when the test lines are another trial's."""
+        return "" if self.test_current else " (not the model to deploy)"
+
+    def _parts(self, *, answer_first: bool) -> dict[str, Any]:
+        """The report's parts, built once from its records for each view to format: the
+        ``headline``, ``heading`` and ``answer`` (:meth:`_verdict`), the ``findings`` about the
+        reported trial, its ``scores`` and ``params`` rows, what its model uses and needs
+        (``deployment``), its ``test`` lines and the rows of the table of ``tenants``. The
+        answer repeats lines of the parts below it; each is said once: in the answer with
+        ``answer_first`` (the note and the page, which open with it), else below, in its place
+        (the text)."""
+        headline, heading, answer = self._verdict()
+        below = {"findings": self.findings, "deployment": self.deployment,
+                 "test": self.test_lines}
+        if answer_first:
+            below = {part: [line for line in lines if line not in answer]
+                     for part, lines in below.items()}
+        else:
+            answer = [line for line in answer if all(line not in b for b in below.values())]
+        return {"headline": headline, "heading": heading, "answer": answer, **below,
+                "scores": [row for row in self.rows if row[2] != "param"],
+                "params": [row for row in self.rows if row[2] == "param"],
+                "tenants": [[row.tenant, str(row.trials), str(row.pruned), str(row.fair),
+                             "-" if row.best is None else
+                             f"#{row.best.number} {row.best.value:.4f}", f"{row.utility:.4f}"]
+                            for row in self.tenants]}
 
     def text(self) -> str:
         """The report as ``fairtune report`` prints it (every value from the data or the user
@@ -446,80 +439,57 @@ class StudyReport:
         Of a study shared by tenants: the table of tenants, each with its own best fair trial,
         and the section of the tenant asked for (never one best trial across tenants).
         """
-        out = [self._summary() + "\n"]
-        # The answer first, as the HTML page and the dashboard's note give it: the lines of it
-        # that the report prints further down (the certificate, the test verdict, what the
-        # model needs at prediction time) are printed there.
-        answer = self._answer()
-        later = set(self.deployment + self._findings() + self.test_lines)
-        out += [printable(line) + "\n" for line in answer if line not in later]
-        out += [f"{what:<11} {printable(value)}\n" for what, value in self.setup]
-        if self.running:
-            out.append(f"{'Running':<11} {printable(self.running)}\n")
+        parts = self._parts(answer_first=False)
+        lines = [self._summary(), *parts["answer"],
+                 *(f"{what:<11} {value}" for what, value in self.setup),
+                 *([f"{'Running':<11} {self.running}"] if self.running else [])]
         if self.tenants:
-            out.append(_tenants_table(self.tenants))
-            out.append(_NOT_COMPARABLE + "\n")
-            for section in self.sections if self.tenant is not None else []:
-                out.append("\n" + section.text())
-            return "".join(out)
-        out.append(self._headline() + "\n")
-        if self.best is None:
-            return "".join(out)
-        out.append(format_table(["", "value", ""], [list(r) for r in self.rows],
-                                right_aligned={1}))
-        refused = self.certificate.get("certified") is False and answer
-        out += [printable(line) + "\n" for line in self.deployment + self._findings()
-                if not (refused and line == self.certificate.get("message"))]
-        if self.test_lines:
-            out.append(f"Test scores for trial #{self.test_trial}{self._not_deployed()}"
-                       ":\n")
-            out += [f"  {printable(line)}\n" for line in self.test_lines]
-        return "".join(out)
+            lines += format_table(_TENANTS, parts["tenants"],
+                                  right_aligned={1, 2, 3, 4, 5}).splitlines()
+            lines.append(_NOT_COMPARABLE)
+        else:
+            lines.append(parts["headline"])
+        if self.best is not None:
+            lines += format_table(["", "value", ""], self.rows, right_aligned={1}).splitlines()
+            lines += parts["deployment"] + parts["findings"]
+            if parts["test"]:
+                lines.append(f"Test scores for trial #{self.test_trial}{self._not_deployed()}:")
+                lines += ["  " + line for line in parts["test"]]
+        return "".join(printable(line) + "\n" for line in lines) + "".join(
+            "\n" + section.text() for section in self.sections if self.tenant is not None)
 
     def markdown(self) -> str:
         """The report as Markdown, for optuna-dashboard's study note (:mod:`fairtune.dashboard`):
         the answer first (the trial to deploy, its certificate, its test verdict, what it needs
         at prediction time), then the best trial's scores, the setup and the counts. Every value
         from the data or the user is shown as typed, never read as markup."""
-        out = []
+        parts, out = self._parts(answer_first=True), []
         if self.tenants:
-            out += ["### Tenants", "", markdown_table(
-                ["tenant", "trials", "pruned", "fair", "best fair trial", "cumulative utility"],
-                [[row.tenant, str(row.trials), str(row.pruned), str(row.fair),
-                  "-" if row.best is None else f"#{row.best.number} {row.best.value:.4f}",
-                  f"{row.utility:.4f}"] for row in self.tenants], right_aligned={1, 2, 3, 4, 5}),
-                markdown_text(_NOT_COMPARABLE), ""]
+            out += ["### Tenants", "", markdown_table(_TENANTS, parts["tenants"],
+                                                      right_aligned={1, 2, 3, 4, 5}),
+                    markdown_text(_NOT_COMPARABLE), ""]
             for section in self.sections:
-                out += [f"### Tenant {markdown_text(section.tenant)}", "",
-                        section.markdown(), ""]
+                out += [f"### Tenant {markdown_text(section.tenant)}", "", section.markdown(), ""]
         else:
-            answer = self._answer()
-            out.append(f"### {markdown_text(self._deploy_heading())}")
-            out.append("")
-            out += [f"- {markdown_text(line)}" for line in answer or self._findings()]
+            out += [f"### {markdown_text(parts['heading'])}", ""]
+            out += [f"- {markdown_text(line)}" for line in parts["answer"] + parts["findings"]]
             if self.best is not None:
-                if answer:
-                    out += [f"- {markdown_text(line)}" for line in self._findings()]
                 which = ("the certified model" if self.deployed is not None else
                          "the best trial" if self.deploy.why == "best" else
                          "the best fair trial" if self.best_is_fair else "the least unfair trial")
                 out += ["", f"Trial \\#{self._subject.number}, {which}, on validation:", "",
-                        markdown_table(["", "value", ""],
-                                           [[name.strip(), value, status]
-                                            for name, value, status in self.rows
-                                            if status != "param"], right_aligned={1})]
-                out += [f"- {markdown_text(line)}" for line in self.deployment
-                        if line not in answer and line != self.certificate.get("message")]
-                rest = [line for line in self.test_lines if line not in answer]
-                if rest:  # the verdict's first line is in the answer already
+                        markdown_table(["", "value", ""], [[name.strip(), value, status] for
+                                                           name, value, status in parts["scores"]],
+                                       right_aligned={1})]
+                out += [f"- {markdown_text(line)}" for line in parts["deployment"]]
+                if parts["test"]:
                     out += ["", f"Test split, trial #{self.test_trial}"
                                 f"{markdown_text(self._not_deployed())}:", ""]
-                    out += [f"- {markdown_text(line)}" for line in rest]
+                    out += [f"- {markdown_text(line)}" for line in parts["test"]]
             out.append("")
         if self.tenants or self.tenant is None:  # not in a tenant's section: once per note
             if self.setup:
-                out += [markdown_table(["setup", ""], [list(row) for row in self.setup],
-                                       right_aligned=set()), ""]
+                out += [markdown_table(["setup", ""], self.setup, right_aligned=set()), ""]
             out.append(markdown_text(self._summary()))
         return "\n".join(out).rstrip() + "\n"
 
@@ -534,128 +504,63 @@ class StudyReport:
             fairness_metric: The trade-off plot's x axis. Defaults to None: the study's first
                 limit.
         """
-        title = f"fairtune report: {self.study.study_name}"
-        parts = [
+        title = _e(f"fairtune report: {self.study.study_name}")
+        return "\n".join([
             "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
-            f"<h1>{_e(title)}</h1>",
-        ]
-        parts += self._html_body(fairness_metric, level=2)
-        if self.tenants:
-            parts.append("<h2>Tenants</h2><table class=tenants><tr><th>tenant</th>"
-                         "<th>trials</th><th>pruned</th><th>fair</th><th>best fair trial</th>"
-                         "<th>cumulative utility</th></tr>")
-            for row in self.tenants:
-                best = "-" if row.best is None else f"#{row.best.number} {row.best.value:.4f}"
-                parts.append(f"<tr><td>{_e(row.tenant)}</td><td class=num>{row.trials}</td>"
-                             f"<td class=num>{row.pruned}</td><td class=num>{row.fair}</td>"
-                             f"<td class=num>{_e(best)}</td>"
-                             f"<td class=num>{row.utility:.4f}</td></tr>")
-            parts.append("</table>")
-            parts.append(f"<p class=note>{_e(_NOT_COMPARABLE)}</p>")
-            for section in self.sections:
-                parts.append(f"<section><h2>Tenant {_e(section.tenant)}</h2>")
-                parts += section._html_body(fairness_metric, level=3)
-                parts.append("</section>")
-        parts.append("</body></html>")
-        return "\n".join(parts) + "\n"
-
-    def _deploy_heading(self) -> str:
-        """The note's heading: the model to deploy in a few words (or the report's headline
-        when there is none yet)."""
-        if self.tenants or self.best is None or self.deploy.why in ("no_fair", "empty"):
-            return self._headline()
-        return self.deploy.heading()
-
-    def _not_deployed(self) -> str:
-        """' (not the model to deploy)' when the test lines are another trial's."""
-        return "" if self.test_current else " (not the model to deploy)"
-
-    def _answer(self) -> list[str]:
-        """What a reviewer reads first: the model to deploy (the certified one when the study
-        was certified, none when the safety test refused), its verdict on the test split in
-        one line when it was measured on that model, and what it needs at prediction time
-        (nothing before a fair trial)."""
-        d = self.deploy
-        if self.tenants or self.best is None or d.why in ("no_fair", "empty"):
-            return []
-        if d.why == "refused":  # the safety test refused every candidate
-            return [f"Deploy no model: {d.certificate.get('message', 'none could be certified.')}"
-                    ] + ([d.untested_text()] if d.untested_text() else [])
-        if d.why == "pending":  # only a certified model is deployed: the candidate, no more
-            return [d.pending_text(),
-                    (f"The candidate: trial #{self.best.number}, the best fair trial "
-                     f"({self.metric} {self.best.value:.4f} on validation), not certified.")]
-        what = {"certified": "the certified model", "best": "the best trial"}.get(
-            d.why, "the best fair trial")
-        if d.passed_over:
-            what += f" ({d.passed_over})"
-        constant = self._constant()
-        facts = "" if constant is None else (
-            f"; a constant model: it predicted {constant} for every safety row")
-        lines = [f"Deploy trial #{d.trial.number}, {what} "
-                 f"({self.metric} {d.trial.value:.4f} on validation{facts})."]
-        if d.why == "certified":
-            lines.append(str(d.certificate["message"]))
-            lines += [d.untested_text()] if d.untested_text() else []
-        if self.test_lines and self.test_trial == d.trial.number:
-            lines.append(self.test_lines[0])
-        how = d.trial.user_attrs.get(_keys.SENSITIVE_AT_PREDICTION_KEY)
-        lines += [line for line in self.deployment if how and line == _sensitive_line(how)]
-        return lines
+            f"<title>{title}</title>", f"<style>{_CSS}</style></head><body>", f"<h1>{title}</h1>",
+            *self._html_body(fairness_metric, level=2), "</body></html>"]) + "\n"
 
     def _html_body(self, fairness_metric: str | None, *, level: int) -> list[str]:
-        """The page's summary, setup and (but of a study shared by tenants) best trial, its
+        """The page's summary, answer and setup, then the table of tenants and a section per
+        tenant shown, or the reported trial's table, its model, its test split and the plots;
         headings at ``level``."""
-        h = f"h{level}"
-        parts = [f"<p class=summary>{_e(self._summary())}</p>"]
-        answer = self._answer()
-        if answer:  # the answer first: what to deploy, its test verdict, what it needs
-            parts.append(f"<{h}>The answer</{h}><ul class=answer>")
-            parts += [f"<li>{_e(line)}</li>" for line in answer]
-            parts.append("</ul>")
+        h, parts = f"h{level}", self._parts(answer_first=True)
+
+        def items(title: str, lines: list[str], ul: str = "<ul>") -> list[str]:
+            return [f"<{h}>{_e(title)}</{h}>{ul}", *(f"<li>{_e(line)}</li>" for line in lines),
+                    "</ul>"] if lines else []
+
+        out = [f"<p class=summary>{_e(self._summary())}</p>",
+               *items("The answer", parts["answer"], "<ul class=answer>")]
         if self.setup:
-            parts.append(f"<{h}>Setup</{h}><table class=setup>")
-            parts += [f"<tr><th>{_e(what)}</th><td>{_e(value)}</td></tr>"
-                      for what, value in self.setup]
-            parts.append("</table>")
+            out += [f"<{h}>Setup</{h}><table class=setup>",
+                    *(f"<tr><th>{_e(what)}</th><td>{_e(value)}</td></tr>"
+                      for what, value in self.setup), "</table>"]
         if self.running:
-            parts.append(f"<p class=note>Running: {_e(self.running)}</p>")
+            out.append(f"<p class=note>Running: {_e(self.running)}</p>")
         if self.tenants:
-            return parts
-        parts.append(f"<{h}>{_e(self._headline())}</{h}>")
+            out.append(f"<{h}>Tenants</{h}><table class=tenants><tr>"
+                       + "".join(f"<th>{cell}</th>" for cell in _TENANTS) + "</tr>")
+            out += ["<tr>" + "".join(f"<td{' class=num' if i else ''}>{_e(cell)}</td>"
+                                     for i, cell in enumerate(row)) + "</tr>"
+                    for row in parts["tenants"]]
+            out += ["</table>", f"<p class=note>{_e(_NOT_COMPARABLE)}</p>"]
+            for section in self.sections:
+                out += [f"<section><{h}>Tenant {_e(section.tenant)}</{h}>",
+                        *section._html_body(fairness_metric, level=level + 1), "</section>"]
+            return out
+        out.append(f"<{h}>{_e(parts['headline'])}</{h}>")
         if self.best is None:
-            return parts
-        findings = self._findings()
-        parts += [f'<p class="{"warning" if line.startswith("Warning") else "note"}">'
-                  f"{_e(line)}</p>" for line in findings]
-        scores = [row for row in self.rows if row[2] != "param"]
-        params = [row for row in self.rows if row[2] == "param"]
-        parts.append("<div class=tables><table class=best><caption>Validation scores"
-                     "</caption><tr><th></th><th>value</th><th></th></tr>")
-        for name, value, status in scores:
+            return out
+        out += [f'<p class="{"warning" if line.startswith("Warning") else "note"}">'
+                f"{_e(line)}</p>" for line in parts["findings"]]
+        out.append("<div class=tables><table class=best><caption>Validation scores"
+                   "</caption><tr><th></th><th>value</th><th></th></tr>")
+        for name, value, status in parts["scores"]:
             cls = "bad" if status.startswith("violated") else "ok" if status == "ok" else ""
             indent = " class=group" if name.startswith("  ") else ""
-            parts.append(f"<tr class='{cls}'><td{indent}>{_e(name.removeprefix('  '))}</td>"
-                         f"<td class=num>{_e(value)}</td><td>{_e(status)}</td></tr>")
-        parts.append("</table>")
-        if params:
-            parts.append("<table class=params><caption>Parameters</caption>")
-            parts += [f"<tr><td>{_e(name)}</td><td class=num>{_e(value)}</td></tr>"
-                      for name, value, _ in params]
-            parts.append("</table>")
-        parts.append("</div>")
-        if self.deployment:
-            parts.append(f"<{h}>The deployed model</{h}><ul>")
-            parts += [f"<li>{_e(line)}</li>" for line in self.deployment]
-            parts.append("</ul>")
-        if self.test_lines:
-            parts.append(f"<{h}>Test split (trial #{self.test_trial}{_e(self._not_deployed())})"
-                         f"</{h}><ul>")
-            parts += [f"<li>{_e(line)}</li>" for line in self.test_lines]
-            parts.append("</ul>")
-        parts.append(f"<{h}>Trade-off and progress</{h}><div class=plots>")
+            out.append(f"<tr class='{cls}'><td{indent}>{_e(name.removeprefix('  '))}</td>"
+                       f"<td class=num>{_e(value)}</td><td>{_e(status)}</td></tr>")
+        out.append("</table>")
+        if parts["params"]:
+            out += ["<table class=params><caption>Parameters</caption>",
+                    *(f"<tr><td>{_e(name)}</td><td class=num>{_e(value)}</td></tr>"
+                      for name, value, _ in parts["params"]), "</table>"]
+        out.append("</div>")
+        out += items("The deployed model", parts["deployment"])
+        out += items(f"Test split (trial #{self.test_trial}{self._not_deployed()})", parts["test"])
+        out.append(f"<{h}>Trade-off and progress</{h}><div class=plots>")
         own = "" if self.tenant is None else f" (tenant {self.tenant}'s trials only)"
         for draw, caption in (
             ("tradeoff", f"Every trial's validation value against its fairness value, the "
@@ -664,11 +569,11 @@ class StudyReport:
         ):
             image = _plot_png(self.study, draw, fairness_metric, tenant=self.tenant)
             if image:
-                parts.append(f'<figure><img alt="{_e(caption)}" '
-                             f'src="data:image/png;base64,{image}">'
-                             f"<figcaption>{_e(caption)}</figcaption></figure>")
-        parts.append("</div>")
-        return parts
+                out.append(f'<figure><img alt="{_e(caption)}" '
+                           f'src="data:image/png;base64,{image}">'
+                           f"<figcaption>{_e(caption)}</figcaption></figure>")
+        out.append("</div>")
+        return out
 
     def write_html(self, path: str, *, fairness_metric: str | None = None) -> None:
         """Write :meth:`html` to ``path`` (UTF-8)."""
@@ -693,64 +598,53 @@ _CSS = (
 )
 
 
-def _axes(study: Any, draw: str, fairness_metric: str | None, tenant: str | None = None) -> Any:
-    """The trade-off plot (``draw="tradeoff"``), the best-fair curve (``"curve"``) or, of a
-    multi-objective study, Optuna's Pareto-front plot (``"pareto"``); with ``tenant``, of that
-    tenant's trials only."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from fairtune.visualization import plot_best_feasible, plot_tradeoff
-
-    if draw == "pareto":
-        import optuna
-        from optuna.visualization.matplotlib import plot_pareto_front
-
-        with warnings.catch_warnings():  # Optuna marks the plot experimental; it is stable here
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return plot_pareto_front(study, target_names=objective_names(study))
-    return (plot_tradeoff(study, metric=fairness_metric, tenant=tenant) if draw == "tradeoff"
-            else plot_best_feasible(study, tenant=tenant))
-
-
 def save_plot(
-    study: optuna.Study, path: str, draw: str = "tradeoff", *,
+    study: optuna.Study, path: Any, draw: str = "tradeoff", *,
     fairness_metric: str | None = None, tenant: str | None = None,
 ) -> None:
     """Write the trade-off plot (``draw="tradeoff"``, x axis ``fairness_metric``, by default
     the first limit), the best-fair curve (``"curve"``) or, of a multi-objective study, the
-    Pareto front (``"pareto"``) of ``study`` to an image file; with ``tenant``, of that
-    tenant's trials only (a study shared by tenants)."""
-    import matplotlib.pyplot as plt
+    Pareto front (``"pareto"``) of ``study`` to an image file (a binary stream: as PNG); with
+    ``tenant``, of that tenant's trials only (a study shared by tenants).
 
-    ax = _axes(study, draw, fairness_metric, tenant)
-    ax.figure.tight_layout()
+    Raises:
+        ValueError: If no completed trial has fairness values to draw.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import optuna
+    from matplotlib.figure import Figure
+    from optuna.visualization.matplotlib import plot_pareto_front
+
+    from fairtune.visualization import plot_best_feasible, plot_tradeoff
+
+    with warnings.catch_warnings():  # Optuna marks its Pareto-front plot experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        ax = (plot_pareto_front(study, target_names=objective_names(study)) if draw == "pareto"
+              else plot_tradeoff(study, metric=fairness_metric, tenant=tenant)
+              if draw == "tradeoff" else plot_best_feasible(study, tenant=tenant))
+    figure = ax.figure
+    assert isinstance(figure, Figure)  # each plot draws on a new figure, not a subfigure
     try:
-        ax.figure.savefig(path, dpi=120)
+        figure.tight_layout()
+        figure.savefig(path, dpi=120, format="png" if isinstance(path, io.IOBase) else None)
     finally:
-        plt.close(ax.figure)
+        plt.close(figure)
 
 
 def _plot_png(study: Any, draw: str, fairness_metric: str | None,
               tenant: str | None = None) -> str | None:
     """A plot of ``study`` (of ``tenant``'s trials only) as base64 PNG text, or None when there
     is nothing to draw (or no matplotlib)."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - the plot extra is not installed
-        return None
+    buffer = io.BytesIO()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ax = _axes(study, draw, fairness_metric, tenant)
-    except ValueError:  # no trial with fairness values to draw
+            save_plot(study, buffer, draw, fairness_metric=fairness_metric, tenant=tenant)
+    except (ImportError, ValueError):  # no plot extra, or no trial with fairness values
         return None
-    buffer = io.BytesIO()
-    try:
-        ax.figure.tight_layout()
-        ax.figure.savefig(buffer, format="png", dpi=110)
-    finally:
-        plt.close(ax.figure)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -793,45 +687,22 @@ def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
 
     from fairtune.fairness import is_fair
 
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    fair = sum(is_fair(t, limits) for t in complete)
-    failed = sum(t.state == TrialState.FAIL for t in trials)
-    pruned = sum(t.state == TrialState.PRUNED for t in trials)
-    return (len(trials), len(complete), failed, fair), pruned
+    states = [t.state for t in trials]
+    fair = sum(is_fair(t, limits) for t in trials if t.state == TrialState.COMPLETE)
+    return ((len(trials), states.count(TrialState.COMPLETE), states.count(TrialState.FAIL), fair),
+            states.count(TrialState.PRUNED))
 
 
-def _tenant_rows(study: optuna.Study, tenants: Sequence[str], limits: dict[str, Any]
-                 ) -> list[TenantRow]:
-    from fairtune.fairness import best_fair_trial, study_limits
-    from fairtune.tenancy import cumulative_utilities, trials_by_tenant
-
-    by_tenant = trials_by_tenant(study, states=None)
-    utilities = cumulative_utilities(study, tenants)
-    rows = []
-    for tenant in tenants:
-        # Each tenant under its own limits (each may have others).
-        own = study_limits(study, tenant) or limits
-        (trials, _, _, fair), pruned = _counts(by_tenant.get(tenant, []), own)
-        rows.append(TenantRow(tenant=tenant, trials=trials, pruned=pruned, fair=fair,
-                              best=best_fair_trial(study, own, tenant=tenant),
-                              utility=utilities[tenant]))
-    return rows
-
-
-def report(
-    study: optuna.Study, *, tenant: str | None = None) -> StudyReport:
-    """The report of a single-objective study.
+def report(study: optuna.Study, *, tenant: str | None = None) -> StudyReport:
+    """The report of a single-objective study, read from its records (it never fits a model):
+    the model to deploy is the study's deployment record
+    (:func:`fairtune.tuning._deployment.deployment`), the test split's scores those
+    ``FairObjective.conclude(study)`` recorded (``fairtune tune`` runs it after its search),
+    labelled by their trial when it is no longer the model to deploy.
 
     A study shared by tenants (:mod:`fairtune.tenancy`), whose tenants each score trials on
-    their own data, is reported by tenant: a :class:`TenantRow` each (its trials, pruned and
-    fair trials, its best fair trial among its own trials, its cumulative utility) and a section
-    of the tenant asked for, or of every tenant; never one best trial across tenants.
-
-    The report reads the study's records and never fits a model: the model to deploy is the
-    study's deployment record (:func:`fairtune.tuning._deployment.deployment`), and the test
-    split's scores are those recorded by ``FairObjective.conclude(study)`` (which ``fairtune
-    tune`` runs after its search), labelled by their trial when it is no longer the model to
-    deploy.
+    their own data, is reported by tenant: a :class:`TenantRow` each and a section of the
+    tenant asked for, or of every tenant; never one best trial across tenants.
 
     Args:
         study: A single-objective study (fairtune's trials record their fairness values).
@@ -842,7 +713,8 @@ def report(
         ValueError: If the study has several objectives, or ``tenant`` is not one of its
             tenants (:func:`check_tenant`).
     """
-    from fairtune.fairness import study_limits
+    from fairtune.fairness import best_fair_trial, study_limits
+    from fairtune.tenancy import cumulative_utilities, trials_by_tenant
     from fairtune.tuning._setup import read_setup
 
     if len(study.directions) != 1:
@@ -854,20 +726,22 @@ def report(
     tenants = check_tenant(study, tenant)
     if not tenants:
         return _report_of(study)
-    limits = study_limits(study)
-    trials = study.get_trials(deepcopy=False)
-    counts, pruned = _counts(trials, limits)
-    rows = _tenant_rows(study, tenants, limits)
-    # Fair by each tenant's own limits.
-    counts = (*counts[:3], sum(row.fair for row in rows))
-    setup = [*_setup(read_setup(study)), ("Tenants", ", ".join(tenants))]
-    return StudyReport(
-        study=study, counts=counts, pruned=pruned, setup=setup, running=_running(study),
-        best=None, best_is_fair=False, metric="value", tenant=tenant, tenants=rows,
-        untagged=sum(_keys.TENANT_KEY not in t.user_attrs for t in trials),
-        sections=[_report_of(study, tenant=t)
-                  for t in ([tenant] if tenant is not None else tenants)],
-    )
+    limits, trials = study_limits(study), study.get_trials(deepcopy=False)
+    by_tenant = trials_by_tenant(study, states=None)
+    utilities = cumulative_utilities(study, tenants)
+    rows = []
+    for name in tenants:  # each tenant under its own limits (each may have others)
+        own = study_limits(study, name) or limits
+        (count, _, _, fair), pruned = _counts(by_tenant.get(name, []), own)
+        rows.append(TenantRow(name, count, pruned, fair, best_fair_trial(study, own, tenant=name),
+                              utilities[name]))
+    (count, complete, failed, _), pruned = _counts(trials, limits)
+    return StudyReport(  # fair by each tenant's own limits
+        study=study, counts=(count, complete, failed, sum(row.fair for row in rows)),
+        pruned=pruned, setup=[*_setup(read_setup(study)), ("Tenants", ", ".join(tenants))],
+        running=_running(study), best=None, best_is_fair=False, metric="value", tenant=tenant,
+        tenants=rows, untagged=sum(_keys.TENANT_KEY not in t.user_attrs for t in trials),
+        sections=[_report_of(study, t) for t in ([tenant] if tenant is not None else tenants)])
 
 
 def _report_of(study: optuna.Study, tenant: str | None = None) -> StudyReport:
@@ -880,42 +754,46 @@ def _report_of(study: optuna.Study, tenant: str | None = None) -> StudyReport:
     from fairtune.tuning._deployment import deployment, read_test_fits
     from fairtune.tuning._setup import read_setup
 
-    setup = read_setup(study, tenant)
-    limits = study_limits(study, tenant) if tenant is not None else study_limits(study)
+    setup, limits = read_setup(study, tenant), study_limits(study, tenant)
     trials = [t for t in study.get_trials(deepcopy=False)
               if tenant is None or tenant_of(t) == tenant]
     counts, pruned = _counts(trials, limits)
     page = StudyReport(
         study=study, counts=counts, pruned=pruned, setup=_setup(setup),
         running=_running(study) if tenant is None else "", best=None, best_is_fair=False,
-        metric=str(setup.get("metric") or "value"), tenant=tenant,
-    )
+        metric=str(setup.get("metric") or "value"), tenant=tenant)
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if not complete:
         return page
     best = best_fair_trial(study, limits, tenant=tenant)
     page.best_is_fair = best is not None
     page.best = best if best is not None else least_unfair_trial(complete, limits)
-    best = page.best
     page.deploy = deploy = deployment(study, tenant)
     shown = page._subject  # the model to deploy's facts
     page.rows = _best_rows(shown, limits, page.metric)
-    page.deployment = deployment_lines(shown)
-    if page.certificate:
-        page.deployment.append(str(page.certificate["message"]))
-    elif deploy.why == "pending":
-        page.deployment.append(deploy.pending_text())
-    page.one_class = sum(predicts_one_class(t) is not None for t in complete)
-    page.best_one_class = predicts_one_class(shown)
-    deployed = None if deploy.trial is None else deploy.trial.number
+    # A refusal is the answer itself; a certificate and a pending verdict are about the model.
+    certified = page.certificate.get("message") if page.certificate.get("certified") else None
+    page.deployment = deployment_lines(shown) + [
+        str(line) for line in (certified, deploy.pending_text()) if line]
+    one_class = sum(predicts_one_class(t) is not None for t in complete)
+    # A certified constant model is said to be one in the answer.
+    label = predicts_one_class(shown) if page._constant() is None else None
+    if label is not None:
+        page.findings = [
+            f"Warning: trial #{shown.number} predicts one class ({label}) for everyone: its "
+            f"{page.metric} is that of a constant guess and its fairness gaps are trivially 0 "
+            f"({one_class} of {len(complete)} complete trials do so). Tighter limits are met "
+            "this way; check the model before trusting it."]
+    elif one_class:
+        page.findings = [f"{one_class} of {len(complete)} complete trials predict one class "
+                         "for everyone."]
     # The test scores recorded with the study (FairObjective.conclude, `fairtune tune`), of
     # the trial they were measured on: labelled by it when it is no longer the one to deploy.
     number, fits, lines = read_test_fits(study, tenant)
     if number in {t.number for t in complete}:  # of this tenant's trials
-        page.test_current = number == deployed
-        lines = render_test_scores(number, fits, current=page.test_current) if fits else lines
-        page.test_trial, page.test_lines = number, lines
-        page.test_recorded = bool(lines)
+        page.test_current = deploy.trial is not None and number == deploy.trial.number
+        page.test_trial, page.test_lines = number, render_test_scores(
+            number, fits, current=page.test_current) if fits else lines
     return page
 
 
@@ -946,19 +824,18 @@ def pareto_text(study: optuna.Study) -> str:
     if not trials:
         return "".join(out) + "No completed trial yet.\n"
     best = sorted(study.best_trials, key=lambda t: t.number)
-    out.append(f"Pareto-optimal trials ({len(best)}):\n")
-    directions = [d.name.lower() for d in study.directions]
     # A stored setup naming fewer objectives than the study has still reports what it names.
-    header = ["trial", *(f"{n} ({d[:3]})" for n, d in zip(names, directions, strict=False))]
-    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values)] for t in best]
     # A constant model (the base rate's accuracy, every fairness gap 0) is Pareto-optimal by
-    # construction: mark it, as the single-objective report warns about it.
+    # construction: marked, as the single-objective report warns about it.
     labels = [predicts_one_class(t) for t in best]
-    if any(label is not None for label in labels):
-        header.append("")
-        for row, label in zip(rows, labels, strict=True):
-            row.append("" if label is None else f"predicts {label} for everyone")
-    out.append(format_table(header, rows, right_aligned=set(range(1, len(directions) + 1))))
+    marked = any(label is not None for label in labels)
+    header = ["trial", *(f"{n} ({d.name.lower()[:3]})"
+                         for n, d in zip(names, study.directions, strict=False)), *[""] * marked]
+    rows = [[f"#{t.number}", *(f"{v:.4f}" for v in t.values), *[
+        "" if label is None else f"predicts {label} for everyone"] * marked]
+        for t, label in zip(best, labels, strict=True)]
+    out += [f"Pareto-optimal trials ({len(best)}):\n",
+            format_table(header, rows, right_aligned=set(range(1, len(study.directions) + 1)))]
     one_class = sum(predicts_one_class(t) is not None for t in trials)
     if one_class:
         out.append(f"{one_class} of {len(trials)} complete trials predict one class for "
@@ -966,13 +843,10 @@ def pareto_text(study: optuna.Study) -> str:
                    "trusting it.\n")
     correlation = stored_task_correlation(study)
     if correlation is not None and correlation.shape == (len(names), len(names)):
-        out.append("Task correlation learned by MTKBSampler (of the objectives as defined):\n")
-        out.append(format_table(
-            ["", *names],
-            [[a, *(f"{correlation[i, j]:+.2f}" for j in range(len(names)))]
-             for i, a in enumerate(names)],
-            right_aligned=set(range(1, len(names) + 1)),
-        ))
+        out += ["Task correlation learned by MTKBSampler (of the objectives as defined):\n",
+                format_table(["", *names], [[a, *(f"{c:+.2f}" for c in correlation[i])]
+                                            for i, a in enumerate(names)],
+                             right_aligned=set(range(1, len(names) + 1)))]
     return "".join(out)
 
 
@@ -1030,24 +904,6 @@ def print_report(
             out.write(f"{names[draw]} written to {printable(path)}\n")
 
 
-def tenants_text(study: optuna.Study, tenants: Sequence[str] | None = None) -> str:
-    """A shared study's table by tenant: each tenant's trials, pruned and fair trials, its best
-    fair trial among its own trials and its cumulative utility (the sum of its values,
-    :func:`fairtune.tenancy.cumulative_utilities`), so that each team sees what it got and how
-    the others fared. The tenants score on their own data: no trial is best across them.
-
-    Args:
-        study: The shared study.
-        tenants: The tenants, in this order. Defaults to None: :func:`study_tenants`.
-    """
-    from fairtune.fairness import study_limits
-
-    tenants = study_tenants(study) if tenants is None else list(tenants)
-    rows = _tenant_rows(study, tenants, study_limits(study))
-    return (f"Study {printable(study.study_name)}: {len(study.trials)} trials of {len(tenants)} "
-            "tenants.\n" + _tenants_table(rows))
-
-
 def board_text(board: Any, agent: str) -> str:
     """What ``agent`` sees of its CGPSampler board: who posted, and how often."""
     posts = board.posts()
@@ -1094,3 +950,34 @@ def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = Fa
     writable = os.access(target, os.W_OK) if target.exists() else can_create_in(folder)
     if not writable:
         raise ValueError(f"{flag} {path!r} cannot be written (read-only file or folder).")
+
+
+def check_report_options(study: optuna.Study, *, curve: Any = None, html: Any = None,
+                         fairness_metric: str | None = None, tenant: str | None = None,
+                         plots: bool = False) -> None:
+    """Refuse what a report of ``study`` cannot show: of a multi-objective study the
+    best-fair curve, a fairness axis, the HTML page or a tenant; a ``tenant`` the study does
+    not have (:func:`check_tenant`, with ``plots`` when one is drawn); a ``fairness_metric``
+    no trial has a value for.
+
+    Raises:
+        ValueError: Naming the argument (the command line's flag) and the study.
+    """
+    from fairtune._names import arg
+    from fairtune.fairness import fairness_values
+
+    name = study.study_name
+    if len(study.directions) > 1:
+        for option, value in (("curve", curve), ("metric", fairness_metric), ("html", html),
+                              ("tenant", tenant)):
+            if value is not None:
+                raise ValueError(
+                    f"{arg(option)} does not apply to study {name!r}: it has "
+                    f"{len(study.directions)} objectives, whose trade-off is drawn as a "
+                    "Pareto front (the best-fair curve and its axis need one objective).")
+        return
+    check_tenant(study, tenant, plots=plots)
+    if fairness_metric is not None and not any(
+            fairness_metric in fairness_values(t) for t in study.get_trials(deepcopy=False)):
+        raise ValueError(f"{arg('metric')} {fairness_metric}: no trial of study {name!r} has "
+                         "a value for it.")

@@ -16,6 +16,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from fairtune import _keys
+from fairtune._optuna_compat import storage_and_id, study_key, suggest, trial_id
 from fairtune._storage import read_trial_text, trial_text_attrs
 
 if TYPE_CHECKING:
@@ -78,10 +79,10 @@ def ask(
         user_attrs={TENANT_KEY: tenant},
         system_attrs=trial_text_attrs(FINISHED_KEY, json.dumps(_finished_now(study))),
     )
-    trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
-    trial = optuna.Trial(study, trial_id)
+    storage, study_id = storage_and_id(study)
+    trial = optuna.Trial(study, storage.create_new_trial(study_id, template_trial=template))
     for name, distribution in (fixed_distributions or {}).items():
-        trial._suggest(name, distribution)
+        suggest(trial, name, distribution)
     return trial
 
 
@@ -90,10 +91,10 @@ def _finished_now(study: optuna.Study) -> list[Any]:
     numbers in ``unfinished``."""
     # Count first: a trial created between the two reads is numbered after ``last``, and one that
     # finishes between them is finished for every later reader too.
-    last = study._storage.get_n_trials(study._study_id) - 1
-    unfinished = study._storage.get_all_trials(
-        study._study_id, deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)
-    )
+    storage, study_id = storage_and_id(study)
+    last = storage.get_n_trials(study_id) - 1
+    unfinished = storage.get_all_trials(
+        study_id, deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
     return [last, sorted(t.number for t in unfinished if t.number <= last)]
 
 
@@ -176,7 +177,7 @@ def optimize(
     check = getattr(func, "check_study", None)
     if callable(check):  # an objective's setup against the study's, before any trial
         check(study)
-    key = (id(study._storage), study._study_id)
+    key = study_key(study)
     with _optimizing_lock:
         if key in _optimizing_for and _optimizing_for[key] != tenant:
             raise RuntimeError(
@@ -193,7 +194,7 @@ def optimize(
 
 def optimizing_tenant(study: optuna.Study) -> str | None:
     """The tenant that :func:`optimize` is running ``study`` for in this process, if any."""
-    return _optimizing_for.get((id(study._storage), study._study_id))
+    return _optimizing_for.get(study_key(study))
 
 
 def tenant_of(trial: optuna.Trial | FrozenTrial) -> str | None:
@@ -202,10 +203,9 @@ def tenant_of(trial: optuna.Trial | FrozenTrial) -> str | None:
     For a live ``optuna.Trial`` the tag is read from the storage, so that a tenant assigned by
     the sampler at the first ``suggest_*`` call is visible inside the objective.
     """
-    if isinstance(trial, optuna.Trial):
-        value = trial.storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-    else:
-        value = trial.user_attrs.get(TENANT_KEY)
+    attrs = (trial.storage.get_trial_user_attrs(trial_id(trial))
+             if isinstance(trial, optuna.Trial) else trial.user_attrs)
+    value = attrs.get(TENANT_KEY)
     return None if value is None else str(value)
 
 

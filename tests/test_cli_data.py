@@ -105,7 +105,8 @@ def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     (lambda f: f.assign(gender=f["gender"].where(f.index % 50 != 0)),
      "--sensitive columns must have a value in every row"),
     (lambda f: f.assign(gender=np.where(f.index < 1, "other", f["gender"])),
-     "--data sensitive groups with too few rows to validate: 'other' (1 row) has no row in"),
+     "--data sensitive features gives the group 'other' 0 rows in the validation split; the "
+     "limit demographic_parity<=0.1 needs at least 11 rows of each group there"),
 ])
 def test_a_file_the_search_cannot_use_is_refused_naming_the_flag(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], change, needle: str

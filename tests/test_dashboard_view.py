@@ -149,6 +149,10 @@ def test_a_failed_update_is_a_warning_and_the_search_goes_on(
         study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3,
                        callbacks=[DashboardCallback(every=2)])
     assert len(study.trials) == 3
+    # The update at the end of a search too: a warning, and False (not updated).
+    with pytest.warns(RuntimeWarning, match=r"view was not updated \(OSError: database is "
+                                            r"locked\)"):
+        assert DashboardCallback().after_search(study) is False
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -75,7 +75,7 @@ def test_ctrl_c_in_the_safety_test_says_no_model_is_certified_and_how_to_resume(
     def interrupted(self, study):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt  # Ctrl-C while the safety test bounds the candidates
 
-    monkeypatch.setattr(FairObjective, "certify", interrupted)
+    monkeypatch.setattr(FairObjective, "_certified", interrupted)
     url = f"sqlite:///{tmp_path / 'c.db'}"
     code = main(["tune", "--dataset", "compas", "--model", "linear", "--limit",
                  "demographic_parity<=0.2", "--confidence", "0.9", "--n-trials", "2",

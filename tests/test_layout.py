@@ -308,3 +308,82 @@ def test_every_key_is_spelled_in_keys_only() -> None:
 
 def test_keys_module_is_at_the_bottom() -> None:
     assert GRAPH["fairtune._keys"] == set()
+
+
+# -- Optuna's private names: only in fairtune/_optuna_compat.py (DESIGN.md section 1) -------------
+
+_COMPAT = PACKAGE / "_optuna_compat.py"
+
+
+def _optuna_private_attributes() -> set[str]:
+    """The private attributes (``_storage``, ``_study_id``, ``_trial_id``, ``_backend``,
+    ``_suggest``, ...) of Optuna's study, trial and storage objects, read off live ones: a
+    study in an RDB storage (which Optuna wraps in a cache) and in memory, a trial, a frozen
+    trial."""
+    import optuna
+
+    study = optuna.create_study(storage=optuna.storages.RDBStorage("sqlite://"))
+    trial = study.ask()
+    objects = [study, trial, study.trials[0], study._storage, study._storage._backend,
+               optuna.storages.InMemoryStorage(), optuna.storages.BaseStorage]
+    return {name for obj in objects for name in [*vars(obj), *dir(type(obj)), *dir(obj)]
+            if name.startswith("_") and not name.startswith("__")}
+
+
+def optuna_private_uses(source: str, private: set[str]) -> list[str]:
+    """``line: text`` of each use of a name of ``private`` as an attribute of anything but
+    ``self`` or ``cls`` (an object's own private attributes may share Optuna's names), also by
+    ``getattr``, ``hasattr`` or ``setattr``, and of each import from a private Optuna module or
+    of a private name of Optuna's (``optuna.storages._rdb``, ``from optuna import _gp``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            used = node.attr in private and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            used = node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) > 1 and (
+                isinstance(node.args[1], ast.Constant) and node.args[1].value in private)
+        elif isinstance(node, ast.Import):
+            used = any(alias.name.split(".")[0] == "optuna" and "._" in alias.name
+                       for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            used = module.split(".")[0] == "optuna" and ("._" in module or any(
+                alias.name.startswith("_") for alias in node.names))
+        else:
+            continue
+        if used:
+            found.append(f"{node.lineno}: {ast.get_source_segment(source, node)}")
+    return found
+
+
+def test_optuna_private_uses_are_found() -> None:
+    source = """
+import optuna._gp.gp
+from optuna.storages._rdb import models
+from optuna import _experimental
+from optuna.artifacts import upload_artifact
+def f(study, trial, board):
+    study.sampler.sample_relative
+    board._storage
+    self._storage, cls._trial_id
+    getattr(study._storage, "_backend", None)
+    study._storage.create_new_trial(study._study_id)
+    return trial._trial_id, trial._cached_frozen_trial, getattr(trial, "number")
+"""
+    found = optuna_private_uses(source, {"_storage", "_study_id", "_trial_id", "_backend",
+                                         "_cached_frozen_trial"})
+    assert sorted(int(line.split(":", 1)[0]) for line in found) == [
+        2, 3, 4, 8, 10, 10, 11, 11, 12, 12]
+
+
+def test_no_private_optuna_name_outside_the_compat_module() -> None:
+    private = _optuna_private_attributes()
+    assert {"_storage", "_study_id", "_trial_id", "_cached_frozen_trial", "_backend",
+            "_suggest"} <= private
+    found = [f"fairtune/{path.relative_to(PACKAGE).as_posix()}:{line}"
+             for path in MODULES.values() if path != _COMPAT
+             for line in optuna_private_uses(path.read_text(), private)]
+    assert not found, (
+        "Optuna's private names outside fairtune/_optuna_compat.py (add a helper there):\n"
+        + "\n".join(found))

@@ -359,20 +359,38 @@ def test_a_group_too_small_to_measure_is_refused_naming_it_and_the_fix() -> None
     # The user's third case: a group of 3 validation rows under a 0.05 limit.
     groups = pd.Series(["a"] * 40 + ["b"] * 30 + ["c"] * 3)
     minimum = minimum_group_rows([FairnessLimit.parse("demographic_parity<=0.05")])
+    rows = np.arange(len(groups))
     with pytest.raises(ValueError) as caught:
-        check_group_sizes(groups, minimum, where="the validation split",
-                          argument="`sensitive_features`")
-    message = str(caught.value)
-    assert message.startswith("`sensitive_features` must have at least 21 rows of each group in "
-                              "the validation split")
-    assert "but got 'c' (3 rows)." in message and "'a'" not in message and "'b'" not in message
-    assert "Merge such a group into another, drop its rows, or collect more rows of it." in message
-    # Each small group, smallest first; intersectional groups by their tuple.
-    with pytest.raises(ValueError, match=r"but got \('b', 1\) \(1 row\), \('a', 2\) \(2 rows\)"):
-        check_group_sizes(pd.Series([("a", 1)] * 12 + [("a", 2)] * 2 + [("b", 1)]), 10,
-                          where="the cross-validation folds", argument="`dataset` sensitive")
+        check_group_sizes(groups, rows, minimum, where="the validation split",
+                          argument="`sensitive_features`",
+                          needs="the limit demographic_parity<=0.05")
+    assert str(caught.value) == (
+        "`sensitive_features` gives the group 'c' 3 rows in the validation split; the limit "
+        "demographic_parity<=0.05 needs at least 21 rows of each group there: more rows of the "
+        "group, or merging it into another.")
+    # Each small group, smallest first; intersectional groups by their text; a group none of
+    # the rows holds has 0 of them.
+    with pytest.raises(ValueError, match=r"gives the group 'b, 1' 0 rows, the group 'a, 2' 2 "
+                                         r"rows in the cross-validation folds"):
+        check_group_sizes(pd.Series([("a", 1)] * 12 + [("a", 2)] * 2 + [("b", 1)]),
+                          np.arange(14), 10, where="the cross-validation folds",
+                          argument="`dataset` sensitive")
+    # A share that left a group of enough rows too few is named, with what would do, in the
+    # caller's spelling; a group too small in all names the data.
+    share = [("test_size", 0.9, "a smaller")]
+    with pytest.raises(ValueError, match=r"^test_size=0\.9 leaves the group 'c' 3 rows in x; .*"
+                                         r"there: a smaller `test_size`, more rows"):
+        check_group_sizes(pd.Series(["a"] * 40 + ["c"] * 30), np.arange(43), 21, where="x",
+                          argument="`s`", shares=share)
+    with argument_names({"test_size": "--test-size"}), pytest.raises(
+            ValueError, match=r"^--test-size 0\.9 leaves .*: a smaller --test-size, more rows"):
+        check_group_sizes(pd.Series(["a"] * 40 + ["c"] * 30), np.arange(43), 21, where="x",
+                          argument="`s`", shares=share)
+    with pytest.raises(ValueError, match=r"^`s` gives the group 'c' 3 rows in x; .*: more rows"):
+        check_group_sizes(groups, rows, 21, where="x", argument="`s`", shares=share)
     # Exactly the minimum passes.
-    check_group_sizes(pd.Series(["a"] * 21 + ["b"] * 21), 21, where="x", argument="`s`")
+    check_group_sizes(pd.Series(["a"] * 21 + ["b"] * 21), np.arange(42), 21, where="x",
+                      argument="`s`")
 
 
 def test_one_row_of_a_group_at_the_minimum_moves_its_rate_by_less_than_the_bound() -> None:
@@ -497,16 +515,21 @@ def test_a_group_without_the_label_a_rate_is_measured_on_is_named_with_the_rate_
                                          r"the validation split group 'b' has no row labelled 0 "
                                          r"\(unfavourable\) among its 3 rows: its false positive "
                                          r"rate is undefined, and equalized_odds<=0\.1 needs it\. "
-                                         r"The group has no unfavourable row in any row"):
+                                         r"The data has no unfavourable rows of the group\. Give "
+                                         r"it unfavourable rows there \(more data\), merge it"):
         check_groups_have_labels(groups, y01, needs, where="the validation split",
-                                 argument="`s`", all_groups=groups, all_y01=y01)
-    # Rows of the label elsewhere: more of them can help.
-    with pytest.raises(ValueError, match=r"The group has 2 unfavourable rows in the rows of the "
-                                         r"search, none of them here"):
-        check_groups_have_labels(groups, y01, needs, where="the validation split",
-                                 argument="`s`", all_groups=pd.concat([groups, groups[2:4]]),
-                                 all_y01=np.r_[y01, 0, 0])
-    with pytest.raises(ValueError, match=r"Give the group unfavourable rows here \(more data\)"):
-        check_groups_have_labels(groups, y01, needs, where="the safety rows", argument="`s`")
+                                 argument="`s`", rows=np.arange(5),
+                                 shares=[("test_size", 0.5, "a smaller")])
+    # Rows of the label elsewhere in the data: the shares that drew the rows can help.
+    with pytest.raises(ValueError, match=r"among its 3 rows: .* The data has 2 unfavourable rows "
+                                         r"of the group\. Give it unfavourable rows there \(a "
+                                         r"smaller `test_size` or more data\)"):
+        check_groups_have_labels(pd.concat([groups, groups[2:4]]), np.r_[y01, 0, 0], needs,
+                                 where="the validation split", argument="`s`",
+                                 rows=np.arange(5), shares=[("test_size", 0.5, "a smaller")])
+    with pytest.raises(ValueError, match=r"needs it\. Give it unfavourable rows there \(a larger "
+                                         r"`safety_size` or more data\)"):
+        check_groups_have_labels(groups, y01, needs, where="the safety rows", argument="`s`",
+                                 shares=[("safety_size", None, "a larger")])
     # The selection rate is measured on every row; the true positive rate has its rows.
     check_groups_have_labels(groups, y01, needs[:1], where="x", argument="`s`")

@@ -14,7 +14,7 @@ warm-started from the previous fit. Priors (weak, on standardized outputs and un
         exponentially outside (the prior of Optuna's GPSampler)
     outputscale s   ~ Gamma(2, 1)
     noise sigma2    ~ Gamma(1.1, rate 30)                        (mean ~0.04, mode ~0.003)
-(:func:`default_log_prior`). The optimization runs over the logarithms, but the noise density
+(:func:`_log_prior_and_grad`). The optimization runs over the logarithms, but the noise density
 is that of sigma2 itself (no change-of-variables term, as in Optuna and BoTorch): with the term,
 the maximum a posteriori noise of a noise-free function sits near 1.1 / 30 ~ 0.04 instead of
 near zero, which blurs the probability of feasibility at a constraint's boundary, where
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +41,7 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from fairtune._gp.kernels import (
-    matern52,
-    matern52_from_squared_distance,
-    squared_distance_per_dimension,
-)
+from fairtune._gp.kernels import CrossKernel, matern52, squared_distance_per_dimension
 from fairtune._threads import with_thread_limit
 
 MIN_NOISE_VAR = 1e-6
@@ -133,27 +130,9 @@ class KernelParams:
         return cls(raw[:-2].exp(), raw[-2].exp(), raw[-1].exp())
 
 
-def default_log_prior(params: KernelParams) -> torch.Tensor:
-    """Weak log prior density of kernel parameters, over their logarithms (up to a constant).
-
-    The priors of the module docstring, as a differentiable scalar tensor (:func:`fit_gp` uses
-    :func:`_log_prior_and_grad`, the same density with a hand-written gradient).
-    """
-    raw_isl = params.inverse_squared_lengthscales.log()
-    value = (
-        -2.0 * _ISL_PRIOR_WEIGHT * torch.cosh(raw_isl).sum()
-        + params.outputscale.log()
-        - params.outputscale
-    )
-    return (
-        value
-        + (_NOISE_PRIOR_SHAPE - 1.0) * params.noise_var.log()
-        - _NOISE_PRIOR_RATE * params.noise_var
-    )
-
-
 def _log_prior_and_grad(raw: torch.Tensor, fixed_noise: bool) -> tuple[float, torch.Tensor]:
-    """:func:`default_log_prior` and its gradient w.r.t. the raw parameters (d + 2,)."""
+    """The weak log prior density of the module docstring over the raw (log) parameters (d + 2,),
+    up to a constant, and its gradient (no noise terms when the noise is fixed)."""
     d = len(raw) - 2
     grad = torch.empty(d + 2, dtype=torch.float64)
     # -w (r + 1/r) with r = exp(raw): d / d raw = -w (r - 1/r); Gamma(2, 1) on s = exp(raw_s):
@@ -187,12 +166,13 @@ class _LatentPosterior(torch.autograd.Function):
     def forward(
         ctx: Any, x: torch.Tensor, gp: GPRegressor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        xc = x[:, gp._cont]  # (m, d_cont)
-        xs = xc * gp._sqrt_isl
-        r2 = ((xs * xs).sum(-1, keepdim=True) + gp._Xs_sq - 2.0 * (xs @ gp._Xs.T)).clamp_min_(0.0)
-        if len(gp._cat):
-            mismatch = (x[:, None, gp._cat] - gp.X_train[:, gp._cat]).abs() > 1e-9
-            r2 = r2 + mismatch.to(x.dtype) @ gp._isl_cat
+        kt = gp._k
+        xc = x[:, kt.cont]  # (m, d_cont)
+        xs = xc * kt.sqrt_isl
+        r2 = ((xs * xs).sum(-1, keepdim=True) + kt.Xs_sq - 2.0 * (xs @ kt.Xs.T)).clamp_min_(0.0)
+        if len(kt.cat):
+            mismatch = (x[:, None, kt.cat] - gp.X_train[:, kt.cat]).abs() > 1e-9
+            r2 = r2 + mismatch.to(x.dtype) @ kt.isl_cat
         r = r2.sqrt()
         e = torch.exp(-_SQRT5 * r)
         s = gp.params.outputscale
@@ -212,9 +192,9 @@ class _LatentPosterior(torch.autograd.Function):
         xc, r, e, v = ctx.saved_tensors
         dk = grad_mean[:, None] * gp._alpha - 2.0 * grad_var[:, None] * (v @ gp._Linv)
         dr2 = dk * (gp.params.outputscale * (-5.0 / 6.0)) * (1.0 + _SQRT5 * r) * e  # (m, n)
-        dxc = 2.0 * gp._isl_cont * (dr2.sum(-1, keepdim=True) * xc - dr2 @ gp._X_cont)
+        dxc = 2.0 * gp._k.isl_cont * (dr2.sum(-1, keepdim=True) * xc - dr2 @ gp._k.X_cont)
         dx = torch.zeros(len(xc), len(gp.is_categorical), dtype=xc.dtype)
-        dx[:, gp._cont] = dxc
+        dx[:, gp._k.cont] = dxc
         return dx, None
 
 
@@ -255,17 +235,9 @@ class GPRegressor:
                 f"`is_categorical` must have shape ({X_train.shape[1]},), but got "
                 f"{tuple(self.is_categorical.shape)}."
             )
-        isl = params.inverse_squared_lengthscales.detach()
-        # Cross-covariances k(x, X_train) are the hot path of acquisition optimization:
-        # precompute scaled training inputs so that r^2 = |a|^2 + |b|^2 - 2 a.b is one matmul.
-        self._cont = torch.nonzero(~self.is_categorical).squeeze(-1)
-        self._cat = torch.nonzero(self.is_categorical).squeeze(-1)
-        self._isl_cont = isl[self._cont]
-        self._isl_cat = isl[self._cat]
-        self._sqrt_isl = self._isl_cont.sqrt()
-        self._X_cont = self.X_train[:, self._cont]  # (n, d_cont)
-        self._Xs = self._X_cont * self._sqrt_isl  # (n, d_cont)
-        self._Xs_sq = (self._Xs * self._Xs).sum(-1)  # (n,)
+        self._k = CrossKernel(
+            self.X_train, params.inverse_squared_lengthscales.detach(), self.is_categorical
+        )
         n = len(self.X_train)
         with torch.no_grad():
             if _cholesky is None:
@@ -292,13 +264,7 @@ class GPRegressor:
 
     def kernel_to_train(self, x: torch.Tensor) -> torch.Tensor:
         """k(x, X_train) for x (..., d), shape (..., n); differentiable in x."""
-        xs = x[..., self._cont] * self._sqrt_isl
-        r2 = (xs * xs).sum(-1, keepdim=True) + self._Xs_sq - 2.0 * xs @ self._Xs.T
-        r2 = r2.clamp_min(0.0)
-        if len(self._cat):
-            mismatch = (x[..., None, self._cat] - self.X_train[:, self._cat]).abs() > 1e-9
-            r2 = r2 + (mismatch.to(x.dtype) * self._isl_cat).sum(-1)
-        return self.params.outputscale.detach() * matern52_from_squared_distance(r2)
+        return self.params.outputscale.detach() * self._k.to(x)
 
     def posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and variance of the latent f at ``x`` (..., d); both of shape (...,).
@@ -441,6 +407,37 @@ def _bounds(dim: int) -> tuple[np.ndarray, np.ndarray]:
     return lower, upper
 
 
+def _lbfgsb(
+    loss: Callable[[np.ndarray], tuple[float, np.ndarray]], starts: list[np.ndarray],
+    lower: np.ndarray, upper: np.ndarray, *, max_iter: int, max_iter_warm: int = _MAX_ITER_WARM,
+    keep_best: bool = False,
+) -> np.ndarray | None:
+    """L-BFGS-B (``loss`` returns its gradient too) from each start in turn, within the bounds
+    (infinite ones open). Every start but the last is a warm start, the previous optimum for
+    nearly the same data: a few steps suffice (``max_iter_warm``, or until an iteration lowers
+    the loss by a relative ``_WARM_FTOL``), and the next fit continues from there. A start that
+    fails (an exception, a non-finite result) is skipped. Returns the first success (with
+    ``keep_best``, the one of lowest loss), or None."""
+    bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+              for lo, hi in zip(lower, upper, strict=True)]
+    best: scipy.optimize.OptimizeResult | None = None
+    for i, start in enumerate(starts):
+        warm = i < len(starts) - 1
+        options = {"maxiter": max_iter_warm, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+        try:
+            result = scipy.optimize.minimize(loss, np.clip(start, lower, upper), jac=True,
+                                             method="L-BFGS-B", bounds=bounds, options=options)
+            if not np.all(np.isfinite(result.x)) or not np.isfinite(result.fun):
+                raise RuntimeError("non-finite marginal likelihood")
+        except (RuntimeError, ValueError, torch.linalg.LinAlgError):
+            continue
+        if best is None or result.fun < best.fun:
+            best = result
+        if not keep_best:
+            break
+    return None if best is None else best.x
+
+
 @with_thread_limit(lambda X, *args, **kwargs: len(X))
 def fit_gp(
     X: torch.Tensor,  # (n, d)
@@ -481,42 +478,19 @@ def fit_gp(
     dim = X.shape[-1]
     is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
     fixed_noise = MIN_NOISE_VAR if deterministic else None
-    starts, (lower, upper) = _starts(dim, warm_start), _bounds(dim)
-
     sqd = squared_distance_per_dimension(X, X, is_cat)  # (n, n, d)
 
     def loss_and_grad(raw_np: np.ndarray) -> tuple[float, np.ndarray]:
         return _negative_log_posterior(torch.from_numpy(raw_np), sqd, y, fixed_noise)
 
-    for i, start in enumerate(starts):
-        start = np.clip(start, lower, upper)
-        # A warm start is the previous optimum for nearly the same data: a few steps suffice,
-        # and the next fit continues from here.
-        warm = i < len(starts) - 1
-        options = (
-            {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+    raw = _lbfgsb(loss_and_grad, _starts(dim, warm_start), *_bounds(dim), max_iter=max_iter)
+    if raw is None:
+        warnings.warn(
+            "Fitting the GP's kernel parameters failed; using default parameters for this step.",
+            RuntimeWarning,
+            stacklevel=2,
         )
-        try:
-            result = scipy.optimize.minimize(
-                loss_and_grad,
-                start,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=list(zip(lower, upper, strict=True)),
-                options=options,
-            )
-            raw = result.x
-            if not np.all(np.isfinite(raw)) or not np.isfinite(result.fun):
-                raise RuntimeError("non-finite marginal likelihood")
-        except (RuntimeError, ValueError, torch.linalg.LinAlgError):
-            continue
-        if fixed_noise:
-            raw[-1] = math.log(fixed_noise)
-        params = KernelParams.from_raw(torch.tensor(raw, dtype=torch.float64))
-        return GPRegressor(X, y, params, is_cat)
-    warnings.warn(
-        "Fitting the GP's kernel parameters failed; using default parameters for this step.",
-        RuntimeWarning,
-        stacklevel=2,
-    )
-    return GPRegressor(X, y, KernelParams.default(dim), is_cat)
+        return GPRegressor(X, y, KernelParams.default(dim), is_cat)
+    if fixed_noise:
+        raw[-1] = math.log(fixed_noise)
+    return GPRegressor(X, y, KernelParams.from_raw(torch.tensor(raw, dtype=torch.float64)), is_cat)

@@ -56,3 +56,35 @@ def matern52(
     """Matern-5/2 ARD kernel, with a Hamming distance on categorical dimensions."""
     r2 = squared_distance(X1, X2, inverse_squared_lengthscales, is_categorical)
     return outputscale * matern52_from_squared_distance(r2)
+
+
+class CrossKernel:
+    """Unit-variance Matern-5/2 ARD cross-covariances k(x, X) to fixed inputs X (t, d),
+    differentiable in x. They are the hot path of acquisition optimization: the scaled inputs
+    are precomputed so that r^2 = |a|^2 + |b|^2 - 2 a.b on the continuous dims is one matmul;
+    categorical dims add their Hamming distance."""
+
+    def __init__(
+        self, X: torch.Tensor, isl: torch.Tensor, is_categorical: torch.Tensor  # (t, d), (d,)
+    ) -> None:
+        self.X, self.isl, self.is_categorical = X, isl, is_categorical
+        self.cont = torch.nonzero(~is_categorical).squeeze(-1)
+        self.cat = torch.nonzero(is_categorical).squeeze(-1)
+        self.isl_cont, self.isl_cat = isl[self.cont], isl[self.cat]
+        self.sqrt_isl = self.isl_cont.sqrt()
+        self.X_cont = X[:, self.cont]  # (t, d_cont)
+        self.Xs = self.X_cont * self.sqrt_isl  # (t, d_cont)
+        self.Xs_sq = (self.Xs * self.Xs).sum(-1)  # (t,)
+
+    def to(self, x: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., t)
+        xs = x[..., self.cont] * self.sqrt_isl
+        r2 = ((xs * xs).sum(-1, keepdim=True) + self.Xs_sq - 2.0 * xs @ self.Xs.T).clamp_min(0.0)
+        if len(self.cat):
+            mismatch = (x[..., None, self.cat] - self.X[:, self.cat]).abs() > 1e-9
+            r2 = r2 + (mismatch.to(x.dtype) * self.isl_cat).sum(-1)
+        return matern52_from_squared_distance(r2)
+
+    def gram(self) -> torch.Tensor:  # (t, t)
+        return matern52_from_squared_distance(
+            squared_distance(self.X, self.X, self.isl, self.is_categorical)
+        )

@@ -96,32 +96,31 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import scipy.optimize
 import torch
 
 from fairtune._gp.gp import (
     _ISL_PRIOR_WEIGHT,
+    _JITTER,
+    _MAX_ITER,
+    _MIN_VAR,
+    _NOISE_PRIOR_RATE,
+    _NOISE_PRIOR_SHAPE,
     MIN_NOISE_VAR,
     KernelParams,
+    _lbfgsb,
     _robust_cholesky,
 )
 from fairtune._gp.kernels import (
+    CrossKernel,
     matern52_from_squared_distance,
-    squared_distance,
     squared_distance_per_dimension,
 )
 
 Scalarization = Literal["linear", "chebyshev"]
 SCALARIZATIONS: tuple[str, ...] = ("linear", "chebyshev")
 
-_JITTER = 1e-8
-_MIN_VAR = 1e-12
-_MAX_ITER = 100
 _MAX_ITER_WARM = 15
-_WARM_FTOL = 1e-6
 _LKJ_ETA = 2.0
-_NOISE_PRIOR_SHAPE = 1.1
-_NOISE_PRIOR_RATE = 30.0
 
 
 # -- task covariances --------------------------------------------------------------------------
@@ -180,43 +179,6 @@ def _b_to_raw(B: torch.Tensor) -> np.ndarray:
     return np.concatenate([L[rows, cols].numpy(), v.log().numpy()])
 
 
-# -- kernel helpers ------------------------------------------------------------------------------
-
-
-class _Kernel:
-    """Unit-variance Matern-5/2 ARD cross-covariances to fixed inputs, differentiable in x.
-
-    r^2 = |a|^2 + |b|^2 - 2 a.b on scaled continuous dims (one matmul), Hamming distance on
-    categorical dims, as in :class:`fairtune._gp.gp.GPRegressor`.
-    """
-
-    def __init__(
-        self, X: torch.Tensor, isl: torch.Tensor, is_categorical: torch.Tensor
-    ) -> None:
-        self.X = X
-        self.isl = isl
-        self.is_categorical = is_categorical
-        self._cont = torch.nonzero(~is_categorical).squeeze(-1)
-        self._cat = torch.nonzero(is_categorical).squeeze(-1)
-        self._sqrt_isl = isl[self._cont].sqrt()
-        self._isl_cat = isl[self._cat]
-        self._Xs = X[:, self._cont] * self._sqrt_isl
-        self._Xs_sq = (self._Xs * self._Xs).sum(-1)
-
-    def to(self, x: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., t)
-        xs = x[..., self._cont] * self._sqrt_isl
-        r2 = ((xs * xs).sum(-1, keepdim=True) + self._Xs_sq - 2.0 * xs @ self._Xs.T).clamp_min(0.0)
-        if len(self._cat):
-            mismatch = (x[..., None, self._cat] - self.X[:, self._cat]).abs() > 1e-9
-            r2 = r2 + (mismatch.to(x.dtype) * self._isl_cat).sum(-1)
-        return matern52_from_squared_distance(r2)
-
-    def gram(self) -> torch.Tensor:  # (t, t)
-        return matern52_from_squared_distance(
-            squared_distance(self.X, self.X, self.isl, self.is_categorical)
-        )
-
-
 def _eigh(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Eigendecomposition of a symmetric p.s.d. matrix, eigenvalues clamped at 0."""
     M = 0.5 * (M + M.T)
@@ -262,8 +224,7 @@ class ICMGP:
         self.Y = Y.detach().to(torch.float64)
         self.params = params
         self.is_categorical = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
-        self.n_tasks = n
-        self._kernel = _Kernel(
+        self._kernel = CrossKernel(
             self.X, params.inverse_squared_lengthscales.detach(), self.is_categorical
         )
         with torch.no_grad():
@@ -313,18 +274,6 @@ class ICMGP:
             self.is_categorical,
         )
 
-    def marginal_log_likelihood(self) -> float:
-        """log p(vec Y | X, params)."""
-        s, _ = _eigh(self._kernel.gram())
-        denom = self.xi[None, :] * s[:, None] + self._eta
-        Z = self._Q.T @ self.Y @ self.U
-        t, n = self.Y.shape
-        return float(
-            -0.5 * (Z * Z / denom).sum()
-            - 0.5 * denom.log().sum()
-            - 0.5 * t * n * math.log(2 * math.pi)
-        )
-
 
 # -- Nystrom variant -----------------------------------------------------------------------------
 
@@ -353,7 +302,7 @@ class NystromICMGP(ICMGP):
 
     def _build(self) -> None:
         XD = self.X[self.dictionary]
-        self._dict_kernel = _Kernel(
+        self._dict_kernel = CrossKernel(
             XD, self.params.inverse_squared_lengthscales.detach(), self.is_categorical
         )
         w, V = _eigh(self._dict_kernel.gram())  # K_DD
@@ -388,9 +337,6 @@ class NystromICMGP(ICMGP):
             self.is_categorical,
             dictionary=self.dictionary,
         )
-
-    def marginal_log_likelihood(self) -> float:  # pragma: no cover - not defined for DTC here
-        raise NotImplementedError("The Nystrom model is not fitted by its own likelihood.")
 
 
 def sample_dictionary(
@@ -492,42 +438,20 @@ def fit_icm(
     is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
     mode, B_fixed = _task_covariance_mode(task_covariance, Y.shape[1])
     problem = _ICMFit(X, Y, is_cat, mode, B_fixed, MIN_NOISE_VAR if deterministic else None)
-    unpack, loss, default = problem.unpack, problem.loss, problem.default()
-    warm_start_raw = problem.start(warm_start)
+    default, warm_start_raw = problem.default(), problem.start(warm_start)
     starts = ([] if warm_start_raw is None else [warm_start_raw]) + [default]
-    lower, upper = problem.bounds()
-    bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-              for lo, hi in zip(lower, upper, strict=True)]
-    best: scipy.optimize.OptimizeResult | None = None
-    for i, start in enumerate(starts):
-        start = np.clip(start, lower, upper)
-        warm = i < len(starts) - 1
-        options = (
-            {"maxiter": _MAX_ITER_WARM, "ftol": _WARM_FTOL} if warm else {"maxiter": max_iter}
+    raw = _lbfgsb(problem.loss, starts, *problem.bounds(), max_iter=max_iter,
+                  max_iter_warm=_MAX_ITER_WARM, keep_best=restart)
+    if raw is None:
+        warnings.warn(
+            "Fitting the multi-task GP's parameters failed; using default parameters for this "
+            "step.",
+            RuntimeWarning,
+            stacklevel=2,
         )
-        try:
-            result = scipy.optimize.minimize(
-                loss, start, jac=True, method="L-BFGS-B", bounds=bounds, options=options
-            )
-            if not np.all(np.isfinite(result.x)) or not np.isfinite(result.fun):
-                raise RuntimeError("non-finite marginal likelihood")
-        except (RuntimeError, ValueError, torch.linalg.LinAlgError):
-            continue
-        if best is None or result.fun < best.fun:
-            best = result
-        if not restart:
-            break
-    if best is not None:
-        with torch.no_grad():
-            isl, B, eta = unpack(torch.tensor(best.x, dtype=torch.float64))
-        return ICMParams(isl.detach(), B.detach().clone(), eta.detach().reshape(()))
-    warnings.warn(
-        "Fitting the multi-task GP's parameters failed; using default parameters for this step.",
-        RuntimeWarning,
-        stacklevel=2,
-    )
+        raw = default
     with torch.no_grad():
-        isl, B, eta = unpack(torch.tensor(default, dtype=torch.float64))
+        isl, B, eta = problem.unpack(torch.tensor(raw, dtype=torch.float64))
     return ICMParams(isl.detach(), B.detach().clone(), eta.detach().reshape(()))
 
 
@@ -733,13 +657,8 @@ def _width_of_variances(
     if width not in WIDTHS:
         raise ValueError(f"`width` must be one of {list(WIDTHS)}, but got width={width!r}.")
     _check_scalarization(scalarization)
-    if width == "scalarized":
-        if scalarization == "chebyshev":
-            raise ValueError(
-                'The "scalarized" Chebyshev bound is not of the form mean + beta * width; '
-                "use mtkb_ucb."
-            )
-        width = "objectives"  # linear: the same bound
+    if width == "scalarized":  # linear (mtkb_ucb forms the Chebyshev one): the same bound
+        width = "objectives"
     weights = weights.to(model.U.dtype)
     if width == "norm":
         lipschitz = lipschitz_constant(weights, scalarization)
@@ -753,19 +672,6 @@ def _width_of_variances(
         return (weights * objective_sd(var).unsqueeze(-2)).max(-1).values.mean(-1)
 
     return chebyshev
-
-
-def confidence_width(
-    model: ICMGP,
-    x: torch.Tensor,  # (..., d)
-    weights: torch.Tensor,  # (k, n)
-    scalarization: Scalarization,
-    width: Width = "objectives",
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Posterior mean mu_t(x) (..., n) and the confidence width w_t(x) (...) (module docstring)."""
-    of_variances = _width_of_variances(model, weights, scalarization, width)
-    mean_eig, var = model.posterior_eig(x)
-    return mean_eig @ model.U.T, of_variances(var)
 
 
 def mtkb_ucb(

@@ -19,14 +19,13 @@ JSON shards or the parquet files of ``flwrlabs/femnist``) and downloads it when 
 
 from __future__ import annotations
 
-from fairtune.datasets._adult import load_adult
 from fairtune.datasets._base import (
     ChecksumError,
     FairDataset,
     FairtuneDatasetWarning,
     get_data_home,
 )
-from fairtune.datasets._compas import load_compas
+from fairtune.datasets._bundled import load_adult, load_compas, load_german
 from fairtune.datasets._femnist import (
     FEMNIST_LABEL_NAMES,
     FederatedDataset,
@@ -34,25 +33,13 @@ from fairtune.datasets._femnist import (
     federated_digits,
     fetch_femnist,
 )
-from fairtune.datasets._german import load_german
 from fairtune.datasets._summary import describe_datasets, describe_datasets_text
 from fairtune.datasets._table import TABLE_FORMATS, read_table
 
 __all__ = [
-    "FEMNIST_LABEL_NAMES",
-    "TABLE_FORMATS",
-    "ChecksumError",
-    "FairDataset",
-    "FairtuneDatasetWarning",
-    "FederatedDataset",
-    "TenantData",
-    "describe_datasets",
-    "describe_datasets_text",
-    "federated_digits",
-    "fetch_femnist",
-    "get_data_home",
-    "load_adult",
-    "load_compas",
-    "load_german",
-    "read_table",
+    "load_adult", "load_german", "load_compas", "FairDataset", "describe_datasets",
+    "describe_datasets_text", "FairtuneDatasetWarning",
+    "read_table", "TABLE_FORMATS",
+    "fetch_femnist", "federated_digits", "FederatedDataset", "TenantData", "FEMNIST_LABEL_NAMES",
+    "get_data_home", "ChecksumError",
 ]

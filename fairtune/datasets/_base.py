@@ -4,7 +4,6 @@
 * reading the bundled raw files (``fairtune/datasets/data/*.gz``): decompression, SHA-256
   verification against :data:`_BUNDLED_SHA256` once per process, and a per-process cache of the
   parsed frames;
-* resolving the user's ``sensitive=`` argument against a loader's table of sensitive options;
 * the known-issue warning, emitted once per process and dataset;
 * the download cache (:func:`get_data_home`) and :func:`_fetch_remote` for the loaders that
   download their data instead of bundling it.
@@ -22,9 +21,8 @@ import time
 import urllib.error
 import urllib.request
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from sklearn.utils import Bunch
@@ -119,10 +117,8 @@ class FairDataset(Bunch):
         if not all(k in self for k in keys):
             return f"FairDataset({dict.__repr__(self)})"
         sensitive = self["sensitive_features"]
-        if isinstance(sensitive, pd.DataFrame):
-            sens_names: Any = list(sensitive.columns)
-        else:
-            sens_names = sensitive.name
+        sens_names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
+                      else sensitive.name)
         return (
             f"FairDataset(name={self.get('name')!r}, rows={len(self['data'])}, "
             f"features={len(self['feature_names'])}, target_name={self['target_name']!r}, "
@@ -208,87 +204,10 @@ def _warn_once(dataset: str, message: str) -> None:
         return
     warning = FairtuneDatasetWarning(f"{message} {_SILENCE}")
     warning.issues = message
-    # stacklevel: _warn_once <- load_xxx <- user code.
-    warnings.warn(warning, stacklevel=3)
+    # stacklevel: _warn_once <- _load <- load_xxx <- user code.
+    warnings.warn(warning, stacklevel=4)
     # Only after a successful warn: under an "error" filter every call raises consistently.
     _WARNED.add(dataset)
-
-
-# --------------------------------------------------------------------------------------------
-# Sensitive features
-# --------------------------------------------------------------------------------------------
-
-
-def _resolve_sensitive(
-    sensitive: str | Sequence[str],
-    options: Mapping[str, Callable[[pd.DataFrame], pd.Series]],
-) -> list[str]:
-    """Validate ``sensitive`` (a name or a sequence of names) and return it as a list."""
-    names = [sensitive] if isinstance(sensitive, str) else list(sensitive)
-    valid = list(options)
-    if len(names) == 0:
-        raise ValueError(
-            f"`sensitive` must be a name or a non-empty sequence of names from {valid}, "
-            f"but got sensitive={sensitive!r}."
-        )
-    for name in names:
-        if not isinstance(name, str) or name not in options:
-            raise ValueError(
-                f"`sensitive` must be one of {valid} (or a sequence of them), "
-                f"but got sensitive={sensitive!r}."
-            )
-    if len(set(names)) != len(names):
-        raise ValueError(
-            f"`sensitive` must not repeat a name, but got sensitive={sensitive!r}."
-        )
-    return names
-
-
-def _sensitive_features(
-    frame: pd.DataFrame,
-    sensitive: str | Sequence[str],
-    options: Mapping[str, Callable[[pd.DataFrame], pd.Series]],
-) -> pd.Series | pd.DataFrame:
-    """One Series named after the option for a single name, else a DataFrame (one column each).
-
-    ``options`` maps a name to a function of the cleaned frame returning that feature.
-    """
-    names = _resolve_sensitive(sensitive, options)
-    columns = [options[name](frame).rename(name) for name in names]
-    if isinstance(sensitive, str):
-        return columns[0]
-    return pd.concat(columns, axis=1)
-
-
-def _make_dataset(
-    *,
-    name: str,
-    frame: pd.DataFrame,
-    feature_names: Sequence[str],
-    target: pd.Series,
-    sensitive: str | Sequence[str],
-    sensitive_options: Mapping[str, Callable[[pd.DataFrame], pd.Series]],
-    return_X_y: bool,
-) -> FairDataset | tuple[pd.DataFrame, pd.Series, pd.Series | pd.DataFrame]:
-    """Assemble the bunch (or the ``(X, y, sensitive)`` triple) from a cleaned frame."""
-    sensitive_features = _sensitive_features(frame, sensitive, sensitive_options)
-    frame = frame.reset_index(drop=True)
-    target = target.reset_index(drop=True).astype("int64")
-    sensitive_features = sensitive_features.reset_index(drop=True)
-    data = frame.loc[:, list(feature_names)]
-    if return_X_y:
-        return data, target, sensitive_features
-    full = pd.concat([data, target], axis=1)
-    return FairDataset(
-        data=data,
-        target=target,
-        sensitive_features=sensitive_features,
-        frame=full,
-        feature_names=list(feature_names),
-        target_name=str(target.name),
-        DESCR=_load_descr(name),
-        name=name,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -362,15 +281,11 @@ def _fetch_remote(
             try:
                 _download_into(url, tmp_name, timeout=timeout, bar=bar)
                 break
-            except urllib.error.HTTPError as e:
-                if e.code == 416:  # the range asked for does not exist (any more): start over
-                    open(tmp_name, "wb").close()
-                if e.code not in (408, 416, 429) or attempt >= n_retries:
-                    raise OSError(
-                        f"Could not download {url} after {attempt + 1} attempt(s): {e}"
-                    ) from e
             except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-                if attempt >= n_retries:
+                code = e.code if isinstance(e, urllib.error.HTTPError) else None
+                if code == 416:  # the range asked for does not exist (any more): start over
+                    open(tmp_name, "wb").close()
+                if code not in (None, 408, 416, 429) or attempt >= n_retries:
                     raise OSError(
                         f"Could not download {url} after {attempt + 1} attempt(s): {e}"
                     ) from e
@@ -384,7 +299,7 @@ def _fetch_remote(
     finally:
         if bar is not None:
             bar.close()
-        _remove_quietly(tmp_name)
+        Path(tmp_name).unlink(missing_ok=True)
 
 
 class _IncompleteTransfer(ConnectionError):
@@ -451,13 +366,6 @@ class _ProgressBar:
         if self._drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 __all__ = [

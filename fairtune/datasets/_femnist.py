@@ -232,25 +232,17 @@ class FederatedDataset:
         tenants: dict[str, TenantData] = {}
         for t in range(n_tenants):
             writers = tuple(chosen[t * writers_per_tenant:(t + 1) * writers_per_tenant])
-            parts: dict[str, list[np.ndarray]] = {"Xt": [], "yt": [], "Xv": [], "yv": []}
+            parts = []  # per writer: (X_train, y_train, X_valid, y_valid)
             for writer in writers:
                 X, y = self.examples(writer)
                 order = rng.permutation(len(y))
                 n_valid = min(max(1, round(validation_fraction * len(y))), max(len(y) - 1, 1))
                 valid, train = order[:n_valid], order[n_valid:]
-                parts["Xt"].append(X[train])
-                parts["yt"].append(y[train])
-                parts["Xv"].append(X[valid])
-                parts["yv"].append(y[valid])
-            tenants[f"t{t}"] = TenantData(
-                name=f"t{t}",
-                writers=writers,
-                X_train=np.concatenate(parts["Xt"]),
-                y_train=np.concatenate(parts["yt"]),
-                X_valid=np.concatenate(parts["Xv"]),
-                y_valid=np.concatenate(parts["yv"]),
-                n_classes=len(self.label_names),
-            )
+                parts.append((X[train], y[train], X[valid], y[valid]))
+            X_train, y_train, X_valid, y_valid = (
+                np.concatenate(p) for p in zip(*parts, strict=True))
+            tenants[f"t{t}"] = TenantData(f"t{t}", writers, X_train, y_train, X_valid, y_valid,
+                                          n_classes=len(self.label_names))
         return tenants
 
 

@@ -8,10 +8,8 @@ from typing import cast
 
 import pandas as pd
 
-from fairtune.datasets._adult import load_adult
 from fairtune.datasets._base import FairDataset, FairtuneDatasetWarning
-from fairtune.datasets._compas import load_compas
-from fairtune.datasets._german import load_german
+from fairtune.datasets._bundled import load_adult, load_compas, load_german
 
 # name -> (loader with its defaults, what target 1 means)
 _BUNDLED: dict[str, tuple[Callable[[], FairDataset], str]] = {
@@ -20,16 +18,8 @@ _BUNDLED: dict[str, tuple[Callable[[], FairDataset], str]] = {
     "compas": (load_compas, "no 2-year recidivism"),
 }
 
-SUMMARY_COLUMNS = [
-    "name",
-    "loader",
-    "rows",
-    "features",
-    "positive_rate",
-    "favourable",
-    "sensitive",
-    "groups",
-]
+SUMMARY_COLUMNS = ["name", "loader", "rows", "features", "positive_rate", "favourable",
+                   "sensitive", "groups"]
 
 
 def describe_datasets() -> pd.DataFrame:
@@ -57,18 +47,9 @@ def describe_datasets() -> pd.DataFrame:
         sensitive = dataset.sensitive_features
         assert isinstance(sensitive, pd.Series)  # the defaults name one attribute
         counts = sensitive.value_counts(sort=False)
-        rows.append(
-            {
-                "name": name,
-                "loader": loader.__name__,
-                "rows": len(dataset.data),
-                "features": len(dataset.feature_names),
-                "positive_rate": float(dataset.target.mean()),
-                "favourable": favourable,
-                "sensitive": str(sensitive.name),
-                "groups": {str(k): int(v) for k, v in counts.items()},
-            }
-        )
+        rows.append([name, loader.__name__, len(dataset.data), len(dataset.feature_names),
+                     float(dataset.target.mean()), favourable, str(sensitive.name),
+                     {str(k): int(v) for k, v in counts.items()}])
     table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     return table.astype({"rows": "int64", "features": "int64"})
 

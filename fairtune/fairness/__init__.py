@@ -49,35 +49,16 @@ from fairtune.fairness.welfare import (
 )
 
 __all__ = [
-    "metric_bound",
-    "FAIR_KEY",
-    "LIMITS_KEY",
-    "METRICS",
-    "USER_ATTR_PREFIX",
-    "FairnessCallback",
-    "FairnessLimit",
-    "LimitsLike",
-    "MetricSpec",
-    "TenantFairnessCallback",
-    "TrialRecord",
-    "demographic_parity_difference",
-    "disparate_impact_ratio",
-    "equal_opportunity_difference",
-    "equalized_odds_difference",
-    "best_fair_trial",
-    "cannot_bind",
-    "fair_cumulative_regret",
-    "fairness_values",
-    "false_positive_rate_difference",
-    "g2sf_weights",
-    "generalized_gini",
-    "get_metric",
-    "gini_inequality",
-    "group_rates",
-    "is_fair",
-    "is_feasible",
-    "metric_interval",
-    "parse_limits",
-    "set_fairness_constraints",
-    "study_limits",
+    # group-fairness metrics
+    "demographic_parity_difference", "equal_opportunity_difference",
+    "false_positive_rate_difference", "equalized_odds_difference", "disparate_impact_ratio",
+    "group_rates", "metric_interval", "metric_bound", "METRICS", "MetricSpec", "get_metric",
+    # fairness limits as Optuna constraints
+    "set_fairness_constraints", "FairnessLimit", "LimitsLike", "parse_limits", "cannot_bind",
+    "study_limits", "fairness_values", "is_fair", "is_feasible", "best_fair_trial",
+    "LIMITS_KEY", "FAIR_KEY", "USER_ATTR_PREFIX",
+    # callbacks
+    "FairnessCallback", "TenantFairnessCallback", "TrialRecord",
+    # fairness between tenants
+    "g2sf_weights", "generalized_gini", "gini_inequality", "fair_cumulative_regret",
 ]

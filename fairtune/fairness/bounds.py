@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from fairtune.fairness.metrics import METRICS, _check_binary, _check_sensitive, _group_rates
+from fairtune._validation import sensitive_groups
+from fairtune.fairness.metrics import METRICS, _check_binary, _group_rates
 
 __all__ = ["kl_lower", "kl_upper", "metric_bound", "metric_bound_width"]
 
@@ -133,7 +134,7 @@ def metric_bound(name: str, y_true: Any, y_pred: Any, *, sensitive_features: Any
     spec = METRICS[name]
     y = _check_binary(y_true, "y_true")
     p = np.asarray(y_pred, dtype=float)
-    groups = _check_sensitive(sensitive_features, len(y))
+    groups = sensitive_groups(sensitive_features, len(y))
     rates, sizes = _group_rates(spec.rates, y, p, groups)
     if spec.aggregate == "difference":
         return _difference_bound(rates, sizes, delta)

@@ -151,46 +151,28 @@ class FairnessCallback:
             values = {k: v for k, v in values.items() if k in self.metric_names}
         complete = trial.state == TrialState.COMPLETE and trial.value is not None
         feasible = complete and is_fair(trial, study_limits(study))
-        self.history.append(
-            TrialRecord(
-                number=trial.number,
-                state=trial.state,
-                value=trial.value if complete else None,
-                feasible=feasible,
-                fairness=values,
-                constraints=dict(trial.constraints),
-            )
-        )
+        self.history.append(TrialRecord(trial.number, trial.state,
+                                        trial.value if complete else None, feasible, values,
+                                        dict(trial.constraints)))
         maximize = study.direction == StudyDirection.MAXIMIZE
         value = trial.value
         if feasible and value is not None and not math.isnan(value):
             best = None if self.best_fair_trial is None else self.best_fair_trial.value
             if best is None or (value > best if maximize else value < best):
                 self.best_fair_trial = trial
-        fairness_text = ", ".join(f"{k}={v:.4g}" for k, v in values.items()) or "no metrics"
-        best_text = (
-            "none yet"
-            if self.best_fair_trial is None
-            else f"{self.best_fair_trial.value:.6g} (trial {self.best_fair_trial.number})"
-        )
+        best_text = ("none yet" if self.best_fair_trial is None else
+                     f"{self.best_fair_trial.value:.6g} (trial {self.best_fair_trial.number})")
         self._logger.log(
             logging.INFO if self.verbose else logging.DEBUG,
-            "Trial %d %s: value=%s, %s, %s. Best fair value: %s.",
-            trial.number,
-            trial.state.name,
+            "Trial %d %s: value=%s, %s, %s. Best fair value: %s.", trial.number, trial.state.name,
             f"{trial.value:.6g}" if complete else "-",
-            fairness_text,
-            "feasible" if feasible else "infeasible",
-            best_text,
-        )
-        if self.target is not None and feasible:
-            reached = trial.value >= self.target if maximize else trial.value <= self.target
-            if reached:
-                self.target_reached = True
-                if self.stop_on_target:
-                    self._logger.info(
-                        "Trial %d is fair and reached the target %g: stopping the study.",
-                        trial.number,
-                        self.target,
-                    )
-                    study.stop()
+            ", ".join(f"{k}={v:.4g}" for k, v in values.items()) or "no metrics",
+            "feasible" if feasible else "infeasible", best_text)
+        if self.target is not None and feasible and value is not None and (
+                value >= self.target if maximize else value <= self.target):
+            self.target_reached = True
+            if self.stop_on_target:
+                self._logger.info(
+                    "Trial %d is fair and reached the target %g: stopping the study.",
+                    trial.number, self.target)
+                study.stop()

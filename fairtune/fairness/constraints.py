@@ -95,20 +95,30 @@ _RULE_RATIO = "a number in [0, 1] (it is a ratio)"
 
 def _bound_problem(spec: MetricSpec, bound: Any) -> str | None:
     """The rule ``bound`` breaks for ``spec``, or None if it is a valid bound."""
-    rule = _RULE_RATIO if spec.aggregate == "ratio" else _RULE_DIFFERENCE
-    if isinstance(bound, bool) or not isinstance(bound, (int, float, np.integer, np.floating)):
-        return rule
-    value = float(bound)
-    if not math.isfinite(value) or value < 0 or (spec.aggregate == "ratio" and value > 1):
-        return rule
-    return None
+    ratio = spec.aggregate == "ratio"
+    valid = (isinstance(bound, (int, float, np.integer, np.floating))
+             and not isinstance(bound, bool) and math.isfinite(bound)
+             and 0 <= bound <= (1 if ratio else math.inf))
+    return None if valid else _RULE_RATIO if ratio else _RULE_DIFFERENCE
 
 
-def _metric_in(name: str, *, arg: str, text: Any) -> MetricSpec:
+def _limit(name: str, bound: Any, *, arg: str, text: Any, op: str | None = None
+           ) -> FairnessLimit:
+    """The limit ``text`` of metric ``name`` (with operator ``op``, if written) at ``bound``;
+    the messages name the argument ``arg`` and quote ``text``."""
     try:
-        return get_metric(name)
+        spec = get_metric(name)
     except ValueError as err:
         raise ValueError(_MSG_UNKNOWN.format(arg=arg, text=text, reason=err)) from None
+    expected = "<=" if spec.sense == "upper" else ">="
+    if op not in (None, expected):
+        kind = "a difference (0 is fair)" if spec.sense == "upper" else "a ratio (1 is fair)"
+        raise ValueError(
+            _MSG_SENSE.format(arg=arg, metric=spec.name, kind=kind, op=expected, text=text))
+    rule = _bound_problem(spec, bound)
+    if rule is not None:
+        raise ValueError(_MSG_LIMIT_BOUND.format(arg=arg, metric=spec.name, rule=rule, text=text))
+    return FairnessLimit(metric=spec.name, bound=bound)
 
 
 @dataclass(frozen=True)
@@ -182,33 +192,17 @@ class FairnessLimit:
 
 def _parse(text: Any, *, arg: str) -> FairnessLimit:
     match = _LIMIT_PATTERN.match(text) if isinstance(text, str) else None
-    if match is None:
-        raise ValueError(_MSG_MALFORMED.format(arg=arg, text=text))
-    name, op, number = match.groups()
     try:
-        bound = float(number)
+        bound = float(match.group(3)) if match else None
     except ValueError:
-        raise ValueError(_MSG_MALFORMED.format(arg=arg, text=text)) from None
-    spec = _metric_in(name, arg=arg, text=text)
-    expected = "<=" if spec.sense == "upper" else ">="
-    if op != expected:
-        kind = "a difference (0 is fair)" if spec.sense == "upper" else "a ratio (1 is fair)"
-        raise ValueError(
-            _MSG_SENSE.format(arg=arg, metric=spec.name, kind=kind, op=expected, text=text)
-        )
-    rule = _bound_problem(spec, bound)
-    if rule is not None:
-        raise ValueError(_MSG_LIMIT_BOUND.format(arg=arg, metric=spec.name, rule=rule, text=text))
-    return FairnessLimit(metric=spec.name, bound=bound)
+        bound = None
+    if match is None or bound is None:
+        raise ValueError(_MSG_MALFORMED.format(arg=arg, text=text))
+    return _limit(match.group(1), bound, arg=arg, text=text, op=match.group(2))
 
 
 LimitsLike = str | FairnessLimit | Mapping[str, float] | Sequence[str | FairnessLimit]
 """Every form :func:`parse_limits` accepts."""
-
-
-def _limits_name() -> str:
-    """How ``_parse``'s messages name the argument: `` `limits` ``, or the caller's flag."""
-    return arg("limits")
 
 
 def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
@@ -227,44 +221,28 @@ def parse_limits(limits: LimitsLike) -> list[FairnessLimit]:
             the valid ones), an invalid bound, or the same metric limited twice. The message
             names ``limits`` and the offending entry.
     """
+    name = arg("limits")
     if isinstance(limits, FairnessLimit):
         items = [limits]
     elif isinstance(limits, str):
-        items = [_parse(limits, arg=_limits_name())]
+        items = [_parse(limits, arg=name)]
     elif isinstance(limits, Mapping):
-        items = [_from_item(name, bound) for name, bound in limits.items()]
+        items = [_limit(str(m), b, arg=name, text={m: b}) for m, b in limits.items()]
     elif isinstance(limits, Sequence):
-        items = [_one(item) for item in limits]
+        items = []
+        for item in limits:
+            if not isinstance(item, (str, FairnessLimit)):
+                raise ValueError(_MSG_ENTRY_TYPE.format(name=name, item=item))
+            items.append(_parse(item, arg=name) if isinstance(item, str) else item)
     else:
-        raise ValueError(_MSG_TYPE.format(name=arg("limits"), given=got("limits", limits)))
+        raise ValueError(_MSG_TYPE.format(name=name, given=got("limits", limits)))
     if not items:
-        raise ValueError(_MSG_EMPTY.format(name=arg("limits"), given=got("limits", limits)))
-    seen: set[str] = set()
-    for item in items:
-        if item.metric in seen:
-            raise ValueError(_MSG_DUPLICATE.format(name=arg("limits"), metric=item.metric,
-                                                   limits=limits))
-        seen.add(item.metric)
+        raise ValueError(_MSG_EMPTY.format(name=name, given=got("limits", limits)))
+    metrics = [item.metric for item in items]
+    for i, metric in enumerate(metrics):
+        if metric in metrics[:i]:
+            raise ValueError(_MSG_DUPLICATE.format(name=name, metric=metric, limits=limits))
     return items
-
-
-def _from_item(name: Any, bound: Any) -> FairnessLimit:
-    text = {name: bound}
-    spec = _metric_in(str(name), arg=_limits_name(), text=text)
-    rule = _bound_problem(spec, bound)
-    if rule is not None:
-        raise ValueError(
-            _MSG_LIMIT_BOUND.format(arg=_limits_name(), metric=spec.name, rule=rule, text=text)
-        )
-    return FairnessLimit(metric=spec.name, bound=bound)
-
-
-def _one(item: Any) -> FairnessLimit:
-    if isinstance(item, FairnessLimit):
-        return item
-    if isinstance(item, str):
-        return _parse(item, arg=_limits_name())
-    raise ValueError(_MSG_ENTRY_TYPE.format(name=arg("limits"), item=item))
 
 
 def set_fairness_constraints(

@@ -101,11 +101,10 @@ def _check_binary(values: Any, name: str) -> np.ndarray:
     missing = pd.isna(array)
     if missing.any():
         raise ValueError(_MSG_NAN.format(name=name, count=int(missing.sum())))
-    # Strings such as "0"/"1" or "yes"/"no" would otherwise convert or fail unpredictably.
-    if array.dtype.kind in "USO" and any(isinstance(v, (str, bytes)) for v in array.tolist()):
-        values_ = sorted({repr(v) for v in array.tolist()})[:5]
-        raise ValueError(_MSG_NOT_BINARY.format(name=name, values=values_))
     try:
+        # Strings such as "0"/"1" or "yes"/"no" would otherwise convert or fail unpredictably.
+        if array.dtype.kind in "USO" and any(isinstance(v, (str, bytes)) for v in array.tolist()):
+            raise TypeError
         numeric = array.astype(float)
     except (TypeError, ValueError):
         values_ = sorted({repr(v) for v in array.tolist()})[:5]
@@ -114,13 +113,6 @@ def _check_binary(values: Any, name: str) -> np.ndarray:
     if bad.any():
         raise ValueError(_MSG_NOT_BINARY.format(name=name, values=np.unique(numeric[bad])[:5]))
     return numeric.astype(int)
-
-
-def _check_sensitive(sensitive_features: Any, n: int) -> pd.Series:
-    """One group label per sample (tuples for several columns: intersectional groups), from
-    :func:`fairtune._validation.sensitive_groups`, which owns the checks and their messages.
-    A metric never warns about the values (it is called for every trial); the entrances do."""
-    return sensitive_groups(sensitive_features, n)
 
 
 def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
@@ -155,9 +147,10 @@ def _validate(
     if len(y_pred_) != n:
         raise ValueError(_MSG_LENGTH.format(name="y_pred", n=n, m=len(y_pred_)))
     y_pred_ = _check_binary(y_pred_, "y_pred")
-    groups = _check_sensitive(sensitive_features, n)
-    weights = _check_weights(sample_weight, n)
-    return y_true_, y_pred_, groups, weights
+    # One group label per sample (tuples for intersectional groups); no warning about the
+    # values here (a metric is computed for every trial): the entrances warn.
+    groups = sensitive_groups(sensitive_features, n)
+    return y_true_, y_pred_, groups, _check_weights(sample_weight, n)
 
 
 # For each rate: the label it conditions on (None: none) and what a group needs for it to exist.
@@ -166,17 +159,6 @@ _RATE_CONDITION: dict[str, tuple[int | None, str]] = {
     "true_positive_rate": (1, "positive samples (y_true=1) with positive weight"),
     "false_positive_rate": (0, "negative samples (y_true=0) with positive weight"),
 }
-
-
-def _rate_functions() -> dict[str, Callable[..., float]]:
-    # fairlearn is imported lazily: it pulls in scikit-learn and more.
-    from fairlearn.metrics import false_positive_rate, selection_rate, true_positive_rate
-
-    return {
-        "selection_rate": selection_rate,
-        "true_positive_rate": true_positive_rate,
-        "false_positive_rate": false_positive_rate,
-    }
 
 
 def _check_rates_defined(
@@ -224,26 +206,22 @@ def group_rates(
             weights, a single group, or a rate that is undefined for some group (e.g. the TPR of
             a group without positive samples); the message names the argument or the group.
     """
-    from fairlearn.metrics import MetricFrame
+    import fairlearn.metrics  # lazily: it pulls in scikit-learn and more
 
-    functions = _rate_functions()
-    unknown = [r for r in rates if r not in functions]
-    if unknown or not rates:
-        raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(functions), unknown=list(rates)))
+    if not rates or any(r not in _RATE_CONDITION for r in rates):
+        raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(_RATE_CONDITION),
+                                                  unknown=list(rates)))
     y_true_, y_pred_, groups, weights = _validate(
         y_true, y_pred, sensitive_features, sample_weight
     )
     _check_rates_defined(rates, y_true_, groups, weights)
+    sensitive: Any = groups
     if isinstance(groups.iloc[0], tuple):
         # Intersectional groups: MetricFrame takes one named column per feature.
-        width = len(groups.iloc[0])
-        sensitive: Any = pd.DataFrame(
-            groups.tolist(), columns=[f"sensitive_feature_{i}" for i in range(width)]
-        )
-    else:
-        sensitive = groups
-    frame = MetricFrame(
-        metrics={r: functions[r] for r in rates},
+        sensitive = pd.DataFrame(groups.tolist(), columns=[
+            f"sensitive_feature_{i}" for i in range(len(groups.iloc[0]))])
+    frame = fairlearn.metrics.MetricFrame(
+        metrics={r: getattr(fairlearn.metrics, r) for r in rates},
         y_true=y_true_,
         y_pred=y_pred_,
         sensitive_features=sensitive,
@@ -306,7 +284,7 @@ def _compute(
 def demographic_parity_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """Largest gap in selection rate between groups (DSP).
+    """Largest gap in selection rate between groups (DSP), in [0, 1].
 
     ``DSP = max_g P(yhat=1 | g) - min_g P(yhat=1 | g)``; 0 means every group is selected at the
     same rate. ``y_true`` is validated but does not enter the value.
@@ -318,8 +296,7 @@ def demographic_parity_difference(
             define intersectional groups.
         sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
 
-    Returns:
-        The difference, in [0, 1].
+    The other metrics take the same arguments.
 
     Example:
         >>> demographic_parity_difference(
@@ -333,21 +310,11 @@ def demographic_parity_difference(
 def equal_opportunity_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """Largest gap in true positive rate between groups (DEO).
+    """Largest gap in true positive rate between groups (DEO), in [0, 1].
 
-    ``DEO = max_g P(yhat=1 | y=1, g) - min_g P(yhat=1 | y=1, g)``.
-
-    Args:
-        y_true: True 0/1 labels, shape (n,).
-        y_pred: Predicted 0/1 labels, shape (n,).
-        sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
-
-    Returns:
-        The difference, in [0, 1].
-
-    Raises:
-        ValueError: If some group has no positive sample (its TPR is undefined).
+    ``DEO = max_g P(yhat=1 | y=1, g) - min_g P(yhat=1 | y=1, g)``; the arguments are those of
+    :func:`demographic_parity_difference`. A group without a positive sample (whose TPR is
+    undefined) is a ValueError.
     """
     return _compute("equal_opportunity", y_true, y_pred, sensitive_features, sample_weight)
 
@@ -355,21 +322,11 @@ def equal_opportunity_difference(
 def false_positive_rate_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """Largest gap in false positive rate between groups (DFP).
+    """Largest gap in false positive rate between groups (DFP), in [0, 1].
 
-    ``DFP = max_g P(yhat=1 | y=0, g) - min_g P(yhat=1 | y=0, g)``.
-
-    Args:
-        y_true: True 0/1 labels, shape (n,).
-        y_pred: Predicted 0/1 labels, shape (n,).
-        sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
-
-    Returns:
-        The difference, in [0, 1].
-
-    Raises:
-        ValueError: If some group has no negative sample (its FPR is undefined).
+    ``DFP = max_g P(yhat=1 | y=0, g) - min_g P(yhat=1 | y=0, g)``; the arguments are those of
+    :func:`demographic_parity_difference`. A group without a negative sample (whose FPR is
+    undefined) is a ValueError.
     """
     return _compute("false_positive_rate", y_true, y_pred, sensitive_features, sample_weight)
 
@@ -377,21 +334,11 @@ def false_positive_rate_difference(
 def equalized_odds_difference(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, sample_weight: Any = None
 ) -> float:
-    """The larger of the TPR gap and the FPR gap between groups (equalized odds).
+    """The larger of the TPR gap and the FPR gap between groups (equalized odds), in [0, 1].
 
-    ``EOD = max(DEO, DFP)``; 0 means equal error rates in every group.
-
-    Args:
-        y_true: True 0/1 labels, shape (n,).
-        y_pred: Predicted 0/1 labels, shape (n,).
-        sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
-
-    Returns:
-        The difference, in [0, 1].
-
-    Raises:
-        ValueError: If some group has no positive or no negative sample.
+    ``EOD = max(DEO, DFP)``; 0 means equal error rates in every group. The arguments are those
+    of :func:`demographic_parity_difference`. A group without a positive or a negative sample
+    is a ValueError.
     """
     return _compute("equalized_odds", y_true, y_pred, sensitive_features, sample_weight)
 
@@ -401,73 +348,32 @@ def disparate_impact_ratio(
 ) -> float:
     """Smallest over largest group selection rate (disparate impact; "four-fifths rule").
 
-    ``DI = min_g P(yhat=1 | g) / max_g P(yhat=1 | g)``; 1 means equal selection rates, and the
-    US EEOC four-fifths rule flags values below 0.8. If no group is ever selected, DI is 1.
-
-    Args:
-        y_true: True 0/1 labels, shape (n,).
-        y_pred: Predicted 0/1 labels, shape (n,).
-        sensitive_features: Group of each sample (see :func:`demographic_parity_difference`).
-        sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
-
-    Returns:
-        The ratio, in [0, 1].
+    ``DI = min_g P(yhat=1 | g) / max_g P(yhat=1 | g)``, in [0, 1]; 1 means equal selection
+    rates, and the US EEOC four-fifths rule flags values below 0.8. If no group is ever
+    selected, DI is 1. The arguments are those of :func:`demographic_parity_difference`.
     """
     return _compute("disparate_impact", y_true, y_pred, sensitive_features, sample_weight)
 
 
 #: The spec table of the metrics, canonical name -> :class:`MetricSpec`: the single source of
 #: truth for names, aliases, rates and bound senses.
-METRICS: dict[str, MetricSpec] = {
-    spec.name: spec
-    for spec in (
-        MetricSpec(
-            name="demographic_parity",
-            function=demographic_parity_difference,
-            rates=("selection_rate",),
-            aggregate="difference",
-            sense="upper",
-            aliases=("dsp", "dp", "demographic_parity_difference"),
-            description="gap in selection rate between groups",
-        ),
-        MetricSpec(
-            name="equal_opportunity",
-            function=equal_opportunity_difference,
-            rates=("true_positive_rate",),
-            aggregate="difference",
-            sense="upper",
-            aliases=("deo", "tpr", "equal_opportunity_difference"),
-            description="gap in true positive rate between groups",
-        ),
-        MetricSpec(
-            name="false_positive_rate",
-            function=false_positive_rate_difference,
-            rates=("false_positive_rate",),
-            aggregate="difference",
-            sense="upper",
-            aliases=("dfp", "fpr", "false_positive_rate_difference"),
-            description="gap in false positive rate between groups",
-        ),
-        MetricSpec(
-            name="equalized_odds",
-            function=equalized_odds_difference,
-            rates=("true_positive_rate", "false_positive_rate"),
-            aggregate="difference",
-            sense="upper",
-            aliases=("eod", "equalized_odds_difference"),
-            description="larger of the TPR and FPR gaps between groups",
-        ),
-        MetricSpec(
-            name="disparate_impact",
-            function=disparate_impact_ratio,
-            rates=("selection_rate",),
-            aggregate="ratio",
-            sense="lower",
-            aliases=("di", "disparate_impact_ratio"),
-            description="smallest over largest selection rate",
-        ),
-    )
-}
+METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
+    MetricSpec("demographic_parity", demographic_parity_difference, ("selection_rate",),
+               "difference", "upper", ("dsp", "dp", "demographic_parity_difference"),
+               "gap in selection rate between groups"),
+    MetricSpec("equal_opportunity", equal_opportunity_difference, ("true_positive_rate",),
+               "difference", "upper", ("deo", "tpr", "equal_opportunity_difference"),
+               "gap in true positive rate between groups"),
+    MetricSpec("false_positive_rate", false_positive_rate_difference, ("false_positive_rate",),
+               "difference", "upper", ("dfp", "fpr", "false_positive_rate_difference"),
+               "gap in false positive rate between groups"),
+    MetricSpec("equalized_odds", equalized_odds_difference,
+               ("true_positive_rate", "false_positive_rate"), "difference", "upper",
+               ("eod", "equalized_odds_difference"),
+               "larger of the TPR and FPR gaps between groups"),
+    MetricSpec("disparate_impact", disparate_impact_ratio, ("selection_rate",), "ratio",
+               "lower", ("di", "disparate_impact_ratio"), "smallest over largest selection rate"),
+)}
 _ALIASES: dict[str, str] = {
     alias: spec.name for spec in METRICS.values() for alias in (spec.name, *spec.aliases)
 }
@@ -554,7 +460,7 @@ def expected_metric(
     if bad.any():
         raise ValueError(f"`probabilities` must be in [0, 1], but got {int(bad.sum())} value(s) "
                          f"outside, e.g. {p[bad][0]}.")
-    groups = _check_sensitive(sensitive_features, len(y_true_))
+    groups = sensitive_groups(sensitive_features, len(y_true_))
     _check_rates_defined(spec.rates, y_true_, groups, None)
     rates, _ = _group_rates(spec.rates, y_true_, p, groups)
     return float(_aggregate(rates, spec.aggregate))

@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
+import torch
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.search_space import IntersectionSearchSpace
+from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from fairtune import _keys
+from fairtune._gp.acquisition import Constraints
+from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
+from fairtune._gp.gp import GPRegressor, fit_gp, impute_violations, standardize
+from fairtune._gp.optim import AcqFunc, maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
 from fairtune._threads import limit_threads
@@ -46,10 +52,17 @@ _CLAIM_TIME_KEY = _keys.CLAIM_TIME_KEY
 # bound grows with the number of running trials (see _sample_and_claim).
 _MAX_RECHOOSE = 3
 
-_MULTI_OBJECTIVE_ERROR = (
-    "{name} supports single-objective studies only, but the study has {n} objectives "
-    "(directions={directions})."
-)
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    """A ValueError for a string option ``name`` that is none of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {list(choices)}, but got {name}={value!r}.")
+
+
+def direction_signs(study: Study) -> np.ndarray:
+    """(n_objectives,): 1 for a maximized objective, -1 for a minimized one (the GP engine always
+    maximizes, so minimized values enter negated)."""
+    return np.array([1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions])
 
 
 def derived_seed(*parts: int) -> int:
@@ -68,7 +81,8 @@ class TrialSeededRandomSampler(BaseSampler):
     Workers that share a study's storage and were given the same seed draw different points,
     because trial numbers are unique within a study (an ordinary seeded ``RandomSampler`` gives
     every worker the same sequence), and a study's draws are still reproducible from its seed.
-    Used by the command line as the samplers' random startup.
+    The samplers' random startup when given a seed and no ``independent_sampler`` (without a
+    seed, ``RandomSampler()``: fresh randomness in every process), and the command line's.
     """
 
     def __init__(self, seed: int) -> None:
@@ -100,16 +114,6 @@ class TrialSeededRandomSampler(BaseSampler):
         self._seed = int(np.random.SeedSequence().generate_state(1)[0])
 
 
-def default_independent_sampler(seed: int | None) -> BaseSampler:
-    """The samplers' random startup when the user gives none: draws seeded per (seed, trial
-    number, parameter name), so that processes given one seed on one storage (the same script
-    started three times) draw different startup points, while a study stays reproducible from
-    its seed. Without a seed, fresh randomness in every process."""
-    if seed is None:
-        return optuna.samplers.RandomSampler()
-    return TrialSeededRandomSampler(seed)
-
-
 class LazyRandomState:
     """A ``numpy.random.RandomState`` created on first use (cheap to construct and pickle)."""
 
@@ -126,26 +130,6 @@ class LazyRandomState:
     def reseed(self) -> None:
         self._seed = None
         self.rng.seed()
-
-
-def constraint_values(
-    complete: Sequence[FrozenTrial], name: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """(values (n,), met (n,)) of constraint ``name`` over the trials: a missing value is NaN
-    and counts as not met (a trial that lacks a constraint is infeasible)."""
-    raw = np.array([t.constraints.get(name, np.nan) for t in complete], dtype=float)
-    return raw, ~np.isnan(raw) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
-
-
-def check_single_objective(study: Study, sampler_name: str) -> None:
-    if len(study.directions) > 1:
-        raise ValueError(
-            _MULTI_OBJECTIVE_ERROR.format(
-                name=sampler_name,
-                n=len(study.directions),
-                directions=[d.name.lower() for d in study.directions],
-            )
-        )
 
 
 def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> float:
@@ -286,10 +270,19 @@ class GPSamplerBase(BaseSampler):
                 f"independent_sampler={independent_sampler!r}."
             )
         self._rng = LazyRandomState(seed)
-        self._independent_sampler = independent_sampler or default_independent_sampler(seed)
+        self._owns_independent_sampler = independent_sampler is None
+        self._independent_sampler = independent_sampler or (
+            optuna.samplers.RandomSampler() if seed is None else TrialSeededRandomSampler(seed)
+        )
         self._n_startup_trials = n_startup_trials
         self._warn_independent_sampling = warn_independent_sampling
         self._intersection_search_space = IntersectionSearchSpace()
+        # Warm starts of the model fits and other per-study state, keyed by (study name, name).
+        self._cache: dict[tuple[str, str], Any] = {}
+        # Tuning knobs of the acquisition's optimizer (private: tests and benchmarks shrink them).
+        self._n_preliminary_samples = 1024
+        self._n_local_search = 5
+        self._optim_max_iter = 30
         # One sampler object serves every thread of study.optimize(n_jobs>1); the lock makes a
         # suggestion and its recording as a pending point atomic, so threads never collide.
         self._lock = threading.Lock()
@@ -328,7 +321,68 @@ class GPSamplerBase(BaseSampler):
 
     def _check_study(self, study: Study) -> None:
         """Reject studies the sampler cannot model (single-objective only, unless overridden)."""
-        check_single_objective(study, type(self).__name__)
+        if len(study.directions) > 1:
+            raise ValueError(
+                f"{type(self).__name__} supports single-objective studies only, but the study "
+                f"has {len(study.directions)} objectives "
+                f"(directions={[d.name.lower() for d in study.directions]})."
+            )
+
+    def _maximize(
+        self, acqf: AcqFunc, ss: SearchSpace, rng: np.random.RandomState, **kwargs: Any
+    ) -> tuple[np.ndarray, float]:
+        """:func:`~fairtune._gp.optim.maximize_acqf` with this sampler's tuning knobs."""
+        return maximize_acqf(acqf, ss, rng=rng, n_preliminary_samples=self._n_preliminary_samples,
+                             n_local_search=self._n_local_search, max_iter=self._optim_max_iter,
+                             **kwargs)
+
+    # -- models, warm-started from the last fit of the same study and name --------------------
+
+    def _fit_gp(
+        self, study: Study, key: str, X: torch.Tensor, y: np.ndarray, ss: SearchSpace,
+        **kwargs: Any,
+    ) -> GPRegressor:
+        cache_key = (study.study_name, key)
+        gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical,
+                    warm_start=self._cache.get(cache_key), **kwargs)
+        self._cache[cache_key] = gp.params
+        return gp
+
+    def _fit_classifier(
+        self, study: Study, key: str, X: torch.Tensor, labels: np.ndarray, ss: SearchSpace
+    ) -> GPClassifier:
+        cache_key = (study.study_name, key)
+        clf = fit_gp_classifier(X, torch.from_numpy(labels.astype(float)), ss.is_categorical,
+                                warm_start=self._cache.get(cache_key))
+        self._cache[cache_key] = clf.params
+        return clf
+
+    def _is_binary(self, name: str) -> bool:
+        """Whether constraint ``name`` is binary feedback, modelled by a GP classifier."""
+        return False
+
+    def _fit_constraints(
+        self, study: Study, names: list[str], complete: Sequence[FrozenTrial],
+        X: torch.Tensor, ss: SearchSpace,
+    ) -> tuple[Constraints, np.ndarray]:
+        """A model per constraint (a GP regressor of its value with its standardized threshold,
+        or a GP classifier of binary feedback) and the mask (n,) of the trials that met every
+        constraint. A missing value counts as not met (a trial that lacks a constraint is
+        infeasible); the regressor sees it as a clear violation."""
+        feasible = np.ones(len(complete), dtype=bool)
+        constraints = Constraints()
+        for name in names:
+            raw = np.array([t.constraints.get(name, np.nan) for t in complete], dtype=float)
+            met = ~np.isnan(raw) & (np.nan_to_num(raw, nan=1.0) <= 0.0)
+            feasible &= met
+            if self._is_binary(name):
+                constraints.classifiers.append(
+                    self._fit_classifier(study, "c:" + name, X, met, ss))
+                continue
+            c, mean, std = standardize(impute_violations(raw))
+            gp = self._fit_gp(study, "c:" + name, X, c, ss)
+            constraints.regression.append((gp, (0.0 - mean) / std))
+        return constraints, feasible
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
@@ -391,13 +445,7 @@ class GPSamplerBase(BaseSampler):
     ) -> dict[str, Any]:
         """A uniformly random point of ``search_space``, drawn per (seed, trial number)."""
         seed = self._rng._seed
-        rng = (
-            np.random.RandomState()
-            if seed is None
-            else np.random.RandomState(
-                np.random.SeedSequence([int(seed) % 2**63, trial.number, 2]).generate_state(1)[0]
-            )
-        )
+        rng = np.random.RandomState(None if seed is None else derived_seed(seed, trial.number, 2))
         ss = SearchSpace(search_space)
         return ss.decode(ss.sample(1, rng)[0])
 

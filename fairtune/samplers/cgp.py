@@ -14,22 +14,22 @@ import numpy as np
 import torch
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
 from fairtune import _keys
 from fairtune._gp import acquisition
 from fairtune._gp.fantasy import FantasyModels, reject
-from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, standardize
-from fairtune._gp.optim import maximize_acqf
+from fairtune._gp.gp import GPRegressor, standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._threads import limit_threads
 from fairtune.collaboration import Board, _check_agent, _space_json, sliced_lhs_value
 from fairtune.samplers._base import (
     GPSamplerBase,
     _trial_key,
+    check_choice,
     collect_trials,
     derived_seed,
+    direction_signs,
     name_code,
 )
 
@@ -230,7 +230,6 @@ class CGPSampler(GPSamplerBase):
             n_startup_trials=n_startup_trials,
             warn_independent_sampling=warn_independent_sampling,
         )
-        self._owns_independent_sampler = independent_sampler is None
         self._seed = seed
         self._board = board
         self._agent = agent
@@ -242,17 +241,13 @@ class CGPSampler(GPSamplerBase):
         self._quorum = quorum
         self._share_without_comparison = bool(share_without_comparison)
         self._design_noise = None if design_noise is None else float(design_noise)
-        self._kernel_cache: dict[str, KernelParams] = {}
         self._state: dict[tuple[Any, ...], _RoundState] = {}
         self._state_lock = threading.Lock()
         if board is not None:
             board.register(agent)
         # Tuning knobs (private: tests and benchmarks may shrink them).
-        self._n_preliminary_samples = 1024
-        self._n_local_search = 5
         self._n_ts_candidates = 512
         self._max_ei_models = 64
-        self._optim_max_iter = 30
         self._fit_max_iter = 100
         # The last suggestion's borrowing, for inspection: {"leaders", "borrowed", "kept",
         # "n_models", "kappa" (standardized), "fantasies"}.
@@ -306,13 +301,6 @@ class CGPSampler(GPSamplerBase):
 
     # -- one round -------------------------------------------------------------------------------
 
-    def _fit(self, study: Study, X: torch.Tensor, y: np.ndarray, ss: SearchSpace) -> GPRegressor:
-        gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical,
-                    warm_start=self._kernel_cache.get(study.study_name),
-                    max_iter=self._fit_max_iter)
-        self._kernel_cache[study.study_name] = gp.params
-        return gp
-
     def _round_state(
         self,
         study: Study,
@@ -332,31 +320,24 @@ class CGPSampler(GPSamplerBase):
         ss = SearchSpace(search_space)
         X_np = ss.encode([t.params for t in complete])
         X = torch.from_numpy(X_np)
-        sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+        sign = direction_signs(study)[0]
         y, y_mean, y_std = standardize(sign * np.array([t.value for t in complete], dtype=float))
-        gp_data = self._fit(study, X, y, ss)
+        gp_data = self._fit_gp(study, "objective", X, y, ss, max_iter=self._fit_max_iter)
         base_seed = int(self._rng.rng.randint(0, 2**31 - 1))
-        with torch.no_grad():
-            best_f = float(gp_data.posterior(X)[0].max())
+        best_f = acquisition.incumbent(gp_data, X)
         order = np.argsort(-y)
         warm = X_np[order[:1]][:, None, :]
         post_rng = np.random.RandomState(derived_seed(base_seed, 1) % 2**32)
         round_ = len(complete)
         if self._board is not None:
-            x_kappa, kappa = maximize_acqf(
-                lambda x: gp_data.posterior(x[..., 0, :])[0], ss, rng=post_rng,
-                n_preliminary_samples=self._n_preliminary_samples,
-                n_local_search=self._n_local_search, warm_starts=warm,
-                max_iter=self._optim_max_iter,
+            x_kappa, kappa = self._maximize(
+                lambda x: gp_data.posterior(x[..., 0, :])[0], ss, post_rng, warm_starts=warm
             )
             x_kappa = x_kappa[0]
             kappa = max(kappa, best_f)
-            x_plus, lcb = maximize_acqf(
+            x_plus, lcb = self._maximize(
                 lambda x: acquisition.lcb(*gp_data.posterior(x[..., 0, :]), self._eta**2),
-                ss, rng=post_rng, n_preliminary_samples=self._n_preliminary_samples,
-                n_local_search=self._n_local_search,
-                warm_starts=np.stack([warm[0], x_kappa[None, :]]),
-                max_iter=self._optim_max_iter,
+                ss, post_rng, warm_starts=np.stack([warm[0], x_kappa[None, :]]),
             )
             posted = x_plus[0]
             if self._design_noise is not None:
@@ -480,11 +461,7 @@ class CGPSampler(GPSamplerBase):
                     fantasies.means(x, index), fantasies.variance(x), best_f
                 )
 
-        x_best, _ = maximize_acqf(
-            acqf, ss, rng=acq_rng, n_preliminary_samples=self._n_preliminary_samples,
-            n_local_search=self._n_local_search, warm_starts=warm_starts, exclude=exclude,
-            max_iter=self._optim_max_iter,
-        )
+        x_best, _ = self._maximize(acqf, ss, acq_rng, warm_starts=warm_starts, exclude=exclude)
         return ss.decode(x_best[0])
 
     def _thompson(
@@ -521,11 +498,7 @@ def _check_settings(
     design_noise: Any,
 ) -> None:
     """CGPSampler's numeric and string settings, or a ValueError naming the bad one."""
-    if acquisition not in _ACQUISITIONS:
-        raise ValueError(
-            f"`acquisition` must be one of {list(_ACQUISITIONS)}, but got "
-            f"acquisition={acquisition!r}."
-        )
+    check_choice("acquisition", acquisition, _ACQUISITIONS)
     for name, value, low in (("group_size", group_size, 1), ("n_raw_samples", n_raw_samples, 1),
                              ("quorum", quorum, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:

@@ -59,24 +59,17 @@ import numpy as np
 import torch
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from fairtune import _keys
 from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
-from fairtune._gp.optim import maximize_acqf
 from fairtune._gp.search_space import SearchSpace
 from fairtune._names import arg, got
 from fairtune._storage import read_text, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.fairness.welfare import g2sf_weights
-from fairtune.samplers._base import (
-    GPSamplerBase,
-    check_single_objective,
-    derived_seed,
-    name_code,
-)
+from fairtune.samplers._base import GPSamplerBase, derived_seed, direction_signs, name_code
 from fairtune.tenancy import TENANT_KEY, finished_at_creation, optimizing_tenant
 
 if TYPE_CHECKING:
@@ -274,7 +267,6 @@ class CollaborativeUCBSampler(GPSamplerBase):
             n_startup_trials=0,
             warn_independent_sampling=True,
         )
-        self._owns_independent_sampler = independent_sampler is None
         self._tenants = names
         self._index = {t: i for i, t in enumerate(names)}
         self._rho = float(rho)
@@ -313,22 +305,11 @@ class CollaborativeUCBSampler(GPSamplerBase):
 
     def _tenant_and_round(self, study: Study, trial: FrozenTrial) -> tuple[str, int]:
         trials = study.get_trials(deepcopy=False, states=None)
-        # Read the tag from the storage: the cached frozen trial may predate it.
-        tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-        if tenant is None and optimizing_tenant(study) is not None:
-            # A trial of fairtune.tenancy.optimize(study, tenant, ...): that tenant's.
-            tenant = optimizing_tenant(study)
-            if tenant not in self._index:
-                raise ValueError(
-                    f"tenancy.optimize runs for tenant {tenant!r}, which is not one of the "
-                    f"sampler's `tenants` {self._tenants}."
-                )
-            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
-            round_ = sum(
-                1 for other in trials
-                if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
-            )
-        elif tenant is None:
+        # Read the tag from the storage: the cached frozen trial may predate it. An untagged trial
+        # of fairtune.tenancy.optimize(study, tenant, ...) is that tenant's.
+        tagged = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
+        tenant = tagged if tagged is not None else optimizing_tenant(study)
+        if tenant is None:
             # The tenant whose turn it is: the one with the fewest trials; the trial is its next
             # round. (Under the sampler's lock, so threads of one process never collide.)
             counts = dict.fromkeys(self._tenants, 0)
@@ -338,20 +319,20 @@ class CollaborativeUCBSampler(GPSamplerBase):
                     counts[owner] += 1
             tenant = min(self._tenants, key=lambda t: counts[t])
             round_ = counts[tenant]
-            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
         else:
             tenant = str(tenant)
             if tenant not in self._index:
-                raise ValueError(
-                    f"trial {trial.number} belongs to tenant {tenant!r}, which is not one of the "
-                    f"sampler's `tenants` {self._tenants}."
-                )
-            # Tagged at creation: the index among the tenant's trials, by trial number.
+                whose = (f"trial {trial.number} belongs to" if tagged is not None
+                         else "tenancy.optimize runs for")
+                raise ValueError(f"{whose} tenant {tenant!r}, which is not one of the "
+                                 f"sampler's `tenants` {self._tenants}.")
+            # The index among the tenant's trials, by trial number.
             round_ = sum(
-                1
-                for other in trials
+                1 for other in trials
                 if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
             )
+        if tagged is None:
+            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
         study._storage.set_trial_system_attr(trial._trial_id, ROUND_KEY, round_)
         return tenant, round_
 
@@ -389,7 +370,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        check_single_objective(study, type(self).__name__)
+        self._check_study(study)
         with self._lock:
             # Tag every trial, even the first one (whose shared search space is still empty).
             tenant, round_ = self._tenant_and_round(study, trial)
@@ -404,7 +385,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        check_single_objective(study, type(self).__name__)
+        self._check_study(study)
         startup = self._in_startup(study, trial)
         if not startup:
             _logger.warning(
@@ -527,7 +508,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
         data: list[FrozenTrial], pending: list[dict[str, Any]],
     ) -> dict[str, dict[str, Any]]:
         """The round's batch from the usable trials ``data`` and the ``pending`` points."""
-        sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
+        sign = direction_signs(study)[0]
         lambda_ = np.zeros(len(self._tenants))
         for t in data:
             owner = t.user_attrs.get(TENANT_KEY)
@@ -537,10 +518,10 @@ class CollaborativeUCBSampler(GPSamplerBase):
         X = torch.from_numpy(ss.encode([t.params for t in data]))
         y, y_mean, y_std = standardize(sign * np.array([t.values[0] for t in data]))
         gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical)
-        if pending:
-            X_fantasy = torch.from_numpy(ss.encode(pending))
+        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
+        if X_pending is not None:  # fantasies at the posterior mean
             with torch.no_grad():
-                gp = gp.condition_on(X_fantasy, gp.posterior(X_fantasy)[0])
+                gp = gp.condition_on(X_pending, gp.posterior(X_pending)[0])
 
         n, d = len(self._tenants), ss.dim
         alpha_t = exploration_weight(
@@ -550,8 +531,6 @@ class CollaborativeUCBSampler(GPSamplerBase):
         lambda_sorted = torch.from_numpy(np.sort(lambda_))
         scale = y_std * float(gp.params.outputscale) ** 0.5
         noise = gp.params.noise_var
-
-        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
         # Larger than any difference of acquisition values: a batch that repeats a point (or a
         # pending one) loses to every batch that does not, whenever the space allows one.
         big = 1e6 * (1.0 + float(np.abs(lambda_).sum()) + n * (abs(y_mean) + y_std))
@@ -564,14 +543,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
             return value - big * _n_repeats(Xb.detach(), X_pending)
 
         rng = np.random.RandomState(derived_seed(self._base_seed(study), 0, round_) % 2**32)
-        X_best, _ = maximize_acqf(
-            acqf,
-            ss,
-            rng=rng,
-            q=n,
-            n_preliminary_samples=self._n_preliminary_samples,
-            n_local_search=self._n_local_search,
-        )
+        X_best, _ = self._maximize(acqf, ss, rng, q=n)
         with torch.no_grad():
             mu = gp.posterior(torch.from_numpy(X_best))[0].numpy()
         order = assign_points(lambda_, mu)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -12,23 +11,19 @@ import numpy as np
 import torch
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
-from fairtune._gp.acqf import (
+from fairtune._gp.acquisition import (
     ConstrainedMES,
-    Constraints,
     FeasibilityPhase,
     LogConstrainedEI,
     RepeatPenalty,
     incumbent,
     sample_max_values,
 )
-from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
-from fairtune._gp.gp import GPRegressor, KernelParams, fit_gp, impute_violations, standardize
-from fairtune._gp.optim import maximize_acqf
+from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune.samplers._base import GPSamplerBase, constraint_values
+from fairtune.samplers._base import GPSamplerBase, check_choice, direction_signs
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -86,7 +81,7 @@ class FairBOSampler(GPSamplerBase):
        feasibility, ``sum_j log PoF_j(x)``. When the fitted constraint GPs find no point even 1 %
        likely to be feasible, which is how GPs fitted to infeasible trials only extrapolate with
        overconfidence, the probability is taken under a mixture of those GPs and copies with 2x,
-       4x and 8x shorter lengthscales (see ``_feasibility_log_prob``). This phase is the same
+       4x and 8x shorter lengthscales (see ``FeasibilityPhase``). This phase is the same
        for both acquisitions. If every constraint is binary and none was ever satisfied, the
        classifiers carry no information about where feasibility lies and the point is
        uniformly random.
@@ -183,11 +178,7 @@ class FairBOSampler(GPSamplerBase):
         deterministic_objective: bool = False,
         warn_independent_sampling: bool = True,
     ) -> None:
-        if acquisition not in _ACQUISITIONS:
-            raise ValueError(
-                f"`acquisition` must be one of {list(_ACQUISITIONS)}, but got "
-                f"acquisition={acquisition!r}."
-            )
+        check_choice("acquisition", acquisition, _ACQUISITIONS)
         if isinstance(binary_constraints, str) or not (
             isinstance(binary_constraints, bool)
             or (
@@ -211,12 +202,7 @@ class FairBOSampler(GPSamplerBase):
             else _constraint_names(binary_constraints)
         )
         self._deterministic = deterministic_objective
-        # Warm starts of the kernel fits, keyed by (study name, model name).
-        self._kernel_cache: dict[tuple[str, str], KernelParams] = {}
-        self._cache_lock = threading.Lock()
         # Tuning knobs (private: tests and benchmarks may shrink them).
-        self._n_preliminary_samples = 1024
-        self._n_local_search = 5
         self._n_max_value_samples = 16
         self._n_max_value_candidates = 1000
         self._feasibility_lengthscale_factors = (1.0, 0.5, 0.25, 0.125)
@@ -228,27 +214,6 @@ class FairBOSampler(GPSamplerBase):
         if isinstance(self._binary_constraints, bool):
             return self._binary_constraints
         return name in self._binary_constraints
-
-    def _fit(self, study: Study, key: str, X: torch.Tensor, y: np.ndarray, ss: SearchSpace,
-             deterministic: bool = False) -> GPRegressor:
-        cache_key = (study.study_name, key)
-        gp = fit_gp(
-            X, torch.from_numpy(y), ss.is_categorical,
-            warm_start=self._kernel_cache.get(cache_key), deterministic=deterministic,
-        )
-        self._kernel_cache[cache_key] = gp.params
-        return gp
-
-    def _fit_classifier(
-        self, study: Study, key: str, X: torch.Tensor, labels: np.ndarray, ss: SearchSpace
-    ) -> GPClassifier:
-        cache_key = (study.study_name, key)
-        clf = fit_gp_classifier(
-            X, torch.from_numpy(labels.astype(float)), ss.is_categorical,
-            warm_start=self._kernel_cache.get(cache_key),
-        )
-        self._kernel_cache[cache_key] = clf.params
-        return clf
 
     def _sample_relative_impl(
         self,
@@ -262,7 +227,6 @@ class FairBOSampler(GPSamplerBase):
         X_np = ss.encode([t.params for t in complete])
         X = torch.from_numpy(X_np)
         X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
-        sign = 1.0 if study.direction == StudyDirection.MAXIMIZE else -1.0
         names = sorted({name for t in complete for name in t.constraints})
         if names and all(self._is_binary(n) for n in names) and not any(
             t.constraints.get(n, math.nan) <= 0.0 for t in complete for n in names
@@ -273,8 +237,10 @@ class FairBOSampler(GPSamplerBase):
             # instead, as random search would (and fit no model).
             return ss.decode(ss.sample(1, rng)[0])
 
+        sign = direction_signs(study)[0]
         y, _, _ = standardize(sign * np.array([t.value for t in complete], dtype=float))
-        objective_gp = self._fit(study, "objective", X, y, ss, self._deterministic)
+        objective_gp = self._fit_gp(study, "objective", X, y, ss,
+                                    deterministic=self._deterministic)
         constraints, feasible = self._fit_constraints(study, names, complete, X, ss)
         if X_pending is not None:
             # Fantasies: the posterior mean at pending points shrinks the variance there.
@@ -299,9 +265,18 @@ class FairBOSampler(GPSamplerBase):
                                        list(self._feasibility_lengthscale_factors),
                                        self._feasibility_trust_level)
         elif self._acquisition == "cmes":
-            acqf = ConstrainedMES(objective_gp, self._sample_max_values(
-                objective_gp, constraints, ss, y[feasible] if names else y, rng,
-            ), constraints, repeat)
+            # Maxima drawn at quasi-random candidates and the model's points, floored at the
+            # best feasible observation (there is one: cMES runs once a trial is feasible, or
+            # without constraints, where every trial counts).
+            candidates = torch.cat([
+                torch.from_numpy(ss.sample(self._n_max_value_candidates, rng)),
+                objective_gp.X_train,
+            ])
+            generator = torch.Generator().manual_seed(int(rng.randint(0, 2**31 - 1)))
+            y_star = sample_max_values(objective_gp, constraints, candidates,
+                                       self._n_max_value_samples, generator,
+                                       float((y[feasible] if names else y).max()))
+            acqf = ConstrainedMES(objective_gp, y_star, constraints, repeat)
         else:
             best_f = incumbent(objective_gp, X[torch.from_numpy(feasible)] if names else X)
             acqf = LogConstrainedEI(objective_gp, best_f, constraints, repeat)
@@ -317,58 +292,12 @@ class FairBOSampler(GPSamplerBase):
         # neighbourhood of a trial that finished while this one was chosen is caught by the
         # claim check (GPSamplerBase).
         evaluated = np.repeat(ss.round(X_np)[:, None, :], 2, axis=1)  # boxes of one point
-        x_best, _ = maximize_acqf(
-            acqf,
-            ss,
-            rng=rng,
-            n_preliminary_samples=self._n_preliminary_samples,
-            n_local_search=self._n_local_search,
-            warm_starts=warm_starts,
+        x_best, _ = self._maximize(
+            acqf, ss, rng, warm_starts=warm_starts,
             exclude=None if X_pending is None else ss.round(X_pending.numpy()),
             exclude_boxes=np.concatenate([evaluated, _plateau_boxes(complete, names, X_np, ss)]),
         )
         return ss.decode(x_best[0])
-
-    def _fit_constraints(
-        self, study: Study, names: list[str], complete: Sequence[FrozenTrial],
-        X: torch.Tensor, ss: SearchSpace,
-    ) -> tuple[Constraints, np.ndarray]:
-        """A model per constraint (a GP regressor of its value, or a GP classifier of binary
-        feedback) and the mask (n,) of the trials that met every constraint."""
-        feasible = np.ones(len(complete), dtype=bool)
-        constraints = Constraints()
-        for name in names:
-            raw, met = constraint_values(complete, name)
-            feasible &= met
-            if self._is_binary(name):
-                constraints.classifiers.append(
-                    self._fit_classifier(study, "c:" + name, X, met, ss))
-                continue
-            # A missing constraint value counts as infeasible: impute a clear violation.
-            c, mean, std = standardize(impute_violations(raw))
-            gp = self._fit(study, "c:" + name, X, c, ss)
-            constraints.regression.append((gp, (0.0 - mean) / std))
-        return constraints, feasible
-
-    def _sample_max_values(
-        self,
-        objective_gp: GPRegressor,
-        constraints: Constraints,
-        ss: SearchSpace,
-        y_feasible: np.ndarray,
-        rng: np.random.RandomState,
-    ) -> torch.Tensor:
-        """Samples of the maximum feasible objective (standardized), shape (S,), drawn at
-        quasi-random candidates and the evaluated points (:func:`fairtune._gp.acqf.
-        sample_max_values`), floored at the best feasible observation (``y_feasible`` is not
-        empty: cMES runs only once a feasible trial exists, or in a study without
-        constraints, where every trial counts)."""
-        candidates = torch.cat(
-            [torch.from_numpy(ss.sample(self._n_max_value_candidates, rng)), objective_gp.X_train]
-        )
-        generator = torch.Generator().manual_seed(int(rng.randint(0, 2**31 - 1)))
-        return sample_max_values(objective_gp, constraints, candidates,
-                                 self._n_max_value_samples, generator, float(y_feasible.max()))
 
 
 def _plateau_boxes(

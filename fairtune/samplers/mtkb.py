@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,17 +12,15 @@ import numpy as np
 import torch
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
 from fairtune._gp import multitask as mt
-from fairtune._gp.acqf import Constraints, LogFeasibility, PenalizedUCB
-from fairtune._gp.gp import KernelParams, fit_gp, impute_violations, standardize
-from fairtune._gp.optim import maximize_acqf
+from fairtune._gp.acquisition import LogFeasibility, PenalizedUCB
+from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune._threads import limit_threads
-from fairtune.samplers._base import GPSamplerBase, collect_trials, constraint_values
+from fairtune.samplers._base import GPSamplerBase, check_choice, collect_trials, direction_signs
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -201,11 +198,7 @@ class MTKBSampler(GPSamplerBase):
         seed: int | None = None,
         warn_independent_sampling: bool = True,
     ) -> None:
-        if scalarization not in mt.SCALARIZATIONS:
-            raise ValueError(
-                f"`scalarization` must be one of {list(mt.SCALARIZATIONS)}, but got "
-                f"scalarization={scalarization!r}."
-            )
+        check_choice("scalarization", scalarization, mt.SCALARIZATIONS)
         if not (isinstance(n_weight_samples, int) and not isinstance(n_weight_samples, bool)
                 and n_weight_samples >= 1):
             raise ValueError(
@@ -225,13 +218,8 @@ class MTKBSampler(GPSamplerBase):
             raise ValueError(
                 f"`beta` must be None or a finite number >= 0, but got beta={beta!r}."
             )
-        if width not in mt.WIDTHS:
-            raise ValueError(f"`width` must be one of {list(mt.WIDTHS)}, but got width={width!r}.")
-        if utility_units not in _UTILITY_UNITS:
-            raise ValueError(
-                f"`utility_units` must be one of {list(_UTILITY_UNITS)}, but got "
-                f"utility_units={utility_units!r}."
-            )
+        check_choice("width", width, mt.WIDTHS)
+        check_choice("utility_units", utility_units, _UTILITY_UNITS)
         super().__init__(
             seed=seed,
             independent_sampler=independent_sampler,
@@ -245,13 +233,6 @@ class MTKBSampler(GPSamplerBase):
         self._beta = beta
         self._width: Literal["scalarized", "objectives", "norm"] = width
         self._utility_units = utility_units
-        # Warm starts, keyed by (study name, model name); MT-BKB's last dictionary per study
-        # (trial numbers), which sets the next step's inclusion probabilities.
-        self._cache: dict[tuple[str, str], Any] = {}
-        self._cache_lock = threading.Lock()
-        # Tuning knobs (private: tests and benchmarks may shrink them).
-        self._n_preliminary_samples = 1024
-        self._n_local_search = 5
         self._max_fit_points = 100  # MT-BKB fits its kernel on at most this many trials
         self.last_dictionary_size: int | None = None
 
@@ -281,9 +262,7 @@ class MTKBSampler(GPSamplerBase):
         np.ndarray, np.ndarray, np.ndarray, np.ndarray
     ]:
         """Standardized maximized objectives (t, n), their signs, means and stds (n,)."""
-        signs = np.array(
-            [1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions]
-        )
+        signs = direction_signs(study)
         raw = np.array([t.values for t in complete], dtype=float) * signs
         cols = [standardize(raw[:, i]) for i in range(raw.shape[1])]
         Y = np.stack([c[0] for c in cols], 1)
@@ -302,8 +281,7 @@ class MTKBSampler(GPSamplerBase):
         else:
             mode = self._task_covariance
         key = (study.study_name, "icm")
-        with self._cache_lock:
-            warm = self._cache.get(key)
+        warm = self._cache.get(key)
         Y_fit = torch.from_numpy(Y)
         n_trials = len(X)
         if self._budgeted and len(X) > self._max_fit_points:
@@ -317,16 +295,13 @@ class MTKBSampler(GPSamplerBase):
         # the last one (about 12 fits in 100 trials): warm starts alone can stay in a poor local
         # optimum (see ``fit_icm``'s ``restart``).
         restart_key = (study.study_name, "icm-restart")
-        with self._cache_lock:
-            last_restart = self._cache.get(restart_key, 0)
-        restart = warm is None or n_trials >= _RESTART_GROWTH * last_restart
+        restart = warm is None or n_trials >= _RESTART_GROWTH * self._cache.get(restart_key, 0)
         params = mt.fit_icm(
             X, Y_fit, ss.is_categorical, task_covariance=mode, warm_start=warm, restart=restart
         )
-        with self._cache_lock:
-            self._cache[key] = params
-            if restart:
-                self._cache[restart_key] = n_trials
+        self._cache[key] = params
+        if restart:
+            self._cache[restart_key] = n_trials
         _store_correlation(study, params)
         return params
 
@@ -336,11 +311,10 @@ class MTKBSampler(GPSamplerBase):
     ) -> mt.ICMGP:
         if not self._budgeted:
             return mt.ICMGP(X, Y, params, ss.is_categorical)
+        # MT-BKB's last dictionary (trial numbers) sets this step's inclusion probabilities.
         key = (study.study_name, "dictionary")
-        with self._cache_lock:
-            previous = self._cache.get(key)
         index = {number: i for i, number in enumerate(numbers_)}
-        prev_idx = [index[k] for k in (previous or []) if k in index]
+        prev_idx = [index[k] for k in self._cache.get(key, []) if k in index]
         prev_model = (
             mt.NystromICMGP(X, Y, params, ss.is_categorical, dictionary=np.array(prev_idx))
             if prev_idx
@@ -348,8 +322,7 @@ class MTKBSampler(GPSamplerBase):
         )
         q = self._q if self._q is not None else mt.default_q(len(numbers_))
         chosen, _ = mt.sample_dictionary(prev_model, q, rng)
-        with self._cache_lock:
-            self._cache[key] = [numbers_[i] for i in chosen]
+        self._cache[key] = [numbers_[i] for i in chosen]
         self.last_dictionary_size = len(chosen)
         return mt.NystromICMGP(X, Y, params, ss.is_categorical, dictionary=chosen)
 
@@ -417,38 +390,11 @@ class MTKBSampler(GPSamplerBase):
         # Only pending points are excluded: a noisy objective's best point is worth evaluating
         # again (the paper's bandit setting), and on a finite domain excluding evaluated points
         # would force the search into bad ones once the good ones are used up.
-        exclude = X_pending.numpy() if X_pending is not None else None
-        x_best, _ = maximize_acqf(
-            acqf,
-            ss,
-            rng=rng,
-            n_preliminary_samples=self._n_preliminary_samples,
-            n_local_search=self._n_local_search,
-            warm_starts=warm_starts,
-            exclude=ss.round(exclude) if exclude is not None else None,
+        x_best, _ = self._maximize(
+            acqf, ss, rng, warm_starts=warm_starts,
+            exclude=None if X_pending is None else ss.round(X_pending.numpy()),
         )
         return ss.decode(x_best[0])
-
-    def _fit_constraints(
-        self, study: Study, names: list[str], complete: Sequence[FrozenTrial],
-        X: torch.Tensor, ss: SearchSpace,
-    ) -> tuple[Constraints, np.ndarray]:
-        """A GP per constraint (warm-started from the last fit) with its standardized
-        threshold, and the mask (n,) of the trials that met every constraint."""
-        feasible = np.ones(len(complete), dtype=bool)
-        constraints = Constraints()
-        for name in names:
-            raw, met = constraint_values(complete, name)
-            feasible &= met
-            c, c_mean, c_std = standardize(impute_violations(raw))  # missing: infeasible
-            key = (study.study_name, "c:" + name)
-            with self._cache_lock:
-                warm: KernelParams | None = self._cache.get(key)
-            gp = fit_gp(X, torch.from_numpy(c), ss.is_categorical, warm_start=warm)
-            with self._cache_lock:
-                self._cache[key] = gp.params
-            constraints.regression.append((gp, (0.0 - c_mean) / c_std))
-        return constraints, feasible
 
     def _reference(
         self, Y: np.ndarray, signs: np.ndarray, means: np.ndarray, stds: np.ndarray
@@ -506,7 +452,7 @@ def _objective_correlation(study: Study, params: mt.ICMParams) -> np.ndarray:
     """B as a correlation matrix of the objectives in the study's own signs (the model
     maximizes every objective, so a minimized one enters negated)."""
     R = mt.covariance_to_correlation(params.task_covariance).numpy()
-    signs = np.array([1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions])
+    signs = direction_signs(study)
     return R * np.outer(signs, signs)
 
 

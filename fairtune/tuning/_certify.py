@@ -34,7 +34,7 @@ from fairtune._text import percent
 
 __all__ = ["CANDIDATES", "Certificate", "NotCertifiedError", "candidates", "certify",
            "check_confidence", "forget_verdict", "limits_for_search",
-           "one_class_text", "record_refusal", "split_safety", "store_verdict"]
+           "one_class_text", "rate_labels", "record_refusal", "store_verdict"]
 
 #: The fair trials tested on the safety rows, best first; the error probability is split
 #: among them, so more candidates make each bound wider.
@@ -212,6 +212,18 @@ def rows_needed(metric: str, sizes: np.ndarray, rates: np.ndarray, delta: float,
     return int(np.ceil(rows * high))
 
 
+def rate_labels(limits: Sequence[Any]) -> list[tuple[str, str, int]]:
+    """``(limit, rate, label)`` for each rate of the ``limits`` that is measured on the rows of
+    one label: the true positive rate on the favourable rows (1), the false positive rate on
+    the unfavourable ones (0)."""
+    from fairtune.fairness import METRICS
+    from fairtune.fairness.metrics import _RATE_CONDITION
+
+    return [(str(limit), rate.replace("_", " "), label)
+            for limit in limits or () for rate in METRICS[limit.metric].rates
+            if (label := _RATE_CONDITION[rate][0]) is not None]
+
+
 def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
                       s_safe: Any, margin: float = 0.0) -> list[Any]:
     """The limits the search validates against: each tightened by the width its bound will
@@ -225,23 +237,21 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
             safety rows has no row of a label that a limit's rate is measured on, naming the
             group, the label and the rate.
     """
-    from fairtune._validation import check_groups_have_labels
+    from fairtune._validation import check_groups_have_labels, sensitive_groups
     from fairtune.fairness import FairnessLimit
     from fairtune.fairness.bounds import metric_bound_width
-    from fairtune.tuning._data import group_labels, group_name, rate_labels
 
     y = np.asarray(y_safe).astype(int)
-    groups = group_labels(s_safe)
+    groups = sensitive_groups(s_safe)
     delta = _delta(confidence, limits)
     tightened = []
     for limit in limits:
         sizes, rates = _sizes(limit.metric, y, groups)
         # A rate measured on no row of a group cannot be bounded by any number of rows of
         # the other groups: name the cause rather than a count of rows.
-        check_groups_have_labels(
-            groups.map(group_name), y, rate_labels([limit]), where="the safety rows",
-            argument="The sensitive features",
-            more=f"a larger {arg('safety_size')}, or more data")
+        check_groups_have_labels(groups, y, rate_labels([limit]), where="the safety rows",
+                                 argument="The sensitive features",
+                                 shares=[("safety_size", None, "a larger")])
         width = metric_bound_width(limit.metric, sizes, rates, delta=delta)
         bound = limit.bound - width if limit.sense == "upper" else limit.bound + width
         room = limit.bound if limit.sense == "upper" else 1.0 - limit.bound
@@ -441,24 +451,3 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
     store_verdict(study, certificate, tenant)
     return model, certificate
 
-
-def split_safety(X: Any, y: Any, y01: Any, sensitive: Any, fit_params: dict[str, Any],
-                 share: float, seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
-    """Rows split into those of the search and the safety rows (stratified by label, seeded
-    by ``seed``): ``((X, y, sensitive, fit_params), (X_safe, y01_safe, sensitive_safe),
-    kept)``, per-row fit parameters cut to the search rows, ``kept`` the search rows'
-    positions among the rows given (to map folds given by position)."""
-    from sklearn.utils import _safe_indexing
-
-    from fairtune.tuning._data import drawn_split
-    from fairtune.tuning._estimators import _rows_of
-
-    labels = np.asarray(y)
-    rows, safe = drawn_split(len(labels), share, labels, seed, argument="safety_size",
-                             held="the safety rows", rest="the search",
-                             rows="rows given to fit")
-    rows, safe = np.sort(rows), np.sort(safe)
-    part = (_safe_indexing(X, rows), _safe_indexing(y, rows), _safe_indexing(sensitive, rows),
-            _rows_of(fit_params, rows, len(labels)))
-    return part, (_safe_indexing(X, safe), np.asarray(y01)[safe],
-                  _safe_indexing(sensitive, safe)), rows

@@ -1,19 +1,19 @@
 """The data of a search, once: what the user gives, turned into the rows every entrance uses.
 
 :class:`~fairtune.tuning.FairObjective` (a bundled name, a :class:`~fairtune.datasets.FairDataset`
-from :func:`~fairtune.datasets.read_table`, or an ``(X, y, sensitive)`` tuple) and
-:class:`~fairtune.tuning.FairSearchCV` (``fit(X, y, sensitive_features=...)``) both go through
-the rules here, so that the same input gets the same answer whichever entrance it goes through:
+from :func:`~fairtune.datasets.read_table`, or an ``(X, y, sensitive)`` tuple) builds its rows
+with :func:`tuning_rows`; :class:`~fairtune.tuning.FairSearchCV` (``fit(X, y,
+sensitive_features=...)``) builds its folds itself and calls the same :func:`validated_limits`,
+so that the same input gets the same answer whichever entrance it goes through:
 
 - Labels: 0/1 or booleans, where 1 (True) is the favourable outcome whose rates the fairness
   metrics compare; any other pair of labels needs ``pos_label=`` naming the favourable one.
   Guessing (the greater label, as scikit-learn's binary metrics do) would make ``"denied"``
   favourable over ``"approved"`` and measure every gap on the wrong outcome. A ``pos_label``
   with twins that differ from it only in case, surrounding spaces or a final full stop is refused.
-- Sensitive features: validated and normalised by one function
-  (:func:`fairtune._validation.sensitive_groups`); twins among a column's values are named in
-  a warning; a group with too few validation rows for its rate to mean anything is refused
-  (:func:`fairtune._validation.minimum_group_rows` says how the minimum is set).
+- Sensitive features: validated once (:func:`fairtune._validation.sensitive_groups`), whose
+  group labels (tuples for several columns) are the one encoding the splits, budgets and checks
+  read; twins among a column's values are named in a warning.
 - Alignment: a pandas X with pandas labels or sensitive features is matched by index label,
   never by position; arrays are matched by position. The caller's objects are never changed.
 - Splits: a validation split is one fold; a budget is a transformation of the folds that cuts
@@ -23,7 +23,12 @@ the rules here, so that the same input gets the same answer whichever entrance i
   holds a value its budget's model never saw. The test split, the safety rows and the
   validation split keep them alike (:func:`kept_values`): a value whose every row a held-out
   share drew gives one row back to the rows a model is fitted on; cross-validation, which
-  validates every row once, refuses such a value instead.
+  validates every row once, refuses such a value instead. A share that leaves a part without a
+  row of each label is refused, naming it (:func:`drawn_split`).
+- Limits, derived once (:func:`validated_limits`): as given, tightened by ``margin`` and, with
+  ``confidence``, by the width of their bound on the safety rows; the group sizes are checked
+  against these validated limits (:func:`fairtune._validation.minimum_group_rows`), not the
+  ones given, and a part of the rows without a group names the share that drew it.
 - Fingerprint: a digest of the rows, labels, groups and validation splits that a study's trials
   were scored on, so that a study refuses to compare trials scored on other data.
 """
@@ -41,17 +46,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairtune._names import arg, got, has_name
+from fairtune._names import arg, got
 from fairtune._validation import (
+    check_group_sizes,
+    check_groups_are_not_labels,
+    check_groups_have_labels,
     favourable_labels,
     minimum_group_rows,
     sensitive_groups,
     shown,
 )
+from fairtune.tuning._certify import limits_for_search, rate_labels
+from fairtune.tuning._trial import tightened
 
 __all__ = [
-    "Splits", "aligned", "budget_folds", "budget_rows", "checked_group_sizes", "data_fingerprint",
-    "favourable_labels", "group_labels", "group_name", "kept_values", "rate_labels", "shown",
+    "Splits", "TuningRows", "aligned", "budget_folds", "budget_rows", "data_fingerprint",
+    "drawn_split", "favourable_labels", "kept_values", "sensitive_groups", "tuning_rows",
+    "validated_limits",
 ]
 
 
@@ -151,24 +162,19 @@ def data_fingerprint(*parts: Any, folds: Iterable[tuple[Any, Any]] = ()) -> str:
 Fold = tuple[np.ndarray, np.ndarray]
 
 
-def group_labels(sensitive: Any) -> pd.Series:
-    """One group label per row (tuples for several columns), validated: the splits, the
-    budgets and the records read the groups through the one validator."""
-    return sensitive_groups(sensitive, len(sensitive))
-
-
 def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int,
                 keep: pd.DataFrame | None = None) -> list[np.ndarray]:
     """The row positions of each budget but the last (all rows): nested subsets, each keeping
     every label-and-group stratum's share (at least one row of each), drawn once per study
     seed so that every trial is fitted on the same rows at the same budget.
 
+    ``groups``: the group label of each row (:func:`~fairtune._validation.sensitive_groups`).
     ``keep``: columns (one row per row of ``y``) whose every value each subset must hold: the
     columns a deployed model's unseen-value guard checks, whose values can be finer than the
     groups (COMPAS's ``race`` values under the groups Caucasian / Other).
     """
-    strata = pd.Series(np.asarray(y)).astype(str) + "|" + group_labels(groups).astype(str) \
-        .reset_index(drop=True)
+    strata = (pd.Series(np.asarray(y)).astype(str) + "|"
+              + pd.Series(pd.Series(groups).to_numpy(dtype=object)).astype(str))
     rng = np.random.default_rng(seed)
     order = {key: rng.permutation(np.flatnonzero((strata == key).to_numpy()))
              for key in sorted(strata.unique())}
@@ -193,15 +199,14 @@ def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int,
     return [np.union1d(rows, extra) for rows in subsets]
 
 
-def budget_folds(folds: Sequence[Fold], y01: np.ndarray, sensitive: Any,
+def budget_folds(folds: Sequence[Fold], y01: np.ndarray, groups: Any,
                  budgets: Sequence[float], seed: int, keep: pd.DataFrame | None = None
                  ) -> list[list[Fold]]:
     """For each budget but the full one, ``folds`` with their training rows cut to it (the
     validation rows stay): a budget transforms the split, and the trial path never learns
-    about budgets."""
-    from sklearn.utils import _safe_indexing
-
-    cut = [budget_rows(np.asarray(y01)[fit], _safe_indexing(sensitive, fit), budgets, seed,
+    about budgets. ``groups``: the group label of each row."""
+    groups = pd.Series(groups).to_numpy(dtype=object)
+    cut = [budget_rows(np.asarray(y01)[fit], groups[fit], budgets, seed,
                        None if keep is None else keep.iloc[fit])
            for fit, _ in folds]
     return [[(fit[cut[k][step]], valid) for k, (fit, valid) in enumerate(folds)]
@@ -256,21 +261,6 @@ def _check_folds_keep_values(folds: Sequence[Fold], keep: pd.DataFrame | None) -
                     f"its training rows.")
 
 
-def _share_text(value: float, low: float, high: float, *, up: bool = False) -> str:
-    """``value`` rounded down (``up``: up) to the fewest significant digits that keep it in
-    ``[low, high]`` and within 1 % of its distance from 0 and from 1, as text."""
-    if value <= 0.0 or not math.isfinite(value):
-        return repr(value)
-    for digits in range(1, 18):
-        scale = 10.0 ** (digits - 1 - math.floor(math.log10(value)))
-        rounded = (math.ceil if up else math.floor)(value * scale) / scale
-        # Close enough that a share near 1 keeps its distance from 1 too (0.99995, not 0.9).
-        close = abs(rounded - value) <= 0.01 * min(value, 1.0 - value) if value < 1.0 else True
-        if low <= rounded <= high and close:
-            return f"{rounded:.{digits}g}"
-    return repr(value)
-
-
 def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, held: str,
                 rest: str, rows: str, left_by: Sequence[tuple[str, Any]] = ()
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -278,166 +268,40 @@ def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, 
     stratified by ``labels``, as scikit-learn's ``train_test_split`` draws them (the held-out
     part has ``ceil(share * n)`` rows).
 
-    A share that leaves a part too small to split by label (fewer rows than labels, none at
-    all) is refused before any trial, naming the argument, the value given and the rows each
-    part would get; ``held``, ``rest`` and ``rows`` name the parts and the rows split, e.g.
-    ``"the test split"``, ``"the tuning rows"``, ``"rows of the data"``; ``left_by``: the
-    ``(argument, value)`` of the shares that left these rows, named when the rows are too few
-    for any share.
+    A share that leaves a part without a row of each label is refused before any trial,
+    naming the argument, the value given and the rows each part would get; ``held``, ``rest``
+    and ``rows`` name the parts and the rows split, e.g. ``"the test split"``, ``"the tuning
+    rows"``, ``"rows of the data"``; ``left_by``: the ``(argument, value)`` of the shares that
+    left these rows, named with them (and alone when the rows are too few for any share).
     """
     from sklearn.model_selection import train_test_split
 
     values, counts = np.unique(np.asarray(labels), return_counts=True)
     classes = max(len(values), 1)
     n_held = math.ceil(share * n)
-    n_rest = n - n_held
+    named = " and ".join(got(*step) for step in left_by)
+    leave = f"leave{'' if len(left_by) > 1 else 's'}"
     if n < 2 * classes and left_by:
-        named = " and ".join(got(*step) for step in left_by)
         raise ValueError(
-            f"{named} leave{'' if len(left_by) > 1 else 's'} {n:,} {rows.split(' that ')[0]}, "
-            f"too few for {held} and {rest}, which need at least one row of each of the "
-            f"{classes} labels each: use a smaller "
-            f"{' or '.join(arg(name) for name, _ in left_by)}."
-        )
-    if n_held < classes or n_rest < classes:
-        if n >= 2 * classes:
-            # ceil(s * n) >= classes and n - ceil(s * n) >= classes.
-            low, high = classes / n, (n - classes) / n
-            # Any share above (classes - 1) / n gives the held-out part enough rows.
-            above = math.nextafter((classes - 1) / n, 1.0)
-            fix = (f"give a share from {_share_text(low, above, high, up=True)} to "
-                   f"{_share_text(high, above, high)}")
-        else:
-            fix = f"{n:,} rows are too few to split by label with any share"
+            f"{named} {leave} {n:,} {rows}, too few for {held} and {rest}, which need at least "
+            f"one row of each of the {classes} labels each: a smaller "
+            f"{' or '.join(arg(name) for name, _ in left_by)}.")
+    rows = f"{rows} that {named} {leave}" if left_by else rows
+    if min(n_held, n - n_held) < classes:
+        fix = (f"a {'larger' if n_held < classes else 'smaller'} {arg(argument)}"
+               if n >= 2 * classes else "more rows")
         raise ValueError(
-            f"{got(argument, share)} gives {held} {n_held:,} of the {n:,} {rows} and "
-            f"leaves {rest} {n_rest:,}, but a split stratified by label needs at least one row "
-            f"of each of the {classes} labels in each part: {fix}."
-        )
+            f"{got(argument, share)} gives {held} {n_held:,} of the {n:,} {rows} and leaves "
+            f"{rest} {n - n_held:,}, but a split stratified by label needs at least one row of "
+            f"each of the {classes} labels in each part: {fix}.")
     if counts.min() < 2:
         raise ValueError(
-            f"{got(argument, share)} splits {rows} by label, but label "
-            f"{_plain(values[counts.argmin()])!r} has {int(counts.min())} row of the {n:,} "
-            f"there, too few to be in both {held} and {rest}."
-        )
+            f"{got(argument, share)} splits the {n:,} {rows} by label, but label "
+            f"{shown(values[counts.argmin():][:1])[1:-1]} has 1 row there, too few to be in both "
+            f"{held} and {rest}.")
     rest_rows, held_rows = train_test_split(np.arange(n), test_size=share, stratify=labels,
                                             random_state=seed)
     return np.asarray(rest_rows), np.asarray(held_rows)
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
-@dataclass
-class Draw:
-    """The shares (as given) that drew the rows of each part, so that a part with too few
-    rows of a group names the share that made it so rather than the data."""
-
-    all_groups: pd.Series  # the group of every row of the data (names, group_name)
-    dev_groups: pd.Series  # the group of every tuning row (names)
-    test_size: float | None
-    safety_size: float | None
-    validation_size: float | None
-    cv: int | None
-    seed: int
-    y_dev: np.ndarray | None = None
-    keep: pd.DataFrame | None = None  # the tuning rows' columns the model's guard checks
-
-    def path(self, part: str) -> list[tuple[str, Any, float]]:
-        """``(argument, value, share of the rows kept toward part)`` for each share that
-        drew ``part``: "test", "safety", "training" or "validation" (a fold's with cv)."""
-        steps: list[tuple[str, Any, float]] = []
-        if self.test_size is not None:
-            steps.append(("test_size", self.test_size,
-                          self.test_size if part == "test" else 1.0 - self.test_size))
-        if part == "test":
-            return steps
-        if self.safety_size is not None:
-            steps.append(("safety_size", self.safety_size,
-                          self.safety_size if part == "safety" else 1.0 - self.safety_size))
-        if part == "safety":
-            return steps
-        if self.cv is not None:
-            steps.append(("cv", self.cv, 1.0 / self.cv if part == "validation"
-                          else 1.0 - 1.0 / self.cv))
-        elif self.validation_size is not None:
-            steps.append(("validation_size", self.validation_size,
-                          self.validation_size if part == "validation"
-                          else 1.0 - self.validation_size))
-        return steps
-
-    def needs(self, minimum: int) -> int:
-        """The fewest rows of a group that every part can have enough of: ``minimum`` where
-        a trial is validated, one in each other part."""
-        return minimum + (self.cv is None) + (self.test_size is not None) + (
-            self.safety_size is not None)
-
-    def fitting_cv(self) -> int | None:
-        """The largest cv below the one given (halving) whose folds, drawn alike, give every
-        group rows in each fold's training and validation rows (and the training rows every
-        value the model's guard checks), or None."""
-        from sklearn.model_selection import StratifiedKFold
-
-        if self.cv is None or self.y_dev is None:
-            return None
-        groups = self.dev_groups.to_numpy()
-        every = set(groups)
-        smallest = int(np.bincount(self.y_dev, minlength=2).min())
-        k = min(self.cv - 1, smallest)
-        while k >= 2:
-            splitter = StratifiedKFold(k, shuffle=True, random_state=self.seed)
-            folds = list(splitter.split(np.zeros(len(groups)), self.y_dev))
-            if all(set(groups[a]) == every and set(groups[b]) == every for a, b in folds):
-                try:
-                    _check_folds_keep_values(folds, self.keep)
-                except ValueError:
-                    pass
-                else:
-                    return k
-            k //= 2
-        return None
-
-    def cause(self, group: str, part: str, where: str, have: int, needed: int,
-              minimum: int) -> str | None:
-        """Why ``group`` has ``have`` rows in ``where`` (a ``part``) where it needs ``needed``:
-        a sentence naming the share that left it so few, or None when the group itself has
-        too few rows in the data for every part (the data is the cause)."""
-        total = int((self.all_groups == group).sum())
-        if total < self.needs(minimum):
-            return None
-        steps = [step for step in self.path(part) if has_name(step[0])]
-        if not steps:
-            return None
-        name, value, kept = min(steps, key=lambda step: step[2])
-        expected = total * float(np.prod([step[2] for step in self.path(part)]))
-        found = (f"{got(name, value)} leaves group {group!r} {have} of its {total:,} rows in "
-                 f"{where} (about {expected:.3g} on average), where it needs {needed}")
-        if name == "cv":
-            better = self.fitting_cv()
-            fix = (f"a smaller {arg('cv')}: {got('cv', better)} gives every group rows in each "
-                   f"fold's training and validation rows" if better is not None else
-                   f"a smaller {arg('cv')}, or none (a validation split)")
-            return f"{found}: the folds are the cause, not the group's size. Use {fix}."
-        others = expected / kept  # the rows the other shares leave toward the part
-        # A share that gives the group `needed` rows on average misses them about as often as
-        # not: aim at about three standard deviations (of a Poisson count) above.
-        aim = math.ceil(needed + 3 * math.sqrt(needed))
-        share = aim / others if others > 0 else math.inf
-        larger = (part == "test" and name == "test_size") or (
-            part == "safety" and name == "safety_size") or (
-            part == "validation" and name == "validation_size")
-        if larger:
-            fix = f"a larger {arg(name)}" + (
-                f" (from about {_share_text(share, share, 1.0, up=True)} on: {aim} on average)"
-                if share < 1.0 else "")
-        else:
-            fix = f"a smaller {arg(name)}" + (
-                f" (about {_share_text(1.0 - share, 0.0, 1.0 - share)} or less: {aim} on "
-                "average)" if share < 1.0 else "")
-        luck = (f", or another {arg('random_state')} (the rows expected there are enough)"
-                if expected >= needed and has_name("random_state") else "")
-        return f"{found}: the share is the cause, not the group's size. Use {fix}{luck}."
 
 
 @dataclass
@@ -465,62 +329,62 @@ class Splits:
         return self.budget_folds[step]
 
 
-def checked_group_sizes(sensitive: Any, rows: np.ndarray, limits: Sequence[Any], *,
-                        where: str, argument: str, y01: Any = None,
-                        held: Sequence[tuple[str, Any, Any, str]] = (),
-                        draw: Draw | None = None) -> None:
-    """Refuse groups that cannot be measured: a group with too few validation ``rows`` for its
-    rate to mean anything (the minimum: :func:`fairtune._validation.minimum_group_rows` of the
-    limits), and, given the labels ``y01`` of every row, groups that are the labels and groups
-    whose validation rows lack a label that a limit's rate is measured on (equalized odds in a
-    group without unfavourable rows: :func:`fairtune._validation.check_groups_have_labels`).
+Part = tuple[str, np.ndarray, Sequence[tuple[str, Any, float, str]]]
+"""``(where, positions, shares)`` of a part of the rows: its name for a message, its rows, and
+``(argument, value, share of the rows kept toward the part, remedy)`` of each share that drew
+it, e.g. ``("test_size", 0.9, 0.1, "a smaller")`` for the validation split."""
 
-    ``held``: ``(where, groups, 0/1 labels, what would give the search more of them)`` of each
-    part held out from the search (the test split, the safety rows), so that a label the
-    search lacks is said to be there. ``draw``: the shares that drew the rows, so that a group
-    too small only where a share left it few rows names that share (:class:`Draw`).
+
+def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float | None,
+                     safety: tuple[Any, Any] | None, groups: pd.Series, y01: np.ndarray,
+                     parts: Sequence[Part], argument: str, seed: str | None = None
+                     ) -> list[Any]:
+    """The limits the trials are validated against, derived once for every entrance, and the
+    groups checked against them, in this order:
+
+    1. Groups that are the labels (every group of one outcome) are refused.
+    2. ``limits`` (as given) tightened by ``margin`` and, with ``confidence``, by the width of
+       their bound on the ``safety`` rows ``(0/1 labels, groups)``
+       (:func:`~fairtune.tuning._certify.limits_for_search`).
+    3. The last of ``parts`` (positions among ``groups``) is where a trial is validated: each
+       group needs :func:`~fairtune._validation.minimum_group_rows` of the validated limits
+       there, and a row in each other part (to be trained on and tested on).
+    4. Each group has rows of each label a validated limit's rate is measured on there.
+
+    ``groups``, ``y01``: the group label and 0/1 label of each row; ``argument``: how messages
+    name the sensitive features; ``seed``: the argument whose value draws the splits (named as
+    a fix when a group's label is elsewhere in the data).
+
+    Raises:
+        ValueError: One message per rule, naming the argument (or the share of the rows) as
+            the caller spells it, the value and what the rule needs.
     """
-    from sklearn.utils import _safe_indexing
-
-    from fairtune._validation import (
-        check_group_sizes,
-        check_groups_are_not_labels,
-        check_groups_have_labels,
-    )
-
-    groups = group_labels(sensitive)
-    if y01 is not None:
-        check_groups_are_not_labels(groups, y01, argument=argument)
-    validated = group_labels(_safe_indexing(sensitive, rows)).map(group_name)
-    minimum = minimum_group_rows(limits)
-    explain = None
-    if draw is not None:
-        def explain(group: Any, have: int) -> str | None:
-            return draw.cause(group, "validation", where, have, minimum, minimum)
-    check_group_sizes(validated, minimum, where=where, argument=argument, explain=explain)
-    if y01 is not None:
-        check_groups_have_labels(
-            validated, np.asarray(y01)[rows], rate_labels(limits), where=where,
-            argument=argument, all_groups=groups.map(group_name), all_y01=y01,
-            elsewhere=[(place, group_labels(part).map(group_name), np.asarray(labels), fix)
-                       for place, part, labels, fix in held])
+    check_groups_are_not_labels(groups, y01, argument=argument)
+    validated = tightened(list(limits), margin)
+    if confidence is not None:
+        assert safety is not None  # an entrance keeps safety rows for a confidence
+        validated = limits_for_search(validated, confidence, *safety, margin=margin)
+    where, rows, shares = parts[-1]
+    minimum = minimum_group_rows(validated)
+    upper = [limit for limit in validated if limit.sense == "upper" and limit.bound > 0]
+    needs = (f"the limit {min(upper, key=lambda limit: limit.bound)}" if upper
+             else "measuring a group's rate")
+    # A group with fewer rows in all than the disjoint parts need together is the data's fault.
+    enough = minimum + sum(not np.isin(other, rows).any() for _, other, _ in parts[:-1])
+    for place, positions, steps, need in [(where, rows, shares, minimum),
+                                          *((*part, 1) for part in parts[:-1])]:
+        check_group_sizes(groups, positions, need, where=place, argument=argument,
+                          needs=needs if need > 1 else "training and testing a model",
+                          shares=_ordered(steps), enough=enough)
+    check_groups_have_labels(
+        groups, y01, rate_labels(validated), where=where, argument=argument, rows=rows,
+        shares=[*([(seed, None, "another")] if seed else []), *_ordered(shares)])
+    return validated
 
 
-def rate_labels(limits: Sequence[Any]) -> list[tuple[str, str, int]]:
-    """``(limit, rate, label)`` for each rate of the ``limits`` that is measured on the rows of
-    one label: the true positive rate on the favourable rows (1), the false positive rate on
-    the unfavourable ones (0)."""
-    from fairtune.fairness import METRICS
-    from fairtune.fairness.metrics import _RATE_CONDITION
-
-    return [(str(limit), rate.replace("_", " "), label)
-            for limit in limits or () for rate in METRICS[limit.metric].rates
-            if (label := _RATE_CONDITION[rate][0]) is not None]
-
-
-def group_name(group: Any) -> str:
-    """A group label as text: ``"F, 25-45"`` for an intersectional group."""
-    return ", ".join(map(str, group)) if isinstance(group, tuple) else str(group)
+def _ordered(steps: Sequence[tuple[str, Any, float, str]]) -> list[tuple[str, Any, str]]:
+    """The shares that drew a part, the one keeping the fewest of its rows first."""
+    return [(name, value, remedy) for name, value, _, remedy in sorted(steps, key=lambda s: s[2])]
 
 
 # -- the rows of a FairObjective --------------------------------------------------------------
@@ -605,7 +469,7 @@ _NAMING_SHARE = 0.1
 
 
 def _proxy_columns(
-    X: pd.DataFrame, sensitive: pd.Series | pd.DataFrame
+    X: pd.DataFrame, groups: pd.Series
 ) -> tuple[list[str], dict[str, tuple[float, list[str]]]]:
     """The categorical columns of ``X`` that reveal the sensitive feature.
 
@@ -617,10 +481,7 @@ def _proxy_columns(
     ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values (the
     most frequent first).
     """
-    groups = (
-        sensitive.astype(str).agg("|".join, axis=1) if isinstance(sensitive, pd.DataFrame)
-        else sensitive.astype(str)
-    )
+    groups = pd.Series(pd.factorize(groups.to_numpy(dtype=object))[0])  # the group labels
     if groups.nunique() < 2:
         return [], {}
     exact: list[str] = []
@@ -645,11 +506,11 @@ def _proxy_columns(
 
 
 def warn_of_proxies(
-    X: pd.DataFrame, sensitive: Any, sensitive_names: list[Any], sensitive_name: str, *,
+    X: pd.DataFrame, groups: pd.Series, sensitive_names: list[Any], sensitive_name: str, *,
     stacklevel: int,
 ) -> None:
     """Warn (at the caller of FairObjective) of the columns left in X that reveal the group."""
-    proxies, naming = _proxy_columns(X, sensitive)
+    proxies, naming = _proxy_columns(X, groups)
     if proxies:
         warnings.warn(
             f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
@@ -711,7 +572,8 @@ def warn_of_text_columns(X: pd.DataFrame, *, stacklevel: int) -> None:
 @dataclass
 class TuningRows:
     """What a FairObjective's trials see: all the rows as the model sees them, the test split,
-    the tuning rows and their :class:`Splits`, and the fingerprint of what is scored."""
+    the tuning rows and their :class:`Splits`, the limits the trials are validated against,
+    and the fingerprint of what is scored."""
 
     X: pd.DataFrame
     y: pd.Series
@@ -733,15 +595,19 @@ class TuningRows:
     splits: Splits
     single: bool  # a validation split (one fold) rather than cross-validation
     fingerprint: str
+    limits: list[Any]  # the limits the trials are validated against (validated_limits)
 
 
 def tuning_rows(
     dataset: Any, *, pos_label: Any, drop_columns: Any, use_sensitive_feature: bool,
     test_size: float | None, validation_size: float | None, cv: int | None, random_state: int,
-    limits: Sequence[Any], budgets: Sequence[float] | None, resource: str,
-    correlation_remover: bool, stacklevel: int, safety_size: float | None = None,
+    limits: Sequence[Any], margin: float, confidence: float | None,
+    budgets: Sequence[float] | None, resource: str, correlation_remover: bool, stacklevel: int,
+    safety_size: float | None = None,
 ) -> TuningRows:
-    """The data of a FairObjective, checked before any trial (see the module docstring).
+    """The data of a FairObjective, checked before any trial (see the module docstring):
+    ``limits`` as given, tightened by ``margin`` and for ``confidence`` on the safety rows
+    (:func:`validated_limits`).
 
     Raises:
         ValueError: Naming the argument, for data a search cannot score correctly.
@@ -754,18 +620,18 @@ def tuning_rows(
     warn_of_text_columns(X, stacklevel=stacklevel + 1)
     y = pd.Series(favourable_labels(y, pos_label, argument=f"{arg('dataset')} labels")[0],
                   index=X.index, name="target")
-    _check_sensitive(sensitive, "the rows")
-    # Twins among the groups' values are named once: by read_table for a file (its
-    # FairDataset), here for an (X, y, sensitive) tuple.
-    sensitive_groups(sensitive, len(sensitive), argument=f"{arg('dataset')} sensitive features",
-                     warn_twins=isinstance(dataset, tuple), stacklevel=stacklevel + 1)
+    argument = f"{arg('dataset')} sensitive features"
+    # Validated once, in one encoding. Twins among the groups' values are named once: by
+    # read_table for a file (its FairDataset), here for an (X, y, sensitive) tuple.
+    groups = sensitive_groups(sensitive, len(sensitive), argument=argument,
+                              warn_twins=isinstance(dataset, tuple), stacklevel=stacklevel + 1)
     sensitive_names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
                        else [sensitive.name])
     sensitive_name = (", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
                       else str(sensitive.name or "sensitive"))
     if not use_sensitive_feature:
         X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
-        warn_of_proxies(X, sensitive, sensitive_names, sensitive_name, stacklevel=stacklevel + 1)
+        warn_of_proxies(X, groups, sensitive_names, sensitive_name, stacklevel=stacklevel + 1)
     in_X = [c for c in sensitive_names if c in X.columns]
     if correlation_remover and len(in_X) != len(sensitive_names):
         raise ValueError(
@@ -777,44 +643,44 @@ def tuning_rows(
     # The columns the deployed model's unseen-value guard checks: every split keeps each of
     # their values in the rows a model is fitted on.
     keep = X[in_X] if (use_sensitive_feature and in_X) else None
-    X_test = y_test = s_test = None
-    if test_size is None:
-        X_dev, y_dev, s_dev = X, y, sensitive
-    else:
-        # Positions of the split train_test_split makes of the rows themselves (same rows,
-        # same order), then the rows at those positions.
+    # Positions among all the rows: the tuning rows, the test split, the safety rows; each
+    # split is the one train_test_split makes of the rows it splits (same rows, same order).
+    dev, test, safe = np.arange(len(y)), None, None
+    before: list[tuple[str, Any, float, str]] = []  # the shares ahead of the search's split
+    parts: list[Part] = []
+    if test_size is not None:
         dev, test = kept_values(*drawn_split(
             len(y), test_size, y, random_state, argument="test_size", held="the test split",
             rest="the tuning rows", rows="rows of the data"), keep)
-        X_dev, X_test = X.iloc[dev], X.iloc[test]
-        y_dev, y_test = y.iloc[dev], y.iloc[test]
-        s_dev, s_test = sensitive.iloc[dev], sensitive.iloc[test]
-    X_safe = y_safe = s_safe = None
+        parts.append(("the test split", test, [("test_size", test_size, test_size, "a larger")]))
+        before.append(("test_size", test_size, 1.0 - test_size, "a smaller"))
     if safety_size is not None:  # the rows of the safety test, which the search never sees
-        search, safe = kept_values(*drawn_split(
-            len(y_dev), safety_size, y_dev, random_state, argument="safety_size",
+        search, held = kept_values(*drawn_split(
+            len(dev), safety_size, y.iloc[dev], random_state, argument="safety_size",
             held="the safety rows", rest="the search",
-            rows="rows of the data" if test_size is None else
-            f"tuning rows that {got('test_size', test_size)} leaves",
+            rows="rows of the data" if test_size is None else "tuning rows",
             left_by=[] if test_size is None else [("test_size", test_size)]),
-            None if keep is None else X_dev[in_X])
-        X_dev, X_safe = X_dev.iloc[search], X_dev.iloc[safe]
-        y_dev, y_safe = y_dev.iloc[search], y_dev.iloc[safe]
-        s_dev, s_safe = s_dev.iloc[search], s_dev.iloc[safe]
-    n = len(y_dev)
-    guard = None if keep is None else X_dev[in_X]
-    held_out = [s for s in (
-        ("test_size", test_size), ("safety_size", safety_size)) if s[1] is not None]
-    search_rows = "rows of the data" if not held_out else "search rows that {} {}".format(
-        " and ".join(got(*s) for s in held_out), "leave" if len(held_out) > 1 else "leaves")
-    if cv is None:
-        # The validation split is one fold.
+            None if keep is None else keep.iloc[dev])
+        dev, safe = dev[search], dev[held]
+        parts.append(("the safety rows", safe,
+                      [*before, ("safety_size", safety_size, safety_size, "a larger")]))
+        before.append(("safety_size", safety_size, 1.0 - safety_size, "a smaller"))
+    X_dev, y_dev, s_dev = X.iloc[dev], y.iloc[dev], sensitive.iloc[dev]
+    n = len(dev)
+    guard = None if keep is None else keep.iloc[dev]
+    if cv is None:  # the validation split is one fold
         assert validation_size is not None  # FairObjective defaults it when cv is None
-        fit_rows, valid_rows = kept_values(*drawn_split(
+        folds = [kept_values(*drawn_split(
             n, validation_size, y_dev, random_state, argument="validation_size",
-            held="the validation split", rest="the training split", rows=search_rows,
-            left_by=held_out), guard)
-        folds = [(fit_rows, valid_rows)]
+            held="the validation split", rest="the training split",
+            rows="search rows" if before else "rows of the data",
+            left_by=[(name, value) for name, value, _, _ in before]), guard)]
+        (fit, valid), = folds
+        parts += [("the training split", dev[fit],
+                   [*before, ("validation_size", validation_size, 1 - validation_size,
+                              "a smaller")]),
+                  ("the validation split", dev[valid],
+                   [*before, ("validation_size", validation_size, validation_size, "a larger")])]
     else:
         smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
         if cv > smallest_class:
@@ -824,99 +690,36 @@ def tuning_rows(
             )
         splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
         folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(X_dev, y_dev)]
-    draw = Draw(all_groups=group_labels(sensitive).map(group_name),
-                dev_groups=group_labels(s_dev).map(group_name), test_size=test_size,
-                safety_size=safety_size, validation_size=validation_size if cv is None else None,
-                cv=cv, seed=random_state, y_dev=y_dev.to_numpy(), keep=guard)
-    # A share that left a group without rows somewhere is named first; then the data.
-    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None,
-                                    s_safe=s_safe, draw=draw, minimum=minimum_group_rows(limits))
-    if cv is None:
-        _check_sensitive(s_dev.iloc[folds[0][1]], "the validation split")
-    if cv is not None:
         _check_folds_keep_values(folds, guard)
+        for k, (fit, valid) in enumerate(folds):
+            parts += [(f"the training rows of fold {k + 1}", dev[fit],
+                       [*before, ("cv", cv, 1 - 1 / cv, "a smaller")]),
+                      (f"the validation rows of fold {k + 1}", dev[valid],
+                       [*before, ("cv", cv, 1 / cv, "a smaller")])]
+        parts.append(("the cross-validation folds", dev, before))
+    validated = validated_limits(
+        limits, margin=margin, confidence=confidence, groups=groups, y01=y.to_numpy(),
+        safety=None if safe is None else (y.to_numpy()[safe], sensitive.iloc[safe]),
+        parts=parts, argument=argument, seed="random_state")
     splits = Splits(folds, n)
-    held = [(f"the test split of {got('test_size', test_size)}", s_test, y_test,
-             f"a smaller {arg('test_size')}")] if s_test is not None else []
-    if s_safe is not None:
-        held.append((f"the safety rows of {got('safety_size', safety_size)}", s_safe, y_safe,
-                     f"a smaller {arg('safety_size')}"))
-    checked_group_sizes(
-        s_dev, splits.covered, limits, argument=f"{arg('dataset')} sensitive features",
-        where="the validation split" if cv is None else "the cross-validation folds",
-        y01=y_dev.to_numpy(), held=held, draw=draw)
-    _check_every_group_is_validated(sensitive, s_dev, s_test, folds, single=cv is None,
-                                    s_safe=s_safe)
     if budgets is not None and resource == "n_samples":
-        splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), s_dev, budgets, random_state,
-                                           keep=guard)
-    safety = () if X_safe is None else (X_safe, y_safe, s_safe)
+        splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), groups.iloc[dev],
+                                           budgets, random_state, keep=guard)
+    safety = () if safe is None else (X.iloc[safe], y.iloc[safe], sensitive.iloc[safe])
     if cv is None:
-        (fit_rows, valid_rows), = folds
-        parts = (X_dev.iloc[fit_rows], y_dev.iloc[fit_rows], s_dev.iloc[fit_rows],
-                 X_dev.iloc[valid_rows], y_dev.iloc[valid_rows], s_dev.iloc[valid_rows])
-        fingerprint = data_fingerprint(*parts, *safety)
+        fingerprint = data_fingerprint(
+            X_dev.iloc[fit], y_dev.iloc[fit], s_dev.iloc[fit], X_dev.iloc[valid],
+            y_dev.iloc[valid], s_dev.iloc[valid], *safety)
     else:
         fingerprint = data_fingerprint(X_dev, y_dev, s_dev, *safety, folds=folds)
     return TuningRows(
         X=X, y=y, sensitive=sensitive, name=name, sensitive_name=sensitive_name,
         sensitive_columns=in_X, dropped=drop, favourable=(
             dataset.get("favourable") if isinstance(dataset, dict) else None),
-        X_safe=X_safe, y_safe=y_safe, s_safe=s_safe, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev,
-        X_test=X_test, y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
-        fingerprint=fingerprint,
+        X_safe=None if safe is None else X.iloc[safe], y_safe=None if safe is None else
+        y.iloc[safe], s_safe=None if safe is None else sensitive.iloc[safe], X_dev=X_dev,
+        y_dev=y_dev, s_dev=s_dev, X_test=None if test is None else X.iloc[test],
+        y_test=None if test is None else y.iloc[test],
+        s_test=None if test is None else sensitive.iloc[test], splits=splits, single=cv is None,
+        fingerprint=fingerprint, limits=validated,
     )
-
-
-def _check_sensitive(sensitive: Any, rows: str) -> None:
-    try:
-        group_labels(sensitive)
-    except ValueError as e:
-        raise ValueError(
-            f"{arg('dataset')} sensitive features must define two or more groups without "
-            f"missing values in {rows}: {str(e).replace('`sensitive_features` ', '')}"
-        ) from None
-
-
-def _check_every_group_is_validated(sensitive: Any, s_dev: Any, s_test: Any,
-                                    folds: list[Fold], *, single: bool,
-                                    s_safe: Any = None, draw: Draw | None = None,
-                                    minimum: int = 2) -> None:
-    """Refuse a group without rows in a training or a validation part (or the test split):
-    its fairness cannot be measured there, and a mitigation fitted without it cannot
-    predict it. With ``draw``, only a group with enough rows in the data that a share left
-    none there is refused, naming the share (the data's own small groups are refused after
-    the group sizes are checked)."""
-    groups = group_labels(sensitive)
-    dev = group_labels(s_dev).to_numpy()
-    parts = [("the test split", "test", group_labels(s_test).to_numpy())
-             ] if s_test is not None else []
-    if s_safe is not None:
-        parts.append(("the safety rows", "safety", group_labels(s_safe).to_numpy()))
-    for k, (train, valid) in enumerate(folds):
-        if single:
-            parts += [("the training split", "training", dev[train]),
-                      ("the validation split", "validation", dev[valid])]
-        else:
-            parts += [(f"the training rows of fold {k + 1}", "training", dev[train]),
-                      (f"the validation rows of fold {k + 1}", "validation", dev[valid])]
-    for where, part, rows in parts:
-        seen = set(rows)
-        absent = [g for g in pd.unique(groups) if g not in seen]
-        if not absent:
-            continue
-        if draw is not None:
-            cause = draw.cause(group_name(absent[0]), part, where, 0, 1, minimum)
-            if cause is not None:
-                raise ValueError(
-                    f"Every group needs rows to train on and to be measured on: {cause}")
-            continue
-        sizes = groups.value_counts()
-        listed = ", ".join(f"{g!r} ({int(sizes[g])} row{'' if sizes[g] == 1 else 's'})"
-                           for g in absent[:5])
-        raise ValueError(
-            f"{arg('dataset')} sensitive groups with too few rows to validate: "
-            f"{listed} {'has' if len(absent) == 1 else 'have'} no row in {where}; merge "
-            "small groups into larger ones or drop their rows (every group needs rows "
-            "to train on and to be measured on)."
-        )

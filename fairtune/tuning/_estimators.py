@@ -50,7 +50,7 @@ from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCOR
 from fairtune._threads import limit_training_threads
 from fairtune.fairness.constraints import FairnessLimit
 from fairtune.tuning import _trial as trial_path
-from fairtune.tuning._data import Splits
+from fairtune.tuning._data import Splits, drawn_split
 from fairtune.tuning.mitigation import (
     MITIGATION_KEY,
     ReductionClassifier,
@@ -93,6 +93,22 @@ def _rows_of(params: Mapping[str, Any], rows: np.ndarray, n: int) -> dict[str, A
         key: _safe_indexing(value, rows) if _n_rows(value) == n else value
         for key, value in params.items()
     }
+
+
+def split_safety(X: Any, y: Any, y01: Any, sensitive: Any, fit_params: dict[str, Any],
+                 share: float, seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
+    """``((X, y, sensitive, fit_params), (X_safe, y01_safe, sensitive_safe), kept)``: the rows
+    of the search (``kept``, per-row fit parameters cut to them) and the safety rows, drawn
+    by :func:`~fairtune.tuning._data.drawn_split` (stratified by label, seeded by ``seed``)."""
+    from sklearn.utils import _safe_indexing
+
+    rows, safe = (np.sort(part) for part in drawn_split(
+        len(y01), share, np.asarray(y), seed, argument="safety_size", held="the safety rows",
+        rest="the search", rows="rows given to fit"))
+    return ((_safe_indexing(X, rows), _safe_indexing(y, rows), _safe_indexing(sensitive, rows),
+             _rows_of(fit_params, rows, len(y01))),
+            (_safe_indexing(X, safe), np.asarray(y01)[safe], _safe_indexing(sensitive, safe)),
+            rows)
 
 
 def _takes_sensitive(estimator: Any, method: str) -> bool:

@@ -154,7 +154,8 @@ def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
     return dict(given)
 
 
-def check_sensitive(sensitive_features: Any, n: int) -> None:
+def check_sensitive(sensitive_features: Any, n: int) -> Any:
+    """The group label of each row (:func:`fairtune._validation.sensitive_groups`)."""
     if sensitive_features is None:
         raise ValueError(
             "`sensitive_features` must be given to FairSearchCV.fit (the group of each row, "
@@ -163,19 +164,12 @@ def check_sensitive(sensitive_features: Any, n: int) -> None:
         )
     from fairtune._validation import sensitive_groups
 
-    if _n_rows(sensitive_features) == n:
-        try:
-            sensitive_groups(sensitive_features, n, warn_twins=True, stacklevel=4)
-        except ValueError as error:
-            raise ValueError(
-                f"`sensitive_features` must give each row of X one of two or more groups: "
-                f"{str(error).replace('`sensitive_features` ', '')}"
-            ) from None
     if _n_rows(sensitive_features) != n:
         raise ValueError(
             f"`sensitive_features` must have one entry per row of X ({n}), but got "
             f"{_n_rows(sensitive_features)}."
         )
+    return sensitive_groups(sensitive_features, n, warn_twins=True, stacklevel=4)
 
 
 def check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:

@@ -35,7 +35,6 @@ command line's ``--data``) are followed by which rows changed.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +79,7 @@ class SetupError(ValueError):
 FIELDS: tuple[str, ...] = (
     "entrance", "dataset", "target", "pos_label", "model", "metric", "objectives",
     "limits_given", "limits", "margin", "mitigation", "validation", "budgets", "resource",
-    "pruner", "prune_unfair", "tenants", "confidence", "safety_size", "data", "rows",
+    "pruner", "prune_unfair", "tenants", "confidence", "safety_size", "data", "rows", "parts",
 )
 # Entries shared by every tenant of a study (stored in the study's own record): the tenants,
 # and what the sampler proposes for all of them, the model space and the mitigation's settings.
@@ -110,15 +109,6 @@ _PRUNERS: dict[str, str] = {"MedianPruner": "median", "SuccessiveHalvingPruner":
 # Who stores each entrance's records, in words.
 _ENTRANCES: dict[str, str] = {"FairObjective": "FairObjective (or `fairtune tune`)",
                               "FairSearchCV": "FairSearchCV"}
-_DATASET_TEXT = re.compile(
-    r"^(?P<name>.*) \(sensitive: (?P<sensitive>.*?)"
-    r"(?P<hidden>, hidden from the model)?(?:, without (?P<dropped>.*))?\)$",
-    re.DOTALL,
-)
-_VALIDATION_TEXT = re.compile(
-    r"^(?:(?P<cv>\d+)-fold cross-validation|a (?P<split>\d+)% validation split)"
-    r"(?:, (?P<test>\S+) held out for testing)?, split seed (?P<seed>-?\d+)$"
-)
 # The keys older versions stored one entry each under.
 _LEGACY: dict[str, str] = {
     DATASET_KEY: "dataset", MODEL_KEY: "model", METRIC_KEY: "metric", LIMITS_KEY: "limits",
@@ -195,7 +185,8 @@ def read_setup(study: optuna.Study, tenant: str | None = None) -> dict[str, Any]
 
 def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
     """The entries of ``record`` that ``stored`` holds with another value."""
-    return [name for name in FIELDS if name in stored and name in record
+    # ``parts`` structures the ``dataset`` and ``validation`` entries, compared as such.
+    return [name for name in FIELDS if name != "parts" and name in stored and name in record
             and _compared(name, _plain(stored[name]), record[name])
             != _compared(name, record[name], stored[name])]
 
@@ -219,63 +210,72 @@ def _show(value: Any) -> str:
     return "none" if value is None else repr(value)
 
 
+def dataset_parts(name: str, sensitive: str, *, hidden: bool, dropped: list[str]
+                  ) -> dict[str, Any]:
+    """The ``dataset`` entry's parts, stored under ``parts`` beside its text
+    (:func:`dataset_text`), so that a message names the one that differs."""
+    return {"name": name, "sensitive": sensitive, "hidden": bool(hidden),
+            "dropped": list(dropped)}
+
+
 def dataset_text(name: str, sensitive: str, *, hidden: bool, dropped: list[str]) -> str:
     """The ``dataset`` entry: the data's name, its sensitive features, whether the model sees
     them and the columns it does not see, e.g. ``"german (sensitive: sex, hidden from the
-    model)"`` (:func:`setup_message` reads the parts back to name the one that differs)."""
+    model)"``."""
     hide = ", hidden from the model" if hidden else ""
     without = f", without {', '.join(dropped)}" if dropped else ""
     return f"{name} (sensitive: {sensitive}{hide}{without})"
 
 
-def _dataset_items(stored: Any, record: Any) -> list[tuple[str, str, str]] | None:
+def _parts(stored: Mapping[str, Any], record: Mapping[str, Any], entry: str
+           ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Both records' parts of ``entry``, or None when one lacks them (an older version's)."""
+    old, new = ((side.get("parts") or {}).get(entry) for side in (stored, record))
+    return (old, new) if isinstance(old, dict) and isinstance(new, dict) else None
+
+
+def _dataset_items(stored: Mapping[str, Any], record: Mapping[str, Any]
+                   ) -> list[tuple[str, str, str]] | None:
     """``(argument, stored, this run's)`` for each part of the ``dataset`` entries that
-    differs, or None when a text is not of :func:`dataset_text`'s form."""
-    old, new = (_DATASET_TEXT.match(str(v)) for v in (stored, record))
-    if old is None or new is None:
+    differs, or None without the parts of both."""
+    both = _parts(stored, record, "dataset")
+    if both is None:
         return None
+    old, new = both
     own_flag = renamed() and has_name("sensitive")  # else the data names its sensitive features
     if old["name"] != new["name"] and not own_flag:
-        return [(arg("dataset"), repr(str(stored)), repr(str(record)))]
+        return [(arg("dataset"), repr(str(stored["dataset"])), repr(str(record["dataset"])))]
     items = []
     if old["name"] != new["name"]:
         items.append((arg("dataset"), repr(old["name"]), repr(new["name"])))
     if old["sensitive"] != new["sensitive"]:
         spelled = arg("sensitive") if own_flag else f"the sensitive features of {arg('dataset')}"
         items.append((spelled, repr(old["sensitive"]), repr(new["sensitive"])))
-    if bool(old["hidden"]) != bool(new["hidden"]):
+    if old["hidden"] != new["hidden"]:
         said = ({True: "'on'", False: "'off'"} if renamed()
                 else {True: "False", False: "True"})  # use_sensitive_feature
-        items.append((arg("use_sensitive_feature"), said[bool(old["hidden"])],
-                      said[bool(new["hidden"])]))
+        items.append((arg("use_sensitive_feature"), said[old["hidden"]], said[new["hidden"]]))
     if old["dropped"] != new["dropped"]:
-        items.append((arg("drop_columns"), repr(old["dropped"] or "none"),
-                      repr(new["dropped"] or "none")))
+        items.append((arg("drop_columns"), repr(", ".join(old["dropped"]) or "none"),
+                      repr(", ".join(new["dropped"]) or "none")))
     return items or None
 
 
-def _validation_items(stored: Any, record: Any) -> list[tuple[str, str, str]] | None:
-    """``(argument, stored, this run's)`` for each part of the ``validation`` entries of
-    :func:`validation_text`'s form that differs (the folds or the validation split, the test
-    split, the seed), with the values as typed; None when a text is not of that form."""
-    old, new = (_VALIDATION_TEXT.match(str(v)) for v in (stored, record))
-    if old is None or new is None:
+def _validation_items(stored: Mapping[str, Any], record: Mapping[str, Any]
+                      ) -> list[tuple[str, str, str]] | None:
+    """``(argument, stored, this run's)`` for each part of the ``validation`` entries that
+    differs (the folds or the validation split, the test split, the seed), with the values as
+    typed; None without the parts of both."""
+    both = _parts(stored, record, "validation")
+    if both is None:
         return None
-
-    def number(match: re.Match[str], part: str, kind: type = float) -> Any:
-        text = match[part]
-        if text is None:
-            return None
-        return round(int(text) / 100, 2) if part == "split" else kind(text)
-
+    old, new = both
     items = []
-    for part, name, kind in (("cv", "cv", int), ("split", "validation_size", float),
-                             ("test", "test_size", float), ("seed", "random_state", int)):
-        if part == "split" and (old["cv"] or new["cv"]):
+    for name in ("cv", "validation_size", "test_size", "random_state"):
+        if name == "validation_size" and (old["cv"] or new["cv"]):
             continue  # a change to or from folds is named as `cv`
-        before, after = number(old, part, kind), number(new, part, kind)
-        if before != after:
-            items.append((arg(name), _show(before), _show(after)))
+        if old[name] != new[name]:
+            items.append((arg(name), _show(old[name]), _show(new[name])))
     return items or None
 
 
@@ -392,7 +392,7 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
     for n in named:
         parts = None
         if n == "dataset":
-            parts = _dataset_items(stored[n], record[n])
+            parts = _dataset_items(stored, record)
             # A file's name and checksum hide which rows changed: say it, unless another
             # choice (the splits, the labels, the sensitive features) explains it.
             changed = _rows_changed(stored, record)
@@ -400,7 +400,7 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
                     set(named) & set(_SPLITTING)):
                 parts = [(*parts[0][:2], f"{parts[0][2]} ({_rows_text(stored, record)})")]
         elif n == "validation" and not (arguments or {}).get("validation"):
-            parts = _validation_items(stored[n], record[n])
+            parts = _validation_items(stored, record)
         old, new = kinds if n == "pruner" and kinds[0] != kinds[1] else (stored[n], record[n])
         items += parts or [(argument(n), _show(old), _show(new) + note(n))]
     what = "; ".join(f"{a} {old}, but this run asks for {new}" for a, old, new in items)
@@ -569,10 +569,12 @@ def objective_setup(objective: Any, data_fingerprint: Any) -> dict[str, Any]:
     objective's choices and of the rows it scores (``data_fingerprint``:
     :func:`fairtune.tuning._data.data_fingerprint`, for :func:`rows_record`)."""
     o = objective
+    dataset = dict(name=o.dataset_name, sensitive=o.sensitive_name,
+                   hidden=not o.use_sensitive_feature, dropped=o.drop_columns)
+    validation = {"cv": o.cv, "validation_size": None if o.cv else o.validation_size,
+                  "test_size": o.test_size, "random_state": o.random_state}
     return setup_record(
-        entrance="FairObjective", dataset=dataset_text(
-            o.dataset_name, o.sensitive_name, hidden=not o.use_sensitive_feature,
-            dropped=o.drop_columns), target=o._target,
+        entrance="FairObjective", dataset=dataset_text(**dataset), target=o._target,
         pos_label=o.pos_label if o.pos_label is not None else o._rows.favourable,
         model=o.space.name, metric=o.metric, objectives=list(o.objectives) or None,
         limits_given=sorted(str(limit) for limit in o.limits),
@@ -582,6 +584,7 @@ def objective_setup(objective: Any, data_fingerprint: Any) -> dict[str, Any]:
         budgets=None if o.budgets is None else list(o.budgets), resource=o.resource,
         prune_unfair=o.prune_unfair, data=o.data_fingerprint, confidence=o.confidence,
         safety_size=o.safety_size, rows=rows_record(o._rows, data_fingerprint),
+        parts={"dataset": dataset_parts(**dataset), "validation": validation},
     )
 
 

@@ -26,9 +26,9 @@ import pandas as pd
 
 from fairtune import _keys
 from fairtune._names import arg, got
+from fairtune._validation import group_name, sensitive_groups
 from fairtune.fairness import parse_limits, set_fairness_constraints
 from fairtune.fairness.constraints import cannot_bind, record_fairness_values
-from fairtune.tuning._data import group_labels, group_name
 
 if TYPE_CHECKING:
     import optuna
@@ -289,7 +289,7 @@ def record_validation(
         VALIDATION_ERROR_KEY, float(np.mean(np.abs(y_pred - np.asarray(y_true))))
     )
     trial.set_user_attr(POSITIVE_RATE_KEY, float(np.mean(y_pred)))
-    groups = group_labels(sensitive)
+    groups = sensitive_groups(sensitive)
     trial.set_user_attr(POSITIVE_RATES_KEY, {
         group_name(group): float(np.mean(y_pred[(groups == group).to_numpy()]))
         for group in pd.unique(groups)

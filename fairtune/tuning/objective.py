@@ -25,7 +25,7 @@ from fairtune.tuning._arguments import (
     parse_objectives,
     space_of,
 )
-from fairtune.tuning._certify import check_confidence, limits_for_search
+from fairtune.tuning._certify import check_confidence
 from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
 from fairtune.tuning._trial import (
@@ -249,7 +249,6 @@ class FairObjective:
         self.objectives, self.directions = parse_objectives(objectives, limits)
         self.limits = parse_limits(limits) if limits is not None else []
         self.margin = margin
-        self.tuning_limits = trial_path.tightened(self.limits, margin)
         trial_path.warn_if_cannot_bind(self.limits, stacklevel=2)
         performance = [name for name in self.objectives if name in METRIC_NAMES]
         self.metric = performance[0] if performance else metric
@@ -264,19 +263,18 @@ class FairObjective:
         self.use_sensitive_feature = use_sensitive_feature
         self.confidence, self.safety_size = check_confidence(confidence, safety_size, self.limits,
                                                              self.objectives)
-        # The data, once: rows, labels, groups, splits, budget subsets and their fingerprint.
+        # The data, once: rows, labels, groups, splits, the limits the trials are validated
+        # against (tightened by margin and for confidence), budget subsets, fingerprint.
         self._rows = tuning_rows(
             dataset, pos_label=pos_label, drop_columns=drop_columns,
             use_sensitive_feature=use_sensitive_feature, test_size=test_size,
             validation_size=self.validation_size, cv=self.cv, random_state=random_state,
-            limits=self.tuning_limits, budgets=self.budgets, resource=self.resource,
+            limits=self.limits, margin=margin, confidence=self.confidence,
+            budgets=self.budgets, resource=self.resource,
             correlation_remover="correlation_remover" in self.mitigation, stacklevel=3,
             safety_size=self.safety_size,
         )
-        if self.confidence is not None:  # aim at what the safety test can certify
-            self.tuning_limits = limits_for_search(
-                self.tuning_limits, self.confidence, self._rows.y_safe, self._rows.s_safe,
-                margin=self.margin)
+        self.tuning_limits = self._rows.limits
         self.dataset_name = self._rows.name
         # A FairDataset's label column; its favourable label is read_table's `positive`.
         self._target = dataset.get("target_name") if isinstance(dataset, dict) else None

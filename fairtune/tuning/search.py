@@ -40,19 +40,13 @@ from fairtune.fairness.constraints import (
     parse_limits,
 )
 from fairtune.tuning import _trial as trial_path
-from fairtune.tuning._certify import (
-    NotCertifiedError,
-    certify,
-    check_confidence,
-    limits_for_search,
-    split_safety,
-)
+from fairtune.tuning._certify import NotCertifiedError, certify, check_confidence
 from fairtune.tuning._data import (
     Splits,
     budget_folds,
-    checked_group_sizes,
     data_fingerprint,
     favourable_labels,
+    validated_limits,
 )
 from fairtune.tuning._deployment import deployment
 from fairtune.tuning._estimators import (
@@ -68,6 +62,7 @@ from fairtune.tuning._estimators import (
     favourable_predictions,
     fold_params,
     known_groups,
+    split_safety,
     with_sensitive,
 )
 from fairtune.tuning._results import (
@@ -432,11 +427,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_options(scoring=self.scoring, n_trials=self.n_trials, timeout=self.timeout,
                       n_jobs=self.n_jobs, refit=self.refit, error_score=self.error_score,
                       callbacks=self.callbacks, study=self.study, sampler=self.sampler)
-        limits = trial_path.tightened(given := self._check_limits(), self.margin)
-        confidence, safety_size = check_confidence(self.confidence, self.safety_size, given)
+        confidence, safety_size = check_confidence(self.confidence, self.safety_size,
+                                                   given := self._check_limits())
         y_array = binary_target(y)
         X, y = indexable(X, y)
-        check_sensitive(sensitive_features, len(y_array))
+        groups = check_sensitive(sensitive_features, len(y_array))
         check_same_rows(X, y, sensitive_features)
         safe = None
         if confidence is not None:  # the safety rows, kept from the search
@@ -444,15 +439,13 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{arg('confidence')} certifies the refitted model, so "
                                  "`refit` must be True with it, but got refit=False.")
             assert safety_size is not None  # check_confidence gives one with a confidence
-            (X, y, sensitive_features, fit_params), safe, _ = split_safety(
+            (X, y, sensitive_features, fit_params), safe, kept = split_safety(
                 X, y, self._favourable(y_array)[0], sensitive_features, fit_params,
                 safety_size, seeds(self.random_state)[1])
-            limits = limits_for_search(limits, confidence, safe[1], safe[2], margin=self.margin)
-            y_array = binary_target(y)
+            y_array, groups = binary_target(y), groups.iloc[kept]
         mitigation = check_mitigation(self.mitigation, self.scoring, fit_params)
         space = checked_space(self.param_distributions, self.estimator, mitigation)
         sampler_seed, seed = seeds(self.random_state)
-        build = builder(self.estimator, space, mitigation, limits, seed, self.pos_label)
         check_scores_for_roc_auc(self.estimator, self.scoring, mitigation)
 
         y01, positive = self._favourable(y_array)
@@ -466,9 +459,12 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
         splits = Splits(folds, len(y_array), None if budgets is None or resource != "n_samples"
-                        else budget_folds(folds, y01, sensitive_features, budgets, seed))
-        checked_group_sizes(sensitive_features, splits.covered, limits, y01=y01,
-                            argument="`sensitive_features`", where="the cross-validation folds")
+                        else budget_folds(folds, y01, groups, budgets, seed))
+        limits = validated_limits(  # the same derivation and checks as FairObjective's
+            given, margin=self.margin, confidence=confidence, groups=groups, y01=y01,
+            safety=safe[1:] if safe else None, argument="`sensitive_features`",
+            parts=[("the cross-validation folds", splits.covered, [])], seed="random_state")
+        build = builder(self.estimator, space, mitigation, limits, seed, self.pos_label)
         record = setup_record(  # see fairtune.tuning._setup; prepare_study adds the pruner
             entrance="FairSearchCV", pos_label=self.pos_label, metric=self.scoring,
             model=estimator_identity(self.estimator, space), mitigation=list(mitigation),

@@ -279,13 +279,13 @@ def test_a_repeated_model_region_is_proposed_less_often(acquisition: str) -> Non
             plateau[min_count] += sum(t.value == 0.75 for t in model_based)
             deep[min_count] += sum(min(t.params.values()) < 0.2 for t in model_based)
             if min_count is not None:
-                assert (study.study_name, "repeated outcome") in sampler._kernel_cache
+                assert (study.study_name, "repeated outcome") in sampler._cache
     assert deep[3] <= 0.75 * deep[None], deep
     assert plateau[3] < plateau[None], plateau
 
 
 def test_the_weight_of_a_new_outcome_spares_the_plateau_edge() -> None:
-    from fairtune._gp.acqf import RepeatPenalty
+    from fairtune._gp.acquisition import RepeatPenalty
     from fairtune._gp.classifier import fit_gp_classifier
 
     X = torch.linspace(0.0, 1.0, 11, dtype=torch.float64)[:, None]
@@ -313,7 +313,7 @@ def test_no_repeated_outcome_model_without_repeats_or_constraints() -> None:
             objective if constrained else (lambda t: 0.75 + 0 * t.suggest_float("x", 0, 1)),
             n_trials=8,
         )
-        assert not any(key == "repeated outcome" for _, key in sampler._kernel_cache)
+        assert not any(key == "repeated outcome" for _, key in sampler._cache)
 
 
 def test_pending_trials_are_not_proposed_again() -> None:
@@ -783,7 +783,7 @@ def test_gp_classifier_far_from_the_data_reverts_to_the_prior_predictive() -> No
 
 
 def test_incumbent_is_the_best_observation_without_noise_and_shrinks_a_lucky_one() -> None:
-    from fairtune._gp.acqf import incumbent as _incumbent
+    from fairtune._gp.acquisition import incumbent as _incumbent
     from fairtune._gp.gp import GPRegressor, KernelParams
 
     X = torch.linspace(0, 1, 9, dtype=torch.float64)[:, None]

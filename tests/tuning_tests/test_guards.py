@@ -382,7 +382,8 @@ def _one_sided(n: int = 600) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
 
 _NO_NEGATIVES = (r"group 'B' has no row labelled 0 \(unfavourable\) among its \d+ rows: its "
                  r"false positive rate is undefined, and equalized_odds<=0\.1 needs it\. The "
-                 r"group has no unfavourable row in any row of the search")
+                 r"data has no unfavourable rows of the group\. Give it unfavourable rows there "
+                 r"\(more data\)")
 
 
 def test_a_limit_on_a_rate_a_group_has_no_rows_for_is_refused_before_any_trial(

@@ -433,9 +433,10 @@ def test_one_class_models_are_recognised_and_rates_recorded_per_group() -> None:
 @pytest.mark.parametrize(
     ("sensitive", "match"),
     [
-        (["a"], "two or more groups without missing values in the rows: must define at least two "
-                "groups to compare, but got a single group 'a'"),
-        (["a", "b", None], "in the rows: must not contain NaN or missing values, but got 20 of them"),
+        (["a"], "`dataset` sensitive features must define at least two groups to compare, but "
+                "got a single group 'a'."),
+        (["a", "b", None], "`dataset` sensitive features must not contain NaN or missing values, "
+                           "but got 20 of them."),
     ],
 )
 def test_bad_sensitive_features_are_refused_at_construction(sensitive: list, match: str) -> None:
@@ -447,7 +448,11 @@ def test_bad_sensitive_features_are_refused_at_construction(sensitive: list, mat
 def test_a_group_missing_from_the_validation_split_is_refused_at_construction() -> None:
     X, y, _ = _toy(["a"], n=60)
     s = ["a"] * 59 + ["b"]
-    with pytest.raises(ValueError, match="in the validation split: must define at least two"):
+    # One row of 'b', which the training split drew: the data, not the share, is named.
+    with pytest.raises(ValueError, match=re.escape(
+            "`dataset` sensitive features gives the group 'b' 0 rows in the validation split; "
+            "the limit demographic_parity<=0.1 needs at least 11 rows of each group there: "
+            "more rows of the group, or merging it into another.")):
         FairObjective((X, y, s), "linear", limits="dsp<=0.1", random_state=1,
                       validation_size=0.1)
 

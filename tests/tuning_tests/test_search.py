@@ -487,8 +487,10 @@ def test_a_scipy_distribution_is_refused_with_the_optuna_equivalent() -> None:
         (None, r"`sensitive_features` must be given to FairSearchCV.fit.*but got "
                r"sensitive_features=None"),
         ("short", r"`sensitive_features` must have one entry per row of X \(100\), but got 99"),
-        ("one group", r"`sensitive_features` must give each row of X one of two or more groups"),
-        ("missing", r"`sensitive_features` must give each row of X.*missing"),
+        ("one group", r"^`sensitive_features` must define at least two groups to compare, but "
+                      r"got a single group 'a'\.$"),
+        ("missing", r"^`sensitive_features` must not contain NaN or missing values, but got 1 "
+                    r"of them\.$"),
     ],
 )
 def test_bad_sensitive_features_raise(sensitive, match: str) -> None:

@@ -433,17 +433,28 @@ def test_the_command_line_names_the_validation_flag_changed_with_the_values_type
     assert unnamed not in err.split(":")[1] and f"use the same {named.split()[0]} as" in err
 
 
-def test_validation_texts_are_compared_part_by_part_and_other_texts_as_a_whole() -> None:
+def _validation(text: str, cv: int | None, size: float | None, test: float | None,
+                seed: int) -> dict:
+    return {"validation": text, "parts": {"validation": {
+        "cv": cv, "validation_size": size, "test_size": test, "random_state": seed}}}
+
+
+def test_validation_entries_are_compared_part_by_part_and_other_texts_as_a_whole() -> None:
+    """The record's structured parts name each differing argument, never a parse of its
+    text; a record without them (an older version's) is named as a whole."""
     study = optuna.create_study(study_name="v")
-    stored = {"validation": "a 30% validation split, 0.2 held out for testing, split seed 0"}
-    both = {"validation": "3-fold cross-validation, split seed 2"}
+    stored = _validation("a 30% split", None, 0.3, 0.2, 0)
+    both = _validation("3 folds", 3, None, None, 2)
     message = setup_message(study, stored, both, ["validation"])
     assert "`cv` none, but this run asks for 3" in message
     assert "`test_size` 0.2, but this run asks for none" in message
     assert "`random_state` 0, but this run asks for 2" in message
-    split = {"validation": "a 20% validation split, 0.2 held out for testing, split seed 0"}
+    split = _validation("a 20% split", None, 0.2, 0.2, 0)
     assert "`validation_size` 0.3, but this run asks for 0.2" in setup_message(
         study, stored, split, ["validation"])
+    older = {"validation": "a 30% validation split, 0.2 held out for testing, split seed 0"}
+    assert "'a 30% validation split, 0.2 held out for testing, split seed 0', but this run " \
+           "asks for '3 folds'" in setup_message(study, older, both, ["validation"])
     # FairSearchCV's description of its splitter is named by its own argument, as a whole.
     search = setup_message(study, {"validation": "StratifiedKFold(n_splits=3)"},
                            {"validation": "StratifiedKFold(n_splits=5)"}, ["validation"],
