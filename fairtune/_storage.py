@@ -183,22 +183,17 @@ def open_storage(
     """
     import optuna
 
+    if heartbeat_interval and not records_heartbeats(url):
+        why = ("Optuna's gRPC proxy forwards none, so a dead worker's trial stays RUNNING"
+               if url.startswith(GRPC_PREFIX) else "Journal storages have none")
+        raise ValueError(f"A heartbeat needs an RDB storage (sqlite:///..., postgresql://...): "
+                         f"{why}, but got a heartbeat interval for {url!r}.")
     if url.startswith(GRPC_PREFIX):
-        if heartbeat_interval:
-            raise ValueError(
-                "A heartbeat needs an RDB storage: Optuna's gRPC proxy forwards none, so a "
-                f"dead worker's trial stays RUNNING, but got a heartbeat interval for {url!r}."
-            )
         host, port = _grpc_address(url)
         with warnings.catch_warnings():  # experimental in Optuna; fairtune opens it by design
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.GrpcStorageProxy(host=host, port=port)
     if url.startswith(JOURNAL_PREFIX):
-        if heartbeat_interval:
-            raise ValueError(
-                "A heartbeat needs an RDB storage (sqlite:///..., postgresql://...): Journal "
-                f"storages have none, but got a heartbeat interval for {url!r}."
-            )
         path = url[len(JOURNAL_PREFIX) :]
         if not path:
             raise ValueError(f"A Journal storage URL is journal:<file>, but got {url!r}.")

@@ -898,10 +898,9 @@ def print_report(
         drawn = [] if shown.best is None else [(plot, "tradeoff"), (curve, "curve")]
     names = {"tradeoff": "Trade-off plot", "curve": "Best-fair curve",
              "pareto": "Pareto front plot"}
-    for path, draw in drawn:
-        if path:
-            save_plot(study, path, draw, fairness_metric=fairness_metric, tenant=tenant)
-            out.write(f"{names[draw]} written to {printable(path)}\n")
+    for path, draw in (drawing for drawing in drawn if drawing[0]):
+        save_plot(study, path, draw, fairness_metric=fairness_metric, tenant=tenant)
+        out.write(f"{names[draw]} written to {printable(path)}\n")
 
 
 def board_text(board: Any, agent: str) -> str:
@@ -929,18 +928,15 @@ def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = Fa
 
     if path is None:
         return
-    if html:
-        formats = ["html"]
-    else:
+    formats = ["html"]
+    if not html:
         from matplotlib.backend_bases import FigureCanvasBase
 
         formats = sorted(FigureCanvasBase.get_supported_filetypes())
     target = Path(path).expanduser()
     if target.suffix.lower().lstrip(".") not in formats:
-        raise ValueError(
-            f"{flag} must be a file name ending in one of {['.' + f for f in formats]}, but got "
-            f"{path!r}."
-        )
+        raise ValueError(f"{flag} must be a file name ending in one of "
+                         f"{['.' + f for f in formats]}, but got {path!r}.")
     folder = target.resolve().parent
     if not folder.is_dir():
         raise ValueError(f"{flag} must be a file in an existing folder, but got {path!r} "

@@ -31,6 +31,7 @@ from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
 from fairtune._gp.gp import GPRegressor, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import AcqFunc, maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._optuna_compat import storage_and_id, study_key, trial_id
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
 from fairtune._threads import limit_threads
 
@@ -134,9 +135,10 @@ class LazyRandomState:
 
 def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> float:
     """Record ``params`` as the trial's pending point; returns the claim's time."""
-    write_trial_text(study._storage, trial._trial_id, RELATIVE_PARAMS_KEY, json.dumps(params))
+    storage = storage_and_id(study)[0]
+    write_trial_text(storage, trial_id(trial), RELATIVE_PARAMS_KEY, json.dumps(params))
     claimed = time.time()
-    study._storage.set_trial_system_attr(trial._trial_id, _CLAIM_TIME_KEY, claimed)
+    storage.set_trial_system_attr(trial_id(trial), _CLAIM_TIME_KEY, claimed)
     return claimed
 
 
@@ -164,7 +166,7 @@ def _claimed_earlier(
     ss = SearchSpace(search_space)
     mine = ss.encode([params])[0]
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE)):
-        if t._trial_id == trial._trial_id:
+        if trial_id(t) == trial_id(trial):
             continue
         other = pending_params(t) if t.state == TrialState.RUNNING else t.params
         if not search_space.keys() <= other.keys():
@@ -198,7 +200,7 @@ def _claim_time(study: Study, trial: FrozenTrial) -> float:
     deadline = time.monotonic() + _CLAIM_TIME_WAIT
     while time.monotonic() < deadline:
         time.sleep(0.01)
-        fresh = study._storage.get_trial(trial._trial_id)
+        fresh = storage_and_id(study)[0].get_trial(trial_id(trial))
         if fresh.state != TrialState.RUNNING:
             break
         claimed = fresh.system_attrs.get(_CLAIM_TIME_KEY)
@@ -229,7 +231,7 @@ def collect_trials(
                 complete.append(t)
                 if seen is not None:
                     seen[t.number] = t.params
-        elif current is None or t._trial_id != current._trial_id:
+        elif current is None or trial_id(t) != trial_id(current):
             params = pending_params(t)
             if names <= params.keys():
                 pending.append(params)
@@ -501,4 +503,4 @@ class GPSamplerBase(BaseSampler):
 
 def _trial_key(study: Study, trial: FrozenTrial) -> tuple[int, int]:
     """A key of ``trial`` unique within this process (trial ids are unique per storage)."""
-    return id(study._storage), trial._trial_id
+    return study_key(study)[0], trial_id(trial)

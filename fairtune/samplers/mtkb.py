@@ -18,6 +18,7 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.acquisition import LogFeasibility, PenalizedUCB
 from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
+from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.samplers._base import GPSamplerBase, check_choice, collect_trials, direction_signs
@@ -459,7 +460,7 @@ def _objective_correlation(study: Study, params: mt.ICMParams) -> np.ndarray:
 def _store_correlation(study: Study, params: mt.ICMParams) -> None:
     R = _objective_correlation(study, params)
     write_study_text(
-        study._storage, study._study_id, TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
+        *storage_and_id(study), TASK_CORRELATION_KEY, json.dumps(np.round(R, 6).tolist())
     )
 
 

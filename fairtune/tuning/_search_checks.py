@@ -261,12 +261,25 @@ def binary_target(y: Any) -> np.ndarray:
     return y_array
 
 
-def cv_folds(cv: Any, X: Any, y: np.ndarray, split_params: dict[str, Any]
-             ) -> list[tuple[np.ndarray, np.ndarray]]:
+def cv_folds(cv: Any, X: Any, y: np.ndarray, split_params: dict[str, Any], *,
+             kept: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (train, test) folds of ``cv``; the test folds must not overlap (each row gets
-    at most one out-of-fold prediction)."""
+    at most one out-of-fold prediction). Folds given as positions of the rows given to fit
+    are mapped to the rows ``kept`` for the search (with ``confidence``, the others are the
+    safety rows, which no fold may use)."""
     from sklearn.model_selection import check_cv
 
+    if kept is not None and cv is not None and not isinstance(cv, Integral) and not hasattr(
+            cv, "split"):
+        position = np.full(int(np.max(kept, initial=-1)) + 1, -1)
+        position[kept] = np.arange(len(kept))
+
+        def mapped(rows: Any) -> np.ndarray:
+            rows = np.asarray(rows, dtype=int)
+            inside = rows[rows < len(position)]
+            return position[inside][position[inside] >= 0]
+
+        cv = [(mapped(train), mapped(test)) for train, test in cv]
     folds = [(np.asarray(train), np.asarray(test))
              for train, test in check_cv(cv, y, classifier=True).split(X, y, **split_params)]
     tested = np.zeros(len(y), dtype=int)

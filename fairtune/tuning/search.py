@@ -433,7 +433,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         X, y = indexable(X, y)
         groups = check_sensitive(sensitive_features, len(y_array))
         check_same_rows(X, y, sensitive_features)
-        safe = None
+        safe = kept = None
         if confidence is not None:  # the safety rows, kept from the search
             if not self.refit:
                 raise ValueError(f"{arg('confidence')} certifies the refitted model, so "
@@ -453,7 +453,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fit_all, predict_all, split_params = fold_params(
             sensitive_features, fit_params, mitigation,
             router=self.get_metadata_routing() if routing and not mitigation else None)
-        folds = cv_folds(self.cv, X, y_array, split_params)
+        folds = cv_folds(self.cv, X, y_array, split_params, kept=kept)
 
         self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)

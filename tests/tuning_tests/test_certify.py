@@ -457,3 +457,27 @@ def test_a_certified_constant_model_says_so_in_its_certificate() -> None:
         assert ("Warning: the certified model (trial #6 refitted on the search rows) predicted "
                 "1 (the favourable outcome) for every one of the 4 safety rows"
                 in certificate.text()) == (constant == 1)
+
+
+def test_fair_search_cv_maps_folds_given_by_position_to_the_search_rows() -> None:
+    """Folds given as positions of the rows given to fit keep naming those rows once the
+    safety rows are held out: no fold reads a safety row, none an IndexError."""
+    from optuna.distributions import FloatDistribution
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import FairSearchCV
+    from fairtune.tuning._search_checks import cv_folds
+
+    kept = np.array([0, 2, 3, 5, 7])  # rows 1, 4, 6 are safety rows
+    folds = cv_folds([([0, 1, 2, 3], [4, 5, 6, 7]), ([4, 5, 6, 7], [0, 1, 2, 3])],
+                     np.zeros((5, 1)), np.array([0, 1, 0, 1, 0]), {}, kept=kept)
+    assert [(list(kept[tr]), list(kept[te])) for tr, te in folds] == [
+        ([0, 2, 3], [5, 7]), ([5, 7], [0, 2, 3])]
+    X, y, group = _population(8000, 2)
+    positions = np.arange(len(y))
+    given = [(positions[positions % 3 != k], positions[positions % 3 == k]) for k in range(3)]
+    search = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                          limits="demographic_parity<=0.1", mitigation="threshold", cv=given,
+                          n_trials=2, random_state=0, confidence=0.9)
+    search.fit(X, y, sensitive_features=group)
+    assert search.n_splits_ == 3 and search.certificate_.rows == 2400
