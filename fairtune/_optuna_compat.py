@@ -20,6 +20,11 @@ def storage_and_id(study: optuna.Study) -> tuple[BaseStorage, int]:
     return study._storage, study._study_id
 
 
+def study_system_attrs(study: optuna.Study) -> dict[str, Any]:
+    """A study's system attributes, read from its storage (Optuna 5 has no public reader)."""
+    return study._storage.get_study_system_attrs(study._study_id)
+
+
 def study_key(study: optuna.Study) -> tuple[int, int]:
     """``(id of the storage object, study id)``: the same for every object of one study in this
     process that shares the storage object."""
@@ -29,6 +34,11 @@ def study_key(study: optuna.Study) -> tuple[int, int]:
 def trial_id(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
     """A trial's id in its study's storage (unlike its number, unique across studies)."""
     return trial._trial_id
+
+
+def contains(distribution: BaseDistribution, internal: Any) -> bool:
+    """Whether the value ``internal`` (in the internal representation) is in ``distribution``."""
+    return distribution._contains(internal)
 
 
 def suggest(trial: optuna.Trial, name: str, distribution: BaseDistribution) -> Any:

@@ -30,6 +30,7 @@ from fairtune._names import arg
 from fairtune._optuna_compat import (
     rdb_storage,
     storage_and_id,
+    study_system_attrs,
     trial_id,
     trials_without_heartbeat,
 )
@@ -128,8 +129,7 @@ def stored_task_correlation(study: optuna.Study) -> Any:
     None if none did."""
     import numpy as np
 
-    storage, study_id = storage_and_id(study)
-    raw = read_text(storage.get_study_system_attrs(study_id), TASK_CORRELATION_KEY)
+    raw = read_text(study_system_attrs(study), TASK_CORRELATION_KEY)
     return None if raw is None else np.array(json.loads(raw))
 
 

@@ -38,7 +38,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import uuid
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fairtune._optuna_compat import set_artifact_entry, storage_and_id
 from fairtune._text import printable
 
 if TYPE_CHECKING:
@@ -277,15 +277,13 @@ def artifact_directory(directory: str, *, argument: str = "`directory`") -> Any:
 def report_artifact_id(study: optuna.Study) -> str:
     """The artifact id of ``study``'s HTML report: derived from the study (its id and name in
     the storage), so that workers that publish at once write one artifact, not one each."""
-    return str(uuid.uuid5(_ARTIFACT_NAMESPACE, f"{study._study_id}\0{study.study_name}"))
+    return str(uuid.uuid5(_ARTIFACT_NAMESPACE, f"{storage_and_id(study)[1]}\0{study.study_name}"))
 
 
 def _upload_report(study: optuna.Study, page: Any, artifact_store: Any) -> None:
     """The HTML report as the study's artifact ``fairtune-report.html``, under
     :func:`report_artifact_id`: its file replaced and its entry (re)written at each update, so
     that a report a user deleted in the dashboard comes back at the next update."""
-    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
-
     artifact_id = report_artifact_id(study)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, REPORT_FILENAME)
@@ -294,8 +292,7 @@ def _upload_report(study: optuna.Study, page: Any, artifact_store: Any) -> None:
             artifact_store.write(artifact_id, file)
     meta = {"artifact_id": artifact_id, "filename": REPORT_FILENAME, "mimetype": "text/html",
             "encoding": None}  # the entry Optuna's upload_artifact writes, with a known id
-    study._storage.set_study_system_attr(study._study_id, ARTIFACTS_ATTR_PREFIX + artifact_id,
-                                         json.dumps(meta))
+    set_artifact_entry(study, artifact_id, meta)
 
 
 class DashboardCallback:

@@ -317,15 +317,21 @@ _COMPAT = PACKAGE / "_optuna_compat.py"
 
 def _optuna_private_attributes() -> set[str]:
     """The private attributes (``_storage``, ``_study_id``, ``_trial_id``, ``_backend``,
-    ``_suggest``, ...) of Optuna's study, trial and storage objects, read off live ones: a
-    study in an RDB storage (which Optuna wraps in a cache) and in memory, a trial, a frozen
-    trial."""
+    ``_suggest``, ``_contains``, ...) of Optuna's study, trial, storage and distribution
+    objects, read off live ones: a study in an RDB storage (which Optuna wraps in a cache) and
+    in memory, a trial, a frozen trial, a distribution of each kind."""
     import optuna
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
 
     study = optuna.create_study(storage=optuna.storages.RDBStorage("sqlite://"))
     trial = study.ask()
     objects = [study, trial, study.trials[0], study._storage, study._storage._backend,
-               optuna.storages.InMemoryStorage(), optuna.storages.BaseStorage]
+               optuna.storages.InMemoryStorage(), optuna.storages.BaseStorage,
+               FloatDistribution(0.0, 1.0), IntDistribution(0, 1), CategoricalDistribution("a")]
     return {name for obj in objects for name in [*vars(obj), *dir(type(obj)), *dir(obj)]
             if name.startswith("_") and not name.startswith("__")}
 
@@ -380,7 +386,7 @@ def f(study, trial, board):
 def test_no_private_optuna_name_outside_the_compat_module() -> None:
     private = _optuna_private_attributes()
     assert {"_storage", "_study_id", "_trial_id", "_cached_frozen_trial", "_backend",
-            "_suggest"} <= private
+            "_suggest", "_contains"} <= private
     found = [f"fairtune/{path.relative_to(PACKAGE).as_posix()}:{line}"
              for path in MODULES.values() if path != _COMPAT
              for line in optuna_private_uses(path.read_text(), private)]

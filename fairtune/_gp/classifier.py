@@ -88,7 +88,6 @@ class GPClassifier:
     ) -> None:
         self.X_train = X_train
         self.prior_mean = prior_mean
-        self.labels = labels
         self.params = params
         self.is_categorical = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
         y = 2.0 * labels.detach().numpy().astype(float) - 1.0

@@ -254,13 +254,8 @@ class GPRegressor:
     def kernel(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
         """k(X1, X2) with this GP's parameters, shape (..., n1, n2)."""
         p = self.params
-        return matern52(
-            X1,
-            X2,
-            p.inverse_squared_lengthscales.detach(),
-            p.outputscale.detach(),
-            self.is_categorical,
-        )
+        return matern52(X1, X2, p.inverse_squared_lengthscales.detach(), p.outputscale.detach(),
+                        self.is_categorical)
 
     def kernel_to_train(self, x: torch.Tensor) -> torch.Tensor:
         """k(x, X_train) for x (..., d), shape (..., n); differentiable in x."""
@@ -387,16 +382,6 @@ def _negative_log_posterior(
     return (nll - prior) * scale, ((grad - prior_grad) * scale).numpy()
 
 
-def _starts(dim: int, warm_start: KernelParams | None) -> list[np.ndarray]:
-    """The raw parameters to fit from: the warm start (if it has this dimension), then the
-    defaults."""
-    starts = []
-    if warm_start is not None and warm_start.inverse_squared_lengthscales.shape == (dim,):
-        starts.append(warm_start.to_raw())
-    starts.append(KernelParams.default(dim).to_raw())
-    return starts
-
-
 def _bounds(dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of the raw parameters: log lengthscale terms and log outputscale in [-12, 12],
     log noise variance in [log MIN_NOISE_VAR, log 10]."""
@@ -483,7 +468,10 @@ def fit_gp(
     def loss_and_grad(raw_np: np.ndarray) -> tuple[float, np.ndarray]:
         return _negative_log_posterior(torch.from_numpy(raw_np), sqd, y, fixed_noise)
 
-    raw = _lbfgsb(loss_and_grad, _starts(dim, warm_start), *_bounds(dim), max_iter=max_iter)
+    starts = [KernelParams.default(dim).to_raw()]
+    if warm_start is not None and warm_start.inverse_squared_lengthscales.shape == (dim,):
+        starts.insert(0, warm_start.to_raw())  # a warm start of another dimension is ignored
+    raw = _lbfgsb(loss_and_grad, starts, *_bounds(dim), max_iter=max_iter)
     if raw is None:
         warnings.warn(
             "Fitting the GP's kernel parameters failed; using default parameters for this step.",

@@ -21,6 +21,7 @@ from fairtune._gp import acquisition
 from fairtune._gp.fantasy import FantasyModels, reject
 from fairtune._gp.gp import GPRegressor, standardize
 from fairtune._gp.search_space import SearchSpace
+from fairtune._optuna_compat import storage_and_id, study_key
 from fairtune._threads import limit_threads
 from fairtune.collaboration import Board, _check_agent, _space_json, sliced_lhs_value
 from fairtune.samplers._base import (
@@ -287,7 +288,8 @@ class CGPSampler(GPSamplerBase):
         return super().sample_independent(study, trial, param_name, param_distribution)
 
     def _clhs_slot(self, study: Study) -> tuple[int, int]:
-        attrs = study._storage.get_study_system_attrs(study._study_id)
+        storage, study_id = storage_and_id(study)
+        attrs = storage.get_study_system_attrs(study_id)
         if CLHS_SLOT_KEY in attrs:
             slot, n = attrs[CLHS_SLOT_KEY]
             return int(slot), int(n)
@@ -296,7 +298,7 @@ class CGPSampler(GPSamplerBase):
         else:
             agents = self._board.agents()
             slot, n = agents.index(self._agent), len(agents)
-        study._storage.set_study_system_attr(study._study_id, CLHS_SLOT_KEY, [slot, n])
+        storage.set_study_system_attr(study_id, CLHS_SLOT_KEY, [slot, n])
         return slot, n
 
     # -- one round -------------------------------------------------------------------------------
@@ -310,11 +312,11 @@ class CGPSampler(GPSamplerBase):
     ) -> _RoundState:
         """Steps 2-3: fit, kappa, LCB maximizer, post. Computed once per (study, data)."""
         key = (
-            id(study._storage), study._study_id, _space_json(search_space),
+            *study_key(study), _space_json(search_space),
             tuple(t.number for t in complete), json.dumps(list(pending), sort_keys=True),
         )
         with self._state_lock:
-            state = self._state.get((id(study._storage), study._study_id))
+            state = self._state.get(study_key(study))
             if state is not None and state.key == key:
                 return state
         ss = SearchSpace(search_space)
@@ -360,7 +362,7 @@ class CGPSampler(GPSamplerBase):
             y_std=y_std, kappa=kappa, x_kappa=x_kappa, best_f=best_f, base_seed=base_seed,
         )
         with self._state_lock:
-            self._state[(id(study._storage), study._study_id)] = state
+            self._state[study_key(study)] = state
         return state
 
     def _post_round(self, study: Study) -> None:

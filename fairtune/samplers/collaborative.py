@@ -66,6 +66,7 @@ from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._names import arg, got
+from fairtune._optuna_compat import contains, storage_and_id, study_system_attrs, trial_id
 from fairtune._storage import read_text, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.fairness.welfare import g2sf_weights
@@ -305,9 +306,10 @@ class CollaborativeUCBSampler(GPSamplerBase):
 
     def _tenant_and_round(self, study: Study, trial: FrozenTrial) -> tuple[str, int]:
         trials = study.get_trials(deepcopy=False, states=None)
+        storage = storage_and_id(study)[0]
         # Read the tag from the storage: the cached frozen trial may predate it. An untagged trial
         # of fairtune.tenancy.optimize(study, tenant, ...) is that tenant's.
-        tagged = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
+        tagged = storage.get_trial_user_attrs(trial_id(trial)).get(TENANT_KEY)
         tenant = tagged if tagged is not None else optimizing_tenant(study)
         if tenant is None:
             # The tenant whose turn it is: the one with the fewest trials; the trial is its next
@@ -332,18 +334,19 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 if other.number < trial.number and other.user_attrs.get(TENANT_KEY) == tenant
             )
         if tagged is None:
-            study._storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
-        study._storage.set_trial_system_attr(trial._trial_id, ROUND_KEY, round_)
+            storage.set_trial_user_attr(trial_id(trial), TENANT_KEY, tenant)
+        storage.set_trial_system_attr(trial_id(trial), ROUND_KEY, round_)
         return tenant, round_
 
     def _base_seed(self, study: Study) -> int:
         """The study's shared base seed: stored by the first sampler that needs it (its `seed`,
         or a draw of its random state when it has none or was reseeded), then read by all."""
-        attrs = study._storage.get_study_system_attrs(study._study_id)
+        storage, study_id = storage_and_id(study)
+        attrs = storage.get_study_system_attrs(study_id)
         if SEED_KEY not in attrs:
             seed = self._seed if self._seed is not None else self._rng.rng.randint(0, 2**31 - 1)
-            study._storage.set_study_system_attr(study._study_id, SEED_KEY, int(seed))
-            attrs = study._storage.get_study_system_attrs(study._study_id)
+            storage.set_study_system_attr(study_id, SEED_KEY, int(seed))
+            attrs = storage.get_study_system_attrs(study_id)
         return int(attrs[SEED_KEY])
 
     def reseed_rng(self) -> None:
@@ -396,8 +399,9 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 trial.number,
             )
         if self._owns_independent_sampler:
-            tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-            round_ = study._storage.get_trial_system_attrs(trial._trial_id).get(ROUND_KEY)
+            storage = storage_and_id(study)[0]
+            tenant = storage.get_trial_user_attrs(trial_id(trial)).get(TENANT_KEY)
+            round_ = storage.get_trial_system_attrs(trial_id(trial)).get(ROUND_KEY)
             if tenant in self._index and round_ is not None:
                 return self._startup_value(
                     study, trial, tenant, int(round_), param_name, param_distribution
@@ -407,11 +411,12 @@ class CollaborativeUCBSampler(GPSamplerBase):
         )
 
     def _in_startup(self, study: Study, trial: FrozenTrial) -> bool:
-        round_ = study._storage.get_trial_system_attrs(trial._trial_id).get(ROUND_KEY)
+        storage, study_id = storage_and_id(study)
+        round_ = storage.get_trial_system_attrs(trial_id(trial)).get(ROUND_KEY)
         if round_ is None or round_ < self._n_startup_rounds:
             return True
-        tenant = study._storage.get_trial_user_attrs(trial._trial_id).get(TENANT_KEY)
-        attrs = study._storage.get_study_system_attrs(study._study_id)
+        tenant = storage.get_trial_user_attrs(trial_id(trial)).get(TENANT_KEY)
+        attrs = storage.get_study_system_attrs(study_id)
         # A model round without a plan had no data yet: its points are random by design.
         return f"{PLAN_KEY_PREFIX}:{round_}:{tenant}" not in attrs
 
@@ -434,7 +439,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
     def _read_plan(
         self, study: Study, round_: int, search_space: dict[str, BaseDistribution]
     ) -> dict[str, dict[str, Any]]:
-        attrs = study._storage.get_study_system_attrs(study._study_id)
+        attrs = study_system_attrs(study)
         plan = {}
         for tenant in self._tenants:
             raw = read_text(attrs, f"{PLAN_KEY_PREFIX}:{round_}:{tenant}")
@@ -443,18 +448,19 @@ class CollaborativeUCBSampler(GPSamplerBase):
             params = json.loads(raw)
             # A plan made for another search space is not reused.
             if params.keys() == search_space.keys() and all(
-                dist._contains(dist.to_internal_repr(params[name]))
+                contains(dist, dist.to_internal_repr(params[name]))
                 for name, dist in search_space.items()
             ):
                 plan[tenant] = params
         return plan
 
     def _write_plan(self, study: Study, round_: int, plan: dict[str, dict[str, Any]]) -> None:
-        attrs = study._storage.get_study_system_attrs(study._study_id)
+        storage, study_id = storage_and_id(study)
+        attrs = storage.get_study_system_attrs(study_id)
         for tenant, params in plan.items():
             key = f"{PLAN_KEY_PREFIX}:{round_}:{tenant}"
             if key not in attrs:  # first writer wins: a stored entry is never replaced
-                write_study_text(study._storage, study._study_id, key, json.dumps(params))
+                write_study_text(storage, study_id, key, json.dumps(params))
 
     def _compute_plan(
         self, study: Study, round_: int, search_space: dict[str, BaseDistribution]

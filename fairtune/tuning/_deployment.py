@@ -24,8 +24,7 @@ from typing import Any, Literal
 from fairtune import _keys
 
 __all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "conclude", "deployment",
-           "read_test_fits",
-           "store_test_fits"]
+           "read_test_fits", "store_test_fits"]
 
 Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
 
@@ -71,29 +70,6 @@ class Deployment:
         return (f"the best fair trial, #{number}, was never tested: the safety rows' "
                 f"{_candidates()} candidates were spent before it")
 
-    def heading(self) -> str:
-        """The model to deploy in a few words (optuna-dashboard's note heading)."""
-        if self.why == "empty":
-            return "No completed trial yet."
-        if self.why == "no_fair":
-            return "Deploy no model: no trial meets every limit yet"
-        if self.why == "refused":
-            return "Deploy no model: the safety test certified none"
-        if self.why == "pending":
-            return "No model certified yet" + (
-                f"; the best fair trial, #{self.best.number}, is the candidate"
-                if self.best is not None else "")
-        constant = self.certificate.get("one_class") if self.why == "certified" else None
-        return f"Deploy trial #{self.trial.number}, {self.what}" + (
-            "" if constant is None else
-            f": a constant model, it predicted {int(constant)} for every safety row")
-
-    @property
-    def what(self) -> str:
-        """The deployed trial in words: 'certified', 'the best fair trial', 'the best trial'."""
-        return {"certified": "certified", "best_fair": "the best fair trial",
-                "best": "the best trial"}.get(self.why, "")
-
     def pending_text(self) -> str:
         """Of a ``"pending"`` deployment, the line saying that no model is certified for the
         trials as they stand, and where the safety test runs; '' otherwise."""
@@ -104,10 +80,7 @@ class Deployment:
         if not self.certificate:
             return ("No model is certified yet: with confidence only a certified model is "
                     f"deployed, and {where.format('')}.")
-        numbers = sorted(self.untested)
-        shown = ", ".join(f"#{n}" for n in numbers[:10]) + (
-            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
-        plural = "s" if len(numbers) > 1 else ""
+        plural, shown = self._untested_trials()
         if self.certificate.get("certified"):
             was = (f"the certificate of trial #{self.certificate.get('trial')} was recorded "
                    f"before trial{plural} {shown}, fair, ranked above it and not tested on the "
@@ -123,13 +96,17 @@ class Deployment:
         deployed one (above none after a refusal) that no safety test tried; '' otherwise."""
         if self.why not in ("certified", "refused") or not self.untested:
             return ""
-        numbers = sorted(self.untested)
-        shown = ", ".join(f"#{n}" for n in numbers[:10]) + (
-            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+        plural, shown = self._untested_trials()
         where = "above the certified trial" if self.why == "certified" else "fair"
-        return (f"Never tested on the safety rows: trial{'s' if len(numbers) > 1 else ''} "
-                f"{shown}, {where}, came after the safety rows' {_candidates()} candidates "
-                "were spent (new safety rows, another study or more data, would test them).")
+        return (f"Never tested on the safety rows: trial{plural} {shown}, {where}, came after "
+                f"the safety rows' {_candidates()} candidates were spent (new safety rows, "
+                "another study or more data, would test them).")
+
+    def _untested_trials(self) -> tuple[str, str]:
+        """``("s" or "", "#3, #5")``: the plural's ending and the untested trials, ten at most."""
+        numbers = sorted(self.untested)
+        return "s" if len(numbers) > 1 else "", ", ".join(f"#{n}" for n in numbers[:10]) + (
+            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
 
 
 def conclude(study: Any, tenant: str | None, *, certify: Any = None,

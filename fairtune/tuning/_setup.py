@@ -52,6 +52,7 @@ from fairtune._keys import (
     VALIDATION_KEY,
 )
 from fairtune._names import arg, got, has_name, renamed
+from fairtune._optuna_compat import trial_id
 
 if TYPE_CHECKING:
     import optuna
@@ -438,7 +439,7 @@ def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | N
     if tenant is None or trial is None:
         return
     if owner is None:
-        trial.storage.set_trial_user_attr(trial._trial_id, TENANT_KEY, tenant)
+        trial.storage.set_trial_user_attr(trial_id(trial), TENANT_KEY, tenant)
     elif owner != tenant:
         raise ValueError(
             f"{arg('tenant')} {tenant!r} scores its own data, but trial #{trial.number} of "

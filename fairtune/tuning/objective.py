@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fairtune._keys import FIT_TIMES_KEY, PREFIX, SCORE_TIMES_KEY
+from fairtune._optuna_compat import study_key
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tenancy import optimizing_tenant, tenant_of
@@ -357,7 +358,7 @@ class FairObjective:
         """
         record = setup_path.study_record(self, study, pruner, trial_path.check_pruner)
         setup_path.check_setup(study, record, tenant=self.tenant, arguments=self._named)
-        self._recorded.add((id(study._storage), study._study_id))
+        self._recorded.add(study_key(study))
 
     def check_study(self, study: optuna.Study, pruner: Any = None) -> None:
         """Raise as :meth:`record_setup` would, storing nothing: what an entrance checks
@@ -500,7 +501,7 @@ class FairObjective:
 
     def __call__(self, trial: optuna.Trial) -> float:
         study = getattr(trial, "study", None)
-        if study is not None and (id(study._storage), study._study_id) not in self._recorded:
+        if study is not None and study_key(study) not in self._recorded:
             self.record_setup(study)
         if study is not None:  # the trial is its tenant's, scored on that tenant's data
             setup_path.check_tenant(study, {}, self.tenant, trial,

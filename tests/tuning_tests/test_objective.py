@@ -450,9 +450,9 @@ def test_a_group_missing_from_the_validation_split_is_refused_at_construction() 
     s = ["a"] * 59 + ["b"]
     # One row of 'b', which the training split drew: the data, not the share, is named.
     with pytest.raises(ValueError, match=re.escape(
-            "`dataset` sensitive features gives the group 'b' 0 rows in the validation split; "
-            "the limit demographic_parity<=0.1 needs at least 11 rows of each group there: "
-            "more rows of the group, or merging it into another.")):
+            "`dataset` sensitive features gives the group 'b' 0 rows, the group 'a' 6 rows in "
+            "the validation split; the limit demographic_parity<=0.1 needs at least 11 rows of "
+            "each group there: more rows of the group, or merging it into another.")):
         FairObjective((X, y, s), "linear", limits="dsp<=0.1", random_state=1,
                       validation_size=0.1)
 
