@@ -53,14 +53,8 @@ from fairtune._text import printable
 if TYPE_CHECKING:
     import optuna
 
-__all__ = [
-    "REPORT_FILENAME",
-    "DashboardCallback",
-    "best_fair_figure",
-    "publish",
-    "report_artifact_id",
-    "tradeoff_figure",
-]
+__all__ = ["REPORT_FILENAME", "DashboardCallback", "best_fair_figure", "publish",
+           "report_artifact_id", "tradeoff_figure"]
 
 REPORT_FILENAME = "fairtune-report.html"
 """The file name of the HTML report in the study's artifacts."""
@@ -130,16 +124,13 @@ def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
     Raises:
         ValueError: If no completed trial has a value for the metric.
     """
-    from fairtune.fairness import fairness_values
-    from fairtune.fairness.metrics import METRICS
     from fairtune.visualization import _tradeoff_data
 
     _, go = _modules()
     _check_study(study)
     data = _tradeoff_data(study, metric, tenant=tenant)
-    value = _plotly_text(data.value_label)
-    figure = go.Figure()
-    figure.add_trace(go.Scatter(
+    value = _plotly_text(data.y_label)
+    figure = go.Figure(go.Scatter(
         # Plain lists, not arrays: plotly would write arrays as typed binary data, which the
         # dashboard's plotly.js may not read.
         x=data.x.tolist(), y=data.y.tolist(), mode="markers", name="trials",
@@ -147,29 +138,19 @@ def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
         hovertemplate="%{text}<br>" + data.metric + " %{x:.4f}<br>" + value + " %{y:.4f}"
                       "<extra></extra>",
         marker={"color": data.numbers.tolist(), "colorscale": "Viridis", "size": 8,
-                "colorbar": {"title": {"text": "trial number"}}},
-    ))
-    if data.best is not None:
-        figure.add_trace(go.Scatter(
-            x=[fairness_values(data.best)[data.metric]], y=[data.best.value],
-            mode="markers", name=_plotly_text(data.star),
-            marker={"symbol": "star", "size": 18, "color": "gold",
-                    "line": {"color": "black", "width": 1}},
-        ))
-    if data.limit is not None:
-        figure.add_vline(x=data.limit.bound, line={"color": "crimson", "dash": "dash"},
-                         annotation_text=_plotly_text(f"limit {data.limit}"),
-                         annotation_position="top right")
-    if data.validated is not None:
-        figure.add_vline(x=data.validated.bound, line={"color": "crimson", "dash": "dot"},
-                         annotation_text=f"validated against {data.validated.bound:g}",
-                         annotation_position="bottom left")
-    whose = "" if tenant is None else f" (tenant {_plotly_text(tenant)})"
-    figure.update_layout(
-        title={"text": f"Trade-off: {_plotly_text(study.study_name)}{whose}"},
-        xaxis_title=f"{data.metric} ({METRICS[data.metric].description})", yaxis_title=value,
-        legend={"orientation": "h", "yanchor": "top", "y": -0.2},
-    )
+                "colorbar": {"title": {"text": "trial number"}}}))
+    if data.star is not None:
+        x, y, label = data.star
+        figure.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=_plotly_text(label),
+                                    marker={"symbol": "star", "size": 18, "color": "gold",
+                                            "line": {"color": "black", "width": 1}}))
+    for (bound, label), dash, where in zip(data.limits, ("dash", "dot"),
+                                           ("top right", "bottom left"), strict=False):
+        figure.add_vline(x=bound, line={"color": "crimson", "dash": dash},
+                         annotation_text=_plotly_text(label), annotation_position=where)
+    figure.update_layout(title={"text": _plotly_text(data.title)}, xaxis_title=data.x_label,
+                         yaxis_title=value,
+                         legend={"orientation": "h", "yanchor": "top", "y": -0.2})
     return figure
 
 
@@ -239,15 +220,13 @@ def publish(
     tenants = study_tenants(study)
     for i, tenant in enumerate(tenants or [None]):
         suffix = "" if tenant is None else f"-{i}"
+        dashboard.save_plotly_graph_object(study, best_fair_figure(study, tenant=tenant),
+                                           graph_object_id=BEST_FAIR_ID + suffix)
         try:
             tradeoff = tradeoff_figure(study, tenant=tenant)
         except ValueError:  # no completed trial with fairness values yet: nothing to draw
-            tradeoff = None
-        if tradeoff is not None:
-            dashboard.save_plotly_graph_object(study, tradeoff,
-                                               graph_object_id=TRADEOFF_ID + suffix)
-        dashboard.save_plotly_graph_object(study, best_fair_figure(study, tenant=tenant),
-                                           graph_object_id=BEST_FAIR_ID + suffix)
+            continue
+        dashboard.save_plotly_graph_object(study, tradeoff, graph_object_id=TRADEOFF_ID + suffix)
     if artifact_store is not None:
         _upload_report(study, page, artifact_store)
 
@@ -328,23 +307,22 @@ class DashboardCallback:
         its safety test, ``fairtune tune`` after its report), so that the note names the model
         the search deploys. A failure is a warning: the study and its results are stored
         either way. Returns whether the view was updated."""
-        try:
-            publish(study, artifact_store=self.artifact_store)
-        except Exception as e:  # noqa: BLE001 - the results are stored regardless
-            warnings.warn(f"fairtune.dashboard: the study's view was not updated "
-                          f"({type(e).__name__}: {printable(e)}).", RuntimeWarning,
-                          stacklevel=2)
-            return False
-        return True
+        return self._update(study, after=None)
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if len(study.directions) != 1:
             raise ValueError(_MULTI_OBJECTIVE.format(n=len(study.directions)))
-        if (trial.number + 1) % self.every:
-            return
+        if (trial.number + 1) % self.every == 0:
+            self._update(study, after=trial.number)
+
+    def _update(self, study: optuna.Study, *, after: int | None) -> bool:
         try:
-            publish(study, artifact_store=self.artifact_store, after=trial.number)
-        except Exception as e:  # noqa: BLE001 - the search must not stop for its view
-            warnings.warn(f"fairtune.dashboard: the update after trial #{trial.number} failed "
-                          f"({type(e).__name__}: {printable(e)}); the search goes on.",
-                          RuntimeWarning, stacklevel=2)
+            publish(study, artifact_store=self.artifact_store, after=after)
+        except Exception as e:  # noqa: BLE001 - the search and its results do not need their view
+            what = ("the study's view was not updated" if after is None else
+                    f"the update after trial #{after} failed")
+            end = "." if after is None else "; the search goes on."
+            warnings.warn(f"fairtune.dashboard: {what} ({type(e).__name__}: {printable(e)}){end}",
+                          RuntimeWarning, stacklevel=3)
+            return False
+        return True

@@ -84,31 +84,32 @@ def _title(text: Any, width: int = 40, lines: int = 3) -> str:
 
 @dataclass
 class _TradeoffData:
-    """What a trade-off figure draws (``_tradeoff_data``): one owner of the facts for the
-    matplotlib plot and the optuna-dashboard figure (:mod:`fairtune.dashboard`)."""
+    """What a trade-off figure draws (``_tradeoff_data``), its words as stored (each drawer
+    escapes them): one owner of the facts for the matplotlib plot and the optuna-dashboard
+    figure (:mod:`fairtune.dashboard`).
+
+    Attributes:
+        metric: The fairness metric on the x axis (canonical name).
+        x, y, numbers: Each completed trial's value of ``metric``, objective value and number.
+        limits: ``(bound, label)`` of the study's limit on ``metric`` as given, then of the
+            tightened one the trials were validated against when it differs (a ``margin``, or
+            ``confidence``); none without a limit.
+        star: ``(x, y, label)`` of the model to deploy
+            (:func:`fairtune.tuning._deployment.deployment`), or with ``confidence`` before a
+            current verdict of the candidate, if it has a value of ``metric``; else None.
+        title, x_label, y_label: The title and the axes' names (the y axis is the metric the
+            study maximized, or "objective value").
+    """
 
     metric: str
-    """The fairness metric on the x axis (canonical name)."""
     x: np.ndarray
-    """Each completed trial's value of ``metric``."""
     y: np.ndarray
-    """Each completed trial's objective value."""
     numbers: np.ndarray
-    """Each completed trial's number."""
-    limit: FairnessLimit | None
-    """The study's limit on ``metric`` as given (None if it has none)."""
-    validated: FairnessLimit | None
-    """The tightened limit the trials were validated against, when it differs from ``limit``
-    (a ``margin``, or ``confidence``), else None."""
-    best: optuna.trial.FrozenTrial | None
-    """The trial to star, if it has a value of ``metric`` (else None): the model to deploy
-    (:func:`fairtune.tuning._deployment.deployment`), or with ``confidence`` before a current
-    verdict, the candidate."""
-    star: str
-    """The star's legend: what ``best`` is."""
-    value_label: str
-    """The name of the objective (the metric the study maximized, or "objective value"), as
-    stored."""
+    limits: list[tuple[float, str]]
+    star: tuple[float, float, str] | None
+    title: str
+    x_label: str
+    y_label: str
 
 
 def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
@@ -144,19 +145,23 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
     stored = read_setup(study, tenant).get("limits_given")
     given = next((g for g in (parse_limits(stored) if stored else []) if g.metric == name),
                  limit)
+    limits = [] if given is None else [(given.bound, f"limit {given}")]
+    if given is not None and limit is not None and limit != given:
+        limits.append((limit.bound, f"validated against {limit.bound:g}"))
     record = deployment(study, tenant)
     best = record.trial if record.trial is not None else (
         record.best if record.why == "pending" else None)
     star = {"certified": "certified, to deploy", "pending": "candidate, not certified",
             "best": "best trial"}.get(record.why, "best fair trial")
+    whose = "" if tenant is None else f" (tenant {tenant})"
     return _TradeoffData(
         metric=name, x=np.array([fairness_values(t)[name] for t in points]),
         y=np.array([t.value for t in points]), numbers=np.array([t.number for t in points]),
-        limit=given, validated=None if given is None or limit == given else limit,
-        best=best if best is not None and name in fairness_values(best) else None,
-        star="" if best is None else f"{star} (#{best.number})",
-        value_label=_value_label([study], "objective value", tenant),
-    )
+        limits=limits, star=None if best is None or name not in fairness_values(best) else (
+            fairness_values(best)[name], best.value, f"{star} (#{best.number})"),
+        title=f"Trade-off: {study.study_name}{whose}",
+        x_label=f"{name} ({METRICS[name].description})",
+        y_label=_value_label([study], "objective value", tenant))
 
 
 def plot_tradeoff(
@@ -188,26 +193,19 @@ def plot_tradeoff(
     """
     plt = _pyplot()
     data = _tradeoff_data(study, metric, tenant=tenant)
-    name, x, y, limit, best = data.metric, data.x, data.y, data.limit, data.best
-    numbers = data.numbers
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4.5))
-    scatter = ax.scatter(x, y, c=numbers, cmap="viridis", s=28, edgecolors="none")
+    scatter = ax.scatter(data.x, data.y, c=data.numbers, cmap="viridis", s=28, edgecolors="none")
     ax.figure.colorbar(scatter, ax=ax, label="trial number")
-    spec = METRICS[name]
-    if limit is not None:
-        ax.axvline(limit.bound, color="crimson", linestyle="--", linewidth=1.2,
-                   label=f"limit {limit}")
-    if data.validated is not None:
-        ax.axvline(data.validated.bound, color="crimson", linestyle=":", linewidth=1.2,
-                   label=f"validated against {data.validated.bound:g}")
-    if best is not None and best.value is not None:
-        ax.scatter([fairness_values(best)[name]], [best.value], marker="*", s=260,
-                   facecolors="gold", edgecolors="black", zorder=5, label=data.star)
-    ax.set_xlabel(f"{name} ({spec.description})")
-    ax.set_ylabel(_literal(data.value_label))
-    whose = "" if tenant is None else f" (tenant {printable(tenant)})"
-    ax.set_title(_title(f"Trade-off: {printable(study.study_name)}{whose}"))
+    for (bound, label), style in zip(data.limits, ("--", ":"), strict=False):
+        ax.axvline(bound, color="crimson", linestyle=style, linewidth=1.2, label=label)
+    if data.star is not None:
+        x, y, label = data.star
+        ax.scatter([x], [y], marker="*", s=260, facecolors="gold", edgecolors="black", zorder=5,
+                   label=label)
+    ax.set_xlabel(data.x_label)
+    ax.set_ylabel(_literal(data.y_label))
+    ax.set_title(_title(data.title))
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     return ax

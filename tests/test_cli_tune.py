@@ -638,13 +638,13 @@ def test_drop_columns_hides_a_column_that_reveals_the_group(
     # personal_status_sex determines sex: hiding sex alone is flagged, with the flag that helps.
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert ("--hide-sensitive drops ['sex'] from the model's inputs, but the columns "
-            "['personal_status_sex'] determine sex exactly") in err
+    assert ("--hide-sensitive drops ['sex'] from the model's inputs, but columns left reveal "
+            "sex: 'personal_status_sex' (each of its values belongs to one group)") in err
     assert "to hide it, drop them too: --drop-columns personal_status_sex." in err
     argv[argv.index("s")] = "t"
     assert main([*argv, "--drop-columns", "personal_status_sex"]) == 0
     out, err = capsys.readouterr()
-    assert "determine sex" not in err
+    assert "reveal sex" not in err
     assert "german (sensitive: sex, hidden from the model, without personal_status_sex)" in out
     study = optuna.load_study(study_name="t", storage=storage)
     assert study.user_attrs["fairtune:setup"]["dataset"].endswith("without personal_status_sex)")

@@ -247,18 +247,13 @@ def cgp_log_ei(
 
 
 def _sum_log_prob_positive(classifiers: list[GPClassifier], x: torch.Tensor) -> torch.Tensor:
-    total = torch.zeros(x.shape[:-1], dtype=torch.float64)
-    for clf in classifiers:
-        total = total + clf.log_prob_positive(x)
-    return total
+    zero = torch.zeros(x.shape[:-1], dtype=torch.float64)
+    return sum((clf.log_prob_positive(x) for clf in classifiers), zero)
 
 
 def _sum_log_pof(models: list[tuple[GPRegressor, float]], x: torch.Tensor) -> torch.Tensor:
-    total = torch.zeros(x.shape[:-1], dtype=torch.float64)
-    for gp, threshold in models:
-        mean, var = gp.posterior(x)
-        total = total + log_pof(mean, var, threshold)
-    return total
+    zero = torch.zeros(x.shape[:-1], dtype=torch.float64)
+    return sum((log_pof(*gp.posterior(x), threshold) for gp, threshold in models), zero)
 
 
 @dataclass

@@ -267,12 +267,11 @@ class ICMGP:
         """The same model with (X_new (m, d), Y_new (m, n)) appended (parameters unchanged)."""
         if len(X_new) == 0:
             return self
-        return type(self)(
-            torch.cat([self.X, X_new.to(torch.float64)]),
-            torch.cat([self.Y, Y_new.to(torch.float64)]),
-            self.params,
-            self.is_categorical,
-        )
+        return self._on(torch.cat([self.X, X_new.to(torch.float64)]),
+                        torch.cat([self.Y, Y_new.to(torch.float64)]))
+
+    def _on(self, X: torch.Tensor, Y: torch.Tensor) -> ICMGP:
+        return ICMGP(X, Y, self.params, self.is_categorical)
 
 
 # -- Nystrom variant -----------------------------------------------------------------------------
@@ -327,16 +326,8 @@ class NystromICMGP(ICMGP):
         var = self.xi * residual + self._eta * self.xi * ((pr * pr) @ self._inv_denom)
         return mean, var.clamp_min(_MIN_VAR)
 
-    def condition_on(self, X_new: torch.Tensor, Y_new: torch.Tensor) -> NystromICMGP:
-        if len(X_new) == 0:
-            return self
-        return NystromICMGP(
-            torch.cat([self.X, X_new.to(torch.float64)]),
-            torch.cat([self.Y, Y_new.to(torch.float64)]),
-            self.params,
-            self.is_categorical,
-            dictionary=self.dictionary,
-        )
+    def _on(self, X: torch.Tensor, Y: torch.Tensor) -> NystromICMGP:
+        return NystromICMGP(X, Y, self.params, self.is_categorical, dictionary=self.dictionary)
 
 
 def sample_dictionary(
@@ -531,17 +522,19 @@ class _ICMFit:
         (grad,) = torch.autograd.grad(value, raw)
         return float(value.detach()), np.nan_to_num(grad.numpy())
 
+    def _raw_b(self, B: torch.Tensor) -> np.ndarray:
+        """The raw parameters (by ``mode``) of a task covariance B."""
+        if self.mode == "learned":
+            return _b_to_raw(B)
+        if self.mode == "independent":
+            return B.diagonal().clamp_min(1e-6).log().numpy()
+        return np.zeros(0)
+
     def default(self) -> np.ndarray:
         """The start from the defaults: unit-ish lengthscales, B = I, eta = 0.01."""
-        n = self.n
         default_isl = KernelParams.default(self.d).inverse_squared_lengthscales.log().numpy()
-        if self.mode == "learned":
-            default_b = _b_to_raw(torch.eye(n, dtype=torch.float64))
-        elif self.mode == "independent":
-            default_b = np.zeros(n)
-        else:
-            default_b = np.zeros(0)
-        return np.concatenate([default_isl, default_b, [math.log(1e-2)]])
+        B = torch.eye(self.n, dtype=torch.float64)
+        return np.concatenate([default_isl, self._raw_b(B), [math.log(1e-2)]])
 
     def start(self, warm_start: ICMParams | None) -> np.ndarray | None:
         """The start from a previous fit of the same shape, or None."""
@@ -551,28 +544,19 @@ class _ICMFit:
             or warm_start.task_covariance.shape != (self.n, self.n)
         ):
             return None
-        if self.mode == "learned":
-            wb = _b_to_raw(warm_start.task_covariance)
-        elif self.mode == "independent":
-            wb = warm_start.task_covariance.diagonal().clamp_min(1e-6).log().numpy()
-        else:
-            wb = np.zeros(0)
         return np.concatenate(
-            [warm_start.inverse_squared_lengthscales.log().numpy(), wb,
-             [math.log(float(warm_start.noise_var))]]
+            [warm_start.inverse_squared_lengthscales.log().numpy(),
+             self._raw_b(warm_start.task_covariance), [math.log(float(warm_start.noise_var))]]
         )
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        d, n, n_b = self.d, self.n, self.n_b
+        d, n_b = self.d, self.n_b
         lower = np.concatenate([np.full(d, -12.0), np.full(n_b, -np.inf),
                                 [math.log(MIN_NOISE_VAR)]])
         upper = np.concatenate([np.full(d, 12.0), np.full(n_b, np.inf), [math.log(10.0)]])
-        if self.mode == "learned":
-            lower[d + _n_tril(n) : d + n_b] = -12.0
-            upper[d + _n_tril(n) : d + n_b] = 5.0
-        elif self.mode == "independent":
-            lower[d : d + n_b] = -12.0
-            upper[d : d + n_b] = 5.0
+        # The log task variances (v of the learned B, the diagonal of an independent one).
+        v = slice(d + (_n_tril(self.n) if self.mode == "learned" else 0), d + n_b)
+        lower[v], upper[v] = -12.0, 5.0
         return lower, upper
 
 

@@ -225,12 +225,9 @@ class CGPSampler(GPSamplerBase):
             agent = "agent"
         _check_agent(agent)
         _check_settings(acquisition, group_size, eta, beta, n_raw_samples, quorum, design_noise)
-        super().__init__(
-            seed=seed,
-            independent_sampler=independent_sampler,
-            n_startup_trials=n_startup_trials,
-            warn_independent_sampling=warn_independent_sampling,
-        )
+        super().__init__(seed=seed, independent_sampler=independent_sampler,
+                         n_startup_trials=n_startup_trials,
+                         warn_independent_sampling=warn_independent_sampling)
         self._seed = seed
         self._board = board
         self._agent = agent

@@ -262,12 +262,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 f"`n_startup_rounds` must be a non-negative integer, but got "
                 f"n_startup_rounds={n_startup_rounds!r}."
             )
-        super().__init__(
-            seed=seed,
-            independent_sampler=independent_sampler,
-            n_startup_trials=0,
-            warn_independent_sampling=True,
-        )
+        super().__init__(seed=seed, independent_sampler=independent_sampler, n_startup_trials=0,
+                         warn_independent_sampling=True)
         self._tenants = names
         self._index = {t: i for i, t in enumerate(names)}
         self._rho = float(rho)

@@ -179,23 +179,17 @@ class FairBOSampler(GPSamplerBase):
         warn_independent_sampling: bool = True,
     ) -> None:
         check_choice("acquisition", acquisition, _ACQUISITIONS)
+        names_ok = isinstance(binary_constraints, Sequence) and all(
+            isinstance(n, str) for n in binary_constraints)
         if isinstance(binary_constraints, str) or not (
-            isinstance(binary_constraints, bool)
-            or (
-                isinstance(binary_constraints, Sequence)
-                and all(isinstance(n, str) for n in binary_constraints)
-            )
-        ):
+                isinstance(binary_constraints, bool) or names_ok):
             raise ValueError(
                 "`binary_constraints` must be a bool or a list of constraint names, but got "
                 f"binary_constraints={binary_constraints!r}."
             )
-        super().__init__(
-            seed=seed,
-            independent_sampler=independent_sampler,
-            n_startup_trials=n_startup_trials,
-            warn_independent_sampling=warn_independent_sampling,
-        )
+        super().__init__(seed=seed, independent_sampler=independent_sampler,
+                         n_startup_trials=n_startup_trials,
+                         warn_independent_sampling=warn_independent_sampling)
         self._acquisition = acquisition
         self._binary_constraints = (
             binary_constraints if isinstance(binary_constraints, bool)
@@ -367,9 +361,7 @@ def _repeated_outcomes(
     regularization alike. On Adult with XGBoost under ``demographic_parity <= 0.05``, more than
     half the trials of a study trained it before this term, about as many as random search (the
     GP was not learning to avoid it), and fewer with it. Only studies with constraints call
-    this: a single number such as an accuracy is often equal for different models by
-    coincidence, while the objective and a constraint together rarely are, and three times even
-    less so.
+    this, as for ``_plateau_boxes`` (and three equal outcomes are rarer still by coincidence).
     """
     outcomes = [_outcome(t, names) for t in complete]
     counts = Counter(o for o in outcomes if o is not None)

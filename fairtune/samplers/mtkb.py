@@ -221,12 +221,9 @@ class MTKBSampler(GPSamplerBase):
             )
         check_choice("width", width, mt.WIDTHS)
         check_choice("utility_units", utility_units, _UTILITY_UNITS)
-        super().__init__(
-            seed=seed,
-            independent_sampler=independent_sampler,
-            n_startup_trials=n_startup_trials,
-            warn_independent_sampling=warn_independent_sampling,
-        )
+        super().__init__(seed=seed, independent_sampler=independent_sampler,
+                         n_startup_trials=n_startup_trials,
+                         warn_independent_sampling=warn_independent_sampling)
         self._scalarization: Literal["chebyshev", "linear"] = scalarization
         self._n_weight_samples = n_weight_samples
         self._budgeted = budgeted
@@ -241,16 +238,11 @@ class MTKBSampler(GPSamplerBase):
 
     def _check_study(self, study: Study) -> None:
         n = len(study.directions)
-        if self._fixed_weights is not None and len(self._fixed_weights) != n:
-            raise ValueError(
-                f"`weights` must have one entry per objective ({n}), but got "
-                f"weights={self._fixed_weights.tolist()}."
-            )
-        if self._reference_point is not None and len(self._reference_point) != n:
-            raise ValueError(
-                f"`reference_point` must have one entry per objective ({n}), but got "
-                f"reference_point={self._reference_point.tolist()}."
-            )
+        for name, value in (("weights", self._fixed_weights),
+                            ("reference_point", self._reference_point)):
+            if value is not None and len(value) != n:
+                raise ValueError(f"`{name}` must have one entry per objective ({n}), but got "
+                                 f"{name}={value.tolist()}.")
         if isinstance(self._task_covariance, np.ndarray) and self._task_covariance.shape != (n, n):
             raise ValueError(
                 f"`task_covariance` must be a {n} x {n} matrix for a study with {n} objectives, "
@@ -265,9 +257,8 @@ class MTKBSampler(GPSamplerBase):
         """Standardized maximized objectives (t, n), their signs, means and stds (n,)."""
         signs = direction_signs(study)
         raw = np.array([t.values for t in complete], dtype=float) * signs
-        cols = [standardize(raw[:, i]) for i in range(raw.shape[1])]
-        Y = np.stack([c[0] for c in cols], 1)
-        return Y, signs, np.array([c[1] for c in cols]), np.array([c[2] for c in cols])
+        Y, means, stds = zip(*(standardize(column) for column in raw.T), strict=True)
+        return np.stack(Y, 1), signs, np.array(means), np.array(stds)
 
     def _fit_model(
         self, study: Study, X: torch.Tensor, Y: np.ndarray, ss: SearchSpace

@@ -468,75 +468,41 @@ _NAMING_MIN_ROWS = 10
 _NAMING_SHARE = 0.1
 
 
-def _proxy_columns(
-    X: pd.DataFrame, groups: pd.Series
-) -> tuple[list[str], dict[str, tuple[float, list[str]]]]:
-    """The categorical columns of ``X`` that reveal the sensitive feature.
-
-    Returns the columns whose every value occurs in one group only, from which the group can be
-    read off exactly (German credit's ``personal_status_sex`` for ``sex``), and, for the other
-    columns, those that name the group on a large share of the rows: values of at least
-    ``_NAMING_MIN_ROWS`` rows of which ``_NAMING_PURITY`` or more belong to one group, covering
-    ``_NAMING_SHARE`` of the rows or more (Adult's ``relationship``, whose values ``Husband`` and
-    ``Wife`` give ``sex`` on 46 % of the rows), mapped to that share and those values (the
-    most frequent first).
-    """
-    groups = pd.Series(pd.factorize(groups.to_numpy(dtype=object))[0])  # the group labels
-    if groups.nunique() < 2:
-        return [], {}
-    exact: list[str] = []
-    naming: dict[str, tuple[float, list[str]]] = {}
-    for column in X.columns:
-        values = X[column]
-        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            continue
-        if values.nunique() >= len(values) / 2:  # an identifier, not a category
-            continue
-        counts = pd.crosstab(values.astype(str).to_numpy(), groups.to_numpy())
-        if ((counts > 0).sum(axis=1) == 1).all():
-            exact.append(str(column))
-            continue
-        rows = counts.sum(axis=1)
-        named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
-        share = named.sum() / len(values)
-        if share >= _NAMING_SHARE:
-            by_count = named.sort_values(ascending=False, kind="stable")
-            naming[str(column)] = (float(share), [str(v) for v in by_count.index])
-    return exact, naming
-
-
 def warn_of_proxies(
     X: pd.DataFrame, groups: pd.Series, sensitive_names: list[Any], sensitive_name: str, *,
     stacklevel: int,
 ) -> None:
-    """Warn (at the caller of FairObjective) of the columns left in X that reveal the group."""
-    proxies, naming = _proxy_columns(X, groups)
-    if proxies:
+    """Warn (at the caller of FairObjective) of the categorical columns left in X that reveal
+    the group: a column each of whose values belongs to one group (German credit's
+    ``personal_status_sex`` for ``sex``), or one whose values of at least ``_NAMING_MIN_ROWS``
+    rows, ``_NAMING_PURITY`` of them in one group, cover ``_NAMING_SHARE`` of the rows or more
+    (Adult's ``relationship``, whose ``Husband`` and ``Wife`` give ``sex`` on 46 % of the
+    rows); ``groups``: the group label of each row."""
+    codes = pd.factorize(groups.to_numpy(dtype=object))[0]
+    found: dict[str, str] = {}
+    for column in X.columns:
+        values = X[column]
+        number = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        if number or values.nunique() >= len(values) / 2:  # or an identifier, not a category
+            continue
+        counts = pd.crosstab(values.astype(str).to_numpy(), codes)
+        rows = counts.sum(axis=1)
+        named = rows[(rows >= _NAMING_MIN_ROWS) & (counts.max(axis=1) >= _NAMING_PURITY * rows)]
+        named = named.sort_values(ascending=False, kind="stable")
+        if ((counts > 0).sum(axis=1) == 1).all():
+            found[str(column)] = "(each of its values belongs to one group)"
+        elif named.sum() >= _NAMING_SHARE * len(values):
+            found[str(column)] = (
+                f"on {named.sum() / len(values):.0%} of the rows (values "
+                f"{', '.join(map(repr, map(str, named.index[:5])))}"
+                f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})")
+    if found:
         warnings.warn(
             f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
-            f"inputs, but the columns {proxies} determine {sensitive_name} exactly (each of "
-            "their values belongs to one group), so the model can still read it; to "
-            f"hide it, drop them too: {arg('drop_columns')} {','.join(proxies)}.",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
-    if naming:
-        described = "; ".join(
-            f"{column!r} on {share:.0%} of the rows (values "
-            f"{', '.join(map(repr, named[:5]))}"
-            f"{f' and {len(named) - 5} more' if len(named) > 5 else ''})"
-            for column, (share, named) in naming.items()
-        )
-        warnings.warn(
-            f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
-            f"inputs, but some columns name {sensitive_name} on many rows, "
-            f"with values of which {_NAMING_PURITY:.0%} or more belong to one group: "
-            f"{described}; the model can still read it there. To hide it, drop them "
-            f"too: {arg('drop_columns')} {','.join(naming)}.",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
-
+            f"inputs, but columns left reveal {sensitive_name}: "
+            f"{'; '.join(f'{column!r} {how}' for column, how in found.items())}; the model can "
+            f"still read it. To hide it, drop them too: {arg('drop_columns')} "
+            f"{','.join(found)}.", UserWarning, stacklevel=stacklevel)
 
 
 def warn_of_text_columns(X: pd.DataFrame, *, stacklevel: int) -> None:
@@ -643,44 +609,40 @@ def tuning_rows(
     # The columns the deployed model's unseen-value guard checks: every split keeps each of
     # their values in the rows a model is fitted on.
     keep = X[in_X] if (use_sensitive_feature and in_X) else None
-    # Positions among all the rows: the tuning rows, the test split, the safety rows; each
-    # split is the one train_test_split makes of the rows it splits (same rows, same order).
-    dev, test, safe = np.arange(len(y)), None, None
+
+    def share(name: str, value: Any, held: bool) -> tuple[str, Any, float, str]:
+        return name, value, value if held else 1 - value, "a larger" if held else "a smaller"
+
+    # Positions among all the rows of the tuning rows (dev) and of each part a share draws,
+    # each split the one train_test_split makes of the rows it splits (same rows, same order).
+    dev, drawn = np.arange(len(y)), {}
     before: list[tuple[str, Any, float, str]] = []  # the shares ahead of the search's split
     parts: list[Part] = []
-    if test_size is not None:
-        dev, test = kept_values(*drawn_split(
-            len(y), test_size, y, random_state, argument="test_size", held="the test split",
-            rest="the tuning rows", rows="rows of the data"), keep)
-        parts.append(("the test split", test, [("test_size", test_size, test_size, "a larger")]))
-        before.append(("test_size", test_size, 1.0 - test_size, "a smaller"))
-    if safety_size is not None:  # the rows of the safety test, which the search never sees
-        search, held = kept_values(*drawn_split(
-            len(dev), safety_size, y.iloc[dev], random_state, argument="safety_size",
-            held="the safety rows", rest="the search",
-            rows="rows of the data" if test_size is None else "tuning rows",
-            left_by=[] if test_size is None else [("test_size", test_size)]),
-            None if keep is None else keep.iloc[dev])
-        dev, safe = dev[search], dev[held]
-        parts.append(("the safety rows", safe,
-                      [*before, ("safety_size", safety_size, safety_size, "a larger")]))
-        before.append(("safety_size", safety_size, 1.0 - safety_size, "a smaller"))
+    for size, value, held, rest in (("test_size", test_size, "the test split", "the tuning rows"),
+                                    ("safety_size", safety_size, "the safety rows", "the search")):
+        if value is not None:  # the safety rows are those of the safety test
+            kept, drawn[size] = kept_values(*drawn_split(
+                len(dev), value, y.iloc[dev], random_state, argument=size, held=held, rest=rest,
+                rows="tuning rows" if before else "rows of the data",
+                left_by=[step[:2] for step in before]), None if keep is None else keep.iloc[dev])
+            drawn[size] = dev[drawn[size]]
+            parts.append((held, drawn[size], [*before, share(size, value, True)]))
+            before.append(share(size, value, False))
+            dev = dev[kept]
     X_dev, y_dev, s_dev = X.iloc[dev], y.iloc[dev], sensitive.iloc[dev]
-    n = len(dev)
     guard = None if keep is None else keep.iloc[dev]
     if cv is None:  # the validation split is one fold
         assert validation_size is not None  # FairObjective defaults it when cv is None
         folds = [kept_values(*drawn_split(
-            n, validation_size, y_dev, random_state, argument="validation_size",
+            len(dev), validation_size, y_dev, random_state, argument="validation_size",
             held="the validation split", rest="the training split",
             rows="search rows" if before else "rows of the data",
-            left_by=[(name, value) for name, value, _, _ in before]), guard)]
+            left_by=[step[:2] for step in before]), guard)]
         (fit, valid), = folds
         parts += [("the training split", dev[fit],
-                   [*before, ("validation_size", validation_size, 1 - validation_size,
-                              "a smaller")]),
+                   [*before, share("validation_size", validation_size, False)]),
                   ("the validation split", dev[valid],
-                   [*before, ("validation_size", validation_size, validation_size, "a larger")])]
+                   [*before, share("validation_size", validation_size, True)])]
     else:
         smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
         if cv > smallest_class:
@@ -697,15 +659,19 @@ def tuning_rows(
                       (f"the validation rows of fold {k + 1}", dev[valid],
                        [*before, ("cv", cv, 1 / cv, "a smaller")])]
         parts.append(("the cross-validation folds", dev, before))
+    test, safe = drawn.get("test_size"), drawn.get("safety_size")
     validated = validated_limits(
         limits, margin=margin, confidence=confidence, groups=groups, y01=y.to_numpy(),
         safety=None if safe is None else (y.to_numpy()[safe], sensitive.iloc[safe]),
         parts=parts, argument=argument, seed="random_state")
-    splits = Splits(folds, n)
+    splits = Splits(folds, len(dev))
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), groups.iloc[dev],
                                            budgets, random_state, keep=guard)
-    safety = () if safe is None else (X.iloc[safe], y.iloc[safe], sensitive.iloc[safe])
+    X_test, y_test, s_test, X_safe, y_safe, s_safe = (
+        None if rows is None else frame.iloc[rows]
+        for rows in (test, safe) for frame in (X, y, sensitive))
+    safety = () if safe is None else (X_safe, y_safe, s_safe)
     if cv is None:
         fingerprint = data_fingerprint(
             X_dev.iloc[fit], y_dev.iloc[fit], s_dev.iloc[fit], X_dev.iloc[valid],
@@ -716,10 +682,7 @@ def tuning_rows(
         X=X, y=y, sensitive=sensitive, name=name, sensitive_name=sensitive_name,
         sensitive_columns=in_X, dropped=drop, favourable=(
             dataset.get("favourable") if isinstance(dataset, dict) else None),
-        X_safe=None if safe is None else X.iloc[safe], y_safe=None if safe is None else
-        y.iloc[safe], s_safe=None if safe is None else sensitive.iloc[safe], X_dev=X_dev,
-        y_dev=y_dev, s_dev=s_dev, X_test=None if test is None else X.iloc[test],
-        y_test=None if test is None else y.iloc[test],
-        s_test=None if test is None else sensitive.iloc[test], splits=splits, single=cv is None,
+        X_safe=X_safe, y_safe=y_safe, s_safe=s_safe, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev,
+        X_test=X_test, y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
         fingerprint=fingerprint, limits=validated,
     )

@@ -276,9 +276,17 @@ def test_bad_mitigation_arguments(kwargs: dict, match: str) -> None:
 
 def test_correlation_remover_needs_the_sensitive_columns_in_X() -> None:
     X, y, s = biased_data()
-    with pytest.raises(ValueError, match=r"'correlation_remover'.*must be columns of X.*\['group'\]"):
+    # Kept out of the model's inputs: refused as a contradiction, naming both arguments.
+    with pytest.raises(ValueError, match=r"'correlation_remover' decorrelates the model's inputs "
+                                         r"from the sensitive columns.*use_sensitive_feature="
+                                         r"False"):
         FairObjective((X, y, s), linear_model, limits="dsp<=0.05", use_sensitive_feature=False,
                       mitigation="correlation_remover")
+    # Not among the columns of X at all: refused naming them.
+    with pytest.raises(ValueError, match=r"'correlation_remover'.*must be columns of X.*"
+                                         r"\['group'\]"):
+        FairObjective((X.drop(columns="group", errors="ignore"), y, s), linear_model,
+                      limits="dsp<=0.05", mitigation="correlation_remover")
 
 
 def test_parse_mitigation_and_the_spec_table() -> None:

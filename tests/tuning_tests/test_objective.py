@@ -91,7 +91,8 @@ def test_use_sensitive_feature_false_drops_the_column_and_custom_models_work() -
     data = load_german()
     # German credit's personal_status_sex encodes sex (A92: women only): hiding `sex` alone
     # leaves the model a column it can read the group from, and the user is told so.
-    with pytest.warns(UserWarning, match=r"the columns \['personal_status_sex'\] determine sex"):
+    with pytest.warns(UserWarning, match=r"columns left reveal sex: 'personal_status_sex' \(each "
+                                         r"of its values belongs to one group\)"):
         objective = FairObjective(data, "random_forest", limits="dsp<=0.1",
                                   use_sensitive_feature=False)
     assert "sex" not in objective.X.columns and "sex" in data.data.columns
@@ -139,7 +140,7 @@ def test_use_sensitive_feature_false_warns_of_a_column_that_names_the_group_on_m
         objective = FairObjective(_role_data(0), "linear", limits="dsp<=0.1",
                                   use_sensitive_feature=False)
     (message,) = [str(w.message) for w in caught]
-    assert "some columns name g on many rows" in message
+    assert "drops ['g'] from the model's inputs, but columns left reveal g: " in message
     assert "'role' on 38% of the rows (values 'husband', 'wife')" in message
     assert message.endswith("drop them too: `drop_columns` role.")
     assert "g" not in objective.X.columns
