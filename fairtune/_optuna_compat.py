@@ -1,7 +1,8 @@
 """The few places where fairtune needs more of Optuna than its public API offers.
 
-Everything here depends on Optuna's private modules, so it lives in one module that a new Optuna
-release can be checked against.
+Everything here uses Optuna's private names (a study's storage and id, a trial's id, private
+modules), so it lives in one module that a new Optuna release can be checked against; a layout
+test refuses them anywhere else in the package.
 """
 
 from __future__ import annotations

@@ -1,36 +1,24 @@
 """What the caller's labels and groups are: the one owner of these facts, below every layer.
 
-:mod:`fairtune.datasets` (``read_table``), :mod:`fairtune.fairness` (every metric) and
-:mod:`fairtune.tuning` (both entrances and the mitigations) read labels and sensitive features
-through these functions, so that the same input gets the same answer wherever it enters. The
-module imports numpy, pandas and the message helpers only.
+:mod:`fairtune.datasets`, :mod:`fairtune.fairness` and :mod:`fairtune.tuning` read labels and
+sensitive features through these functions (which import numpy, pandas and the message helpers
+only), so that the same input gets the same answer wherever it enters.
 
 - Labels: :func:`favourable_labels` turns labels into 0/1 (1 the favourable outcome); labels
-  other than 0/1 or booleans need ``pos_label``. Values that differ only in case, surrounding
-  spaces or a final full stop (``"approved"``, ``"Approved"``, ``"approved "``, ``"approved."``:
-  *twins*, see :func:`twins`) are different labels to an exact comparison, so a ``pos_label``
-  with twins among the labels is refused: comparing exactly would count the twins' rows as
-  unfavourable.
+  other than 0/1 or booleans need ``pos_label``, which is refused when it has *twins* among the
+  labels (values that differ only in case, surrounding spaces or a final full stop,
+  :func:`twins`): comparing exactly would count the twins' rows as unfavourable.
 - Sensitive features: :func:`sensitive_groups` validates them and returns one group label per
-  row (tuples for several columns: intersectional groups), the one encoding of the groups that
-  the splits, the checks and the records read; :func:`group_name` writes a label as text. Twins
-  among a column's values are measured as separate groups; the entrances ask it to say so in a
-  warning (metrics never warn: they are called for every trial).
-- Group sizes: one validation row moves its group's rate by ``1/n``, so in a group with
-  ``1/n >= b``, ``b`` the tightest upper bound of the limits, a single person can decide
-  whether a trial meets the limit. :func:`minimum_group_rows` therefore asks each group for
-  ``max(MIN_GROUP_VALIDATION_ROWS, floor(1 / b) + 1)`` rows where a trial is validated (the
-  validation split, or all the pooled out-of-fold rows with cross-validation): 21 under a 0.05
-  limit, 11 under 0.1; and two rows at least, since one row's rate is 0 or 1 whatever the model
-  (a bound of 0, exact parity, is met only by equal rates however many rows a group has, and
-  does not raise the minimum); :func:`check_group_sizes` refuses smaller groups (and a group
-  without a row where a model is trained). The minimum is what lets a limit mean anything at
-  all, not what makes a gap precise: a gap measured on 21 rows a group still moves by several
-  points from one sample to the next.
-- Labels in each group: an error rate is measured on one label's rows (a true positive rate on
-  the favourable ones, a false positive rate on the unfavourable ones), so a limit on it needs
-  rows of that label in every group where it is measured; :func:`check_groups_have_labels`
-  refuses a group without them before any trial.
+  row (tuples for several columns), the one encoding the splits, the checks and the records
+  read (:func:`group_name` writes one as text); the entrances ask it to warn of twins.
+- Group sizes: one validation row moves its group's rate by ``1/n``, so where ``1/n >= b``,
+  ``b`` the tightest upper bound of the limits, one person can decide whether a trial meets the
+  limit. :func:`minimum_group_rows` asks each group for ``max(MIN_GROUP_VALIDATION_ROWS,
+  floor(1 / b) + 1)`` rows where a trial is validated (21 under a 0.05 limit; a bound of 0
+  does not raise it), and :func:`check_group_sizes` refuses fewer. The minimum lets a limit
+  mean anything at all; it does not make a gap precise.
+- Labels in each group: a limit on an error rate needs rows of the label that rate is measured
+  on in every group (:func:`check_groups_have_labels`).
 
 Each rule has one message, in the caller's spelling (:mod:`fairtune._names`): the argument and
 the value that broke it, what the rule needs, and what would do.
@@ -108,9 +96,8 @@ MSG_GROUP_WITHOUT_LABEL = (
 _LABEL_MEANING = {1: "favourable", 0: "unfavourable"}
 
 Share = tuple[str, Any, str]
-"""``(argument, value, remedy)`` of a share of the rows that drew a part of them, e.g.
-``("test_size", 0.9, "a smaller")``: a message names ``test_size=0.9`` and suggests
-"a smaller `test_size`" (the caller's spelling of both)."""
+"""``(argument, value, remedy)`` of a share that drew a part of the rows, e.g. ``("test_size",
+0.9, "a smaller")``: a message names ``test_size=0.9``, suggests "a smaller `test_size`"."""
 
 
 def shown(values: Iterable[Any], limit: int = 10) -> str:
@@ -132,10 +119,8 @@ def _key(value: Any) -> str:
 
 def twins(values: Iterable[Any]) -> list[list[Any]]:
     """The groups of distinct ``values`` that differ only in case, surrounding spaces or a
-    final full stop (their ``str(v).strip()`` without a final ``"."``, case-folded, agree),
-    each of at least two values, in order of first appearance: ``twins(["approved",
-    "denied", "Approved ", ">50K", ">50K."])`` is ``[["approved", "Approved "], [">50K",
-    ">50K."]]``."""
+    final full stop, in order of first appearance: ``twins(["approved", "denied", "Approved ",
+    ">50K", ">50K."])`` is ``[["approved", "Approved "], [">50K", ">50K."]]``."""
     if not isinstance(values, (pd.Series, pd.Index, np.ndarray)):
         values = list(values)
     by_key: dict[str, list[Any]] = {}
@@ -179,20 +164,9 @@ def check_pos_label_twins(
     labels: Any, pos_label: Any, matched: Iterable[Any], *, argument: str,
     pos_argument: str = "pos_label",
 ) -> None:
-    """Refuse a favourable label with twins among the labels.
-
-    Args:
-        labels: One label per row.
-        pos_label: The favourable label as the caller gave it.
-        matched: The labels that the caller counts as ``pos_label`` (at least one).
-        argument: How messages name ``labels``, e.g. ``"`y`"``.
-        pos_argument: The name of ``pos_label``'s argument, e.g. ``"positive"``.
-
-    Raises:
-        ValueError: If a label other than ``matched`` differs from ``pos_label`` only in case
-            or surrounding spaces (comparing exactly would count its rows as unfavourable); the
-            message names the twins and their row counts.
-    """
+    """Refuse a favourable label ``pos_label`` (the argument ``pos_argument``) with twins among
+    the ``labels`` other than those the caller counts as it (``matched``), naming them with
+    their row counts; ``argument``: how messages name ``labels``, e.g. ``"`y`"``."""
     values = pd.Series(np.asarray(labels, dtype=object).ravel())
     matched = [_plain(v) for v in matched]
     key = _key(pos_label)
@@ -211,19 +185,13 @@ def check_pos_label_twins(
 def favourable_labels(
     y: Any, pos_label: Any = None, *, argument: str = "`y`"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The labels as 0/1 ints (1 = the favourable outcome) and the sorted distinct labels.
-
-    Args:
-        y: One label per row.
-        pos_label: The favourable label, or None when the labels are 0/1 or booleans.
-        argument: How error messages name ``y``, e.g. ``"`y`"``.
+    """The labels ``y`` as 0/1 ints (1 = the favourable outcome, ``pos_label``, or None for
+    labels 0/1 or booleans) and the sorted distinct labels; ``argument``: how messages name
+    ``y``.
 
     Raises:
-        ValueError: For missing labels, more than two labels, labels other than 0/1 or
-            booleans without ``pos_label``, a ``pos_label`` that is not one of the labels, or
-            one with twins among the labels (``"approved"`` beside ``"Approved"`` or
-            ``"approved "``); the message lists the labels found and names any twins with
-            their row counts.
+        ValueError: For missing labels, more than two, labels other than 0/1 or booleans
+            without ``pos_label``, or a ``pos_label`` not among them or with twins there.
     """
     values = pd.Series(np.asarray(y).ravel())
     if values.isna().any():
@@ -314,27 +282,20 @@ def sensitive_groups(
         sensitive_features: A 1-d array-like or Series (one feature), or a 2-d array or
             DataFrame whose columns together define intersectional groups.
         n: The number of rows the groups must have (``len(y_true)``), or None for any.
-        argument: How messages name ``sensitive_features``. Defaults to
-            ``"`sensitive_features`"``.
-        predicting: The groups of rows to predict rather than to fit or measure: one group and
-            missing values pass (a fitted model refuses the groups it did not see, a missing one
-            included). Defaults to False.
-        warn_twins: Warn (a ``UserWarning``, once) when a column's values differ only in case or
-            surrounding spaces (``"F"`` and ``"f "``), naming the column, the values and their
-            row counts: they are measured as separate groups. For the entrances, which read a
-            user's data once; the metrics never ask. Defaults to False.
-        stacklevel: The warning's ``stacklevel``, as if this function called
-            :func:`warnings.warn` itself (2: its caller). Defaults to 2.
+        argument: How messages name ``sensitive_features``.
+        predicting: Rows to predict: one group and missing values pass (a fitted model
+            refuses the groups it did not see). Defaults to False.
+        warn_twins: Warn once of a column's values that differ only in case, surrounding
+            spaces or a final full stop (the entrances ask; the metrics never do).
+        stacklevel: The warning's ``stacklevel``, as if this function warned (2: its caller).
 
     Returns:
-        The groups as a Series with a RangeIndex named ``"group"``: a single column's values
-        (an object array; unused categories of a categorical are not groups), or one tuple of
-        values per row for several columns.
+        A Series named ``"group"`` with a RangeIndex: a single column's values (unused
+        categories are not groups), or a tuple of values per row for several columns.
 
     Raises:
-        ValueError: For an array of more than two dimensions, a length other than ``n``, no
-            columns, missing values or fewer than two groups (the last two unless
-            ``predicting``); the message names ``argument``.
+        ValueError: For more than two dimensions, a length other than ``n``, no columns, or
+            (unless ``predicting``) missing values or fewer than two groups.
     """
     # Rows to predict keep their values as given (a missing None is shown as None).
     keep = object if predicting else None
@@ -398,26 +359,12 @@ def _remedies(shares: Iterable[Share]) -> list[str]:
 def check_group_sizes(groups: Any, rows: Any, minimum: int, *, where: str, argument: str,
                       needs: str = "measuring a group's rate", shares: Sequence[Share] = (),
                       enough: int | None = None) -> None:
-    """Refuse a group with fewer than ``minimum`` of the ``rows`` in a part of the data.
-
-    Args:
-        groups: The group of every row (:func:`sensitive_groups`): a group none of ``rows``
-            holds has 0 rows there.
-        rows: The positions of the part's rows, e.g. the validation split.
-        minimum: The fewest rows each group needs there: :func:`minimum_group_rows` where a
-            trial is validated, 1 where a model is trained or tested.
-        where: The part, for the message, e.g. ``"the validation split"``.
-        argument: How messages name the sensitive features, e.g. ``"`sensitive_features`"``.
-        needs: What needs the rows, e.g. ``"the limit demographic_parity<=0.05"``.
-        shares: The shares (:data:`Share`) that drew the part, the one keeping the fewest of its
-            rows first: the message names it, unless a group has fewer rows in all than
-            ``enough`` (``minimum`` unless given; then it names ``argument``), and suggests each.
-        enough: The fewest rows of a group in all that every part can have enough of.
-
-    Raises:
-        ValueError: Naming the share or the argument, the small groups with their rows there,
-            what needs them and what would do.
-    """
+    """Refuse a group (:func:`sensitive_groups`'s ``groups`` of every row) with fewer than
+    ``minimum`` of the ``rows`` (positions) of a part of the data, ``where``: the message names
+    the first of the ``shares`` that drew the part (the one keeping the fewest of its rows) and
+    suggests each, or ``argument`` (the sensitive features) when a small group has fewer than
+    ``enough`` rows in all (default ``minimum``); ``needs`` says what needs the rows, e.g.
+    ``"the limit demographic_parity<=0.05"``."""
     codes, names = _codes(groups)
     total = np.bincount(codes, minlength=len(names))
     have = np.bincount(codes[np.asarray(rows, dtype=int)], minlength=len(names))
@@ -439,12 +386,8 @@ def check_group_sizes(groups: Any, rows: Any, minimum: int, *, where: str, argum
 
 def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -> None:
     """Refuse groups each of which holds one outcome only: the sensitive features then
-    determine the labels (most often they *are* the target column, passed twice), every gap
-    measures the labels rather than the model, and no model is both accurate and fair.
-
-    Raises:
-        ValueError: Naming the argument and the groups with their single outcome.
-    """
+    determine the labels (most often they *are* the target column, passed twice), and every
+    gap measures the labels rather than the model."""
     labels = np.asarray(y01).ravel()
     frame = pd.DataFrame({"group": np.asarray(groups, dtype=object), "label": labels})
     outcomes = frame.groupby("group", sort=False)["label"].nunique()
@@ -465,22 +408,11 @@ def check_groups_have_labels(groups: Any, y01: Any, needs: Iterable[tuple[str, s
                              shares: Sequence[Share] = ()) -> None:
     """Refuse a group without rows of a label that a limit measures a rate on.
 
-    Args:
-        groups: The group of every row (:func:`sensitive_groups`).
-        y01: Their 0/1 labels (1 the favourable outcome).
-        needs: ``(limit, rate, label)`` for each rate of each limit that is measured on one
-            label's rows, e.g. ``("equalized_odds<=0.1", "false positive rate", 0)``.
-        where: The rows the rates are measured on, for the message, e.g.
-            ``"the validation split"``.
-        argument: How messages name the sensitive features.
-        rows: The positions of those rows among ``groups``, which are then the whole data (the
-            message says how many rows of the label the group has there), or None: all of them,
-            a part of data not given.
-        shares: The shares (:data:`Share`) that drew those rows, suggested as fixes when the
-            data has rows of the label.
-
-    Raises:
-        ValueError: Naming the group, the missing label, the undefined rate and the limit.
+    ``groups``, ``y01``: the group and 0/1 label of every row; ``needs``: ``(limit, rate,
+    label)`` of each rate measured on one label's rows, e.g. ``("equalized_odds<=0.1", "false
+    positive rate", 0)``; ``rows``: the positions of the rows ``where`` the rates are measured
+    (the others the rest of the data: the message counts the label's rows there), or None for
+    all; ``shares``: those that drew them, suggested when the data has rows of the label.
     """
     labels = np.asarray(y01).ravel()
     codes, uniques = _codes(groups)

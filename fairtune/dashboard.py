@@ -163,20 +163,16 @@ def best_fair_figure(study: optuna.Study, *, tenant: str | None = None) -> Any:
     _, go = _modules()
     _check_study(study)
     curve = _best_feasible_curve(study, len(study.trials), tenant)
-    has = ~np.isnan(curve)
-    x = np.arange(len(curve))[has]
-    figure = go.Figure(go.Scatter(
-        x=x.tolist(), y=curve[has].tolist(), mode="lines+markers", name="best fair value",
-        line={"shape": "hv"}, marker={"size": 5},
-    ))
+    x = np.flatnonzero(~np.isnan(curve))  # the trial numbers from the first fair trial on
     whose = "" if tenant is None else f" (tenant {_plotly_text(tenant)})"
     label = _plotly_text(_value_label([study], "objective value", tenant))
-    figure.update_layout(
-        title={"text": f"Best fair {label} after each trial{whose}"},
-        xaxis_title="trial number", yaxis_title=f"best fair {label}",
-        xaxis={"range": [-0.5, max(len(curve) - 0.5, 0.5)]}, showlegend=False,
-    )
-    return figure
+    return go.Figure(go.Scatter(x=x.tolist(), y=curve[x].tolist(), mode="lines+markers",
+                                name="best fair value", line={"shape": "hv"}, marker={"size": 5}),
+                     layout={"title": {"text": f"Best fair {label} after each trial{whose}"},
+                             "xaxis": {"title": {"text": "trial number"},
+                                       "range": [-0.5, max(len(curve) - 0.5, 0.5)]},
+                             "yaxis": {"title": {"text": f"best fair {label}"}},
+                             "showlegend": False})
 
 
 def publish(
@@ -220,13 +216,15 @@ def publish(
     tenants = study_tenants(study)
     for i, tenant in enumerate(tenants or [None]):
         suffix = "" if tenant is None else f"-{i}"
-        dashboard.save_plotly_graph_object(study, best_fair_figure(study, tenant=tenant),
-                                           graph_object_id=BEST_FAIR_ID + suffix)
         try:
             tradeoff = tradeoff_figure(study, tenant=tenant)
         except ValueError:  # no completed trial with fairness values yet: nothing to draw
-            continue
-        dashboard.save_plotly_graph_object(study, tradeoff, graph_object_id=TRADEOFF_ID + suffix)
+            tradeoff = None
+        if tradeoff is not None:
+            dashboard.save_plotly_graph_object(study, tradeoff,
+                                               graph_object_id=TRADEOFF_ID + suffix)
+        dashboard.save_plotly_graph_object(study, best_fair_figure(study, tenant=tenant),
+                                           graph_object_id=BEST_FAIR_ID + suffix)
     if artifact_store is not None:
         _upload_report(study, page, artifact_store)
 

@@ -1,15 +1,13 @@
 """The study report: what a reviewer signs a fair model off on, as text, Markdown or HTML.
 
 :func:`report` reads a single-objective study (any storage) and returns a :class:`StudyReport`:
-the setup the study was tuned with (its setup record: data, model, metric, limits and margin,
-validation, mitigation, and for a multi-fidelity search the budgets and the pruner), how many
-trials completed, were pruned, failed and are fair, the model to deploy (its metric, every
-limited fairness value, the predicted positive rate per group, its parameters), what it needs
-at prediction time, how many trials predict one class for everyone, and the test split's scores
-with their intervals when the objective (or ``fairtune tune --test-size``) recorded them.
-:meth:`StudyReport.text` is what ``fairtune report`` prints, :meth:`StudyReport.markdown`
-optuna-dashboard's study note and :meth:`StudyReport.html` a self-contained page (no external
-file: the trade-off plot and the best-fair curve are inline images) that ``fairtune report
+the setup the study was tuned with (its setup record), how many trials completed, were pruned,
+failed and are fair, the model to deploy (its metric, every limited fairness value, the
+predicted positive rate per group, its parameters), what it needs at prediction time, how many
+trials predict one class for everyone, and the test split's scores with their intervals when
+the objective (or ``fairtune tune --test-size``) recorded them. :meth:`StudyReport.text` is
+what ``fairtune report`` prints, :meth:`StudyReport.markdown` optuna-dashboard's study note and
+:meth:`StudyReport.html` a self-contained page (the plots inline) that ``fairtune report
 --html`` and ``tune --html`` write. The three format the same parts, each line said once: the
 answer first (the model to deploy, its certificate, its test verdict, what it needs at
 prediction time), then the setup, the reported trial's table, its model and its test split.
@@ -61,8 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["TEST_CONFIDENCE", "TEST_SCORES_KEY", "StudyReport", "TenantRow", "check_output_path",
            "check_report_options", "check_tenant", "deployment_lines", "format_table",
            "least_unfair_trial", "objective_names", "pareto_test_text", "pareto_text",
-           "print_report", "report", "running_line", "save_plot", "study_tenants",
-           "render_test_scores", "with_interval"]
+           "print_report", "report", "save_plot", "study_tenants", "render_test_scores",
+           "with_interval"]
 
 TEST_CONFIDENCE = _deployment.TEST_CONFIDENCE
 """The level of the fairness metrics' bootstrap intervals on the test split."""
@@ -113,12 +111,6 @@ def render_test_scores(trial: int, fits: Sequence[ScoresOnTest], *,
                      "on=\"training\") returns the second, the model whose validation scores "
                      "are above.")
     return lines
-
-
-def running_line(study: optuna.Study) -> str:
-    """The line about the study's RUNNING trials, as the reports print it ('' if none)."""
-    running = _running(study)
-    return f"{'Running':<11} {running}\n" if running else ""
 
 
 def _running(study: optuna.Study) -> str:
@@ -213,10 +205,9 @@ def least_unfair_trial(
     return min(trials, key=lambda t: sum(excess(t, name, bound) for name, bound in limits.items()))
 
 
-_NOT_COMPARABLE = (
-    "Each tenant scores its trials on its own data, so the values of different tenants are not "
-    "comparable: each tenant's best fair trial is the best of its own trials."
-)
+_NOT_COMPARABLE = ("Each tenant scores its trials on its own data, so the values of different "
+                   "tenants are not comparable: each tenant's best fair trial is the best of its "
+                   "own trials.")
 
 
 def _e(value: Any) -> str:
@@ -377,13 +368,13 @@ class StudyReport:
                 f"Deploy no model: {d.certificate.get('message', 'none could be certified.')}",
                 *untested]
         if d.why == "pending":  # only a certified model is deployed: the candidate, no more
+            candidate = (f"The candidate: trial #{best.number}, the best fair trial "
+                         f"({self.metric} {best.value:.4f} on validation), not certified.")
             return headline, (f"No model certified yet; the best fair trial, #{best.number}, is "
-                              "the candidate"), [
-                d.pending_text(), f"The candidate: trial #{best.number}, the best fair trial "
-                f"({self.metric} {best.value:.4f} on validation), not certified."]
+                              "the candidate"), [d.pending_text(), candidate]
         constant = self._constant()
-        short = {"certified": "certified", "best": "the best trial"}.get(d.why,
-                                                                         "the best fair trial")
+        short = {"certified": "certified", "best": "the best trial"}.get(
+            d.why, "the best fair trial")
         heading = f"Deploy trial #{d.trial.number}, {short}" + ("" if constant is None else (
             f": a constant model, it predicted {constant} for every safety row"))
         what = {"certified": "the certified model"}.get(d.why, short) + (
@@ -562,18 +553,14 @@ class StudyReport:
         out += items(f"Test split (trial #{self.test_trial}{self._not_deployed()})", parts["test"])
         out.append(f"<{h}>Trade-off and progress</{h}><div class=plots>")
         own = "" if self.tenant is None else f" (tenant {self.tenant}'s trials only)"
-        for draw, caption in (
-            ("tradeoff", f"Every trial's validation value against its fairness value, the "
-                         f"limit and the best fair trial{own}."),
-            ("curve", f"The best fair validation value after each trial{own}."),
-        ):
+        for draw, caption in (("tradeoff", "Every trial's validation value against its fairness "
+                                           "value, the limit and the best fair trial"),
+                              ("curve", "The best fair validation value after each trial")):
             image = _plot_png(self.study, draw, fairness_metric, tenant=self.tenant)
-            if image:
-                out.append(f'<figure><img alt="{_e(caption)}" '
-                           f'src="data:image/png;base64,{image}">'
-                           f"<figcaption>{_e(caption)}</figcaption></figure>")
-        out.append("</div>")
-        return out
+            caption = _e(caption + own + ".")
+            out += [f'<figure><img alt="{caption}" src="data:image/png;base64,{image}">'
+                    f"<figcaption>{caption}</figcaption></figure>"] if image else []
+        return [*out, "</div>"]
 
     def write_html(self, path: str, *, fairness_metric: str | None = None) -> None:
         """Write :meth:`html` to ``path`` (UTF-8)."""
@@ -584,18 +571,15 @@ class StudyReport:
 _CSS = (
     "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
     "color:#222}h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:1.6rem}"
-    "table{border-collapse:collapse}td,th{padding:.2rem .7rem;text-align:left;"
-    "border-bottom:1px solid #ddd}td.num{text-align:right;font-variant-numeric:tabular-nums}"
-    "td.group{padding-left:1.8rem}tr.ok td:last-child{color:#1a7f37}"
-    "tr.bad td:last-child{color:#b42318;font-weight:600}tr.param td{color:#555}"
-    ".warning{background:#fff4e5;border-left:4px solid #f79009;padding:.5rem .8rem}"
-    ".note{color:#444}caption{text-align:left;font-weight:600;padding:.3rem 0}"
-    ".tables{display:flex;flex-wrap:wrap;gap:2.5rem;align-items:flex-start}"
-    ".plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:1rem}"
-    "figure{margin:0}.plots img{width:100%;display:block}"
-    "figcaption{color:#555;font-size:.9rem}h3{font-size:1.05rem;margin-top:1.4rem}"
-    "section{border-top:2px solid #ccc;margin-top:2rem}"
-)
+    "table{border-collapse:collapse}td,th{padding:.2rem .7rem;text-align:left;border-bottom:"
+    "1px solid #ddd}td.num{text-align:right;font-variant-numeric:tabular-nums}td.group{"
+    "padding-left:1.8rem}tr.ok td:last-child{color:#1a7f37}tr.bad td:last-child{color:#b42318;"
+    "font-weight:600}.warning{background:#fff4e5;border-left:4px solid #f79009;padding:.5rem "
+    ".8rem}.note{color:#444}caption{text-align:left;font-weight:600;padding:.3rem 0}.tables{"
+    "display:flex;flex-wrap:wrap;gap:2.5rem;align-items:flex-start}.plots{display:grid;"
+    "grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:1rem}figure{margin:0}"
+    ".plots img{width:100%;display:block}figcaption{color:#555;font-size:.9rem}h3{font-size:"
+    "1.05rem;margin-top:1.4rem}section{border-top:2px solid #ccc;margin-top:2rem}")
 
 
 def save_plot(
@@ -656,8 +640,8 @@ def _best_rows(
     parameters."""
     from fairtune.fairness import fairness_values
 
+    values, attrs = fairness_values(best), best.user_attrs
     rows = [(metric, f"{best.value:.4f}", "")]
-    values = fairness_values(best)
     for name, limit in limits.items():
         if name in values:
             status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
@@ -670,14 +654,12 @@ def _best_rows(
         else:
             rows.append((name, "-", "not measured"))
     rows += [(name, f"{value:.4f}", "") for name, value in values.items() if name not in limits]
-    attrs = best.user_attrs
     if _keys.POSITIVE_RATE_KEY in attrs:
         rows.append(("predicted positive rate", f"{attrs[_keys.POSITIVE_RATE_KEY]:.4f}", ""))
         rows += [(f"  group {distinct(group)}", f"{rate:.4f}", "")
                  for group, rate in (attrs.get(_keys.POSITIVE_RATES_KEY) or {}).items()]
-    rows += [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
-             for name, value in best.params.items()]
-    return rows
+    return rows + [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
+                   for name, value in best.params.items()]
 
 
 def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
@@ -718,11 +700,9 @@ def report(study: optuna.Study, *, tenant: str | None = None) -> StudyReport:
     from fairtune.tuning._setup import read_setup
 
     if len(study.directions) != 1:
-        raise ValueError(
-            f"`study` must have one objective for this report, but got "
-            f"{len(study.directions)} directions; `fairtune report` shows a multi-objective "
-            "study's Pareto-optimal trials."
-        )
+        raise ValueError(f"`study` must have one objective for this report, but got "
+                         f"{len(study.directions)} directions; `fairtune report` shows a "
+                         "multi-objective study's Pareto-optimal trials.")
     tenants = check_tenant(study, tenant)
     if not tenants:
         return _report_of(study)
@@ -817,10 +797,10 @@ def pareto_text(study: optuna.Study) -> str:
     from fairtune._storage import stored_task_correlation
     from fairtune.tuning import predicts_one_class
 
-    names = objective_names(study)
+    names, running = objective_names(study), _running(study)
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     out = [f"Study {printable(study.study_name)}: {len(study.trials)} trials, {len(trials)} "
-           "complete.\n", running_line(study)]
+           "complete.\n", f"{'Running':<11} {running}\n" if running else ""]
     if not trials:
         return "".join(out) + "No completed trial yet.\n"
     best = sorted(study.best_trials, key=lambda t: t.number)

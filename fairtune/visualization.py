@@ -41,9 +41,8 @@ def _pyplot() -> Any:
     try:
         import matplotlib.pyplot as plt
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "fairtune.visualization needs matplotlib: pip install 'fairtune[plot]'"
-        ) from e
+        raise ImportError("fairtune.visualization needs matplotlib: pip install "
+                          "'fairtune[plot]'") from e
     return plt
 
 
@@ -51,11 +50,9 @@ def _complete(study: optuna.Study, tenant: str | None = None) -> list[optuna.tri
     """The completed trials with a finite value (of ``tenant``'s only, if given)."""
     from fairtune.tenancy import tenant_of
 
-    return [
-        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if t.value is not None and np.isfinite(t.value)
-        and (tenant is None or tenant_of(t) == tenant)
-    ]
+    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.value is not None and np.isfinite(t.value)
+            and (tenant is None or tenant_of(t) == tenant)]
 
 
 def _value_label(studies: Sequence[optuna.Study], default: str, tenant: str | None = None) -> str:
@@ -184,9 +181,8 @@ def plot_tradeoff(
         dashed vertical line and, when the trials were validated against a tighter one (a
         ``margin``, or ``confidence``), that one dotted; the model to deploy marked with a
         star, the trial every report names (with ``confidence`` the certified model, or the
-        candidate before the safety test has run; none after a refusal). The
-        y axis is named after the metric the study maximized when it is stored (studies of
-        :class:`~fairtune.tuning.FairObjective`), else "objective value".
+        candidate before the safety test has run; none after a refusal). The y axis names the
+        metric the study maximized when it is stored, else "objective value".
 
     Raises:
         ValueError: If no completed trial has a value for the metric.
@@ -216,27 +212,17 @@ def _best_feasible_curve(study: optuna.Study, n_trials: int,
     from fairtune.tenancy import check_tenant
 
     check_tenant(study, tenant, plots=True)  # one tenant's trials, never mixed
-    maximize = study.direction == StudyDirection.MAXIMIZE
-    curve = np.full(n_trials, np.nan)
-    best = np.nan
-    by_number = {t.number: t for t in _complete(study, tenant)}
-    limits = study_limits(study, tenant)
-    for i in range(n_trials):
-        t = by_number.get(i)
-        if t is not None and t.value is not None and is_fair(t, limits):
-            if np.isnan(best) or (t.value > best if maximize else t.value < best):
-                best = t.value
-        curve[i] = best
-    return curve
+    limits, fair = study_limits(study, tenant), np.full(n_trials, np.nan)
+    for t in _complete(study, tenant):
+        if t.number < n_trials and is_fair(t, limits):
+            fair[t.number] = t.value
+    # The running best, NaN until the first fair trial (fmax and fmin skip NaN).
+    return (np.fmax if study.direction == StudyDirection.MAXIMIZE else np.fmin).accumulate(fair)
 
 
 def plot_best_feasible(
-    studies: Mapping[str, Sequence[optuna.Study] | optuna.Study]
-    | Sequence[optuna.Study]
-    | optuna.Study,
-    *,
-    ax: Axes | None = None,
-    tenant: str | None = None,
+    studies: Mapping[str, Sequence[optuna.Study] | optuna.Study] | Sequence[optuna.Study]
+    | optuna.Study, *, ax: Axes | None = None, tenant: str | None = None,
 ) -> Axes:
     """Best fair objective value vs. trial number, median and IQR band over studies.
 
@@ -261,35 +247,28 @@ def plot_best_feasible(
     if isinstance(studies, optuna.Study):
         studies = [studies]
     if isinstance(studies, Sequence) and studies and all(
-        isinstance(s, optuna.Study) for s in studies
-    ):
+            isinstance(s, optuna.Study) for s in studies):
         studies = {_literal(studies[0].study_name): list(studies)}
     if not isinstance(studies, Mapping) or not studies:
         raise ValueError(
             "`studies` must be a study, a list of studies or a mapping from labels to lists of "
-            f"studies, with at least one study, but got studies={studies!r}."
-        )
-    groups = {
-        label: [group] if isinstance(group, optuna.Study) else group
-        for label, group in studies.items()
-    }
+            f"studies, with at least one study, but got studies={studies!r}.")
+    groups = {label: [group] if isinstance(group, optuna.Study) else group
+              for label, group in studies.items()}
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4.5))
     for label, group in groups.items():
         if not group or not all(isinstance(s, optuna.Study) for s in group):
-            raise ValueError(
-                f"`studies[{label!r}]` must be a study or a list of studies, with at least one "
-                f"study, but got {group!r}."
-            )
+            raise ValueError(f"`studies[{label!r}]` must be a study or a list of studies, with "
+                             f"at least one study, but got {group!r}.")
         n = max(len(s.trials) for s in group)
         if n == 0:
             continue  # no trial yet: nothing to draw for this label
         curves = np.vstack([_best_feasible_curve(s, n, tenant) for s in group])
-        has = ~np.isnan(curves).all(0)
-        if not has.any():
-            continue  # no feasible trial in any of the label's studies yet
-        x = np.arange(n)[has]  # trial numbers, from 0 as every report numbers them
-        cols = curves[:, has]
+        x = np.flatnonzero(~np.isnan(curves).all(0))  # trial numbers, from 0 as reports count
+        if not len(x):
+            continue  # no fair trial in any of the label's studies yet
+        cols = curves[:, x]
         median = np.nanmedian(cols, axis=0)
         low, high = np.nanpercentile(cols, [25, 75], axis=0)
         # A curve of one point (the only fair trial is the last) is a marker, not an empty axis.

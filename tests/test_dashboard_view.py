@@ -330,7 +330,7 @@ def test_tune_prints_the_artifact_directory_escaped(
     assert main(["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.05",
                  "--n-trials", "1", "--no-progress", "--storage", "sqlite:///x.db",
                  "--artifacts", "ar\nt"]) == 0
-    (line,) = [l for l in capsys.readouterr().out.splitlines() if "optuna-dashboard" in l]
+    (line,) = [out for out in capsys.readouterr().out.splitlines() if "optuna-dashboard" in out]
     assert line.endswith("the HTML report in --artifacts ar\\nt.")
 
 

@@ -206,7 +206,8 @@ def test_pruned_trials_are_counted_and_a_multi_fidelity_setup_shown() -> None:
                 "also stops trials that break a limit at a smaller budget"):
         assert row + "\n" in text, row
     html = page.html()
-    assert "2 pruned" in html and "<th>Budgets</th><td>0.333, 1 (fractions of n_estimators)" in html
+    assert "2 pruned" in html
+    assert "<th>Budgets</th><td>0.333, 1 (fractions of n_estimators)" in html
     # A search of one budget has nothing to prune: no pruned count, no budgets.
     assert "pruned" not in report(tenant_study(), tenant="a").sections[0].text()
 
@@ -225,7 +226,7 @@ def test_text_from_the_data_prints_its_control_characters_escaped() -> None:
     assert not any(c in text for c in "\x1b\r"), repr(text)
     escaped = r"\x1b[2J\r\n"
     for shown in (f"Study s{escaped}: 1 trials", f"Dataset     d{escaped}.csv (sensitive: "
-                  f"g{escaped})\n", f"  group 'g{escaped}1' ", f"kind  ", f"k{escaped}  param",
+                  f"g{escaped})\n", f"  group 'g{escaped}1' ", "kind  ", f"k{escaped}  param",
                   f"  t{escaped}\n"):
         assert shown in text, (shown, text)
     # Every line is one of the report's: none broken by a newline from the data.
@@ -257,6 +258,9 @@ def test_the_html_report_opens_with_the_answer() -> None:
     assert f"Deploy trial #{best}, the best fair trial" in items
     assert "Test split (250 rows), best fair trial refitted on the other rows:" in items
     assert "Sensitive feature at prediction: needed" in items
+    # Each line is said once: the sections below the answer leave out what it says.
+    for line in ("Test split (250 rows), best", "Sensitive feature at prediction"):
+        assert html.count(line) == 1, line
 
 
 # -- the model to deploy: the certified one when the best fair trial did not pass ------------

@@ -4,13 +4,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import optuna  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import optuna
+import pytest
 
-from fairtune.fairness import set_fairness_constraints  # noqa: E402
-from fairtune.visualization import plot_best_feasible, plot_tradeoff  # noqa: E402
+from fairtune.fairness import set_fairness_constraints
+from fairtune.visualization import plot_best_feasible, plot_tradeoff
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 Y = np.array([1, 0] * 10)
@@ -53,7 +53,8 @@ def test_plot_tradeoff_errors() -> None:
 
 
 def test_plot_best_feasible_median_and_band() -> None:
-    studies = {"random": [_study(s, 6) for s in range(3)], "other": [_study(10 + s, 6) for s in range(2)]}
+    studies = {"random": [_study(s, 6) for s in range(3)],
+               "other": [_study(10 + s, 6) for s in range(2)]}
     ax = plot_best_feasible(studies)
     assert len(ax.get_lines()) == 2
     assert len(ax.collections) == 2  # one IQR band per label
@@ -95,7 +96,8 @@ def test_plot_best_feasible_counts_trials_from_0_as_the_reports_do() -> None:
 
 def test_plot_best_feasible_skips_studies_without_a_feasible_trial() -> None:
     unfair = optuna.create_study(direction="maximize")
-    unfair.optimize(lambda t: (t.set_constraint("c", 1.0), t.suggest_float("x", 0, 1))[1], n_trials=3)
+    unfair.optimize(lambda t: (t.set_constraint("c", 1.0), t.suggest_float("x", 0, 1))[1],
+                    n_trials=3)
     crashed = optuna.create_study(direction="maximize")
     crashed.optimize(lambda t: 1 / 0, n_trials=2, catch=(ZeroDivisionError,))
     ax = plot_best_feasible({"unfair": unfair, "crashed": crashed, "fair": _study(0)})

@@ -427,8 +427,7 @@ def fit_icm(
     X = X.detach().to(torch.float64)
     Y = Y.detach().to(torch.float64)
     is_cat = torch.as_tensor(np.asarray(is_categorical, dtype=bool))
-    mode, B_fixed = _task_covariance_mode(task_covariance, Y.shape[1])
-    problem = _ICMFit(X, Y, is_cat, mode, B_fixed, MIN_NOISE_VAR if deterministic else None)
+    problem = _ICMFit(X, Y, is_cat, task_covariance, MIN_NOISE_VAR if deterministic else None)
     default, warm_start_raw = problem.default(), problem.start(warm_start)
     starts = ([] if warm_start_raw is None else [warm_start_raw]) + [default]
     raw = _lbfgsb(problem.loss, starts, *problem.bounds(), max_iter=max_iter,
@@ -446,43 +445,39 @@ def fit_icm(
     return ICMParams(isl.detach(), B.detach().clone(), eta.detach().reshape(()))
 
 
-def _task_covariance_mode(
-    task_covariance: BMode | torch.Tensor, n: int
-) -> tuple[str, torch.Tensor | None]:
-    """(``"learned"``, ``"independent"`` or ``"fixed"``, the fixed B or None)."""
-    if isinstance(task_covariance, str):
-        if task_covariance not in ("learned", "independent"):
-            raise ValueError(
-                "`task_covariance` must be one of ['learned', 'independent'] or a matrix, but "
-                f"got task_covariance={task_covariance!r}."
-            )
-        return task_covariance, None
-    B_fixed = torch.as_tensor(task_covariance, dtype=torch.float64)
-    if B_fixed.shape != (n, n):
-        raise ValueError(
-            f"`task_covariance` must have shape ({n}, {n}), but got {tuple(B_fixed.shape)}."
-        )
-    return "fixed", B_fixed
-
-
 class _ICMFit:
     """The MAP problem of :func:`fit_icm` over a raw parameter vector: log inverse squared
-    lengthscales (d), the task covariance's raw parameters (by ``mode``), log eta.
+    lengthscales (d), the task covariance's raw parameters (by ``mode``: ``"learned"``,
+    ``"independent"`` or ``"fixed"``, B given), log eta.
 
     Args:
         X: (t, d) inputs; Y: (t, n) standardized outputs; is_cat: (d,) categorical mask;
-        mode: ``"learned"``, ``"independent"`` or ``"fixed"`` (with ``B_fixed``);
-        fixed_noise: eta when it is not fitted (None: fitted).
+        task_covariance: as for :func:`fit_icm`; fixed_noise: eta when it is not fitted (None:
+        fitted).
     """
 
     def __init__(
-        self, X: torch.Tensor, Y: torch.Tensor, is_cat: torch.Tensor, mode: str,
-        B_fixed: torch.Tensor | None, fixed_noise: float | None,
+        self, X: torch.Tensor, Y: torch.Tensor, is_cat: torch.Tensor,
+        task_covariance: BMode | torch.Tensor, fixed_noise: float | None,
     ) -> None:
         self.t, self.d = X.shape
-        self.n = Y.shape[1]
-        self.Y, self.mode, self.B_fixed, self.fixed_noise = Y, mode, B_fixed, fixed_noise
-        self.n_b = {"learned": _n_tril(self.n) + self.n, "independent": self.n, "fixed": 0}[mode]
+        self.n = n = Y.shape[1]
+        self.Y, self.fixed_noise = Y, fixed_noise
+        self.mode: str = "fixed"
+        self.B_fixed: torch.Tensor | None = None
+        if isinstance(task_covariance, str):
+            if task_covariance not in ("learned", "independent"):
+                raise ValueError(
+                    "`task_covariance` must be one of ['learned', 'independent'] or a matrix, "
+                    f"but got task_covariance={task_covariance!r}."
+                )
+            self.mode = task_covariance
+        else:
+            self.B_fixed = torch.as_tensor(task_covariance, dtype=torch.float64)
+            if self.B_fixed.shape != (n, n):
+                raise ValueError(f"`task_covariance` must have shape ({n}, {n}), but got "
+                                 f"{tuple(self.B_fixed.shape)}.")
+        self.n_b = {"learned": _n_tril(n) + n, "independent": n, "fixed": 0}[self.mode]
         self.sqd = squared_distance_per_dimension(X, X, is_cat)  # (t, t, d)
 
     def unpack(self, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

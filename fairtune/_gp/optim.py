@@ -187,10 +187,9 @@ def maximize_acqf(
         boxes.append(np.asarray(exclude_boxes, dtype=float))
     excluded_boxes = np.concatenate(boxes)
     X = search_space.sample(n_preliminary_samples * q, rng).reshape(n_preliminary_samples, q, d)
-    n_warm = 0
-    if warm_starts is not None and len(warm_starts):
-        X = np.concatenate([search_space.round(np.asarray(warm_starts).reshape(-1, q, d)), X])
-        n_warm = len(np.asarray(warm_starts).reshape(-1, q, d))
+    warm = np.asarray(np.empty((0, q, d)) if warm_starts is None else warm_starts)
+    warm = warm.reshape(-1, q, d)
+    X, n_warm = np.concatenate([search_space.round(warm), X]), len(warm)
     values = _evaluate(acqf, X)
     is_excluded = _excluded(X, excluded_boxes)
     ranked = np.argsort(-np.where(is_excluded, -np.inf, values), kind="stable")
@@ -220,8 +219,5 @@ def maximize_acqf(
     final = np.concatenate([starts, X[ranked[:1]], stepped])
     final_values = np.concatenate([start_values, values[ranked[:1]], _evaluate(acqf, stepped)])
     penalized = np.where(_excluded(final, excluded_boxes), -np.inf, final_values)
-    if np.isfinite(penalized).any():
-        best = int(np.argmax(penalized))
-    else:
-        best = int(np.argmax(final_values))
+    best = int(np.argmax(penalized if np.isfinite(penalized).any() else final_values))
     return final[best], float(final_values[best])

@@ -192,13 +192,12 @@ class SearchSpace:
         params: dict[str, Any] = {}
         for j, (name, dist) in enumerate(zip(self.names, self.distributions, strict=True)):
             kind = self._kinds[j]
+            index = int(min(math.floor(x[j] * self.n_grid[j]), self.n_grid[j] - 1))  # cells only
             if kind == _CATEGORICAL:
                 assert isinstance(dist, CategoricalDistribution)
-                index = int(min(math.floor(x[j] * self.n_grid[j]), self.n_grid[j] - 1))
                 params[name] = dist.choices[index]
                 continue
             if kind == _GRID:
-                index = int(min(math.floor(x[j] * self.n_grid[j]), self.n_grid[j] - 1))
                 value: float = dist.low + index * dist.step  # type: ignore[attr-defined]
             else:
                 value = self._lows[j] + x[j] * (self._highs[j] - self._lows[j])

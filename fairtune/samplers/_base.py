@@ -13,8 +13,8 @@ import numbers
 import threading
 import time
 import zlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import optuna
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 _logger = logging.getLogger("fairtune")
 _LOCK_TYPE = type(threading.Lock())
+_Model = TypeVar("_Model", GPRegressor, GPClassifier)
 
 # Trial system attribute where a sampler records the parameters it proposed, so that other
 # workers see them as a pending point before the trial's suggest_* calls have stored them.
@@ -340,24 +341,16 @@ class GPSamplerBase(BaseSampler):
 
     # -- models, warm-started from the last fit of the same study and name --------------------
 
-    def _fit_gp(
-        self, study: Study, key: str, X: torch.Tensor, y: np.ndarray, ss: SearchSpace,
-        **kwargs: Any,
-    ) -> GPRegressor:
+    def _fit(
+        self, fit: Callable[..., _Model], study: Study, key: str, X: torch.Tensor,
+        y: np.ndarray, ss: SearchSpace, **kwargs: Any,
+    ) -> _Model:
+        """``fit_gp`` or ``fit_gp_classifier`` on ``y`` (n,), from this study's last fit."""
         cache_key = (study.study_name, key)
-        gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical,
+        model = fit(X, torch.from_numpy(y.astype(float)), ss.is_categorical,
                     warm_start=self._cache.get(cache_key), **kwargs)
-        self._cache[cache_key] = gp.params
-        return gp
-
-    def _fit_classifier(
-        self, study: Study, key: str, X: torch.Tensor, labels: np.ndarray, ss: SearchSpace
-    ) -> GPClassifier:
-        cache_key = (study.study_name, key)
-        clf = fit_gp_classifier(X, torch.from_numpy(labels.astype(float)), ss.is_categorical,
-                                warm_start=self._cache.get(cache_key))
-        self._cache[cache_key] = clf.params
-        return clf
+        self._cache[cache_key] = model.params
+        return model
 
     def _is_binary(self, name: str) -> bool:
         """Whether constraint ``name`` is binary feedback, modelled by a GP classifier."""
@@ -379,10 +372,10 @@ class GPSamplerBase(BaseSampler):
             feasible &= met
             if self._is_binary(name):
                 constraints.classifiers.append(
-                    self._fit_classifier(study, "c:" + name, X, met, ss))
+                    self._fit(fit_gp_classifier, study, "c:" + name, X, met, ss))
                 continue
             c, mean, std = standardize(impute_violations(raw))
-            gp = self._fit_gp(study, "c:" + name, X, c, ss)
+            gp = self._fit(fit_gp, study, "c:" + name, X, c, ss)
             constraints.regression.append((gp, (0.0 - mean) / std))
         return constraints, feasible
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -19,7 +18,7 @@ from optuna.trial import FrozenTrial
 from fairtune import _keys
 from fairtune._gp import acquisition
 from fairtune._gp.fantasy import FantasyModels, reject
-from fairtune._gp.gp import GPRegressor, standardize
+from fairtune._gp.gp import GPRegressor, fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._optuna_compat import storage_and_id, study_key
 from fairtune._threads import limit_threads
@@ -239,8 +238,8 @@ class CGPSampler(GPSamplerBase):
         self._quorum = quorum
         self._share_without_comparison = bool(share_without_comparison)
         self._design_noise = None if design_noise is None else float(design_noise)
+        # Each study's last round, used under the sampler's lock (see _round_state).
         self._state: dict[tuple[Any, ...], _RoundState] = {}
-        self._state_lock = threading.Lock()
         if board is not None:
             board.register(agent)
         # Tuning knobs (private: tests and benchmarks may shrink them).
@@ -312,16 +311,15 @@ class CGPSampler(GPSamplerBase):
             *study_key(study), _space_json(search_space),
             tuple(t.number for t in complete), json.dumps(list(pending), sort_keys=True),
         )
-        with self._state_lock:
-            state = self._state.get(study_key(study))
-            if state is not None and state.key == key:
-                return state
+        state = self._state.get(study_key(study))
+        if state is not None and state.key == key:
+            return state
         ss = SearchSpace(search_space)
         X_np = ss.encode([t.params for t in complete])
         X = torch.from_numpy(X_np)
         sign = direction_signs(study)[0]
         y, y_mean, y_std = standardize(sign * np.array([t.value for t in complete], dtype=float))
-        gp_data = self._fit_gp(study, "objective", X, y, ss, max_iter=self._fit_max_iter)
+        gp_data = self._fit(fit_gp, study, "objective", X, y, ss, max_iter=self._fit_max_iter)
         base_seed = int(self._rng.rng.randint(0, 2**31 - 1))
         best_f = acquisition.incumbent(gp_data, X)
         order = np.argsort(-y)
@@ -358,8 +356,7 @@ class CGPSampler(GPSamplerBase):
             key=key, round=round_, ss=ss, X=X, X_pending=X_pending, gp=gp, y_mean=y_mean,
             y_std=y_std, kappa=kappa, x_kappa=x_kappa, best_f=best_f, base_seed=base_seed,
         )
-        with self._state_lock:
-            self._state[study_key(study)] = state
+        self._state[study_key(study)] = state
         return state
 
     def _post_round(self, study: Study) -> None:
@@ -370,7 +367,7 @@ class CGPSampler(GPSamplerBase):
         complete, pending = collect_trials(study, search_space)
         if len(complete) < max(self._n_startup_trials, 1):
             return
-        with limit_threads(len(complete) + len(pending)):
+        with self._lock, limit_threads(len(complete) + len(pending)):
             self._round_state(study, search_space, complete, pending)
 
     def _borrowed(self, state: _RoundState, search_space: dict[str, BaseDistribution]

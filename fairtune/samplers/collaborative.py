@@ -385,36 +385,26 @@ class CollaborativeUCBSampler(GPSamplerBase):
         param_distribution: BaseDistribution,
     ) -> Any:
         self._check_study(study)
-        startup = self._in_startup(study, trial)
-        if not startup:
+        storage, study_id = storage_and_id(study)
+        tenant = storage.get_trial_user_attrs(trial_id(trial)).get(TENANT_KEY)
+        round_ = storage.get_trial_system_attrs(trial_id(trial)).get(ROUND_KEY)
+        # Startup rounds, and a model round without a plan (it had no data yet), are random by
+        # design; other parameters outside the plan are a dynamic search space.
+        planned = f"{PLAN_KEY_PREFIX}:{round_}:{tenant}"
+        if not (round_ is None or round_ < self._n_startup_rounds
+                or planned not in storage.get_study_system_attrs(study_id)):
             _logger.warning(
                 "%s samples parameter '%s' of trial %d independently: it is not in the search "
                 "space shared by all trials (dynamic search spaces are not modelled).",
-                type(self).__name__,
-                param_name,
-                trial.number,
+                type(self).__name__, param_name, trial.number,
             )
-        if self._owns_independent_sampler:
-            storage = storage_and_id(study)[0]
-            tenant = storage.get_trial_user_attrs(trial_id(trial)).get(TENANT_KEY)
-            round_ = storage.get_trial_system_attrs(trial_id(trial)).get(ROUND_KEY)
-            if tenant in self._index and round_ is not None:
-                return self._startup_value(
-                    study, trial, tenant, int(round_), param_name, param_distribution
-                )
+        if self._owns_independent_sampler and tenant in self._index and round_ is not None:
+            return self._startup_value(
+                study, trial, tenant, int(round_), param_name, param_distribution
+            )
         return self._independent_sampler.sample_independent(
             study, trial, param_name, param_distribution
         )
-
-    def _in_startup(self, study: Study, trial: FrozenTrial) -> bool:
-        storage, study_id = storage_and_id(study)
-        round_ = storage.get_trial_system_attrs(trial_id(trial)).get(ROUND_KEY)
-        if round_ is None or round_ < self._n_startup_rounds:
-            return True
-        tenant = storage.get_trial_user_attrs(trial_id(trial)).get(TENANT_KEY)
-        attrs = storage.get_study_system_attrs(study_id)
-        # A model round without a plan had no data yet: its points are random by design.
-        return f"{PLAN_KEY_PREFIX}:{round_}:{tenant}" not in attrs
 
     # -- plans -----------------------------------------------------------------------------------
 

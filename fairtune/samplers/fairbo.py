@@ -21,7 +21,8 @@ from fairtune._gp.acquisition import (
     incumbent,
     sample_max_values,
 )
-from fairtune._gp.gp import standardize
+from fairtune._gp.classifier import fit_gp_classifier
+from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune.samplers._base import GPSamplerBase, check_choice, direction_signs
 
@@ -233,8 +234,8 @@ class FairBOSampler(GPSamplerBase):
 
         sign = direction_signs(study)[0]
         y, _, _ = standardize(sign * np.array([t.value for t in complete], dtype=float))
-        objective_gp = self._fit_gp(study, "objective", X, y, ss,
-                                    deterministic=self._deterministic)
+        objective_gp = self._fit(fit_gp, study, "objective", X, y, ss,
+                                 deterministic=self._deterministic)
         constraints, feasible = self._fit_constraints(study, names, complete, X, ss)
         if X_pending is not None:
             # Fantasies: the posterior mean at pending points shrinks the variance there.
@@ -248,9 +249,8 @@ class FairBOSampler(GPSamplerBase):
         if names and feasible.any() and self._repeat_min_count is not None:
             repeated = _repeated_outcomes(complete, names, self._repeat_min_count)
             if repeated.any():
-                repeat = RepeatPenalty([
-                    self._fit_classifier(study, _REPEATED_MODEL_KEY, X, ~repeated, ss)
-                ])
+                repeat = RepeatPenalty([self._fit(fit_gp_classifier, study,
+                                                  _REPEATED_MODEL_KEY, X, ~repeated, ss)])
         acqf: Callable[[torch.Tensor], torch.Tensor]
         if names and not feasible.any():
             # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.

@@ -208,7 +208,7 @@ class MTKBSampler(GPSamplerBase):
             )
         self._fixed_weights, self._weights_fn = _checked_weights(weights)
         self._reference_point = _checked_reference_point(reference_point)
-        self._task_covariance, self._omega = _checked_task_covariance(task_covariance)
+        self._task_covariance = _checked_task_covariance(task_covariance)
         if not isinstance(budgeted, bool):
             raise ValueError(f"`budgeted` must be a bool, but got budgeted={budgeted!r}.")
         if q is not None and not (isinstance(q, numbers.Real) and math.isfinite(q) and q >= 1.0):
@@ -263,15 +263,9 @@ class MTKBSampler(GPSamplerBase):
     def _fit_model(
         self, study: Study, X: torch.Tensor, Y: np.ndarray, ss: SearchSpace
     ) -> mt.ICMParams:
-        n = Y.shape[1]
-        mode: Any
-        if isinstance(self._task_covariance, np.ndarray):
-            mode = torch.from_numpy(self._task_covariance)
-        elif self._task_covariance == "omega":
-            assert self._omega is not None
-            mode = mt.omega_task_covariance(self._omega, n)
-        else:
-            mode = self._task_covariance
+        tc = self._task_covariance
+        mode: Any = (torch.from_numpy(tc) if isinstance(tc, np.ndarray) else
+                     mt.omega_task_covariance(tc, Y.shape[1]) if isinstance(tc, float) else tc)
         key = (study.study_name, "icm")
         warm = self._cache.get(key)
         Y_fit = torch.from_numpy(Y)
@@ -486,22 +480,22 @@ def _checked_reference_point(reference_point: Any) -> np.ndarray | None:
     return z
 
 
-def _checked_task_covariance(task_covariance: Any) -> tuple[str | np.ndarray, float | None]:
-    """(``"learned"``, ``"independent"``, ``"omega"`` or a fixed matrix B, omega or None)."""
+def _checked_task_covariance(task_covariance: Any) -> str | float | np.ndarray:
+    """``"learned"``, ``"independent"``, omega (a float) or a fixed matrix B."""
     if isinstance(task_covariance, str):
         if task_covariance not in _TASK_COVARIANCES:
             raise ValueError(
                 f"`task_covariance` must be one of {list(_TASK_COVARIANCES)}, a float in "
                 f"[0, 1] or a p.s.d. matrix, but got task_covariance={task_covariance!r}."
             )
-        return task_covariance, None
+        return task_covariance
     if isinstance(task_covariance, numbers.Real) and not isinstance(task_covariance, bool):
         if not 0.0 <= float(task_covariance) <= 1.0:
             raise ValueError(
                 "`task_covariance` as a float (omega) must be in [0, 1], but got "
                 f"task_covariance={task_covariance!r}."
             )
-        return "omega", float(task_covariance)
+        return float(task_covariance)
     B = np.asarray(task_covariance, dtype=float)
     if (
         B.ndim != 2 or B.shape[0] != B.shape[1] or not np.all(np.isfinite(B))
@@ -512,4 +506,4 @@ def _checked_task_covariance(task_covariance: Any) -> tuple[str | np.ndarray, fl
             "`task_covariance` as a matrix must be square, symmetric and positive "
             f"semi-definite with a positive diagonal, but got task_covariance={B!r}."
         )
-    return B, None
+    return B

@@ -1,36 +1,26 @@
 """The data of a search, once: what the user gives, turned into the rows every entrance uses.
 
 :class:`~fairtune.tuning.FairObjective` (a bundled name, a :class:`~fairtune.datasets.FairDataset`
-from :func:`~fairtune.datasets.read_table`, or an ``(X, y, sensitive)`` tuple) builds its rows
-with :func:`tuning_rows`; :class:`~fairtune.tuning.FairSearchCV` (``fit(X, y,
-sensitive_features=...)``) builds its folds itself and calls the same :func:`validated_limits`,
-so that the same input gets the same answer whichever entrance it goes through:
+or an ``(X, y, sensitive)`` tuple) builds its rows with :func:`tuning_rows`;
+:class:`~fairtune.tuning.FairSearchCV` builds its folds and calls the same
+:func:`validated_limits`, so that the same input gets the same answer through either:
 
-- Labels: 0/1 or booleans, where 1 (True) is the favourable outcome whose rates the fairness
-  metrics compare; any other pair of labels needs ``pos_label=`` naming the favourable one.
-  Guessing (the greater label, as scikit-learn's binary metrics do) would make ``"denied"``
-  favourable over ``"approved"`` and measure every gap on the wrong outcome. A ``pos_label``
-  with twins that differ from it only in case, surrounding spaces or a final full stop is refused.
+- Labels: 0/1 or booleans (1 the favourable outcome), else ``pos_label=`` names the favourable
+  one: guessing would make ``"denied"`` favourable over ``"approved"``.
 - Sensitive features: validated once (:func:`fairtune._validation.sensitive_groups`), whose
-  group labels (tuples for several columns) are the one encoding the splits, budgets and checks
-  read; twins among a column's values are named in a warning.
-- Alignment: a pandas X with pandas labels or sensitive features is matched by index label,
-  never by position; arrays are matched by position. The caller's objects are never changed.
-- Splits: a validation split is one fold; a budget is a transformation of the folds that cuts
-  each fold's training rows to a nested, stratified share (:func:`budget_folds`), as
-  scikit-learn's subsample splitter does for successive halving. The share keeps every value of
-  the columns that the deployed model's unseen-value guard checks, so that no validation row
-  holds a value its budget's model never saw. The test split, the safety rows and the
-  validation split keep them alike (:func:`kept_values`): a value whose every row a held-out
-  share drew gives one row back to the rows a model is fitted on; cross-validation, which
-  validates every row once, refuses such a value instead. A share that leaves a part without a
-  row of each label is refused, naming it (:func:`drawn_split`).
+  group labels (tuples for several columns) are the one encoding the splits and checks read.
+- Alignment: a pandas X with pandas labels or groups is matched by index label, arrays by
+  position. The caller's objects are never changed.
+- Splits: a validation split is one fold; a budget cuts each fold's training rows to a nested,
+  stratified share (:func:`budget_folds`), as scikit-learn's subsample splitter does for
+  successive halving. Every part a model is fitted on keeps each value of the columns the
+  deployed model's unseen-value guard checks (:func:`kept_values`; cross-validation refuses a
+  value it cannot keep). A share too small to split by label is refused (:func:`drawn_split`).
 - Limits, derived once (:func:`validated_limits`): as given, tightened by ``margin`` and, with
   ``confidence``, by the width of their bound on the safety rows; the group sizes are checked
-  against these validated limits (:func:`fairtune._validation.minimum_group_rows`), not the
-  ones given, and a part of the rows without a group names the share that drew it.
-- Fingerprint: a digest of the rows, labels, groups and validation splits that a study's trials
-  were scored on, so that a study refuses to compare trials scored on other data.
+  against these, the limits the trials are validated against.
+- Fingerprint: a digest of the rows, labels, groups and splits the trials were scored on, so
+  that a study refuses to compare trials scored on other data.
 """
 
 from __future__ import annotations
@@ -67,46 +57,30 @@ __all__ = [
 
 
 def aligned(X: pd.DataFrame, other: Any, argument: str) -> Any:
-    """``other`` (labels or sensitive features) in the row order of ``X``, as a new object.
-
-    A pandas ``other`` is matched to ``X`` by index label; an array, list or a pandas object
-    beside an ``X`` that was not a DataFrame is matched by position (``X``'s index is then
-    given to a copy).
-
-    Raises:
-        ValueError: If the lengths differ, or the index labels of a pandas ``other`` are not
-            those of ``X`` (or repeat, so that a label names no single row).
-    """
-    n = len(X)
-    if isinstance(other, (pd.Series, pd.DataFrame)):
-        if len(other) != n:
-            raise ValueError(
-                f"`{argument}` must have one entry per row of X ({n}), but got {len(other)}."
-            )
-        if other.index.equals(X.index):
-            return other.copy()
-        if not (X.index.is_unique and other.index.is_unique):
-            raise ValueError(
-                f"`{argument}` is matched to the rows of X by index label, so both indexes must "
-                "be unique when they differ, but got repeated labels in "
-                f"{'X' if not X.index.is_unique else argument}."
-            )
-        missing = X.index.difference(other.index)
-        if len(missing):
-            raise ValueError(
-                f"`{argument}` is matched to the rows of X by index label, but its index lacks "
-                f"{len(missing)} of X's labels, e.g. {shown(missing[:5])}; pass arrays "
-                "(`.to_numpy()`) to match by position."
-            )
-        return other.reindex(X.index)
-    values = np.asarray(other)
-    if len(values) != n:
+    """``other`` (labels or sensitive features) in the row order of ``X``, as a new object: a
+    pandas ``other`` matched by index label (which must name single rows), else by position."""
+    if len(other) != len(X):
         raise ValueError(
-            f"`{argument}` must have one entry per row of X ({n}), but got {len(values)}."
-        )
-    if values.ndim == 2 and values.shape[1] > 1:
-        return pd.DataFrame(values, index=X.index)
-    return pd.Series(values.ravel(), index=X.index)
+            f"`{argument}` must have one entry per row of X ({len(X)}), but got {len(other)}.")
+    if not isinstance(other, (pd.Series, pd.DataFrame)):
+        values = np.asarray(other)
+        if values.ndim == 2 and values.shape[1] > 1:
+            return pd.DataFrame(values, index=X.index)
+        return pd.Series(values.ravel(), index=X.index)
+    if other.index.equals(X.index):
+        return other.copy()
+    if not (X.index.is_unique and other.index.is_unique):
+        raise ValueError(
+            f"`{argument}` is matched to the rows of X by index label, so both indexes must "
+            "be unique when they differ, but got repeated labels in "
+            f"{'X' if not X.index.is_unique else argument}.")
+    missing = X.index.difference(other.index)
+    if len(missing):
+        raise ValueError(
+            f"`{argument}` is matched to the rows of X by index label, but its index lacks "
+            f"{len(missing)} of X's labels, e.g. {shown(missing[:5])}; pass arrays "
+            "(`.to_numpy()`) to match by position.")
+    return other.reindex(X.index)
 
 
 def _digest_part(value: Any, digest: Any) -> None:
@@ -140,12 +114,8 @@ def _digest_part(value: Any, digest: Any) -> None:
 
 
 def data_fingerprint(*parts: Any, folds: Iterable[tuple[Any, Any]] = ()) -> str:
-    """A short digest of ``parts`` (rows, labels, groups) and of the validation ``folds``.
-
-    Equal data in the same order with the same splits give the same text in any process
-    (pandas' and numpy's hashes of the values, not Python's salted ``hash``); a change in any
-    row, label, group or split gives another one.
-    """
+    """A short digest of ``parts`` (rows, labels, groups) and of the validation ``folds``, the
+    same in any process (pandas' and numpy's hashes, not Python's salted ``hash``)."""
     digest = hashlib.sha256()
     for part in parts:
         _digest_part(part, digest)
@@ -165,14 +135,9 @@ Fold = tuple[np.ndarray, np.ndarray]
 def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int,
                 keep: pd.DataFrame | None = None) -> list[np.ndarray]:
     """The row positions of each budget but the last (all rows): nested subsets, each keeping
-    every label-and-group stratum's share (at least one row of each), drawn once per study
-    seed so that every trial is fitted on the same rows at the same budget.
-
-    ``groups``: the group label of each row (:func:`~fairtune._validation.sensitive_groups`).
-    ``keep``: columns (one row per row of ``y``) whose every value each subset must hold: the
-    columns a deployed model's unseen-value guard checks, whose values can be finer than the
-    groups (COMPAS's ``race`` values under the groups Caucasian / Other).
-    """
+    every label-and-group stratum's share (at least one row), drawn once per study seed.
+    ``groups``: the group label of each row; ``keep``: columns whose every value each subset
+    holds (those the model's guard checks, finer than the groups for COMPAS's ``race``)."""
     strata = (pd.Series(np.asarray(y)).astype(str) + "|"
               + pd.Series(pd.Series(groups).to_numpy(dtype=object)).astype(str))
     rng = np.random.default_rng(seed)
@@ -215,13 +180,8 @@ def budget_folds(folds: Sequence[Fold], y01: np.ndarray, groups: Any,
 
 def kept_values(fit: Any, held: Any, keep: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
     """A split ``(fit rows, held-out rows)`` (positions) with every value of the ``keep``
-    columns (one row per position) among the fit rows: for each value only the held-out rows
-    hold, the first of them in the split's (random) order moves to the fit rows.
-
-    The held-out rows (a test split, the safety rows, a validation split) are predicted by a
-    model fitted on the others, whose unseen-value guard refuses a value it never saw; a split
-    that already keeps every value is returned unchanged.
-    """
+    columns among the fit rows, whose model refuses a value it never saw: for each value only
+    the held-out rows hold, the first of them (in the split's random order) moves."""
     fit, held = np.asarray(fit), np.asarray(held)
     if keep is None:
         return fit, held
@@ -239,41 +199,31 @@ def kept_values(fit: Any, held: Any, keep: pd.DataFrame | None) -> tuple[np.ndar
 
 
 def _check_folds_keep_values(folds: Sequence[Fold], keep: pd.DataFrame | None) -> None:
-    """Refuse cross-validation folds whose training rows lack a value of the ``keep`` columns
-    that their validation rows hold (a value of fewer rows than folds): every row is validated
-    once, so no row can move."""
+    """Refuse folds whose training rows lack a value of the ``keep`` columns that their
+    validation rows hold: every row is validated once, so none can move (:func:`kept_values`)."""
     if keep is None:
         return
     for column in keep.columns:
         values = keep[column].reset_index(drop=True).astype(str).to_numpy()
         for k, (fit, valid) in enumerate(folds):
-            unseen = sorted(set(values[valid]) - set(values[fit]))
-            if unseen:
+            if unseen := sorted(set(values[valid]) - set(values[fit])):
                 counts = pd.Series(values).value_counts()
                 listed = ", ".join(f"{v!r} ({int(counts[v])} row{'' if counts[v] == 1 else 's'})"
                                    for v in unseen[:5])
                 raise ValueError(
                     f"{got('cv', len(folds))} leaves the training rows of fold {k + 1} without "
                     f"the value{'s' if len(unseen) > 1 else ''} {listed} of the sensitive column "
-                    f"{column!r} that the model reads, and a model refuses a value it never saw "
-                    f"at fit. Merge such a value into another, drop its rows, or use a "
-                    f"validation split ({arg('validation_size')}), which keeps every value in "
-                    f"its training rows.")
+                    f"{column!r}, which the model reads and refuses unseen: merge such a value "
+                    f"into another, or use a validation split ({arg('validation_size')}).")
 
 
 def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, held: str,
                 rest: str, rows: str, left_by: Sequence[tuple[str, Any]] = ()
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``(rest, held)`` of ``n`` rows that ``argument``'s ``share`` splits,
-    stratified by ``labels``, as scikit-learn's ``train_test_split`` draws them (the held-out
-    part has ``ceil(share * n)`` rows).
-
-    A share that leaves a part without a row of each label is refused before any trial,
-    naming the argument, the value given and the rows each part would get; ``held``, ``rest``
-    and ``rows`` name the parts and the rows split, e.g. ``"the test split"``, ``"the tuning
-    rows"``, ``"rows of the data"``; ``left_by``: the ``(argument, value)`` of the shares that
-    left these rows, named with them (and alone when the rows are too few for any share).
-    """
+    """Positions ``(rest, held)`` of ``n`` rows that ``argument``'s ``share`` splits as
+    ``train_test_split`` does, stratified by ``labels``; a part without a row of each label is
+    refused, naming the argument, its value and the parts (``held``, ``rest``) of the ``rows``
+    (e.g. ``"rows of the data"``) that the shares ``left_by`` ``(argument, value)`` left."""
     from sklearn.model_selection import train_test_split
 
     values, counts = np.unique(np.asarray(labels), return_counts=True)
@@ -330,34 +280,26 @@ class Splits:
 
 
 Part = tuple[str, np.ndarray, Sequence[tuple[str, Any, float, str]]]
-"""``(where, positions, shares)`` of a part of the rows: its name for a message, its rows, and
-``(argument, value, share of the rows kept toward the part, remedy)`` of each share that drew
-it, e.g. ``("test_size", 0.9, 0.1, "a smaller")`` for the validation split."""
+"""``(where, positions, shares)``: ``(argument, value, share of the rows kept, remedy)`` of each
+share that drew it, e.g. ``("test_size", 0.9, 0.1, "a smaller")`` for the validation split."""
 
 
 def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float | None,
                      safety: tuple[Any, Any] | None, groups: pd.Series, y01: np.ndarray,
                      parts: Sequence[Part], argument: str, seed: str | None = None
                      ) -> list[Any]:
-    """The limits the trials are validated against, derived once for every entrance, and the
-    groups checked against them, in this order:
+    """The limits the trials are validated against, derived once for every entrance, with the
+    groups (label of each row, 0/1 labels ``y01``) checked against them, in this order:
 
     1. Groups that are the labels (every group of one outcome) are refused.
-    2. ``limits`` (as given) tightened by ``margin`` and, with ``confidence``, by the width of
-       their bound on the ``safety`` rows ``(0/1 labels, groups)``
+    2. ``limits`` as given are tightened by ``margin`` and, with ``confidence``, by the width
+       of their bound on the ``safety`` rows ``(y01, sensitive features)``
        (:func:`~fairtune.tuning._certify.limits_for_search`).
-    3. The last of ``parts`` (positions among ``groups``) is where a trial is validated: each
-       group needs :func:`~fairtune._validation.minimum_group_rows` of the validated limits
-       there, and a row in each other part (to be trained on and tested on).
-    4. Each group has rows of each label a validated limit's rate is measured on there.
+    3. The last of ``parts`` is where a trial is validated: each group needs
+       :func:`~fairtune._validation.minimum_group_rows` of the validated limits there, a row
+       in every other part, and rows of each label a validated limit's rate is measured on.
 
-    ``groups``, ``y01``: the group label and 0/1 label of each row; ``argument``: how messages
-    name the sensitive features; ``seed``: the argument whose value draws the splits (named as
-    a fix when a group's label is elsewhere in the data).
-
-    Raises:
-        ValueError: One message per rule, naming the argument (or the share of the rows) as
-            the caller spells it, the value and what the rule needs.
+    ``argument`` names the sensitive features, ``seed`` the argument that draws the splits.
     """
     check_groups_are_not_labels(groups, y01, argument=argument)
     validated = tightened(list(limits), margin)
@@ -393,20 +335,15 @@ BUNDLED = ("adult", "german", "compas")
 
 
 def load(dataset: Any) -> tuple[pd.DataFrame, Any, Any, str]:
-    """(X, labels, sensitive features, name) of ``dataset``, new objects in X's row order.
-
-    The caller's objects are never changed: pandas labels and sensitive features are matched
-    to X by index label, arrays by position (:func:`fairtune.tuning._data.aligned`), and the
-    column names of X become strings on a copy.
-    """
+    """(X, labels, sensitive features, name) of ``dataset``: new objects in X's row order
+    (:func:`aligned`), the column names of X as strings."""
     from fairtune import datasets
 
     if isinstance(dataset, str):
         if dataset not in BUNDLED:
             raise ValueError(
                 f"{arg('dataset')} must be one of {list(BUNDLED)}, a FairDataset or an (X, y, "
-                f"sensitive) tuple, but got {got('dataset', dataset)}."
-            )
+                f"sensitive) tuple, but got {got('dataset', dataset)}.")
         # German and COMPAS warn (once per process) about their known issues, here too.
         bunch = getattr(datasets, f"load_{dataset}")()
         X, y, s, name = bunch.data, bunch.target, bunch.sensitive_features, dataset
@@ -418,8 +355,7 @@ def load(dataset: Any) -> tuple[pd.DataFrame, Any, Any, str]:
     else:
         raise ValueError(
             f"{arg('dataset')} must be one of {list(BUNDLED)}, a FairDataset or an (X, y, "
-            f"sensitive) tuple, but got {type(dataset).__name__}."
-        )
+            f"sensitive) tuple, but got {type(dataset).__name__}.")
     if isinstance(X, pd.DataFrame):
         X = X.copy()
     else:
@@ -442,22 +378,17 @@ def checked_drop_columns(drop_columns: Any, X: pd.DataFrame) -> list[str]:
     if isinstance(drop_columns, str) or not isinstance(drop_columns, (list, tuple)) or not all(
         isinstance(c, str) for c in drop_columns
     ):
-        raise ValueError(
-            f"{arg('drop_columns')} must be a list of column names, but got "
-            f"{got('drop_columns', drop_columns)}."
-        )
-    unknown = [c for c in drop_columns if c not in X.columns]
-    if unknown:
+        raise ValueError(f"{arg('drop_columns')} must be a list of column names, but got "
+                         f"{got('drop_columns', drop_columns)}.")
+    if unknown := [c for c in drop_columns if c not in X.columns]:
         raise ValueError(
             f"{arg('drop_columns')} must name columns of X, but got "
             f"{got('drop_columns', list(drop_columns))} "
-            f"and X has no column {unknown} (its columns: {list(map(str, X.columns))})."
-        )
+            f"and X has no column {unknown} (its columns: {list(map(str, X.columns))}).")
     if set(X.columns) <= set(drop_columns):
         raise ValueError(
             f"{arg('drop_columns')} must leave the model at least one column of X, but got "
-            f"{got('drop_columns', list(drop_columns))}, every column."
-        )
+            f"{got('drop_columns', list(drop_columns))}, every column.")
     return list(dict.fromkeys(drop_columns))
 
 
@@ -501,7 +432,7 @@ def warn_of_proxies(
             f"{got('use_sensitive_feature', False)} drops {sensitive_names} from the model's "
             f"inputs, but columns left reveal {sensitive_name}: "
             f"{'; '.join(f'{column!r} {how}' for column, how in found.items())}; the model can "
-            f"still read it. To hide it, drop them too: {arg('drop_columns')} "
+            f"still read it; to hide it, drop them too: {arg('drop_columns')} "
             f"{','.join(found)}.", UserWarning, stacklevel=stacklevel)
 
 
@@ -571,13 +502,8 @@ def tuning_rows(
     budgets: Sequence[float] | None, resource: str, correlation_remover: bool, stacklevel: int,
     safety_size: float | None = None,
 ) -> TuningRows:
-    """The data of a FairObjective, checked before any trial (see the module docstring):
-    ``limits`` as given, tightened by ``margin`` and for ``confidence`` on the safety rows
-    (:func:`validated_limits`).
-
-    Raises:
-        ValueError: Naming the argument, for data a search cannot score correctly.
-    """
+    """The data of a FairObjective, checked before any trial (see the module docstring), with
+    the limits (as given) that the trials are validated against (:func:`validated_limits`)."""
     from sklearn.model_selection import StratifiedKFold
 
     X, y, sensitive, name = load(dataset)
@@ -668,9 +594,10 @@ def tuning_rows(
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), groups.iloc[dev],
                                            budgets, random_state, keep=guard)
-    X_test, y_test, s_test, X_safe, y_safe, s_safe = (
-        None if rows is None else frame.iloc[rows]
-        for rows in (test, safe) for frame in (X, y, sensitive))
+    X_test, y_test, s_test = (None, None, None) if test is None else (
+        X.iloc[test], y.iloc[test], sensitive.iloc[test])
+    X_safe, y_safe, s_safe = (None, None, None) if safe is None else (
+        X.iloc[safe], y.iloc[safe], sensitive.iloc[safe])
     safety = () if safe is None else (X_safe, y_safe, s_safe)
     if cv is None:
         fingerprint = data_fingerprint(

@@ -13,10 +13,9 @@ import pytest
 
 from fairtune._keys import CERTIFICATE_KEY, SETUP_KEY, TEST_SCORES_KEY
 from fairtune.report import render_test_scores, report
-from fairtune.tuning._deployment import ScoresOnTest, store_test_fits
 from fairtune.tuning import FairObjective, NotCertifiedError
 from fairtune.tuning._certify import CANDIDATES
-from fairtune.tuning._deployment import deployment
+from fairtune.tuning._deployment import ScoresOnTest, deployment, store_test_fits
 from tests.test_report import _add
 
 
@@ -241,7 +240,8 @@ def test_a_tenant_set_up_with_confidence_has_its_own_pending_verdict() -> None:
     study.set_user_attr(key, {**study.user_attrs[key], "confidence": 0.9})
     assert (deployment(study, "a").why, deployment(study, "b").why) == ("best_fair", "pending")
     b, a = report(study, tenant="b").sections[0], report(study, tenant="a").sections[0]
-    assert b._deploy_heading() == "No model certified yet; the best fair trial, #3, is the candidate"
+    assert b._deploy_heading() == ("No model certified yet; the best fair trial, #3, is the "
+                                   "candidate")
     assert a._deploy_heading() == "Deploy trial #0, the best fair trial"
     study.set_user_attr(CERTIFICATE_KEY + ":b", {"certified": True, "trial": 4,
                                                  "tested_trials": [3, 4], "message": "Cert b"})
