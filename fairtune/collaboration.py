@@ -84,7 +84,7 @@ class Post:
     kappa: float
 
 
-def _check_agent(agent: Any) -> str:
+def check_agent(agent: Any) -> str:
     if not isinstance(agent, str) or not agent or ":" in agent:
         raise ValueError(
             f"`agent` must be a non-empty string without ':', but got agent={agent!r}."
@@ -151,7 +151,7 @@ def open_study(
     return create_or_load_study(create)
 
 
-def _space_json(space: Mapping[str, BaseDistribution]) -> str:
+def space_json(space: Mapping[str, BaseDistribution]) -> str:
     return json.dumps({k: distribution_to_json(v) for k, v in sorted(space.items())})
 
 
@@ -250,8 +250,8 @@ class Board:
         self, agent: str, search_space: Mapping[str, BaseDistribution] | None = None
     ) -> None:
         """Make ``agent`` known to the board (it joins the groups), with its search space."""
-        agent = _check_agent(agent)
-        text = _space_json(search_space or {})
+        agent = check_agent(agent)
+        text = space_json(search_space or {})
         key = AGENT_KEY_PREFIX + agent
         attrs = self._attrs()
         if read_text(attrs, key) != text and not (search_space is None and key in attrs):
@@ -287,7 +287,7 @@ class Board:
         self, agent: str, round_: int, design: Mapping[str, Any], *, lcb: float, kappa: float
     ) -> None:
         """Post ``agent``'s LCB maximizer of round ``round_``, its LCB value and kappa."""
-        agent = _check_agent(agent)
+        agent = check_agent(agent)
         if AGENT_KEY_PREFIX + agent not in self._attrs():
             self.register(agent)
         text = json.dumps({"design": dict(design), "lcb": float(lcb), "kappa": float(kappa)})

@@ -393,3 +393,23 @@ def test_no_private_optuna_name_outside_the_compat_module() -> None:
     assert not found, (
         "Optuna's private names outside fairtune/_optuna_compat.py (add a helper there):\n"
         + "\n".join(found))
+
+
+def test_no_underscored_name_is_imported_from_another_folder() -> None:
+    """A private name is its folder's: another folder imports what a module's ``__all__`` (or
+    a public module) offers, never an underscored name (private modules, such as
+    ``fairtune._keys``, are imported as modules)."""
+    root = PACKAGE
+    crossing = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("fairtune")):
+                continue
+            target = root.parent.joinpath(*node.module.split("."))
+            folder = target if target.is_dir() else target.parent
+            for alias in node.names:
+                private = alias.name.startswith("_") and not (folder / f"{alias.name}.py").exists()
+                if private and folder.resolve() != path.parent.resolve():
+                    crossing.append(f"{path.relative_to(root)}: {node.module}.{alias.name}")
+    assert crossing == []

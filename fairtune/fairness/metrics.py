@@ -154,7 +154,7 @@ def _validate(
 
 
 # For each rate: the label it conditions on (None: none) and what a group needs for it to exist.
-_RATE_CONDITION: dict[str, tuple[int | None, str]] = {
+RATE_CONDITION: dict[str, tuple[int | None, str]] = {
     "selection_rate": (None, "samples with positive weight"),
     "true_positive_rate": (1, "positive samples (y_true=1) with positive weight"),
     "false_positive_rate": (0, "negative samples (y_true=0) with positive weight"),
@@ -166,7 +166,7 @@ def _check_rates_defined(
 ) -> None:
     codes, uniques = pd.factorize(groups)
     for rate in rates:
-        label, what = _RATE_CONDITION[rate]
+        label, what = RATE_CONDITION[rate]
         counted = np.ones(len(y_true), dtype=bool) if label is None else y_true == label
         if weights is not None:
             counted &= weights > 0
@@ -208,8 +208,8 @@ def group_rates(
     """
     import fairlearn.metrics  # lazily: it pulls in scikit-learn and more
 
-    if not rates or any(r not in _RATE_CONDITION for r in rates):
-        raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(_RATE_CONDITION),
+    if not rates or any(r not in RATE_CONDITION for r in rates):
+        raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(RATE_CONDITION),
                                                   unknown=list(rates)))
     y_true_, y_pred_, groups, weights = _validate(
         y_true, y_pred, sensitive_features, sample_weight
@@ -405,7 +405,7 @@ def get_metric(name: str) -> MetricSpec:
     return METRICS[_ALIASES[key]]
 
 
-def _check_confidence_level(confidence_level: Any) -> None:
+def check_confidence_level(confidence_level: Any) -> None:
     if isinstance(confidence_level, bool) or not isinstance(
         confidence_level, (int, float, np.integer, np.floating)
     ) or not 0.0 < float(confidence_level) < 1.0:
@@ -424,7 +424,7 @@ def _group_rates(
     shape = (len(uniques), len(rates))
     sample, sizes = np.empty(shape), np.empty(shape, dtype=np.int64)
     for column, rate in enumerate(rates):
-        label = _RATE_CONDITION[rate][0]
+        label = RATE_CONDITION[rate][0]
         rows = slice(None) if label is None else y_true == label
         sizes[:, column] = np.bincount(codes[rows], minlength=len(uniques))
         sample[:, column] = np.bincount(
@@ -522,7 +522,7 @@ def metric_interval(
         True
     """
     spec = get_metric(metric)
-    _check_confidence_level(confidence_level)
+    check_confidence_level(confidence_level)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
             or n_resamples < 100:
         raise ValueError(

@@ -22,7 +22,7 @@ from fairtune._gp.gp import GPRegressor, fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._optuna_compat import storage_and_id, study_key
 from fairtune._threads import limit_threads
-from fairtune.collaboration import Board, _check_agent, _space_json, sliced_lhs_value
+from fairtune.collaboration import Board, check_agent, space_json, sliced_lhs_value
 from fairtune.samplers._base import (
     GPSamplerBase,
     _trial_key,
@@ -222,7 +222,7 @@ class CGPSampler(GPSamplerBase):
             if board is not None:
                 raise ValueError("`agent` must be given when `board` is, but got agent=None.")
             agent = "agent"
-        _check_agent(agent)
+        check_agent(agent)
         _check_settings(acquisition, group_size, eta, beta, n_raw_samples, quorum, design_noise)
         super().__init__(seed=seed, independent_sampler=independent_sampler,
                          n_startup_trials=n_startup_trials,
@@ -308,7 +308,7 @@ class CGPSampler(GPSamplerBase):
     ) -> _RoundState:
         """Steps 2-3: fit, kappa, LCB maximizer, post. Computed once per (study, data)."""
         key = (
-            *study_key(study), _space_json(search_space),
+            *study_key(study), space_json(search_space),
             tuple(t.number for t in complete), json.dumps(list(pending), sort_keys=True),
         )
         state = self._state.get(study_key(study))
@@ -379,13 +379,13 @@ class CGPSampler(GPSamplerBase):
         attrs = board.items()
         members = [a for a in board.group(self._agent, state.round, self._group_size, attrs)
                    if a != self._agent]
-        mine = _space_json(search_space)
+        mine = space_json(search_space)
         for other in members:
             space = board.search_space(other, attrs)
-            if space and _space_json(space) != mine:
+            if space and space_json(space) != mine:
                 raise ValueError(
                     f"The agents' search spaces must agree, but agent {other!r} has "
-                    f"{_space_json(space)} and agent {self._agent!r} has {mine}."
+                    f"{space_json(space)} and agent {self._agent!r} has {mine}."
                 )
         kappa_raw = state.y_mean + state.y_std * state.kappa
         leaders, designs = [], []

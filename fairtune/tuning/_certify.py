@@ -171,14 +171,14 @@ def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndar
     import pandas as pd
 
     from fairtune.fairness import METRICS
-    from fairtune.fairness.metrics import _RATE_CONDITION
+    from fairtune.fairness.metrics import RATE_CONDITION
 
     codes, uniques = pd.factorize(groups)
     spec = METRICS[metric]
     sizes = np.empty((len(uniques), len(spec.rates)))
     rates = np.empty_like(sizes)
     for column, rate in enumerate(spec.rates):
-        label = _RATE_CONDITION[rate][0]
+        label = RATE_CONDITION[rate][0]
         rows = slice(None) if label is None else y == label
         sizes[:, column] = np.bincount(codes[rows], minlength=len(uniques))
         rates[:, column] = float(np.mean(y)) if label is None else 0.5
@@ -217,11 +217,11 @@ def rate_labels(limits: Sequence[Any]) -> list[tuple[str, str, int]]:
     one label: the true positive rate on the favourable rows (1), the false positive rate on
     the unfavourable ones (0)."""
     from fairtune.fairness import METRICS
-    from fairtune.fairness.metrics import _RATE_CONDITION
+    from fairtune.fairness.metrics import RATE_CONDITION
 
     return [(str(limit), rate.replace("_", " "), label)
             for limit in limits or () for rate in METRICS[limit.metric].rates
-            if (label := _RATE_CONDITION[rate][0]) is not None]
+            if (label := RATE_CONDITION[rate][0]) is not None]
 
 
 def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,

@@ -615,10 +615,10 @@ class FairObjective:
             ValueError: If the objective has no test split (``test_size`` was not given), or
                 for a ``confidence_level`` outside (0, 1).
         """
-        from fairtune.fairness.metrics import _check_confidence_level
+        from fairtune.fairness.metrics import check_confidence_level
 
         if confidence_level is not None:
-            _check_confidence_level(confidence_level)
+            check_confidence_level(confidence_level)
         if self.X_test is None:
             raise ValueError(
                 "`evaluate` needs a test split: create the FairObjective with test_size, e.g. "

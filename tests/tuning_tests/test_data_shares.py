@@ -92,10 +92,10 @@ def test_group_sizes_are_checked_against_the_limit_the_trials_are_validated_agai
 
 
 def test_a_test_size_that_leaves_groups_too_few_validation_rows_is_named() -> None:
-    with pytest.raises(ValueError, match=r"^test_size=0\.99 leaves the group '[AB]' \d rows, the "
-                                         r"group '[AB]' \d rows in the validation split; the limit "
-                                         r"demographic_parity<=0\.1 needs at least 11 rows of "
-                                         r"each group there: a smaller `test_size`"):
+    with pytest.raises(ValueError, match=r"^test_size=0\.99 leaves the group '[AB]' \d rows, "
+                                         r"the group '[AB]' \d rows in the validation split; the "
+                                         r"limit demographic_parity<=0\.1 needs at least 11 rows "
+                                         r"of each group there: a smaller `test_size`"):
         FairObjective(_rows(2000), "linear", limits="dsp<=0.1", test_size=0.99)
 
 
