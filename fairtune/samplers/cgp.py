@@ -22,7 +22,7 @@ from fairtune._gp.gp import GPRegressor, fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._optuna_compat import storage_and_id, study_key
 from fairtune._threads import limit_threads
-from fairtune.collaboration import Board, check_agent, space_json, sliced_lhs_value
+from fairtune.collaboration import Board, check_agent, sliced_lhs_value, space_json
 from fairtune.samplers._base import (
     GPSamplerBase,
     _trial_key,
