@@ -93,10 +93,8 @@ def caused_by_interrupt(error: BaseException | None) -> bool:
 def quiet_interrupt_echoes() -> Iterator[None]:
     """Writes the ``sqlalchemy`` loggers' warnings to stderr, except those Ctrl-C caused.
 
-    A KeyboardInterrupt that lands while the objective reads the study's database makes
-    SQLAlchemy fail to close the cursor and log "Error closing cursor" with a traceback; the
-    study itself is intact and the CLI reports the interrupt in one line. Any other record is
-    written as Python's last-resort handler would write it.
+    A KeyboardInterrupt while the objective reads the database makes SQLAlchemy log "Error
+    closing cursor" with a traceback, although the study is intact.
     """
     logger = logging.getLogger("sqlalchemy")
     handler = logging.StreamHandler(sys.stderr)
@@ -118,21 +116,19 @@ def optimize_guarded(
 ) -> tuple[InterruptGuard, list[Any]]:
     """``study.optimize`` under :class:`InterruptGuard`: (the guard, the trials this process
     ran); every exception of a trial is caught (the trial fails), the first one kept; each of
-    ``callbacks`` is called after every trial, as Optuna's callbacks are. With
-    ``tenant``, the trials are that tenant's of a shared study (:func:`fairtune.tenancy.optimize`).
+    ``callbacks`` is called after every trial. With ``tenant``, the trials are that tenant's
+    of a shared study (:func:`fairtune.tenancy.optimize`).
 
-    On Ctrl-C, the trials this process left RUNNING are stored as FAIL; the other workers'
-    trials on the same storage are left alone.
-
-    With ``n_jobs`` above 1, the study's enqueued trials (the untuned model's) run first, one
-    at a time: Optuna's SQLite storage can hand one enqueued trial to two threads at once
-    (optuna/optuna#4002), which then both evaluate it and the second fails the run with
-    "Cannot tell a COMPLETE trial".
+    With ``n_jobs`` above 1, the enqueued trials run first, one at a time: Optuna's SQLite
+    storage can hand one enqueued trial to two threads at once (optuna/optuna#4002).
     """
     guard = InterruptGuard(objective)
     installed = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, guard.handler) if installed else None
-    serial = _waiting(study) if n_jobs != 1 else 0
+    from optuna.trial import TrialState
+
+    serial = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,))) if (
+        n_jobs != 1) else 0
     if n_trials is not None:
         serial = min(serial, n_trials)
     try:
@@ -161,13 +157,6 @@ def optimize_guarded(
         fail_running(study, guard.numbers)
     run = [t for t in study.get_trials(deepcopy=False) if t.number in guard.numbers]
     return guard, run
-
-
-def _waiting(study: Any) -> int:
-    """How many enqueued trials the study holds (WAITING: the next ``ask`` pops them)."""
-    from optuna.trial import TrialState
-
-    return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
 
 
 def fail_running(study: Any, numbers: set[int]) -> None:

@@ -1,16 +1,8 @@
 """State kept in an Optuna storage: the one set of helpers every sampler and the board use.
 
 fairtune keeps its cooperative state (round plans, pending-point claims, board posts) in the
-storage that the workers share, never in a sampler object, so that processes and machines on one
-RDB server or Journal file agree. Two things need care there:
-
-- RDB storages cap a system attribute's value (its JSON text) at 2048 characters. Long texts are
-  written as numbered chunks under ``<key>:<j>`` and a header under ``<key>`` saying how many
-  chunks there are, written last, so that a reader never sees a header whose chunks are missing.
-- Keys are namespaced: every key starts with ``fairtune:``.
-
-These helpers take a storage and an id (not a ``Study``), so that the board can use a study of a
-storage that holds no trial of the agent.
+storage that the workers share, never in a sampler object. RDB storages cap a system attribute's
+JSON text at 2048 characters: long texts are written as numbered chunks, their count last.
 """
 
 from __future__ import annotations
@@ -87,9 +79,8 @@ def read_text(attrs: Mapping[str, Any], key: str) -> str | None:
 
 
 def trial_text_attrs(key: str, text: str) -> dict[str, Any]:
-    """The trial system attributes that hold ``text`` under ``key`` (chunks ``<key>:<j>``, then
-    their count under ``<key>_chunks``), e.g. for a new trial's template, which the storage writes
-    in one step."""
+    """The trial system attributes that hold ``text`` under ``key``: chunks ``<key>:<j>``, then
+    their count under ``<key>_chunks``."""
     chunks = _chunks(text)
     attrs: dict[str, Any] = {f"{key}:{j}": chunk for j, chunk in enumerate(chunks)}
     # A trial's text may be rewritten shorter than before: the count says which chunks are
@@ -119,8 +110,7 @@ def read_trial_text(attrs: Mapping[str, Any], key: str) -> str | None:
     return "".join(v for _, v in chunks)
 
 
-# Study system attribute where MTKBSampler keeps its last fitted task correlation (JSON, n x n);
-# here, not in the sampler's module, so that `fairtune report` reads it without importing torch.
+# Here, not in the sampler's module: `fairtune report` reads it without importing torch.
 TASK_CORRELATION_KEY = _keys.TASK_CORRELATION_KEY
 
 
@@ -135,13 +125,11 @@ def stored_task_correlation(study: optuna.Study) -> Any:
 
 JOURNAL_PREFIX = "journal:"
 GRPC_PREFIX = "grpc://"
-"""``grpc://host:port``: Optuna's ``GrpcStorageProxy`` in front of a storage served by
-``optuna.storages.run_grpc_proxy_server`` (for many workers on one database)."""
+"""``grpc://host:port``: Optuna's ``GrpcStorageProxy`` (``run_grpc_proxy_server``)."""
 
 
 def records_heartbeats(url: str | None) -> bool:
-    """Whether the storage ``url`` names can record trial heartbeats: RDB storages only (a
-    Journal file has none, and Optuna's gRPC proxy forwards none)."""
+    """Whether the storage ``url`` names can record trial heartbeats: RDB storages only."""
     return bool(url and not url.startswith((JOURNAL_PREFIX, GRPC_PREFIX)))
 
 
@@ -164,22 +152,13 @@ def open_storage(
     grace_period: int | None = None,
     max_retry: int | None = 0,
 ) -> BaseStorage | str:
-    """The Optuna storage a URL names: ``journal:<path>`` is a Journal file (Optuna's
-    ``JournalFileBackend``, for several processes on one machine), ``grpc://host:port`` Optuna's
-    ``GrpcStorageProxy`` (for hundreds of workers in front of one database); anything else is
-    an RDB URL (``sqlite:///...``, ``postgresql+psycopg://...``).
+    """The Optuna storage a URL names: ``journal:<path>`` a Journal file, ``grpc://host:port``
+    Optuna's ``GrpcStorageProxy``, anything else an RDB URL (SQLite files opened with a busy
+    timeout of :data:`SQLITE_BUSY_TIMEOUT` seconds).
 
-    With ``heartbeat_interval`` (seconds; RDB storages only), every running trial of
-    ``study.optimize`` records a heartbeat, and a trial whose worker died (killed, or its machine
-    lost) ends as FAIL once it has missed its heartbeats for ``grace_period`` seconds (Optuna's
-    default: twice the interval): any other worker of the study fails it when it starts a trial.
-    It is then re-run up to ``max_retry`` times with the same parameters (Optuna's
-    ``RetryHeartbeatStaleTrialCallback``; None retries without limit, 0 never).
-
-    An SQLite file is opened with a busy timeout of :data:`SQLITE_BUSY_TIMEOUT` seconds, so that
-    a write waits for another process's (a worker's, or a reader's such as ``fairtune report``)
-    instead of failing with "database is locked". Other RDB URLs are returned as they are when
-    there is no heartbeat.
+    With ``heartbeat_interval`` (seconds; RDB storages only), a trial whose worker died ends as
+    FAIL after ``grace_period`` seconds (Optuna's default: twice the interval) and is re-run up
+    to ``max_retry`` times with the same parameters (None: without limit, 0: never).
     """
     import optuna
 
@@ -188,11 +167,6 @@ def open_storage(
                if url.startswith(GRPC_PREFIX) else "Journal storages have none")
         raise ValueError(f"A heartbeat needs an RDB storage (sqlite:///..., postgresql://...): "
                          f"{why}, but got a heartbeat interval for {url!r}.")
-    if url.startswith(GRPC_PREFIX):
-        host, port = _grpc_address(url)
-        with warnings.catch_warnings():  # experimental in Optuna; fairtune opens it by design
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.GrpcStorageProxy(host=host, port=port)
     if url.startswith(JOURNAL_PREFIX):
         path = url[len(JOURNAL_PREFIX) :]
         if not path:
@@ -203,13 +177,15 @@ def open_storage(
     engine_kwargs = (
         {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT}} if url.startswith("sqlite") else None
     )
-    if not heartbeat_interval:
+    if not heartbeat_interval and not url.startswith(GRPC_PREFIX):
         return url if engine_kwargs is None else optuna.storages.RDBStorage(
             url, engine_kwargs=engine_kwargs
         )
-    with warnings.catch_warnings():
-        # Optuna flags heartbeats as experimental; fairtune turns them on by design.
+    with warnings.catch_warnings():  # experimental in Optuna; fairtune uses them by design
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if url.startswith(GRPC_PREFIX):
+            host, port = _grpc_address(url)
+            return optuna.storages.GrpcStorageProxy(host=host, port=port)
         callback = (
             None if max_retry == 0
             else optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
@@ -225,9 +201,8 @@ CREATE_ATTEMPTS = 5
 
 def is_creation_race(error: BaseException) -> bool:
     """Whether ``error`` is what a process gets when another one creates the same tables or
-    study at the same moment on a new database: a unique violation or "database is locked"
-    (SQLite), or 'relation "..." already exists' (PostgreSQL, a ProgrammingError, when two
-    processes run CREATE TABLE at once)."""
+    study at the same moment (SQLite's locks and unique violations, PostgreSQL's "already
+    exists")."""
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     if isinstance(error, (IntegrityError, OperationalError)):
@@ -239,9 +214,8 @@ def create_or_load_study(
     create: Callable[[], optuna.Study], *, attempts: int = CREATE_ATTEMPTS
 ) -> optuna.Study:
     """``create()`` (an ``optuna.create_study(..., load_if_exists=True)`` call), retried when
-    processes started together on a new database race to create its tables and the study: the
-    losers get an error (:func:`is_creation_race`) although the tables and the study then exist,
-    and retrying loads them. Other errors, and the last attempt's, are the caller's."""
+    processes started together on a new database race to create it (:func:`is_creation_race`):
+    the tables and the study then exist, and retrying loads them."""
     for attempt in range(attempts - 1):
         try:
             return create()
@@ -255,13 +229,9 @@ def create_or_load_study(
 def fail_stale_trials(study: optuna.Study) -> list[int]:
     """Fail the RUNNING trials whose worker is gone, as Optuna does, and those it misses.
 
-    With an RDB storage that records heartbeats (``heartbeat_interval``), Optuna fails a
-    RUNNING trial whose last heartbeat is older than the grace period. A trial whose worker
-    died before its first heartbeat has no heartbeat at all and would stay RUNNING forever (a
-    pending point for every sampler); this fails it too once it started more than the grace
-    period ago. Without a heartbeat configured nothing is touched: a long trial cannot be told
-    from a dead one. The storage's stale-trial callback (e.g. Optuna's
-    ``RetryFailedTrialCallback``) runs for each trial failed here.
+    A trial whose worker died before its first heartbeat has none and would stay RUNNING
+    forever; it is failed once it started more than the grace period ago (and the storage's
+    stale-trial callback run for it). Without a heartbeat configured nothing is touched.
 
     Returns:
         The numbers of the trials failed here (those without any heartbeat).
@@ -321,12 +291,8 @@ def create_or_load_named_study(
     name: str, storage: str | None, *, heartbeat: int = 0, max_retry: int = 0,
     directions: list[Literal["minimize", "maximize"]] | None = None,
 ) -> Any:
-    """``optuna.create_study(..., load_if_exists=True)``, retried when workers race to create it
-    (several ``fairtune tune`` processes started together on a new database; see
-    :func:`create_or_load_study`). ``storage`` is opened by :func:`open_storage` (Journal
-    files, heartbeats): with a ``heartbeat`` (seconds) on the storages that record one, dead
-    workers' trials retried ``max_retry`` times.
-    """
+    """``optuna.create_study(..., load_if_exists=True)`` on ``storage`` opened by
+    :func:`open_storage` (``heartbeat`` where it records one), retried on a creation race."""
     import optuna
 
     def create() -> Any:
@@ -342,8 +308,7 @@ def create_or_load_named_study(
 
 
 def load_named_study(url: str, name: str | None = None) -> Any:
-    """The study ``name`` of the storage ``url`` (opened by :func:`open_storage`), or its only
-    study when ``name`` is None.
+    """The study ``name`` of the storage ``url``, or its only study when ``name`` is None.
 
     Raises:
         ValueError: If ``name`` is None and the storage holds no study or several.
@@ -422,15 +387,13 @@ def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`",
         url: The storage URL; None is an in-memory study.
         create: Whether a new SQLite file may be created (``tune``); ``report`` only reads.
         flag: How the messages name the URL (the command line's ``"--storage"``).
-        outputs: The files the run writes, by how messages name them (``{"--html": path}``;
-            None for one not written): none may be the storage's file, which writing it
-            would destroy.
+        outputs: The files the run writes, by how messages name them (``{"--html": path}``),
+            none of which may be the storage's file.
 
     Raises:
-        ValueError: A malformed URL or an unknown scheme, or an output that is the
-            storage's file.
-        RuntimeError: An SQLite file that does not exist (``report``), cannot be read or
-            written, is not an SQLite database or is damaged, or holds no Optuna study.
+        ValueError: A malformed URL, or an output that is the storage's file.
+        RuntimeError: An SQLite file that cannot be used (missing for ``report``, unreadable,
+            not a database, damaged, or without a study).
     """
     if url is None:
         return
@@ -483,8 +446,6 @@ def check_storage_url(url: str | None, *, create: bool, flag: str = "`storage`",
 
 def check_storage_file(path: Path, where: str, *, create: bool) -> bool:
     """Whether the storage file exists; raises if it cannot be used (or created, with create).
-
-    Only `tune` (``create``) may create it: `report` never writes a storage.
     """
     if not path.exists():
         if not create:
@@ -527,12 +488,8 @@ def sqlite_tables(path: Path, where: str) -> set[str]:
 
 def reported_error(error: BaseException) -> BaseException:
     """The error to report for ``error``: an assertion raised while another error was being
-    handled stands for that error.
-
-    When storing a finished trial fails (a locked or lost database), Optuna 5.0.0 finds the
-    trial still RUNNING and stops on its own ``assert False, "Should not reach."``, raised
-    while the storage error is handled; the storage error is what the user must see.
-    """
+    handled stands for that error (Optuna 5.0.0's ``assert False, "Should not reach."`` after a
+    storage error on a finished trial)."""
     seen: set[int] = set()
     while (isinstance(error, AssertionError) and error.__context__ is not None
            and id(error) not in seen):

@@ -86,9 +86,8 @@ class Post:
 
 def check_agent(agent: Any) -> str:
     if not isinstance(agent, str) or not agent or ":" in agent:
-        raise ValueError(
-            f"`agent` must be a non-empty string without ':', but got agent={agent!r}."
-        )
+        raise ValueError(f"`agent` must be a non-empty string without ':', but got "
+                         f"agent={agent!r}.")
     return agent
 
 
@@ -103,14 +102,8 @@ def open_study(
     grace_period: int | None = None,
     max_retry: int | None = 0,
 ) -> optuna.Study:
-    """Create or load an agent's (or any worker's) study, safely when many start at once.
-
-    ``optuna.create_study(load_if_exists=True)`` on a new database can fail in all but one of
-    several processes started together (they race to create the tables and the study); this
-    retries those failures, which then load what the winner created. With an RDB storage it
-    also turns on the heartbeat: a trial whose process died (killed, or its machine lost) ends
-    as FAIL instead of holding its point as pending forever, once any worker of the study
-    starts a trial.
+    """Create or load an agent's (or any worker's) study, safely when many start at once
+    (:func:`fairtune._storage.create_or_load_study`), with heartbeats on an RDB storage.
 
     Example:
         .. code-block:: python
@@ -156,8 +149,8 @@ def space_json(space: Mapping[str, BaseDistribution]) -> str:
 
 
 def _open_url(url: str, **heartbeat: Any) -> str | BaseStorage:
-    """The storage a URL names (``journal:<file>`` is a Journal file, as on the command line);
-    a malformed URL or an unknown scheme is a ValueError naming ``storage``."""
+    """The storage a URL names; a malformed URL or an unknown scheme is a ValueError naming
+    ``storage``."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -178,16 +171,13 @@ class Board:
     """Where CGP agents post designs, LCB values and kappas (never observations).
 
     Args:
-        storage: Any Optuna storage: a URL (``"sqlite:///board.db"``,
-            ``"postgresql://..."``; ``"journal:<file>"`` for a Journal file, as on the command
-            line), or a storage object such as ``JournalStorage`` or ``InMemoryStorage`` (one
-            process only).
+        storage: Any Optuna storage: a URL (``"journal:<file>"`` for a Journal file) or a
+            storage object (``InMemoryStorage`` for one process).
         name: The board's name; the board is the study ``"fairtune-board:<name>"`` of that
             storage, created on first use. Defaults to ``"default"``.
-        seed: The shared seed of the groups and of the collaborative Latin hypercube. The first
-            board object to open the study stores it; a different seed given later is an error.
-            If None, a seed derived from ``name`` (so that agents opening a new board at the
-            same moment from several processes agree on it). Defaults to None.
+        seed: The shared seed of the groups and of the collaborative Latin hypercube, stored
+            by the first board object to open the study (a different one later is an error).
+            Defaults to None: a seed derived from ``name``.
 
     Example:
         >>> import optuna
@@ -207,14 +197,11 @@ class Board:
             isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
             or not 0 <= seed < 2**32
         ):
-            raise ValueError(
-                f"`seed` must be None or an integer in [0, 2**32), but got seed={seed!r}."
-            )
+            raise ValueError(f"`seed` must be None or an integer in [0, 2**32), but got "
+                             f"seed={seed!r}.")
         if not isinstance(storage, (str, BaseStorage)):
-            raise ValueError(
-                "`storage` must be an Optuna storage URL or storage object, but got "
-                f"storage={storage!r}."
-            )
+            raise ValueError("`storage` must be an Optuna storage URL or storage object, but "
+                             f"got storage={storage!r}.")
         self.name = name
         if isinstance(storage, str):
             storage = _open_url(storage)
@@ -228,7 +215,8 @@ class Board:
         if SEED_KEY not in attrs:
             # Without a seed, one derived from the name: agents that open a new board at the
             # same moment in several processes write the same value, whoever writes last.
-            chosen = default_board_seed(name) if seed is None else seed
+            chosen = seed if seed is not None else int.from_bytes(
+                hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
             self._storage.set_study_system_attr(self._study_id, SEED_KEY, int(chosen))
             attrs = self._attrs()
         if seed is not None and int(attrs[SEED_KEY]) != int(seed):
@@ -310,17 +298,8 @@ class Board:
         self, agents: Sequence[str], attrs: Mapping[str, Any] | None = None
     ) -> dict[str, Post]:
         """The latest post (highest round) of each of ``agents`` that has posted."""
-        wanted = set(agents)
-        latest: dict[str, Post] = {}
-        for post in self.posts(attrs):
-            if post.agent in wanted:
-                latest[post.agent] = post  # posts are sorted by round within an agent
-        return latest
-
-
-def default_board_seed(name: str) -> int:
-    """The seed of a board opened without one: a function of its name only (SHA-256)."""
-    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
+        wanted = set(agents)  # posts are sorted by round within an agent: the last one wins
+        return {post.agent: post for post in self.posts(attrs) if post.agent in wanted}
 
 
 def group_of(
@@ -376,10 +355,8 @@ def simulate(
 ) -> list[optuna.Study]:
     """Run N agents in one process, round by round: each with its own study and objective.
 
-    In each round every agent first posts to its board (for samplers that post, such as
-    :class:`fairtune.samplers.CGPSampler`), then every agent evaluates one trial: the paper's
-    synchronous Algorithm 1, where all posts of round t come from the same data as the agents'
-    choices. Each study lives in its own in-memory storage: agents share nothing but the board.
+    In each round every agent first posts to its board, then evaluates one trial (the paper's
+    synchronous Algorithm 1); each study lives in its own in-memory storage.
 
     Args:
         objectives: One objective per agent.
@@ -400,9 +377,8 @@ def simulate(
             f"{len(objectives)} objectives and {len(samplers)} samplers."
         )
     if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 0:
-        raise ValueError(
-            f"`n_rounds` must be a non-negative integer, but got n_rounds={n_rounds!r}."
-        )
+        raise ValueError(f"`n_rounds` must be a non-negative integer, but got "
+                         f"n_rounds={n_rounds!r}.")
     studies = [
         optuna.create_study(
             storage=optuna.storages.InMemoryStorage(), direction=direction, sampler=sampler,

@@ -1,21 +1,9 @@
 """The study report: what a reviewer signs a fair model off on, as text, Markdown or HTML.
 
-:func:`report` reads a single-objective study (any storage) and returns a :class:`StudyReport`:
-the setup the study was tuned with (its setup record), how many trials completed, were pruned,
-failed and are fair, the model to deploy (its metric, every limited fairness value, the
-predicted positive rate per group, its parameters), what it needs at prediction time, how many
-trials predict one class for everyone, and the test split's scores with their intervals when
-the objective (or ``fairtune tune --test-size``) recorded them. :meth:`StudyReport.text` is
-what ``fairtune report`` prints, :meth:`StudyReport.markdown` optuna-dashboard's study note and
-:meth:`StudyReport.html` a self-contained page (the plots inline) that ``fairtune report
---html`` and ``tune --html`` write. The three format the same parts, each line said once: the
-answer first (the model to deploy, its certificate, its test verdict, what it needs at
-prediction time), then the setup, the reported trial's table, its model and its test split.
-
-A study shared by tenants (:mod:`fairtune.tenancy`) is reported by tenant: each tenant scores
-trials on its own data, so there is no best trial across tenants, only each tenant's best fair
-trial among its own trials (a table of tenants, and a section per tenant). Every value from
-the data or the user is printed with its control characters escaped.
+:func:`report` reads a single-objective study's records into a :class:`StudyReport`, which
+:meth:`StudyReport.text` (``fairtune report``), :meth:`StudyReport.markdown`
+(optuna-dashboard's note) and :meth:`StudyReport.html` format: the answer first, then the
+setup, the reported trial's table, its model and its test split.
 
 Example:
     >>> from fairtune.tuning import FairObjective
@@ -90,10 +78,7 @@ _FITS = {
 def render_test_scores(trial: int, fits: Sequence[ScoresOnTest], *,
                        current: bool = True) -> list[str]:
     """Trial ``trial``'s recorded scores on the test split (:class:`ScoresOnTest`), one line
-    per fitted model: each fairness metric with its bootstrap interval, the verdict against
-    the limits, and each limit that lies inside its interval named, since this many test rows
-    cannot tell whether it holds on new data. ``current``: whether the trial is still the
-    model to deploy (else each line names the trial, and no advice on which to deploy)."""
+    per fitted model; ``current``: whether the trial is still the model to deploy."""
     interval, lines = f"{percent(TEST_CONFIDENCE)} interval ", []
     for i, fit in enumerate(fits):
         values = ", ".join(f"{k} {with_interval(v, fit.intervals.get(k), interval)}"
@@ -130,9 +115,7 @@ def _running(study: optuna.Study) -> str:
 
 
 def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
-    """The report's rows of a setup record (:func:`fairtune.tuning._setup.read_setup`): what
-    the trials were scored on and how, and for a multi-fidelity search the budgets, the
-    resource they cut and the pruner."""
+    """The report's rows of a setup record (:func:`fairtune.tuning._setup.read_setup`)."""
 
     def listed(values: Any) -> str | None:
         return ", ".join(map(str, values)) if values else None
@@ -224,8 +207,7 @@ class TenantRow:
         trials: Its trials, in any state.
         pruned: Those of its trials a pruner stopped at a smaller budget.
         fair: Its completed trials that meet every limit (:func:`fairtune.fairness.is_fair`).
-        best: Its best fair trial among its own trials
-            (``fairtune.fairness.best_fair_trial(study, tenant=...)``), or None.
+        best: Its best fair trial among its own trials, or None.
         utility: Its cumulative utility (:func:`fairtune.tenancy.cumulative_utilities`).
     """
 
@@ -246,27 +228,18 @@ class StudyReport:
     """A single-objective study's report; :func:`report` builds it from the study's records,
     and :meth:`text`, :meth:`markdown` and :meth:`html` format the same parts of it.
 
-    A study shared by tenants, each scoring trials on its own data, has no best trial across
-    tenants: its report holds a :class:`TenantRow` per tenant and one section (a report of the
-    tenant's own trials) per tenant shown.
-
     Attributes:
         study: The study reported on.
         counts: ``(trials, complete, failed, fair)``.
-        setup: ``(what, value)`` rows of the stored setup record (dataset, model, metric,
-            limits and margin, validation, mitigation; for a multi-fidelity search the budgets,
-            the resource they cut and the pruner; the tenants of a shared study).
+        setup: ``(what, value)`` rows of the stored setup record.
         running: A line about trials still RUNNING ('' if none).
         best: The best fair trial, or the least unfair one when no trial is fair (None without
             completed trials, and for a study shared by tenants: see ``sections``).
         best_is_fair: Whether ``best`` meets every limit.
         metric: The name of the study's value (e.g. ``"accuracy"``).
-        deploy: The model to deploy and why (:class:`~fairtune.tuning._deployment.Deployment`,
-            the one record every view renders); a certified trial other than ``best`` is the
-            trial reported.
-        rows: ``(name, value, status)`` rows of the trial reported: the metric, each fairness
-            value (``"ok"`` or ``"violated (...)"``), the predicted positive rate overall and
-            per group, the parameters (status ``"param"``).
+        deploy: The model to deploy and why (:class:`~fairtune.tuning._deployment.Deployment`);
+            a certified trial other than ``best`` is the trial reported.
+        rows: ``(name, value, status)`` rows of the trial reported (parameters: ``"param"``).
         deployment: What the reported trial's model uses and needs at prediction time.
         findings: Warnings about the reported trial (that it, or how many trials, predict one
             class for everyone).
@@ -342,12 +315,9 @@ class StudyReport:
         return None if label is None else int(label)
 
     def _verdict(self) -> tuple[str, str, list[str]]:
-        """``(headline, heading, answer)``: the heading of the reported trial's table; the
-        note's heading, the model to deploy in a few words; and what a reviewer reads first:
-        the model to deploy (the certified one when the study was certified, none when the
-        safety test refused), its certificate, its verdict on the test split in one line when
-        it was measured on that model, and what it needs at prediction time (no answer before
-        a fair trial, nor across tenants)."""
+        """``(headline, heading, answer)``: the heading of the reported trial's table, the
+        note's heading, and what a reviewer reads first (the model to deploy, its certificate,
+        its test verdict, what it needs at prediction time)."""
         best, d = self.best, self.deploy
         if best is None:
             return "No completed trial yet.", "No completed trial yet.", []
@@ -400,13 +370,8 @@ class StudyReport:
         return "" if self.test_current else " (not the model to deploy)"
 
     def _parts(self, *, answer_first: bool) -> dict[str, Any]:
-        """The report's parts, built once from its records for each view to format: the
-        ``headline``, ``heading`` and ``answer`` (:meth:`_verdict`), the ``findings`` about the
-        reported trial, its ``scores`` and ``params`` rows, what its model uses and needs
-        (``deployment``), its ``test`` lines and the rows of the table of ``tenants``. The
-        answer repeats lines of the parts below it; each is said once: in the answer with
-        ``answer_first`` (the note and the page, which open with it), else below, in its place
-        (the text)."""
+        """The report's parts, built once for each view to format; a line the answer repeats is
+        said once: in the answer with ``answer_first`` (note and page), else below it (text)."""
         headline, heading, answer = self._verdict()
         below = {"findings": self.findings, "deployment": self.deployment,
                  "test": self.test_lines}
@@ -424,12 +389,7 @@ class StudyReport:
                             for row in self.tenants]}
 
     def text(self) -> str:
-        """The report as ``fairtune report`` prints it (every value from the data or the user
-        with its control characters escaped).
-
-        Of a study shared by tenants: the table of tenants, each with its own best fair trial,
-        and the section of the tenant asked for (never one best trial across tenants).
-        """
+        """The report as ``fairtune report`` prints it (control characters escaped)."""
         parts = self._parts(answer_first=False)
         lines = [self._summary(), *parts["answer"],
                  *(f"{what:<11} {value}" for what, value in self.setup),
@@ -450,10 +410,8 @@ class StudyReport:
             "\n" + section.text() for section in self.sections if self.tenant is not None)
 
     def markdown(self) -> str:
-        """The report as Markdown, for optuna-dashboard's study note (:mod:`fairtune.dashboard`):
-        the answer first (the trial to deploy, its certificate, its test verdict, what it needs
-        at prediction time), then the best trial's scores, the setup and the counts. Every value
-        from the data or the user is shown as typed, never read as markup."""
+        """The report as Markdown, for optuna-dashboard's study note (:mod:`fairtune.dashboard`);
+        every value from the data or the user is shown as typed, never read as markup."""
         parts, out = self._parts(answer_first=True), []
         if self.tenants:
             out += ["### Tenants", "", markdown_table(_TENANTS, parts["tenants"],
@@ -486,10 +444,6 @@ class StudyReport:
 
     def html(self, *, fairness_metric: str | None = None) -> str:
         """The report as one self-contained HTML page, the plots inline.
-
-        Of a study shared by tenants: the table of tenants, then a section per tenant shown
-        (the tenant asked for, else every tenant) with its best fair trial and plots of its
-        own trials only.
 
         Args:
             fairness_metric: The trade-off plot's x axis. Defaults to None: the study's first
@@ -586,10 +540,9 @@ def save_plot(
     study: optuna.Study, path: Any, draw: str = "tradeoff", *,
     fairness_metric: str | None = None, tenant: str | None = None,
 ) -> None:
-    """Write the trade-off plot (``draw="tradeoff"``, x axis ``fairness_metric``, by default
-    the first limit), the best-fair curve (``"curve"``) or, of a multi-objective study, the
-    Pareto front (``"pareto"``) of ``study`` to an image file (a binary stream: as PNG); with
-    ``tenant``, of that tenant's trials only (a study shared by tenants).
+    """Write ``study``'s trade-off plot (``draw="tradeoff"``, x axis ``fairness_metric``),
+    best-fair curve (``"curve"``) or Pareto front (``"pareto"``) to an image file (a binary
+    stream: as PNG); with ``tenant``, of that tenant's trials only.
 
     Raises:
         ValueError: If no completed trial has fairness values to draw.
@@ -620,8 +573,7 @@ def save_plot(
 
 def _plot_png(study: Any, draw: str, fairness_metric: str | None,
               tenant: str | None = None) -> str | None:
-    """A plot of ``study`` (of ``tenant``'s trials only) as base64 PNG text, or None when there
-    is nothing to draw (or no matplotlib)."""
+    """A plot of ``study`` as base64 PNG text, or None when there is nothing to draw."""
     buffer = io.BytesIO()
     try:
         with warnings.catch_warnings():
@@ -635,9 +587,7 @@ def _plot_png(study: Any, draw: str, fairness_metric: str | None,
 def _best_rows(
     best: optuna.trial.FrozenTrial, limits: dict[str, Any], metric: str
 ) -> list[tuple[str, str, str]]:
-    """The report's rows of a trial: its metric, each limited fairness value with its status,
-    the other fairness values, the predicted positive rate overall and per group, and its
-    parameters."""
+    """The report's rows of a trial: its metric, fairness values, positive rates, parameters."""
     from fairtune.fairness import fairness_values
 
     values, attrs = fairness_values(best), best.user_attrs
@@ -676,15 +626,7 @@ def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
 
 
 def report(study: optuna.Study, *, tenant: str | None = None) -> StudyReport:
-    """The report of a single-objective study, read from its records (it never fits a model):
-    the model to deploy is the study's deployment record
-    (:func:`fairtune.tuning._deployment.deployment`), the test split's scores those
-    ``FairObjective.conclude(study)`` recorded (``fairtune tune`` runs it after its search),
-    labelled by their trial when it is no longer the model to deploy.
-
-    A study shared by tenants (:mod:`fairtune.tenancy`), whose tenants each score trials on
-    their own data, is reported by tenant: a :class:`TenantRow` each and a section of the
-    tenant asked for, or of every tenant; never one best trial across tenants.
+    """The report of a single-objective study, read from its records (it never fits a model).
 
     Args:
         study: A single-objective study (fairtune's trials record their fairness values).
@@ -790,8 +732,7 @@ def objective_names(study: optuna.Study) -> list[str]:
 
 
 def pareto_text(study: optuna.Study) -> str:
-    """A multi-objective study's report: its Pareto-optimal (feasible) trials, marked where
-    they predict one class for everyone, and the task correlation MTKBSampler learned."""
+    """A multi-objective study's report: its Pareto-optimal trials and the task correlation."""
     from optuna.trial import TrialState
 
     from fairtune._storage import stored_task_correlation
@@ -855,15 +796,9 @@ def print_report(
     fairness_metric: str | None = None, tenant: str | None = None,
 ) -> None:
     """Write ``study``'s text report to the stream ``out`` (:meth:`StudyReport.text`, or
-    :func:`pareto_text` for a multi-objective study) and save the plots asked for: ``plot``
-    the trade-off (the Pareto front), ``curve`` the best-fair curve, each once there is a trial
-    to draw. Of a study shared by tenants, ``tenant`` names the tenant whose section is shown
-    and whose own trials the plots draw (they need one).
-
-    Raises:
-        ValueError: Before writing anything, for a ``tenant`` the study does not have, or plots
-            of a study shared by tenants without ``tenant`` (:func:`check_tenant`).
-    """
+    :func:`pareto_text`) and save the plots asked for (``plot``: the trade-off or Pareto
+    front, ``curve``: the best-fair curve) once there is a trial to draw; ``tenant`` as in
+    :func:`check_tenant`."""
     from optuna.trial import TrialState
 
     if len(study.directions) > 1:
@@ -895,12 +830,7 @@ def board_text(board: Any, agent: str) -> str:
 
 def check_output_path(path: str | None, *, flag: str = "`path`", html: bool = False) -> None:
     """Fail before any work if an image (or, with ``html``, the HTML page) could not be written
-    to ``path``: an extension matplotlib (or HTML) knows, an existing folder, not a folder
-    itself, and writable. None passes.
-
-    Raises:
-        ValueError: Naming ``flag`` and what is wrong with the path.
-    """
+    to ``path`` (None passes)."""
     import os
     from pathlib import Path
 
@@ -933,12 +863,7 @@ def check_report_options(study: optuna.Study, *, curve: Any = None, html: Any = 
                          plots: bool = False) -> None:
     """Refuse what a report of ``study`` cannot show: of a multi-objective study the
     best-fair curve, a fairness axis, the HTML page or a tenant; a ``tenant`` the study does
-    not have (:func:`check_tenant`, with ``plots`` when one is drawn); a ``fairness_metric``
-    no trial has a value for.
-
-    Raises:
-        ValueError: Naming the argument (the command line's flag) and the study.
-    """
+    not have; a ``fairness_metric`` no trial has a value for."""
     from fairtune._names import arg
     from fairtune.fairness import fairness_values
 

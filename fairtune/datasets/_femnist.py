@@ -17,9 +17,7 @@ Pixel convention in memory, whatever the source: float32 in [0, 1] with **0.0 th
 1.0 the ink** (MNIST's convention; TFF and LEAF store the inverse, ``1 - x``). PNG images are
 scaled to [0, 1] and inverted when most of their pixels are bright (a light background).
 
-A writer present in several files (LEAF's train and test shards, TFF's train and test files)
-has all its examples under one id, train files first. :meth:`FederatedDataset.partition` makes
-its own per-writer split into training and validation examples.
+A writer present in several files has all its examples under one id, train files first.
 """
 
 from __future__ import annotations
@@ -78,12 +76,6 @@ _TFF_ARCHIVES: dict[bool, tuple[str, str]] = {
     ),
 }
 
-_EXTRA_MESSAGE = (
-    "Reading FEMNIST's {what} files needs {package}, which is not installed. "
-    'Install the optional dependencies with: pip install "fairtune[femnist]"'
-)
-
-
 def _require(module: str, what: str) -> Any:
     import importlib
 
@@ -91,7 +83,9 @@ def _require(module: str, what: str) -> Any:
         return importlib.import_module(module)
     except ImportError as e:
         package = {"PIL": "pillow"}.get(module, module)
-        raise ImportError(_EXTRA_MESSAGE.format(what=what, package=package)) from e
+        raise ImportError(f"Reading FEMNIST's {what} files needs {package}, which is not "
+                          'installed. Install the optional dependencies with: pip install '
+                          '"fairtune[femnist]"') from e
 
 
 @dataclass(frozen=True)
@@ -105,8 +99,7 @@ class TenantData:
         y_train: Training labels, (n_train,) int64.
         X_valid: Validation images, (n_valid, height, width) float32.
         y_valid: Validation labels, (n_valid,) int64.
-        n_classes: Number of classes of the dataset (62 for FEMNIST, 10 for digits), which a
-            classifier must output even when some are absent from this tenant's data.
+        n_classes: Number of classes of the dataset (62 for FEMNIST, 10 for digits).
     """
 
     name: str
@@ -131,13 +124,9 @@ class FederatedDataset:
         name: ``"femnist"``, ``"femnist_digits"`` or ``"digits"`` (the embedded stand-in).
         writers: The writer ids, sorted.
         label_names: Class index -> character (for FEMNIST: 0-9, A-Z, a-z, LEAF's order).
-        DESCR: Where the data comes from, its pixel convention and, for the stand-in, that its
-            "writers" are not real writers.
+        DESCR: Where the data comes from, and its pixel convention.
         source: The format read (``"tff"``, ``"leaf"``, ``"parquet"``, ``"sklearn"``) and the
             files.
-
-    Use :meth:`examples` for one writer's images (n, height, width) float32 in [0, 1] with 0.0
-    the background, and labels (n,) int64; :meth:`partition` for tenants.
 
     Example:
         >>> from fairtune.datasets import federated_digits
@@ -197,10 +186,8 @@ class FederatedDataset:
     ) -> dict[str, TenantData]:
         """Group ``n_tenants * writers_per_tenant`` distinct writers into tenants.
 
-        Writers are drawn without replacement by a seeded permutation (a tenant never shares a
-        writer with another); each writer's examples are shuffled and ``validation_fraction``
-        of them (rounded, at least one, and at least one left for training when the writer has
-        two or more) go to validation. Deterministic given ``seed``.
+        No two tenants share a writer; ``validation_fraction`` of each writer's examples (at
+        least one, and at least one left for training) go to validation.
 
         Args:
             n_tenants: Number of tenants. Defaults to 10 (Sim et al. 2021).
@@ -216,10 +203,8 @@ class FederatedDataset:
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"`{arg}` must be a positive integer, but got {arg}={value!r}.")
         if not 0.0 < validation_fraction < 1.0:
-            raise ValueError(
-                "`validation_fraction` must be in (0, 1), but got "
-                f"validation_fraction={validation_fraction!r}."
-            )
+            raise ValueError("`validation_fraction` must be in (0, 1), but got "
+                             f"validation_fraction={validation_fraction!r}.")
         needed = n_tenants * writers_per_tenant
         if needed > len(self.writers):
             raise ValueError(
@@ -253,19 +238,14 @@ class FederatedDataset:
 
 def _check_labels(y: np.ndarray, path: Path | str, writer: str) -> np.ndarray:
     y = np.asarray(y)
-    if y.ndim != 1 or (y.size and not np.issubdtype(y.dtype, np.integer)):
-        if y.size and np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise ValueError(
-                f"{path}: writer {writer!r} has labels that are not integers (dtype {y.dtype}, "
-                f"shape {y.shape}); FEMNIST labels are class indices 0..61."
-            )
+    integral = y.ndim == 1 and (not y.size or np.issubdtype(y.dtype, np.integer) or (
+        np.issubdtype(y.dtype, np.floating) and bool(np.all(y == np.round(y)))))
+    if not integral:
+        raise ValueError(f"{path}: writer {writer!r} has labels that are not integers (dtype "
+                         f"{y.dtype}, shape {y.shape}); FEMNIST labels are class indices 0..61.")
     if y.size and (y.min() < 0 or y.max() >= _N_CLASSES):
-        raise ValueError(
-            f"{path}: writer {writer!r} has labels outside 0..{_N_CLASSES - 1} "
-            f"(min {y.min()}, max {y.max()}); FEMNIST labels are class indices 0..61."
-        )
+        raise ValueError(f"{path}: writer {writer!r} has labels outside 0..{_N_CLASSES - 1} (min "
+                         f"{y.min()}, max {y.max()}); FEMNIST labels are class indices 0..61.")
     return y.astype(np.int64)
 
 
@@ -442,39 +422,18 @@ def _read_parquet(
 # --------------------------------------------------------------------------------------------
 
 
-def _tff_files(folder: Path, only_digits: bool) -> list[Path] | None:
-    prefixes = ["fed_emnist_digitsonly", "fed_emnist"] if only_digits else ["fed_emnist"]
-    for prefix in prefixes:
-        paths = [folder / f"{prefix}_{split}.h5" for split in ("train", "test")]
-        if all(p.is_file() for p in paths):
-            return paths
-    return None
-
-
-def _leaf_files(folder: Path) -> list[Path] | None:
-    for root in (folder, folder / "data"):
-        train = sorted((root / "train").glob("*.json"))
-        test = sorted((root / "test").glob("*.json"))
-        if train or test:
-            return train + test
-    return None
-
-
-def _parquet_files(folder: Path) -> list[Path] | None:
-    paths = sorted(p for p in folder.rglob("*.parquet") if p.is_file())
-    return paths or None
-
-
 def _find(folder: Path, fmt: str, only_digits: bool) -> tuple[str, list[Path]] | None:
-    finders = {
-        "tff": lambda: _tff_files(folder, only_digits),
-        "leaf": lambda: _leaf_files(folder),
-        "parquet": lambda: _parquet_files(folder),
+    prefixes = ["fed_emnist_digitsonly", "fed_emnist"] if only_digits else ["fed_emnist"]
+    candidates = {  # each format's files, first found first
+        "tff": [[folder / f"{p}_{split}.h5" for split in ("train", "test")] for p in prefixes],
+        "leaf": [sorted((root / "train").glob("*.json")) + sorted((root / "test").glob("*.json"))
+                 for root in (folder, folder / "data")],
+        "parquet": [sorted(p for p in folder.rglob("*.parquet") if p.is_file())],
     }
     for name in ([fmt] if fmt != "auto" else ["tff", "leaf", "parquet"]):
-        paths = finders[name]() if folder.is_dir() else None
-        if paths:
-            return name, paths
+        for paths in candidates[name] if folder.is_dir() else []:
+            if paths and all(p.is_file() for p in paths):
+                return name, paths
     return None
 
 
@@ -531,24 +490,16 @@ def fetch_femnist(
     """Load FEMNIST (LEAF, Caldas et al. 2018) from ``<data_home>/femnist/``, downloading it if
     needed: 28 x 28 handwritten characters (62 classes) of about 3,500 writers.
 
-    The format is recognised from what is in the folder (see the module docstring): TensorFlow
-    Federated's HDF5 files, LEAF's JSON shards or the parquet files of ``flwrlabs/femnist``.
-    When none is there and ``download_if_missing``, TensorFlow Federated's archive
-    (``fed_emnist.tar.bz2``, or ``fed_emnist_digitsonly.tar.bz2`` with ``only_digits``) is
-    downloaded with a progress bar and retries, its SHA-256 checked against the published one,
-    and its two ``.h5`` files moved into place atomically (an interrupted download leaves
-    nothing that is read later). HDF5 needs ``h5py`` and parquet ``pyarrow`` and ``pillow``:
+    The format is recognised from what is in the folder (see the module docstring); when none
+    is there, TensorFlow Federated's archive is downloaded, checked against its published
+    SHA-256 and its ``.h5`` files moved into place atomically. HDF5 and parquet need
     ``pip install "fairtune[femnist]"``.
-
-    Images are float32 in [0, 1] with **0.0 the background** (the sources store 1.0 for the
-    background and are inverted on reading).
 
     Args:
         data_home: Folder of the data cache. Defaults to ``FAIRTUNE_DATA`` or
             ``~/fairtune_data`` (see :func:`get_data_home`).
         download_if_missing: Download TFF's files when no format is found. Defaults to True.
-        only_digits: Keep the digits 0-9 only (TFF's digits-only files when present, else the
-            other examples are dropped, with writers left without examples). Defaults to False.
+        only_digits: Keep the digits 0-9 only. Defaults to False.
         file_format: ``"auto"``, ``"tff"``, ``"leaf"`` or ``"parquet"``. Defaults to ``"auto"``.
         progress: Show a progress bar while downloading. Defaults to True.
 
@@ -562,9 +513,8 @@ def fetch_femnist(
         ImportError: An optional dependency is missing (the message names the extra).
     """
     if file_format not in _FORMATS:
-        raise ValueError(
-            f"`file_format` must be one of {list(_FORMATS)}, but got file_format={file_format!r}."
-        )
+        raise ValueError(f"`file_format` must be one of {list(_FORMATS)}, but got "
+                         f"file_format={file_format!r}.")
     folder = get_data_home(data_home) / "femnist"
     found = _find(folder, file_format, only_digits)
     if found is None and file_format in ("auto", "tff"):
@@ -601,10 +551,8 @@ def federated_digits(*, n_writers: int = 100, seed: int = 0) -> FederatedDataset
     """scikit-learn's bundled handwritten digits (1,797 images, 8 x 8) dealt to ``n_writers``
     pseudo-writers: an embedded stand-in for FEMNIST that needs no download.
 
-    The images are real handwriting (UCI optdigits, 43 people), but the bundle does not say who
-    wrote which, so the "writers" here are a seeded random split, not real writers: the
-    tenants' data are alike, unlike FEMNIST's. Pixels are scaled from 0..16 to [0, 1], 0.0 the
-    background (as :func:`fetch_femnist`).
+    The "writers" are a seeded random split, not real writers (the bundle does not say who
+    wrote which): the tenants' data are alike, unlike FEMNIST's.
 
     Args:
         n_writers: Number of pseudo-writers (about 1797 / n_writers images each). Defaults to

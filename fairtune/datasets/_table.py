@@ -1,10 +1,6 @@
 """A user's own table (CSV or parquet) as a :class:`FairDataset`.
 
-:func:`read_table` is what ``fairtune tune --data FILE --target ... --sensitive ...`` reads and
-what a Python user can call on the same file: it checks what a search cannot work with (a
-missing column, missing labels or groups, labels of unknown polarity) before any trial, names
-the argument and what it found, and records the file's name, row count and checksum, so that a
-stored study knows which file its trials were scored on.
+:func:`read_table` is what ``fairtune tune --data FILE`` reads, and what a Python user can call.
 """
 
 from __future__ import annotations
@@ -64,8 +60,7 @@ def _read(path: Path, kind: str) -> pd.DataFrame:
 
 def _columns(frame: pd.DataFrame, names: Sequence[str], argument: str) -> list[str]:
     """The file's columns ``names`` give: the column of that exact name, else the one column
-    whose name differs only by surrounding spaces (a shell argument or a list split on commas
-    loses them)."""
+    whose name differs only by surrounding spaces."""
     by_stripped: dict[str, list[str]] = {}
     for column in map(str, frame.columns):
         by_stripped.setdefault(column.strip(), []).append(column)
@@ -96,9 +91,8 @@ def _check_complete(frame: pd.DataFrame, path: Path, **columns: list[str]) -> No
 
 
 def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
-    """The target column as 0/1, 1 the favourable outcome (``positive``; 1 or True for a
-    column of 0/1 or booleans); any other column of labels needs ``positive``, which must not
-    have twins among the values (see :func:`fairtune._validation.check_pos_label_twins`)."""
+    """The target column as 0/1, 1 the favourable outcome (``positive``, needed unless the
+    column is 0/1 or booleans)."""
     values = list(pd.unique(column))
     shown = sorted(map(str, values))
     if positive is None:
@@ -155,11 +149,8 @@ def read_table(
     """Read a CSV or parquet file as a :class:`FairDataset` for
     :class:`~fairtune.tuning.FairObjective`.
 
-    The features are every column but ``target`` (the sensitive columns included, as in the
-    bundled datasets: ``FairObjective(..., use_sensitive_feature=False)`` keeps them from the
-    model). Nothing else is changed: text columns become categories for one-hot encoding, and
-    missing feature values are left to the model (XGBoost handles them; the other search spaces
-    need complete rows).
+    The features are every column but ``target``, the sensitive ones included; text columns
+    become categories and missing feature values are left to the model.
 
     Args:
         path: A ``.csv`` (or ``.csv.gz``) or ``.parquet`` file with a header row.
@@ -171,20 +162,15 @@ def read_table(
             outcome). Needed unless the target is 0/1 or booleans.
 
     Returns:
-        The dataset; its ``name`` is the file's name with its row count and the first digits
-        of its SHA-256 checksum (a study records it), and ``DESCR`` says where it came from.
+        The dataset, named by the file's name, row count and SHA-256 checksum.
 
     Raises:
-        ValueError: For an unsupported ending, a file that does not parse, a column that is
-            not in the file, missing values in the target or the sensitive columns, sensitive
-            columns of a single group, a target of other than two values (or of unknown
-            polarity) without ``positive``, or a ``positive`` with twins among the target's
-            values (``"approved"`` beside ``"Approved"`` or ``"approved "``: an exact comparison
-            would count their rows as unfavourable).
+        ValueError: For what a search cannot work with: an unreadable file, a missing column
+            or value, one group only, labels of unknown polarity, or a ``positive`` with twins
+            among the target's values (``"approved"`` beside ``"Approved "``).
 
     Warns:
-        UserWarning: When a sensitive column's values differ only in case or surrounding
-            spaces (``"F"`` and ``"f "``): they are measured as separate groups.
+        UserWarning: When a sensitive column's values differ only in case or spaces.
     """
     missing = [arg(name) for name, value in (("target", target), ("sensitive", sensitive))
                if value is None]

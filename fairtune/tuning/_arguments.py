@@ -70,9 +70,8 @@ def checked_mitigation(mitigation: Any, limits: list[Any], metric: str, *,
     if "correlation_remover" in names and not use_sensitive_feature:
         raise ValueError(
             f"{arg('mitigation')} 'correlation_remover' decorrelates the model's inputs from the "
-            f"sensitive columns, which {got('use_sensitive_feature', False)} removes from them: "
-            f"use one without the other (or 'reduction', which needs no sensitive input), but "
-            f"got {got('mitigation', mitigation)} and {got('use_sensitive_feature', False)}."
+            f"sensitive columns, which {got('use_sensitive_feature', False)} removes from them, "
+            f"but got {got('mitigation', mitigation)} and {got('use_sensitive_feature', False)}."
         )
     if names and not limits:
         raise ValueError(
@@ -193,11 +192,9 @@ def check_budgets_objectives(budgets: Any, objectives: Sequence[str],
                          f"{got('objectives', list(objectives))}.")
     if budgets is not None and tenant is not None:
         raise ValueError(
-            f"{arg('budgets')} let a pruner stop a trial whose value is poor next to the "
-            "study's other trials, but in a study that tenants share each tenant scores on "
-            "its own data, so one tenant's trials would be stopped by another's values: tune "
-            f"a tenant without {arg('budgets')} (and {arg('pruner')}), but got "
-            f"{got('budgets', list(budgets))} and {got('tenant', tenant)}.")
+            f"{arg('budgets')} let a pruner stop a trial next to the study's other trials, "
+            "which other tenants score on their own data, so they must not be given with a "
+            f"tenant, but got {got('budgets', list(budgets))} and {got('tenant', tenant)}.")
 
 
 def check_resource(objective: Any) -> None:

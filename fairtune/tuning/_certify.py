@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from fairtune._keys import CERTIFICATE_KEY
 from fairtune._names import arg, got
 from fairtune._text import percent
 
@@ -36,8 +37,7 @@ __all__ = ["CANDIDATES", "Certificate", "NotCertifiedError", "candidates", "cert
            "check_confidence", "forget_verdict", "limits_for_search",
            "one_class_text", "rate_labels", "record_refusal", "store_verdict"]
 
-#: The fair trials tested on the safety rows, best first; the error probability is split
-#: among them, so more candidates make each bound wider.
+#: The fair trials tested on the safety rows, best first (more make each bound wider).
 CANDIDATES = 5
 
 
@@ -56,14 +56,10 @@ class Certificate:
         candidates: How many candidates the error probability was split among.
         tested: How many distinct candidates have been tested on these safety rows, over
             every certification of the study (this one included).
-        tested_trials: Their trial numbers, in the order they were first tested: the safety
-            rows' budget of :data:`CANDIDATES`, kept across resumes.
-        positive_rate: What the bounds measured: the certified model's (refitted on the
-            search rows) mean prediction of 1 over the safety rows (a randomized model's
-            expected rate); None in a record of an older version.
-        one_class: The class the certified model predicted for every safety row (with
-            certainty, for a randomized model), or None if it predicted both. Such a constant
-            model treats every group alike, so its bounds are met trivially; the text says so.
+        tested_trials: Their trial numbers, in the order they were first tested.
+        positive_rate: The certified model's mean prediction of 1 over the safety rows (None
+            in a record of an older version).
+        one_class: The class the certified model predicted for every safety row, or None.
     """
 
     trial: int
@@ -108,20 +104,12 @@ def one_class_text(trial: int, label: int, rows: int) -> str:
 def _one_class(predicted: Any) -> int | None:
     """The class every prediction is (a randomized model's with certainty), or None."""
     p = np.asarray(predicted, dtype=float)
-    if p.size and np.all(p == 1.0):
-        return 1
-    if p.size and np.all(p == 0.0):
-        return 0
-    return None
+    return next((label for label in (1, 0) if p.size and np.all(p == label)), None)
 
 
 class NotCertifiedError(ValueError):
-    """No candidate's bounds keep the limits: the entrance refuses to deploy a model.
-
-    Attributes:
-        tested_trials: The trials tested on the safety rows so far (every certification of
-            the study), recorded with the refusal.
-    """
+    """No candidate's bounds keep the limits: the entrance refuses to deploy a model;
+    ``tested_trials`` are the trials tested on the safety rows so far."""
 
     def __init__(self, message: str, tested_trials: Sequence[int] = ()) -> None:
         super().__init__(message)
@@ -187,10 +175,8 @@ def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndar
 
 def rows_needed(metric: str, sizes: np.ndarray, rates: np.ndarray, delta: float,
                 room: float, rows: int) -> int | None:
-    """About how many safety rows (in the proportions of ``sizes``, each group's rows per rate
-    out of ``rows``) make the width of ``metric``'s bound smaller than ``room``, the distance
-    from a perfectly fair model to the limit (the bound of a gap, one minus the bound of a
-    ratio); None when no number does (no room, or a group without rows of a rate)."""
+    """About how many safety rows (in the proportions of ``sizes``) make the width of
+    ``metric``'s bound smaller than ``room``; None when no number does."""
     from fairtune.fairness.bounds import metric_bound_width
 
     if room <= 0.0 or not np.all(sizes > 0):
@@ -230,12 +216,8 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
     have on the safety rows (see the module docstring), so that the models it finds can pass.
 
     Raises:
-        ValueError: If the safety rows are too few for any model to be certified (the width
-            reaches the limit), naming ``confidence``, ``safety_size`` and the limit (and
-            ``margin``, which ``limits`` are already tightened by, when it is not 0), and
-            about how many safety rows would do (:func:`rows_needed`); or if a group of the
-            safety rows has no row of a label that a limit's rate is measured on, naming the
-            group, the label and the rate.
+        ValueError: If the safety rows are too few for any model to be certified, or a group
+            of them has no row of a label that a limit's rate is measured on.
     """
     from fairtune._validation import check_groups_have_labels, sensitive_groups
     from fairtune.fairness import FairnessLimit
@@ -293,13 +275,9 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
                     ) -> tuple[Any, Certificate]:
     """The first of ``candidates`` (trials, best first) whose bounds keep every limit, with its
     certificate; ``bounds_of(trial) -> (model, {metric: bound}, {metric: value}, predicted)``,
-    ``predicted`` the model's predictions of the safety rows (a randomized model's
-    probabilities of predicting 1), which the certificate summarizes.
-
-    The error probability is split among :data:`CANDIDATES` trials for the life of the safety
-    rows: ``tested_before`` (the trials an earlier certification of the study tested, e.g.
-    before a resume) count against that budget; they may be tested again (the same model, the
-    same bound), but once the budget is spent no new trial is.
+    ``predicted`` the model's predictions of the safety rows. ``tested_before`` (an earlier
+    certification's trials) count against the safety rows' budget of :data:`CANDIDATES`; once
+    it is spent no new trial is tested.
 
     Raises:
         NotCertifiedError: Naming the best candidate's bounds and what would change them.
@@ -360,8 +338,6 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
 
 
 def _verdict_key(tenant: str | None) -> str:
-    from fairtune._keys import CERTIFICATE_KEY
-
     return CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)
 
 
@@ -420,11 +396,8 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
             y_safe: Any, s_safe: Any, tenant: str | None = None) -> tuple[Any, Certificate]:
     """The safety test of ``study``'s fair trials (``tenant``'s), best first: the first whose
     model keeps every limit on the safety rows, with its certificate (also set as the model's
-    ``certificate_``); the verdict, certificate or refusal, is stored with the study.
-
-    ``fit_predict(trial) -> (model, predicted)`` fits the trial's model on the search rows and
-    predicts the safety rows (a randomized mitigation's probabilities of predicting 1): each
-    entrance passes its own trial path, and this function never sees the entrance.
+    ``certificate_``); the verdict is stored with the study. ``fit_predict(trial) -> (model,
+    predicted)`` fits the trial's model on the search rows and predicts the safety rows.
 
     Raises:
         NotCertifiedError: Naming the best candidate's bounds and what would change them.

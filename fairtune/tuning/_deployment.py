@@ -1,8 +1,7 @@
 """The model to deploy from a study: one record, decided here, that every view renders.
 
-The command line, the text and HTML reports, optuna-dashboard's note and figures,
-``FairObjective.refit_best`` and FairSearchCV's ``best_*`` read :func:`deployment` and never
-decide the trial themselves, so that no two of them can name different models.
+Every view (the command line, the reports, the dashboard, ``refit_best``, FairSearchCV's
+``best_*``) reads :func:`deployment`, so that no two of them can name different models.
 
 The rule, for a single-objective study (a tenant's trials in a shared study):
 
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fairtune import _keys
+from fairtune.tuning._certify import CANDIDATES, _verdict_key, candidates
 
 __all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "conclude", "deployment",
            "read_test_fits", "store_test_fits"]
@@ -68,7 +68,7 @@ class Deployment:
         if number in self.failed:
             return f"the best fair trial, #{number}, did not pass the safety test"
         return (f"the best fair trial, #{number}, was never tested: the safety rows' "
-                f"{_candidates()} candidates were spent before it")
+                f"{CANDIDATES} candidates were spent before it")
 
     def pending_text(self) -> str:
         """Of a ``"pending"`` deployment, the line saying that no model is certified for the
@@ -92,14 +92,14 @@ class Deployment:
                 f"{where.format(' again')}.")
 
     def untested_text(self) -> str:
-        """Of a standing verdict whose budget is spent, the fair trials ranked above the
-        deployed one (above none after a refusal) that no safety test tried; '' otherwise."""
+        """Of a standing verdict whose budget is spent, the fair trials above the deployed one
+        that no safety test tried; '' otherwise."""
         if self.why not in ("certified", "refused") or not self.untested:
             return ""
         plural, shown = self._untested_trials()
         where = "above the certified trial" if self.why == "certified" else "fair"
         return (f"Never tested on the safety rows: trial{plural} {shown}, {where}, came after "
-                f"the safety rows' {_candidates()} candidates were spent (new safety rows, "
+                f"the safety rows' {CANDIDATES} candidates were spent (new safety rows, "
                 "another study or more data, would test them).")
 
     def _untested_trials(self) -> tuple[str, str]:
@@ -111,11 +111,9 @@ class Deployment:
 
 def conclude(study: Any, tenant: str | None, *, certify: Any = None,
              test_fits: Any = None) -> Deployment:
-    """What follows a search, for every entrance: the safety test (``certify() -> model``,
-    its verdict recorded by :func:`fairtune.tuning._certify.certify`; a refusal is the
-    record's answer), then the study's model to deploy, and its scores on the test split
-    (``test_fits(trial, certified model or None) -> [ScoresOnTest]``) recorded with the
-    study."""
+    """What follows a search, for every entrance: the safety test (``certify() -> model``),
+    then the model to deploy, and its scores on the test split (``test_fits(trial, certified
+    model or None) -> [ScoresOnTest]``) recorded with the study."""
     from fairtune.tuning._certify import NotCertifiedError, forget_verdict
 
     certified = None
@@ -131,12 +129,6 @@ def conclude(study: Any, tenant: str | None, *, certify: Any = None,
     return record
 
 
-def _candidates() -> int:
-    from fairtune.tuning._certify import CANDIDATES
-
-    return CANDIDATES
-
-
 def deployment(study: Any, tenant: str | None = None) -> Deployment:
     """The model to deploy from ``study`` (``tenant``'s trials in a study that tenants
     share), by the rule of this module, from the study's records alone."""
@@ -144,7 +136,6 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
 
     from fairtune.fairness import best_fair_trial, study_limits
     from fairtune.tenancy import tenant_of
-    from fairtune.tuning._certify import CANDIDATES, candidates
     from fairtune.tuning._setup import read_setup
 
     limits = study_limits(study, tenant)
@@ -154,8 +145,7 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
                for t in study.get_trials(deepcopy=False)):
         return Deployment(None, "empty", confidence=confidence)
     best = best_fair_trial(study, limits, tenant=tenant)
-    key = _keys.CERTIFICATE_KEY + ("" if tenant is None else ":" + tenant)
-    record = study.user_attrs.get(key)
+    record = study.user_attrs.get(_verdict_key(tenant))
     record = dict(record) if isinstance(record, dict) else {}
     if best is None:  # a refusal for want of a fair trial is still the safety test's word
         refused = record.get("certified") is False and "message" in record
@@ -192,20 +182,18 @@ TEST_CONFIDENCE = 0.95
 @dataclass(frozen=True)
 class ScoresOnTest:
     """One fitted model's scores on the test split, as recorded with the study
-    (:func:`store_test_fits`); the reports render it, nothing parses it back.
+    (:func:`store_test_fits`).
 
     Attributes:
-        fit: What was fitted: ``"tuning"`` (the trial refitted on every tuning row),
-            ``"training"`` (the validated model, on the training split only) or
-            ``"certified"`` (the certified model, refitted on the search rows).
+        fit: What was fitted: the trial on every tuning row (``"tuning"``), the validated
+            model (``"training"``) or the certified model (``"certified"``).
         rows: The test split's rows.
         scores: ``{name: value}``: the objective's metric and each fairness metric.
         intervals: ``{metric: [low, high]}``: each fairness metric's bootstrap interval at
             :data:`TEST_CONFIDENCE`.
         fair: Whether every limit holds on the test split.
         limits: The limits judged, as text.
-        unresolved: The limits that lie inside their interval: this many test rows cannot
-            tell whether they hold on new data.
+        unresolved: The limits that lie inside their interval.
     """
 
     fit: Literal["tuning", "training", "certified"]

@@ -265,9 +265,7 @@ def describe_cv(cv: Any) -> str:
 
 def estimator_identity(estimator: Any, space: Any) -> str:
     """What a FairSearchCV's trials are built from, as its setup records it: the estimator's
-    class (a pipeline's steps) and a digest of every parameter that is not tuned (another
-    scaler, another fixed setting) and of the searched space; a tuned parameter's starting
-    value is not part of it."""
+    class (a pipeline's steps) and a digest of its untuned parameters and of the space."""
     import hashlib
 
     from sklearn.pipeline import Pipeline
@@ -367,9 +365,8 @@ class _SearchObjective:
         self, estimator: Any, fit_rows: np.ndarray, valid_rows: np.ndarray,
         log: dict[str, list[float]],
     ) -> tuple[Any, Any]:
-        """Fit a clone of ``estimator`` on ``fit_rows``, predict ``valid_rows``: 0/1 labels (1
-        = the favourable one), or a randomized mitigation's probabilities of it, and the
-        positive class's scores for roc_auc; the times and the fold's score go to ``log``."""
+        """``Candidate.fit_predict`` (:mod:`fairtune.tuning._trial`) of a clone of
+        ``estimator``; the times and the fold's score go to ``log``."""
         from sklearn.utils import _safe_indexing
 
         n = len(self.y01)
@@ -449,17 +446,11 @@ def check_groups_known(X: Any, params: dict[str, Any], method: str, groups: list
 
     from fairtune.tuning.mitigation import _as_sensitive, check_known_groups
 
-    why = ("The model was chosen and fitted on the known groups only: correct the values, "
-           "or search again on data that has these groups.")
     given = params.get(_SENSITIVE)
     if given is not None and groups is not None:
-        check_known_groups(
-            _as_sensitive(given, X), groups, argument=_SENSITIVE,
-            where=f"FairSearchCV.{method}", why=why,
-        )
+        check_known_groups(_as_sensitive(given, X), groups, argument=_SENSITIVE,
+                           where=f"FairSearchCV.{method}")
     for name, known in columns.items():
         if isinstance(X, pd.DataFrame) and name in X.columns:
-            check_known_groups(
-                X[name], known, argument=f"X[{name!r}]", where=f"FairSearchCV.{method}",
-                what="values", why=why,
-            )
+            check_known_groups(X[name], known, argument=f"X[{name!r}]",
+                               where=f"FairSearchCV.{method}", what="values")

@@ -41,7 +41,6 @@ def build_pipeline(
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    mitigation_names = list(mitigation)
     def is_categorical(c: Any) -> bool:
         return bool(
             isinstance(X[c].dtype, pd.CategoricalDtype) or X[c].dtype == object
@@ -49,14 +48,12 @@ def build_pipeline(
         )
 
     build: Callable[..., Any] = space.build  # trial -> estimator, some with random_state=
-    if takes_random_state(build):
-        estimator = build(trial, random_state=random_state)
-    else:
-        estimator = build(trial)
+    estimator = (build(trial, random_state=random_state) if takes_random_state(build)
+                 else build(trial))
     chosen: str | None = None  # the mitigation the trial uses, of those in `mitigation`
     settings: dict[str, Any] = {}
-    if mitigation_names:
-        chosen, settings = suggest_mitigation_params(trial, mitigation_names, limit)
+    if mitigation:
+        chosen, settings = suggest_mitigation_params(trial, mitigation, limit)
     decorrelate = chosen == "correlation_remover"
     # The correlation remover finds the sensitive columns by position: they come first,
     # one-hot encoded with the categories of all the rows, so their number is known.
@@ -65,16 +62,12 @@ def build_pipeline(
     numeric = [c for c in X.columns if c not in first and c not in categorical]
     transformers: list[tuple[str, Any, list[Any]]] = []
     n_sensitive = 0
-    for c in first:
-        if is_categorical(c):
-            categories = sorted(pd.unique(X[c].dropna().astype(str)))
-            transformers.append((f"sensitive_{len(transformers)}", OneHotEncoder(
-                categories=[categories], handle_unknown="ignore", sparse_output=False,
-            ), [c]))
-            n_sensitive += len(categories)
-        else:
-            transformers.append((f"sensitive_{len(transformers)}", "passthrough", [c]))
-            n_sensitive += 1
+    for i, c in enumerate(first):
+        categories = sorted(pd.unique(X[c].dropna().astype(str))) if is_categorical(c) else None
+        transformers.append((f"sensitive_{i}", "passthrough" if categories is None else
+                             OneHotEncoder(categories=[categories], handle_unknown="ignore",
+                                           sparse_output=False), [c]))
+        n_sensitive += 1 if categories is None else len(categories)
     transformers += [
         ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
         ("numeric", StandardScaler() if space.needs_scaling else "passthrough", numeric),
@@ -97,7 +90,6 @@ def build_pipeline(
             random_state=random_state, holdout=holdout,
         )
     return pipeline
-
 
 
 def fit_pipeline(pipeline: Any, X: pd.DataFrame, y: pd.Series, sensitive: Any) -> Any:

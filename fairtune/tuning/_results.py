@@ -107,7 +107,7 @@ def report_failures(trials: list[optuna.trial.FrozenTrial], error_score: Any) ->
         f"error_score={error_score!r}; the first error (trial {first.number}, params "
         f"{first.params}): {reason}",
         FitFailedWarning,
-        stacklevel=4,
+        stacklevel=5,  # fit -> _search -> _select -> here
     )
 
 
@@ -150,13 +150,9 @@ def no_fair_trial_message(trials: list[optuna.trial.FrozenTrial], limits: list[F
             f": the closest is trial {closest.number} ({measured}, {scoring}="
             f"{closest.value:.4f}, params {closest.params})"
         )
-    message += (
-        ". Loosen `limits`, run more trials (`n_trials`), widen `param_distributions` "
-        "towards simpler models, or add a `mitigation` ('threshold' aims exactly at the "
-        "limit)" + ("; no model could be certified, since there is no fair trial to test."
-                    if confidence is not None else
-                    "; refit=False keeps the search's results without a best estimator.")
-    )
+    message += (". Loosen `limits`, run more trials or add a `mitigation` ('threshold' aims "
+                "exactly at the limit)" + ("." if confidence is None else "; no model could "
+                                           "be certified, since there is no fair trial to test."))
     if confidence is not None and study is not None:
         # The safety test's refusal, recorded with the study as every entrance records it,
         # so that `fairtune report` and the dashboard's note say that no model is deployed.
@@ -177,15 +173,10 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
     ])
     key = np.where(tier < 2, -np.nan_to_num(mean, nan=0.0), 0.0)
     order = np.lexsort((key, tier))
+    new = np.ones(len(order), dtype=bool)  # the first of each run of ties
+    new[1:] = (np.diff(tier[order]) != 0) | (np.diff(key[order]) != 0)
     ranks = np.empty(len(mean), dtype=np.int32)
-    previous: tuple[int, float] | None = None
-    rank = 0
-    for position, i in enumerate(order):
-        current = (int(tier[i]), float(key[i]))
-        if current != previous:
-            rank = position + 1
-            previous = current
-        ranks[i] = rank
+    ranks[order] = np.maximum.accumulate(np.where(new, np.arange(1, len(order) + 1), 0))
     return ranks
 
 
@@ -205,5 +196,5 @@ def warn_if_one_class(best: optuna.trial.FrozenTrial, scoring: str, labels: tupl
         "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
         "cv_results_['predicts_one_class'] marks such trials.",
         UserWarning,
-        stacklevel=4,
+        stacklevel=5,  # fit -> _search -> _select -> here
     )

@@ -3,7 +3,6 @@ given (the data's own checks are :mod:`fairtune.tuning._data`'s)."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any
@@ -123,14 +122,10 @@ def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
     reserved = {MITIGATION_KEY, *MITIGATION_PARAMS} if mitigation else set()
     for name, distribution in given.items():
         if not isinstance(name, str) or name not in valid:
-            by_lower = {key.lower(): key for key in valid}
-            close = [by_lower[key] for key in
-                     difflib.get_close_matches(str(name).lower(), list(by_lower), n=3)]
-            hint = f" Did you mean {close}?" if close else ""
             raise ValueError(
                 f"`param_distributions` names a parameter that {type(estimator).__name__} "
                 f"does not have: {name!r} (valid names are those of "
-                f"estimator.get_params(), e.g. {sorted(valid)[:6]}).{hint}"
+                f"estimator.get_params(), e.g. {sorted(valid)[:6]})."
             )
         if name in reserved:
             raise ValueError(
@@ -139,17 +134,11 @@ def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
             )
         if not isinstance(distribution, (FloatDistribution, IntDistribution,
                                          CategoricalDistribution)):
-            hint = (
-                " A list of values is CategoricalDistribution([...])."
-                if isinstance(distribution, (list, tuple)) else
-                " A scipy.stats distribution is FloatDistribution(low, high, log=...) or "
-                "IntDistribution(low, high)." if hasattr(distribution, "rvs") else ""
-            )
             raise ValueError(
                 f"`param_distributions[{name!r}]` must be an Optuna distribution "
                 "(optuna.distributions.FloatDistribution, IntDistribution or "
                 f"CategoricalDistribution), but got {distribution!r} "
-                f"({type(distribution).__name__}).{hint}"
+                f"({type(distribution).__name__})."
             )
     return dict(given)
 
@@ -157,11 +146,8 @@ def checked_space(given: Any, estimator: Any, mitigation: list[str]) -> Any:
 def check_sensitive(sensitive_features: Any, n: int) -> Any:
     """The group label of each row (:func:`fairtune._validation.sensitive_groups`)."""
     if sensitive_features is None:
-        raise ValueError(
-            "`sensitive_features` must be given to FairSearchCV.fit (the group of each row, "
-            "to measure the fairness limits): fit(X, y, sensitive_features=A), but got "
-            "sensitive_features=None."
-        )
+        raise ValueError("`sensitive_features` must be given to FairSearchCV.fit (each row's "
+                         "group), but got sensitive_features=None.")
     from fairtune._validation import sensitive_groups
 
     if _n_rows(sensitive_features) != n:
@@ -173,9 +159,8 @@ def check_sensitive(sensitive_features: Any, n: int) -> Any:
 
 
 def check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
-    """Refuse pandas labels or groups whose index differs from a DataFrame X's: the search
-    matches rows by position, as scikit-learn does, and a shuffled index would give rows
-    another person's label or group without a word."""
+    """Refuse pandas labels or groups whose index differs from a DataFrame X's (a shuffled
+    index would give rows another person's label or group without a word)."""
     import pandas as pd
 
     if not isinstance(X, pd.DataFrame):
@@ -184,9 +169,8 @@ def check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
         if isinstance(value, (pd.Series, pd.DataFrame)) and not value.index.equals(X.index):
             raise ValueError(
                 f"`{name}` must have the index of X: FairSearchCV matches rows by position, "
-                f"as scikit-learn does, but the index of `{name}` differs from X's (first "
-                f"labels {value.index[:3].tolist()} against {X.index[:3].tolist()}); align "
-                f"it first (`{name}.loc[X.index]`, or `.reindex(X.index)`), or pass arrays."
+                f"as scikit-learn does, but got the index {value.index[:3].tolist()}... "
+                f"against X's {X.index[:3].tolist()}..."
             )
 
 
@@ -295,14 +279,9 @@ def cv_folds(cv: Any, X: Any, y: np.ndarray, split_params: dict[str, Any], *,
 
 def untuned_params(estimator: Any, space_or_distributions: Any, mitigation: list[str],
                    limits: list[FairnessLimit]) -> dict[str, Any] | None:
-    """The trial parameters of the configuration a user gets without tuning, or None.
-
-    A fairtune space's defaults, or the estimator's own values of the searched parameters
-    (numbers clipped into their distributions and rounded to their step); None when a
-    value cannot be placed in its distribution (e.g. ``max_depth=None`` for an
-    ``IntDistribution``, a category not among the choices). With a mitigation, its
-    settings as fairlearn sets it up for the limit.
-    """
+    """The trial parameters of the configuration a user gets without tuning: a space's
+    defaults, or the estimator's own values (clipped and rounded into their distributions),
+    with the mitigation's default settings; None when a value cannot be placed."""
     from optuna.distributions import CategoricalDistribution, IntDistribution
 
     from fairtune.tuning.mitigation import default_mitigation_params

@@ -7,29 +7,11 @@ margin, mitigation, budgets, pruner, tenants and validation scheme. Each entranc
 line for one team or many) builds one record of these (:func:`setup_record`); the first trial
 stores it with the study under one key (:data:`fairtune._keys.SETUP_KEY`, a tenant's under
 ``"fairtune:setup:<tenant>"``), and every later run compares its own record with the stored one
-(:func:`check_setup`): one message names each differing argument in the caller's spelling
-(``margin=0.01`` in Python, ``--margin 0.01`` on the command line). A refit of the study's
-trials (``refit_best``, ``certify``) and an entrance that can check before it creates a trial
-(:func:`fairtune.tenancy.optimize`) make the same comparison and store nothing
-(:func:`check_stored`).
-
-Entries a stored record does not have (a study stored by an older version) are taken from the
-run and are not differences. The tenants of a shared study are a fact of the study, not of one
-tenant: they are compared for every tenant that joins.
-
-What the user chose and what follows from it. ``limits_given`` holds the limits as given;
-``limits`` the limits the trials are validated against (the given ones less ``margin``, and
-with ``confidence`` less the width of the bound the safety rows allow), which
-:func:`fairtune.fairness.study_limits` reads to judge the trials. A difference in ``limits``
-is a consequence when a choice behind it differs (``limits_given``, ``margin``,
-``confidence``, ``safety_size``, the data): the message names those choices, with the values
-the user gave. Likewise ``data`` (a digest of the tuning rows with their splits and safety
-rows) and ``rows`` (digests of the tuning rows, the test split and the safety rows apart) say
-which rows changed, and the ``dataset`` text (the data's name, its sensitive features, whether
-the model sees them, the columns dropped) is compared part by part, each part named by the
-argument that sets it; so is the ``validation`` text (the folds or validation split, the
-test split, the split seed). A file's name and checksum changing with its rows (the
-command line's ``--data``) are followed by which rows changed.
+(:func:`check_setup`): one message names each differing argument in the caller's spelling.
+Entries a stored record lacks (an older version's) are not differences. ``limits_given``
+holds the limits as given, ``limits`` those the trials are validated against (less
+``margin`` and the width of the ``confidence`` bound); a difference in ``limits`` is named
+through the choices behind it.
 """
 
 from __future__ import annotations
@@ -58,32 +40,25 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = ["SetupError", "check_directions", "check_setup", "check_stored", "check_tenant",
-           "dataset_text", "describe_pruner", "read_setup", "setup_record"]
+           "describe_pruner", "read_setup", "setup_record"]
 
 
 class SetupError(ValueError):
-    """A study's trials were scored with another setup (:func:`check_stored`).
-
-    Attributes:
-        names: The setup entries that differ.
-        data_only: Whether only the data differs (the rows, labels or groups), every argument
-            being the same.
-    """
+    """A study's trials were scored with another setup (:func:`check_stored`): ``names`` the
+    entries that differ, ``data_only`` whether only the data (rows, labels, groups) does."""
 
     def __init__(self, message: str, names: list[str]) -> None:
         super().__init__(message)
         self.names = list(names)
         self.data_only = all(name in _DATA for name in names)
 
-# The record's entries, in the order messages and reports list them; each is the Python
-# argument that sets it (the command line renames them to its flags through fairtune._names).
+# The record's entries, in the order messages list them, each named as the Python argument.
 FIELDS: tuple[str, ...] = (
     "entrance", "dataset", "target", "pos_label", "model", "metric", "objectives",
     "limits_given", "limits", "margin", "mitigation", "validation", "budgets", "resource",
     "pruner", "prune_unfair", "tenants", "confidence", "safety_size", "data", "rows", "parts",
 )
-# Entries shared by every tenant of a study (stored in the study's own record): the tenants,
-# and what the sampler proposes for all of them, the model space and the mitigation's settings.
+# Entries shared by every tenant of a study (what the sampler proposes for all of them).
 _SHARED: tuple[str, ...] = ("tenants", "model", "mitigation")
 # What each entry is, for messages: the arguments that choose it.
 _ARGUMENTS: dict[str, tuple[str, ...]] = {
@@ -95,8 +70,7 @@ _BEHIND_LIMITS: tuple[str, ...] = ("limits_given", "margin", "confidence", "safe
                                    "rows")
 # The data entries: which rows the trials are scored on (named when nothing else differs).
 _DATA: tuple[str, ...] = ("data", "rows")
-# Choices that change which rows land in which part, or their labels (a file's rows are then
-# not named as changed: the choice explains it).
+# Choices that change which rows land in which part, or their labels (they explain new rows).
 _SPLITTING: tuple[str, ...] = ("validation", "target", "pos_label", "confidence", "safety_size")
 # The parts of the ``rows`` entry, as messages describe them.
 _ROWS: dict[str, str] = {
@@ -136,11 +110,8 @@ def _plain(value: Any) -> Any:
 
 
 def describe_pruner(pruner: Any) -> str | None:
-    """What a pruner does to a trial's steps, as the setup records it: None when it prunes
-    nothing (``NopPruner``, or Optuna's default without budgets to prune at: see
-    :func:`is_default_pruner`), else its class and settings, e.g.
-    ``"SuccessiveHalvingPruner(min_early_stopping_rate=0, min_resource=1, reduction_factor=3)"``.
-    """
+    """A pruner as the setup records it: None when it prunes nothing (:func:`is_default_pruner`),
+    else its class and settings, e.g. ``"MedianPruner(n_startup_trials=5, ...)"``."""
     if is_default_pruner(pruner):
         return None
     return _described(pruner)
@@ -193,10 +164,9 @@ def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[st
 
 
 def _compared(name: str, value: Any, other: Any) -> Any:
-    """An entry as the comparison with ``other`` sees it: a ``pos_label`` of 1 or True (or
-    their text, a file's ``positive``) favours 1, which 0/1 or boolean labels favour without
-    one: the same scoring as none (labels it cannot favour are refused with it); of the
-    ``rows`` digests, those both records hold (an older version stored fewer)."""
+    """An entry as the comparison with ``other`` sees it: a ``pos_label`` of 1 or True scores
+    as none does; of the ``rows`` digests, those both records hold (older versions stored
+    fewer)."""
     if name == "pos_label" and str(value).strip().lower() in ("1", "1.0", "true"):
         return None
     if name == "rows" and isinstance(value, dict) and isinstance(other, dict):
@@ -209,23 +179,6 @@ def _show(value: Any) -> str:
         return repr(", ".join(f"{v:.12g}" if isinstance(v, float) else str(v) for v in value)
                     or "none")
     return "none" if value is None else repr(value)
-
-
-def dataset_parts(name: str, sensitive: str, *, hidden: bool, dropped: list[str]
-                  ) -> dict[str, Any]:
-    """The ``dataset`` entry's parts, stored under ``parts`` beside its text
-    (:func:`dataset_text`), so that a message names the one that differs."""
-    return {"name": name, "sensitive": sensitive, "hidden": bool(hidden),
-            "dropped": list(dropped)}
-
-
-def dataset_text(name: str, sensitive: str, *, hidden: bool, dropped: list[str]) -> str:
-    """The ``dataset`` entry: the data's name, its sensitive features, whether the model sees
-    them and the columns it does not see, e.g. ``"german (sensitive: sex, hidden from the
-    model)"``."""
-    hide = ", hidden from the model" if hidden else ""
-    without = f", without {', '.join(dropped)}" if dropped else ""
-    return f"{name} (sensitive: {sensitive}{hide}{without})"
 
 
 def _parts(stored: Mapping[str, Any], record: Mapping[str, Any], entry: str
@@ -265,19 +218,15 @@ def _dataset_items(stored: Mapping[str, Any], record: Mapping[str, Any]
 def _validation_items(stored: Mapping[str, Any], record: Mapping[str, Any]
                       ) -> list[tuple[str, str, str]] | None:
     """``(argument, stored, this run's)`` for each part of the ``validation`` entries that
-    differs (the folds or the validation split, the test split, the seed), with the values as
-    typed; None without the parts of both."""
+    differs, with the values as typed; None without the parts of both."""
     both = _parts(stored, record, "validation")
     if both is None:
         return None
     old, new = both
-    items = []
-    for name in ("cv", "validation_size", "test_size", "random_state"):
-        if name == "validation_size" and (old["cv"] or new["cv"]):
-            continue  # a change to or from folds is named as `cv`
-        if old[name] != new[name]:
-            items.append((arg(name), _show(old[name]), _show(new[name])))
-    return items or None
+    # A change to or from folds is named as `cv`, not as `validation_size`.
+    return [(arg(n), _show(old[n]), _show(new[n]))
+            for n in ("cv", "validation_size", "test_size", "random_state") if old[n] != new[n]
+            and not (n == "validation_size" and (old["cv"] or new["cv"]))] or None
 
 
 def _rows_changed(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
@@ -300,14 +249,6 @@ def _rows_text(stored: Mapping[str, Any], record: Mapping[str, Any]) -> str:
     return " and ".join(_ROWS[p].format(test_size=arg("test_size"), confidence=arg("confidence"))
                         for p in _rows_changed(stored, record)) + (
         " changed: a value, label or group differs")
-
-
-def _pruner_kind(described: Any) -> Any:
-    """A pruner's record (:func:`describe_pruner`) as the caller names its kind: a name of
-    :data:`fairtune.tuning.PRUNER_NAMES` for one of their classes, else the record."""
-    if described is None:
-        return None
-    return _PRUNERS.get(str(described).split("(", 1)[0], described)
 
 
 def _listed(words: list[str]) -> str:
@@ -342,11 +283,8 @@ def _data_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
 def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mapping[str, Any],
                   names: list[str], tenant: str | None = None,
                   arguments: Mapping[str, tuple[str, ...]] | None = None) -> str:
-    """Why ``study`` cannot take this run's trials: each differing choice, named by the
-    arguments that choose it, with the stored value and this run's; only the data when
-    nothing else differs (other settings explain other data). The validated ``limits`` are
-    named only when no choice behind them differs (a record of an older version, without
-    ``limits_given``); otherwise they follow, as a consequence."""
+    """Why ``study`` cannot take this run's trials: each differing choice in the caller's
+    spelling, stored value and this run's; the data only when nothing else differs."""
     whose = f" (tenant {tenant!r})" if tenant is not None else ""
     if "entrance" in names:
         here = "the command line" if renamed() else str(record["entrance"])
@@ -356,14 +294,16 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
             "cannot resume: its trials were scored another way (another model, validation "
             f"or data); use {_another_study(record)}."
         )
-    behind = [n for n in names if n in _BEHIND_LIMITS]
-    derived = "limits" in names and bool(behind)
+    derived = "limits" in names and any(n in _BEHIND_LIMITS for n in names)
     tightened = any(side.get("limits") != side.get("limits_given", side.get("limits"))
                     for side in (stored, record))
     named = [n for n in names if n not in _DATA and not (n == "limits" and derived)]
     if "confidence" in named and None in (stored.get("confidence"), record.get("confidence")):
         named = [n for n in named if n != "safety_size"]  # no safety rows without confidence
-    kinds = [_pruner_kind(side.get("pruner")) for side in (stored, record)]
+    # Each pruner as the caller names its kind (fairtune.tuning.PRUNER_NAMES), else its record.
+    kinds = [None if side.get("pruner") is None else
+             _PRUNERS.get(str(side["pruner"]).split("(", 1)[0], side["pruner"])
+             for side in (stored, record)]
     if "pruner" in named and None in kinds:
         named = [n for n in named if n != "budgets"]  # no budgets without a pruner
     elif "budgets" in named and kinds[0] == kinds[1]:
@@ -381,13 +321,10 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
         return _listed(spelled)
 
     def note(name: str) -> str:
-        if name != "limits":
-            return ""
-        if stored.get("confidence") or record.get("confidence"):
-            return (f" (the limits the trials are validated against: {arg('limits')} less "
-                    f"{arg('margin')} and the width of the {arg('confidence')} bound)")
+        width = (f" and the width of the {arg('confidence')} bound"
+                 if stored.get("confidence") or record.get("confidence") else "")
         return (f" (the limits the trials are validated against: {arg('limits')} less "
-                f"{arg('margin')})")
+                f"{arg('margin')}{width})") if name == "limits" else ""
 
     items: list[tuple[str, str, str]] = []
     for n in named:
@@ -415,15 +352,8 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
 
 def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | None,
                  trial: Any = None, owner: str | None = None) -> None:
-    """Refuse a run whose ``tenant`` does not fit the study: a study that tenants share (its
-    record, or its sampler, lists them) with no tenant or a tenant not among them, or a
-    ``trial`` of another tenant
-    (:func:`fairtune.tenancy.tenant_of`; an untagged trial of a run with a tenant is tagged as
-    that tenant's before its first suggestion, so that the sampler proposes the tenant's
-    point). Nothing is stored by a refused run.
-
-    Raises:
-        ValueError: Naming ``tenant`` and the study's tenants, or both tenants.
+    """Refuse a run whose ``tenant`` does not fit the study (a shared study with no tenant or
+    another one, or a ``trial`` of another tenant); tag an untagged ``trial`` as ``tenant``'s.
     """
     tenants = read_setup(study).get("tenants") or record.get("tenants")
     if tenant is None and tenants:
@@ -450,11 +380,8 @@ def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | N
 
 def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
     """The ``rows`` entry of a FairObjective's rows (:class:`fairtune.tuning._data.TuningRows`):
-    a digest of the tuning rows with their splits, of the test split and of the safety rows
-    (None for a part the search does not have), so that a changed held-out row is refused
-    too, and named, and one of them all with the columns in name order, so that a file whose
-    columns were only reordered is named as such (``data_fingerprint``:
-    :func:`fairtune.tuning._data.data_fingerprint`)."""
+    a digest of each part (None for a part the search lacks), and of them all with the columns
+    in name order, which tells reordered columns from changed rows."""
 
     def digest(*parts: Any, **folds: Any) -> str | None:
         return None if parts[0] is None else data_fingerprint(*parts, **folds)
@@ -466,8 +393,6 @@ def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
     return {"tuning": digest(rows.X_dev, rows.y_dev, rows.s_dev, folds=rows.splits.folds),
             "test": digest(rows.X_test, rows.y_test, rows.s_test),
             "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe),
-            # All of them with the columns in name order: tells reordered columns from
-            # changed rows.
             "unordered": data_fingerprint(
                 *(unordered(X) for X in (rows.X_dev, rows.X_test, rows.X_safe)), rows.y_dev,
                 rows.s_dev, rows.y_test, rows.s_test, rows.y_safe, rows.s_safe,
@@ -477,14 +402,8 @@ def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
 def check_stored(study: optuna.Study, record: Mapping[str, Any], *,
                  tenant: str | None = None,
                  arguments: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
-    """Compare ``record`` with the setup ``study`` stores, storing nothing: what every run,
-    resume and refit of the study's trials checks first (:func:`check_tenant`, then each
-    entry both records hold). Returns ``record`` in stored form.
-
-    Raises:
-        ValueError: If ``study`` holds trials scored with another setup (naming each
-            differing argument, :func:`setup_message`), or does not fit ``tenant``.
-    """
+    """Compare ``record`` with the setup ``study`` stores, storing nothing (a refit's check);
+    returns ``record`` in stored form. Raises :class:`SetupError` (:func:`setup_message`)."""
     record = {name: _plain(value) for name, value in record.items()}
     check_tenant(study, record, tenant)
     stored = read_setup(study, tenant)
@@ -499,15 +418,9 @@ def check_setup(study: optuna.Study, record: Mapping[str, Any], *,
                 arguments: Mapping[str, tuple[str, ...]] | None = None) -> None:
     """Compare ``record`` with the setup ``study`` stores, then store what it lacks.
 
-    The one comparison of every entrance and every resume (:func:`check_stored`): entries that
-    differ raise one ValueError naming them (:func:`setup_message`, with ``arguments`` naming the
-    entrance's own arguments for an entry, e.g. ``{"model": ("estimator",
-    "param_distributions")}``); entries not stored yet are stored (the shared ones in the study's
-    record, a tenant's own under its key).
-
-    Raises:
-        ValueError: If ``study`` holds trials scored with another setup, or is shared by
-            tenants and ``tenant`` is None or not one of them (:func:`check_tenant`).
+    ``arguments`` names the entrance's own arguments for an entry, e.g. ``{"model":
+    ("estimator", "param_distributions")}``; the shared entries are stored in the study's
+    record, a tenant's own under its key.
     """
     record = check_stored(study, record, tenant=tenant, arguments=arguments)
     shared = dict(study.user_attrs.get(SETUP_KEY) or {})
@@ -549,54 +462,47 @@ def check_directions(study: optuna.Study, directions: list[str], *, objectives: 
                "create the study with direction='maximize'."))
 
 
-def in_study(record: Mapping[str, Any], study: optuna.Study, pruner: Any) -> dict[str, Any]:
-    """An objective's record with what the study adds: its pruner and its sampler's tenants."""
-    tenants = getattr(study.sampler, "tenants", None)
-    return {**record, "pruner": describe_pruner(pruner),
-            "tenants": None if tenants is None else list(tenants)}
-
-
-def validation_text(cv: int | None, validation_size: float | None, test_size: float | None,
-                    random_state: int) -> str:
-    """The validation scheme as a FairObjective's record states it."""
-    scheme = (f"{cv}-fold cross-validation" if cv
-              else f"a {validation_size:.0%} validation split")
-    held_out = f", {test_size:g} held out for testing" if test_size else ""
-    return f"{scheme}{held_out}, split seed {random_state}"
-
-
 def objective_setup(objective: Any, data_fingerprint: Any) -> dict[str, Any]:
     """:attr:`FairObjective.setup <fairtune.tuning.FairObjective.setup>`: the record of an
     objective's choices and of the rows it scores (``data_fingerprint``:
     :func:`fairtune.tuning._data.data_fingerprint`, for :func:`rows_record`)."""
     o = objective
-    dataset = dict(name=o.dataset_name, sensitive=o.sensitive_name,
-                   hidden=not o.use_sensitive_feature, dropped=o.drop_columns)
+    dropped = list(o.drop_columns)
+    # The dataset's text, and its parts apart so that a message names the one that differs.
+    dataset = {"name": o.dataset_name, "sensitive": o.sensitive_name,
+               "hidden": not o.use_sensitive_feature, "dropped": dropped}
+    text = (f"{o.dataset_name} (sensitive: {o.sensitive_name}"
+            f"{', hidden from the model' if dataset['hidden'] else ''}"
+            f"{', without ' + ', '.join(dropped) if dropped else ''})")
     validation = {"cv": o.cv, "validation_size": None if o.cv else o.validation_size,
                   "test_size": o.test_size, "random_state": o.random_state}
+    scheme = (f"{o.cv}-fold cross-validation" if o.cv
+              else f"a {o.validation_size:.0%} validation split")
+    held_out = f", {o.test_size:g} held out for testing" if o.test_size else ""
     return setup_record(
-        entrance="FairObjective", dataset=dataset_text(**dataset), target=o._target,
+        entrance="FairObjective", dataset=text, target=o._target,
         pos_label=o.pos_label if o.pos_label is not None else o._rows.favourable,
         model=o.space.name, metric=o.metric, objectives=list(o.objectives) or None,
         limits_given=sorted(str(limit) for limit in o.limits),
         limits=sorted(str(limit) for limit in o.tuning_limits), margin=float(o.margin),
         mitigation=list(o.mitigation),
-        validation=validation_text(o.cv, o.validation_size, o.test_size, o.random_state),
+        validation=f"{scheme}{held_out}, split seed {o.random_state}",
         budgets=None if o.budgets is None else list(o.budgets), resource=o.resource,
         prune_unfair=o.prune_unfair, data=o.data_fingerprint, confidence=o.confidence,
         safety_size=o.safety_size, rows=rows_record(o._rows, data_fingerprint),
-        parts={"dataset": dataset_parts(**dataset), "validation": validation},
+        parts={"dataset": dataset, "validation": validation},
     )
 
 
 def study_record(objective: Any, study: optuna.Study, pruner: Any, check_pruner: Any
                  ) -> dict[str, Any]:
-    """A FairObjective's record as a run of ``study`` compares it (:func:`in_study`, with
-    ``pruner`` or the study's), after the checks that come first: the study's directions,
-    and the pruner against ``budgets`` (``check_pruner``:
-    :func:`fairtune.tuning._trial.check_pruner`)."""
+    """A FairObjective's record with what ``study`` adds (its pruner, or ``pruner``, and its
+    sampler's tenants), after checking the study's directions and the pruner against
+    ``budgets`` (``check_pruner``: :func:`fairtune.tuning._trial.check_pruner`)."""
     check_directions(study, objective.directions or ["maximize"],
                      objectives=objective.objectives, metric=objective.metric)
     pruner = study.pruner if pruner is None else pruner
     check_pruner(pruner, objective.budgets)
-    return in_study(objective.setup, study, pruner)
+    tenants = getattr(study.sampler, "tenants", None)
+    return {**objective.setup, "pruner": describe_pruner(pruner),
+            "tenants": None if tenants is None else list(tenants)}

@@ -25,14 +25,8 @@ __all__ = ["create_study", "enqueue_defaults", "prepare_search_study", "prepare_
 
 
 def enqueue_defaults(study: optuna.Study, params: Mapping[str, Any] | None) -> bool:
-    """Make ``params`` (the untuned configuration) the study's next trial, unless a trial with
-    these parameters completed, was pruned, is running or waits; a failed one does not count.
-
-    Workers that open a new study at the same moment may each run it once.
-
-    Returns:
-        Whether a trial was enqueued.
-    """
+    """Enqueue ``params`` (step 4 of the module docstring; workers that open a new study at the
+    same moment may each run it once) and return whether it was enqueued."""
     from optuna.trial import TrialState
 
     if params is None:
@@ -64,17 +58,14 @@ def prepare_study(
 
     Args:
         study: The study.
-        check: ``check(study, pruner)`` compares the entrance's setup, with the pruner the
-            study will have, with the stored one, and stores it; raises ValueError.
-        defaults: The untuned configuration's parameters, or None to enqueue nothing (a
-            tenant of a shared study leaves the first rounds to the sampler).
+        check: ``check(study, pruner)`` checks and stores the entrance's setup.
+        defaults: The untuned configuration's parameters, or None to enqueue nothing.
         budgets: The entrance's budgets (None for a single-fidelity search).
         sampler: A name of :data:`fairtune.samplers.SAMPLER_NAMES`, or None to keep the
-            study's sampler. Seeded by ``seed`` plus the number of trials the study holds, so
-            that a resumed study continues the random stream instead of replaying it.
+            study's sampler; seeded by ``seed`` plus the study's trial count, so that a resumed
+            study continues the random stream instead of replaying it.
         seed: The sampler's seed.
-        pruner: A name of :data:`fairtune.tuning.PRUNER_NAMES` (set up for ``budgets``), an
-            Optuna pruner, or None to keep the study's pruner.
+        pruner: A pruner name, an Optuna pruner, or None to keep the study's pruner.
     """
     from fairtune._storage import fail_stale_trials
     from fairtune.tuning._trial import check_pruner, make_pruner

@@ -149,13 +149,8 @@ def scores_of(metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray 
 
 
 def takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> bool:
-    """Whether a space's ``trial -> estimator`` function accepts ``random_state=``.
-
-    Decided from the signature, not by calling it and catching ``TypeError``: a TypeError
-    raised inside the user's function must surface as it is, not trigger a second call.
-    ``var_keyword=False`` counts only a parameter named ``random_state``, not ``**kwargs``
-    (a ``predict(X, **params)`` that routes its parameters elsewhere does not take it).
-    """
+    """Whether ``build`` accepts ``random_state=`` (or, with ``var_keyword``, ``**kwargs``),
+    from its signature: a TypeError raised inside the user's function must surface as it is."""
     try:
         parameters = inspect.signature(build).parameters.values()
     except (TypeError, ValueError):  # builtins and some C callables have no signature
@@ -168,12 +163,8 @@ def takes_random_state(build: Callable[..., Any], var_keyword: bool = True) -> b
 
 
 def predicts_one_class(trial: optuna.trial.FrozenTrial) -> int | None:
-    """The class a trial's model predicted for every validation row, or None if it predicted both.
-
-    Such a model (accuracy = the base rate, every group's positive rate equal) meets every
-    demographic-parity limit trivially. Read from the user attribute ``"fairtune:positive_rate"``
-    that :class:`FairObjective` records; None for trials without it.
-    """
+    """The class a trial's model predicted for every validation row (such a model meets every
+    demographic-parity limit trivially), or None if it predicted both or was not recorded."""
     rate = trial.user_attrs.get(POSITIVE_RATE_KEY)
     if rate is None:
         return None
@@ -187,31 +178,20 @@ def is_expected(y_pred: Any) -> bool:
     return bool(np.issubdtype(np.asarray(y_pred).dtype, np.floating))
 
 
-def _expected_counts(y_true: Any, p: np.ndarray) -> tuple[float, float, float, float]:
-    """The expected true positives, false positives, false negatives and true negatives of a
-    randomized classifier predicting 1 with probability ``p``."""
-    y = np.asarray(y_true) == 1
-    predicted = float(p.sum())
-    tp = float(p[y].sum())
-    positives = int(y.sum())
-    return tp, predicted - tp, positives - tp, len(p) - positives - (predicted - tp)
-
-
 def metric_score(
     metric: str, y_true: Any, y_pred: np.ndarray, y_score: np.ndarray | None
 ) -> float:
-    """``metric`` (a name of :data:`METRIC_NAMES`) of 0/1 predictions, or of scores for roc_auc.
-
-    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1, see
-    :func:`is_expected`) gives the expected accuracy or balanced accuracy (and F1 from the
-    expected counts), computed from sums over the rows (no copy of them).
-    """
+    """``metric`` of 0/1 predictions, of scores for roc_auc, or its expected value (F1: of the
+    expected counts) for probabilities (:func:`is_expected`)."""
     from sklearn import metrics
 
     if metric == "roc_auc":
         return float(metrics.roc_auc_score(y_true, y_score))
     if is_expected(y_pred):
-        tp, fp, fn, tn = _expected_counts(y_true, np.asarray(y_pred, dtype=float))
+        p, y = np.asarray(y_pred, dtype=float), np.asarray(y_true) == 1
+        tp = float(p[y].sum())  # the expected counts of the randomized predictions
+        fp, fn = float(p.sum()) - tp, int(y.sum()) - tp
+        tn = len(p) - tp - fp - fn
         if metric == "accuracy":
             return (tp + tn) / (tp + fp + fn + tn)
         if metric == "balanced_accuracy":  # the mean recall of the labels present, as sklearn's
@@ -243,14 +223,9 @@ def out_of_fold_predictions(
     with_scores: bool,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Pooled out-of-fold 0/1 predictions (or probabilities of 1, see :func:`is_expected`) and
-    scores: every row of a fold's validation part is predicted by the model that
-    ``fit_predict(fit_rows, valid_rows)`` trained without it.
-
-    The metric and the fairness gaps are then computed once on all the pooled rows, not
-    averaged over folds: a gap measured on a few hundred rows of one fold is much noisier.
-    Shared by :class:`FairObjective` (``cv=k``) and :class:`fairtune.tuning.FairSearchCV`;
-    rows in no validation part keep arbitrary values (callers drop them).
-    """
+    scores of ``fit_predict(fit_rows, valid_rows)``; rows in no validation part keep arbitrary
+    values. Scored once on all the pooled rows, not averaged over folds: a gap measured on a
+    few hundred rows of one fold is much noisier."""
     y_pred: np.ndarray | None = None
     y_score = np.empty(n_rows) if with_scores else None
     for fit_rows, valid_rows in folds:
@@ -271,11 +246,8 @@ def record_validation(
     sensitive: Any,
     limits: Sequence[Any],
 ) -> None:
-    """Record a trial's validation predictions: the fairness limits as constraints (with the
-    raw metric values), the validation error and the positive rate, overall and per group.
-
-    Float ``y_pred`` (a randomized predictor's probabilities of predicting 1) records the
-    expected values (see :func:`is_expected`)."""
+    """Record a trial's validation predictions (expected values for probabilities): the
+    fairness limits as constraints, the validation error and the positive rates."""
     if limits:
         if is_expected(y_pred):
             limits = parse_limits(limits)
@@ -397,13 +369,9 @@ def scale_resource(estimator: Any, resource: str, budget: float) -> Any:
 
 def report_rung(trial: Any, step: int, budget: float, value: float, y_true: Any, y_pred: Any,
                 sensitive: Any, limits: list[Any], prune_unfair: bool) -> None:
-    """Record a smaller budget's validation value and fairness, report it to the pruner as step
-    ``step + 1`` (steps count budgets from 1, the pruners' unit of resource), and stop the
-    trial if the pruner says so.
-
-    The pruner sees the metric alone, so a trial is never stopped for looking unfair on a few
-    rows (a small sample's gap is noisy), unless ``prune_unfair``: then a rung that breaks a
-    limit reports the metric less 1, below any fair rung."""
+    """Record a smaller budget's value and fairness, report it as step ``step + 1`` and stop
+    the trial if the pruner says so. The pruner sees the metric alone (a small sample's gap is
+    noisy), unless ``prune_unfair``: then an unfair rung reports the metric less 1."""
     import optuna
 
     gaps = {limit.metric: fairness_value(limit.metric, y_true, y_pred, sensitive)
@@ -443,14 +411,8 @@ def make_pruner(name: str, budgets: Sequence[float]) -> optuna.pruners.BasePrune
 
 
 def check_pruner(pruner: Any, budgets: Sequence[float] | None) -> None:
-    """The one rule of every entrance, wherever the pruner comes from (``pruner=``,
-    ``--pruner``, ``optuna.create_study(pruner=...)``): budgets need a pruner that uses them,
-    and a pruner needs budgets to stop trials at. Optuna's default pruner (a ``MedianPruner``
-    with its default settings, what ``create_study`` gives without one) counts as none.
-
-    Raises:
-        ValueError: Naming ``pruner`` and ``budgets`` and what was received.
-    """
+    """Budgets need a pruner that uses them, and a pruner needs budgets (Optuna's default
+    pruner counts as none), wherever the pruner comes from."""
     from fairtune.tuning._setup import describe_pruner, is_default_pruner
 
     if isinstance(pruner, str):  # a name of PRUNER_NAMES: never the default
@@ -460,18 +422,12 @@ def check_pruner(pruner: Any, budgets: Sequence[float] | None) -> None:
                 f"given with it, but got {got('pruner', pruner)} and {got('budgets', None)}.")
         return
     if budgets and is_default_pruner(pruner):
-        import optuna
-
-        which = ("no pruner" if pruner is None or isinstance(pruner, optuna.pruners.NopPruner)
-                 else "Optuna's default pruner, a MedianPruner with its default settings (what "
-                 "optuna.create_study gives without a pruner, which cannot be told apart from "
-                 "an explicit MedianPruner(); for the median rule pass make_pruner('median', "
-                 "budgets))")
         raise ValueError(
             f"{arg('budgets')} fit each trial on smaller budgets first so that a pruner can stop "
             f"poor ones, so a pruner must be given with them (one of {list(PRUNER_NAMES)}: "
             f"{arg('pruner')}, or optuna.create_study(pruner=make_pruner(name, budgets))), but "
-            f"got {got('budgets', list(budgets))} and {which}."
+            f"got {got('budgets', list(budgets))} and no pruner (Optuna's default MedianPruner "
+            "counts as none: for the median rule pass make_pruner('median', budgets))."
         )
     if not budgets and not is_default_pruner(pruner):
         raise ValueError(

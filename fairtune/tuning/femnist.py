@@ -13,14 +13,8 @@ FEMNIST CNN (Caldas et al. 2018) with configurable widths:
     -> conv 5x5 (c_2) -> ReLU -> max-pool 2 -> dense (h) -> ReLU -> dense (classes)
 
 LEAF uses c = (32, 64), h = 2048 (the defaults); smaller widths train faster on a CPU.
-
-Training: plain SGD on the cross-entropy with weight decay ``l2`` (the loss plus
-``l2 / 2 * ||w||^2``) and Keras's inverse-time learning-rate decay,
-``lr_k = learning_rate / (1 + lr_decay * k)`` at optimizer step k. A run whose loss becomes
-non-finite stops; the diverged network predicts class 0 for every image.
-
-torch is imported when a network is built or trained, so that importing this module stays
-light.
+Training is plain SGD on the cross-entropy (:class:`CNNClassifier`); torch is imported when a
+network is built or trained.
 """
 
 from __future__ import annotations
@@ -77,12 +71,13 @@ def _build_network(
 
 class CNNClassifier:
     """LEAF's FEMNIST CNN trained by SGD, with the scikit-learn ``fit`` / ``predict`` / ``score``
-    interface. Deterministic given ``random_state`` (initial weights and batch order).
+    interface. Deterministic given ``random_state`` (initial weights and batch order). A run
+    whose loss becomes non-finite stops; the diverged network predicts class 0 everywhere.
 
     Args:
         learning_rate: SGD step size at step 0. Defaults to 0.05.
-        lr_decay: Inverse-time decay, ``lr_k = learning_rate / (1 + lr_decay * k)``. Defaults
-            to 1e-3.
+        lr_decay: Keras's inverse-time decay, ``lr_k = learning_rate / (1 + lr_decay * k)`` at
+            optimizer step k. Defaults to 1e-3.
         l2: Weight decay (L2 regularization ``l2 / 2 * ||w||^2``). Defaults to 1e-4.
         epochs: Passes over the training images. Defaults to 5.
         batch_size: Images per SGD step. Defaults to 32.
@@ -196,29 +191,23 @@ class CNNClassifier:
         self.diverged_ = False
         network.train()
         with limit_training_threads():
-            self._train(network, inputs, targets, optimizer, scheduler, loss_fn, generator)
+            for _ in range(self.epochs):
+                order = torch.randperm(len(targets), generator=generator)
+                for start in range(0, len(targets), self.batch_size):
+                    batch = order[start:start + self.batch_size]
+                    optimizer.zero_grad()
+                    loss = loss_fn(network(inputs[batch]), targets[batch])
+                    if not torch.isfinite(loss):
+                        self.diverged_ = True
+                        break
+                    loss.backward()
+                    optimizer.step()
+                    scheduler.step()
+                if self.diverged_:
+                    break
         network.eval()
         self.network_ = network
         return self
-
-    def _train(self, network: Any, inputs: Any, targets: Any, optimizer: Any, scheduler: Any,
-               loss_fn: Any, generator: Any) -> None:
-        import torch
-
-        for _ in range(self.epochs):
-            order = torch.randperm(len(targets), generator=generator)
-            for start in range(0, len(targets), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                optimizer.zero_grad()
-                loss = loss_fn(network(inputs[batch]), targets[batch])
-                if not torch.isfinite(loss):
-                    self.diverged_ = True
-                    break
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-            if self.diverged_:
-                break
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predicted class of each image (class 0 everywhere if training diverged)."""
@@ -292,10 +281,7 @@ class CNNTenantObjective:
 
     Args:
         tenants: One tenant's data, or the mapping tenant name -> data.
-        epochs: Passes over the tenant's training images. Defaults to 5.
-        batch_size: Images per SGD step. Defaults to 32.
-        channels: Channels of the two convolutions. Defaults to (32, 64) (LEAF).
-        hidden: Width of the dense layer. Defaults to 2048 (LEAF).
+        epochs, batch_size, channels, hidden: As :class:`CNNClassifier` (same defaults).
         seed: Seed of the network and the batch order. Defaults to 0.
     """
 

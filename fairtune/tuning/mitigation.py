@@ -1,25 +1,8 @@
 """fairlearn's mitigations as parts of the pipeline a trial builds, with their settings tuned.
 
-Three families of mitigation, each fairlearn's own implementation:
-
-==========================  =====  ===========================================  ==============
-name                        stage  fairlearn implementation                     sensitive
-                                                                                feature at
-                                                                                prediction
-==========================  =====  ===========================================  ==============
-``"threshold"``             post   ``postprocessing.ThresholdOptimizer``: one   yes, passed as
-                                   (randomized) threshold per group on the      ``sensitive_
-                                   model's probabilities                        features=``
-``"reduction"``             in     ``reductions.ExponentiatedGradient``: a      no
-                                   randomized mixture of models trained on
-                                   reweighted data under the constraint
-``"correlation_remover"``   pre    ``preprocessing.CorrelationRemover``: the    yes, as
-                                   other columns are decorrelated from the      columns of X
-                                   sensitive ones, which are then dropped
-==========================  =====  ===========================================  ==============
-
-(A model that is given the sensitive columns as inputs needs them at prediction whatever the
-mitigation: :func:`needs_sensitive_features` says what a deployed pipeline needs.)
+Three of fairlearn's mitigations, one per stage (:data:`MITIGATIONS`; the user guide's "Fair
+model" page compares them): ``"threshold"`` (post-processing), ``"reduction"`` (in-processing)
+and ``"correlation_remover"`` (pre-processing).
 
 :class:`ThresholdClassifier` and :class:`ReductionClassifier` are scikit-learn estimators around
 a pipeline: ``fit(X, y, *, sensitive_features)``, ``predict(X, *, sensitive_features=None)``.
@@ -149,15 +132,6 @@ _REDUCTION_MOMENTS = {
     "equalized_odds": "EqualizedOdds",
 }
 
-_MSG_MISSING_SENSITIVE = (
-    "`sensitive_features` must be given to {cls}.{method}: its group thresholds "
-    "(fairlearn's ThresholdOptimizer) need each row's group, but got sensitive_features=None."
-)
-_MSG_UNSEEN_GROUPS = (
-    "`{argument}` given to {where} holds {what} the model did not see at fit: {unseen} "
-    "(known: {known}). {why}"
-)
-
 
 def parse_mitigation(mitigation: Any) -> list[str]:
     """The mitigation names of ``mitigation`` (None, a name or a list of names), validated.
@@ -217,10 +191,7 @@ def suggest_mitigation_params(
 
 
 def default_mitigation_params(names: Sequence[str], limit: FairnessLimit) -> dict[str, Any]:
-    """The trial parameters of ``names``' first mitigation as a practitioner sets it up without
-    tuning (ThresholdOptimizer aimed at the bound, ExponentiatedGradient with the bound and 50
-    iterations, CorrelationRemover with ``alpha=1``), with the other mitigations' settings
-    that every trial suggests."""
+    """The trial parameters of ``names``' first mitigation with :data:`_DEFAULT_SETTINGS`."""
     import optuna
 
     trial = optuna.trial.FixedTrial({**_DEFAULT_SETTINGS, MITIGATION_KEY: names[0]})
@@ -282,13 +253,8 @@ def mitigated_estimator(
 
 
 def _as_sensitive(sensitive_features: Any, X: Any, *, predicting: bool = True) -> np.ndarray:
-    """One group label per row: the values of a single column, or for several columns one
-    text label per combination of values, joined with ``|`` (with ``\\`` and ``|`` inside a
-    value escaped, as fairlearn's ``_merge_columns`` escapes its ``,``, so that two
-    combinations never share a label), so that the keys of fairlearn's fitted per-group rules
-    are these labels. Validated by :func:`fairtune._validation.sensitive_groups`: at fit
-    (``predicting=False``) two or more groups without missing values; at prediction any rows
-    (the fitted model refuses a group it did not see, a missing one included)."""
+    """One group label per row (:func:`fairtune._validation.sensitive_groups`); several
+    columns are joined with ``|``, escaped as fairlearn's ``_merge_columns`` escapes ``,``."""
     groups = sensitive_groups(sensitive_features, predicting=predicting)
     if len(groups) and isinstance(groups.iloc[0], tuple):
         return np.array([_MERGE_SEPARATOR.join(_escaped(str(v)) for v in row) for row in groups],
@@ -313,25 +279,18 @@ def _sensitive_layout(sensitive_features: Any) -> tuple[int, list[str] | None]:
     return (values.shape[1] if values.ndim == 2 else 1), None
 
 
-def unseen_values(values: Any, known: Any) -> list[Any]:
-    """The distinct entries of ``values`` that are not among ``known`` (missing values
-    included, unless ``known`` has one)."""
-    values = pd.Series(np.asarray(values, dtype=object))
-    known_index = pd.Index(np.asarray(list(known), dtype=object))
-    return list(pd.unique(values[~values.isin(known_index)]))
-
-
 def check_known_groups(
-    values: Any, known: Any, *, argument: str, where: str, what: str = "groups",
-    why: str = "",
+    values: Any, known: Any, *, argument: str, where: str, what: str = "groups"
 ) -> None:
-    """Raise if ``values`` hold entries outside ``known``, naming them and the known ones."""
-    unseen = unseen_values(values, known)
-    if unseen:
-        raise ValueError(_MSG_UNSEEN_GROUPS.format(
-            argument=argument, where=where, what=what, unseen=shown(unseen),
-            known=shown(list(known)), why=why,
-        ).rstrip())
+    """Raise if ``values`` hold entries outside ``known`` (a missing value included, unless
+    ``known`` has one), naming them and the known ones."""
+    values = pd.Series(np.asarray(values, dtype=object))
+    unseen = pd.unique(values[~values.isin(pd.Index(np.asarray(list(known), dtype=object)))])
+    if len(unseen):
+        raise ValueError(
+            f"`{argument}` given to {where} holds {what} the model did not see at fit: "
+            f"{shown(list(unseen))} (known: {shown(list(known))})."
+        )
 
 
 class _KnownGroups(TransformerMixin, BaseEstimator):
@@ -361,8 +320,6 @@ class _KnownGroups(TransformerMixin, BaseEstimator):
             check_known_groups(
                 X[column], self.groups_[column], argument=f"X[{column!r}]",
                 where="the fitted pipeline", what="values",
-                why="The model was fitted on the known groups only: correct the values, or "
-                    "tune again on data that has these groups.",
             )
         return X
 
@@ -406,12 +363,6 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         pos_label: The favourable label, whose rates ``constraint`` compares across groups,
             when the labels are not 0/1 or booleans (e.g. ``"approved"``); ``predict``
             returns the labels as given. Defaults to None (labels 0/1, 1 favourable).
-
-    Each row's group at prediction must be one that the thresholds were fitted on, given in
-    the layout of fit (the same number of columns, with the same names for a DataFrame): a
-    group without a threshold would otherwise be predicted 0 for everyone (as fairlearn's
-    ThresholdOptimizer does), so ``predict`` and ``predict_proba`` raise a ``ValueError``
-    naming the unseen groups and the known ones instead.
 
     Attributes:
         threshold_optimizer_: The fitted ``fairlearn.postprocessing.ThresholdOptimizer``.
@@ -489,8 +440,11 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """Each row's group, checked against the groups and the layout seen at fit."""
         where = f"{type(self).__name__}.{method}"
         if sensitive_features is None:
-            raise ValueError(_MSG_MISSING_SENSITIVE.format(cls=type(self).__name__,
-                                                           method=method))
+            raise ValueError(
+                f"`sensitive_features` must be given to {where}: its group thresholds "
+                "(fairlearn's ThresholdOptimizer) need each row's group, but got "
+                "sensitive_features=None."
+            )
         (n_fit, names_fit), (n, names) = self._fit_layout, _sensitive_layout(
             sensitive_features)
         if n != n_fit or (isinstance(sensitive_features, pd.DataFrame) and names_fit
@@ -507,11 +461,7 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"`sensitive_features` given to {where} must have one entry per row of X "
                 f"({_n_rows(X)}), but got {len(groups)}."
             )
-        check_known_groups(
-            groups, self.groups_, argument="sensitive_features", where=where,
-            why="Its thresholds are per group, so it cannot predict these rows: correct the "
-                "groups, or fit again on data that has them.",
-        )
+        check_known_groups(groups, self.groups_, argument="sensitive_features", where=where)
         return groups
 
     def predict(self, X: Any, *, sensitive_features: Any = None) -> np.ndarray:
@@ -519,8 +469,8 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         row's group, one the thresholds were fitted on) is required.
 
         Raises:
-            ValueError: If ``sensitive_features`` is missing, holds a group not seen at fit,
-                or has another layout than at fit.
+            ValueError: If ``sensitive_features`` is missing, holds a group not seen at fit
+                (fairlearn would predict 0 for it), or has another layout than at fit.
         """
         groups = self._groups(X, sensitive_features, "predict")
         predicted = np.asarray(self.threshold_optimizer_.predict(
@@ -591,8 +541,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             differ by more: with two groups, by ``bound`` over the larger group's share (0.075
             for ``bound=0.05`` when one group is two thirds of the rows). ``"between_groups"``:
             any two groups' rates may differ by ``bound``, as fairtune's limits and fairlearn's
-            ``demographic_parity_difference`` / ``equalized_odds_difference`` measure it; the
-            moment's bound is derived from the training rows' group shares (see
+            ``demographic_parity_difference`` / ``equalized_odds_difference`` measure it (see
             ``moment_bound_``). Defaults to ``"to_overall"``.
         ratio: Bound the ratio between the groups' rates instead of the difference. Defaults
             to False.
@@ -606,10 +555,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         exponentiated_gradient_: The fitted ``fairlearn.reductions.ExponentiatedGradient``.
         moment_bound_: The bound the fairlearn moment was given: ``bound``, or with
             ``difference="between_groups"``, ``bound`` times the smallest, over the moment's
-            events (all rows, or each label), of the larger group's share when there are two
-            groups and 1/2 when there are more (the largest gap between two groups that a
-            distance to the overall rate allows is that distance over
-            ``max(1/2, the larger group's share)``).
+            events, of ``max(1/2, the larger group's share)`` (1/2 for more than two groups).
         classes_: The two labels, sorted (``[0, 1]`` without ``pos_label``).
     """
 

@@ -90,16 +90,9 @@ from fairtune.tuning._study import prepare_search_study
 if TYPE_CHECKING:
     import optuna
 
-__all__ = [
-    "ERROR_KEY",
-    "FIT_TIMES_KEY",
-    "SCORE_TIMES_KEY",
-    "SPLIT_SCORES_KEY",
-    "FairSearchCV",
-]
-
 # Trial user attributes: ``scoring`` on each fold's validation rows (``split<k>_test_score``),
 # the seconds each fold's fit and its prediction and scoring took, a failed trial's error.
+__all__ = ["ERROR_KEY", "FIT_TIMES_KEY", "SCORE_TIMES_KEY", "SPLIT_SCORES_KEY", "FairSearchCV"]
 
 
 def _estimator_has(attr: str) -> Callable[[FairSearchCV], bool]:
@@ -130,20 +123,17 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     parameters and fairness limits, and call ``fit(X, y, sensitive_features=A)``. The search
 
     1. runs ``n_trials`` Optuna trials (``n_jobs`` at a time) with ``sampler``, by default
-       :class:`~fairtune.samplers.FairBOSampler` ``(seed=random_state)``, which models the
-       score and each fairness constraint with Gaussian processes and proposes
-       configurations likely to be fair and accurate; the first trial of a new study is the
-       untuned configuration (the estimator's own values of the searched parameters, clipped
-       into their distributions, or a fairtune space's defaults, with the mitigation aimed at
-       the limit), as ``fairtune tune`` starts, so that the search keeps the model a user gets
-       without tuning unless it finds a more accurate fair one;
+       :class:`~fairtune.samplers.FairBOSampler` ``(seed=random_state)``; the first trial of
+       a new study is the untuned configuration (the estimator's own values of the searched
+       parameters, with the mitigation aimed at the limit), so that the search keeps the
+       model a user gets without tuning unless it finds a more accurate fair one;
     2. scores each trial by cross-validation on the *pooled* out-of-fold predictions: the
        ``scoring`` metric and every limited fairness metric are computed once on all the
        validated rows, as ``FairObjective(cv=...)`` does (see :mod:`fairtune.tuning.search`),
        and records the limits as Optuna constraints;
-    3. picks the best fair trial, the highest score among the trials whose out-of-fold
-       predictions meet every limit (:func:`fairtune.fairness.best_fair_trial`), and with
-       ``refit=True`` fits its configuration on all the rows as ``best_estimator_``.
+    3. picks the model to deploy: the best fair trial (with ``confidence``, the certified
+       one), and with ``refit=True`` fits its configuration on all the rows as
+       ``best_estimator_``.
 
     A trial whose estimator raises scores ``error_score`` and is recorded as a failed Optuna
     trial; the search goes on (a ``FitFailedWarning`` says how many failed). If no trial is
@@ -152,8 +142,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Differences from ``GridSearchCV``'s ``cv_results_``: ``mean_test_score`` is the trial's
     value, ``scoring`` on the pooled out-of-fold predictions (for ``"accuracy"``, the mean of
-    the ``split<k>_test_score`` weighted by the fold sizes); ``rank_test_score`` ranks the fair
-    trials first, so that rank 1 is ``best_index_``.
+    the ``split<k>_test_score`` weighted by the fold sizes); ``rank_test_score`` ranks the model
+    to deploy first (``best_index_``), then the other fair trials.
 
     Labels must be binary: 0/1 or booleans, where 1 (``True``) is the favourable outcome whose
     rates the fairness metrics compare, or any two labels with ``pos_label`` naming the
@@ -172,11 +162,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     With ``study``, the study records a fingerprint of the rows, labels, groups and folds its
     trials were scored on, and a fit on other data raises instead of choosing among trials
-    scored on other rows. scikit-learn's ``clone`` (which ``cross_validate`` and
-    ``GridSearchCV`` call) copies the ``study`` object: a clone of a search on an in-memory
-    study gets its own copy, while a clone of a search on a database storage runs in the same
-    stored study, so a clone fitted on other rows (another outer fold) raises; give each fit
-    a study of its own, or ``study=None``.
+    scored on other rows; a clone (``cross_validate``) of a search on a database study runs in
+    that same study, so give each fit a study of its own, or ``study=None``.
 
     Examples:
         >>> import pandas as pd
@@ -404,22 +391,16 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None, *, sensitive_features: Any = None,
             **fit_params: Any) -> FairSearchCV:
-        """Run the search, then (``refit=True``) fit the best fair configuration on all rows.
+        """Run the search, then (``refit=True``) fit the model to deploy on all rows; returns
+        the fitted search, raises ValueError as the class docstring says.
 
         Args:
-            X: The rows, any input ``estimator`` accepts (a DataFrame for a
-                ``ColumnTransformer``).
+            X: The rows, any input ``estimator`` accepts.
             y: Binary labels, one per row.
             sensitive_features: The group of each row: a 1-d array-like, or a DataFrame whose
                 columns define intersectional groups. Required.
             **fit_params: Parameters of ``estimator.fit`` (or metadata, with routing enabled),
                 each fold's rows of the per-row ones; ``groups`` goes to ``cv.split``.
-
-        Returns:
-            The fitted search.
-
-        Raises:
-            ValueError: See the class docstring.
         """
         import optuna
         from sklearn.utils import indexable
@@ -435,26 +416,19 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_same_rows(X, y, sensitive_features)
         safe = kept = None
         if confidence is not None:  # the safety rows, kept from the search
-            if not self.refit:
-                raise ValueError(f"{arg('confidence')} certifies the refitted model, so "
-                                 "`refit` must be True with it, but got refit=False.")
-            assert safety_size is not None  # check_confidence gives one with a confidence
-            (X, y, sensitive_features, fit_params), safe, kept = split_safety(
-                X, y, self._favourable(y_array)[0], sensitive_features, fit_params,
-                safety_size, seeds(self.random_state)[1])
+            (X, y, sensitive_features, fit_params), safe, kept = self._safety_split(
+                X, y, y_array, sensitive_features, fit_params, safety_size)
             y_array, groups = binary_target(y), groups.iloc[kept]
         mitigation = check_mitigation(self.mitigation, self.scoring, fit_params)
         space = checked_space(self.param_distributions, self.estimator, mitigation)
         sampler_seed, seed = seeds(self.random_state)
         check_scores_for_roc_auc(self.estimator, self.scoring, mitigation)
-
         y01, positive = self._favourable(y_array)
         routing = _routing_enabled()
         fit_all, predict_all, split_params = fold_params(
             sensitive_features, fit_params, mitigation,
             router=self.get_metadata_routing() if routing and not mitigation else None)
         folds = cv_folds(self.cv, X, y_array, split_params, kept=kept)
-
         self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
@@ -465,15 +439,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             safety=safe[1:] if safe else None, argument="`sensitive_features`",
             parts=[("the cross-validation folds", splits.covered, [])], seed="random_state")
         build = builder(self.estimator, space, mitigation, limits, seed, self.pos_label)
-        record = setup_record(  # see fairtune.tuning._setup; prepare_study adds the pruner
-            entrance="FairSearchCV", pos_label=self.pos_label, metric=self.scoring,
-            model=estimator_identity(self.estimator, space), mitigation=list(mitigation),
-            limits_given=sorted(str(limit) for limit in given),  # as the user gave them
-            limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
-            validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
-            resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
-            safety_size=None if self.confidence is None else self.safety_size or 0.3,
-            data=data_fingerprint(X, y01, sensitive_features, folds=folds))
+        record = self._record(space, mitigation, given, limits, budgets, resource,
+                              data_fingerprint(X, y01, sensitive_features, folds=folds))
         study = prepare_search_study(
             self.study, sampler=self.sampler, sampler_seed=sampler_seed, pruner=self.pruner,
             record=record, budgets=budgets,
@@ -484,45 +451,85 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             mitigation=mitigation, scoring=self.scoring, error_score=self.error_score,
             prune_unfair=self.prune_unfair, routing=routing, seed=seed, budgets=budgets,
             resource=resource)
-        # Trials finished before this fit (a given study's earlier searches) are candidates
-        # but not this fit's failures; enqueued (WAITING) trials run now.
-        numbers_before = {t.number for t in finished_trials(study)}
-        study.optimize(
-            objective,
-            n_trials=self.n_trials,
-            timeout=self.timeout,
-            n_jobs=int(self.n_jobs),
-            catch=(_TrialFailed,) if self.error_score != "raise" else (),
-            callbacks=list(self.callbacks) if self.callbacks else None,
-        )
-        self.study_ = study
+
+        def refit(params: dict[str, Any]) -> Any:  # a configuration on every search row
+            model = build(optuna.trial.FixedTrial(params))
+            self._refit(model, X, y, with_sensitive(
+                model, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
+            return model
+
+        def predict(model: Any, X_rows: Any, s_rows: Any) -> Any:
+            # The favourable predictions (a randomized mitigation's expected ones).
+            return favourable_predictions(model, X_rows, with_sensitive(
+                model, "predict", {}, s_rows, bool(mitigation), routing=routing), positive, seed)
+
         self.n_splits_ = len(folds)
-        self._select(study, limits, numbers_before)
+        self._search(study, objective, limits)
+        return self._conclude(study, refit, predict, safe, given, confidence)
+
+    def _conclude(self, study: Any, refit: Any, predict: Any, safe: Any,
+                  limits: list[FairnessLimit], confidence: float | None) -> FairSearchCV:
+        """After the search: with ``confidence`` the safety test on the ``safe`` rows
+        (``refit(params) -> model`` on the search rows, ``predict(model, X, s)``), the model
+        to deploy as ``best_*`` (:meth:`_deploy`), refitted, and the views told."""
+        study = self.study_
         if safe is not None:
             assert confidence is not None  # safety rows are kept for a confidence only
             X_safe, y_safe, s_safe = safe
 
             def fit_predict(trial: Any) -> tuple[Any, Any]:
-                model = build(optuna.trial.FixedTrial(trial.params))
-                self._refit(model, X, y, with_sensitive(
-                    model, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
-                # The favourable predictions (a randomized mitigation's expected ones).
-                return model, favourable_predictions(
-                    model, X_safe, with_sensitive(model, "predict", {}, s_safe, bool(mitigation),
-                                                  routing=routing), positive, seed)
+                model = refit(trial.params)
+                return model, predict(model, X_safe, s_safe)
 
             self.best_estimator_, self.certificate_ = certify(
-                study, fit_predict, given, confidence, y_safe, s_safe)
+                study, fit_predict, limits, confidence, y_safe, s_safe)
         self._deploy(study, trials=finished_trials(study))
         if safe is None and self.refit and getattr(self, "best_trial_", None) is not None:
-            estimator = build(optuna.trial.FixedTrial(self.best_params_))
-            self._refit(estimator, X, y, with_sensitive(
-                estimator, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
+            refit(self.best_params_)
         for callback in self.callbacks or ():  # a view of the study, e.g. DashboardCallback
             after_search = getattr(callback, "after_search", None)
             if callable(after_search):
                 after_search(study)
         return self
+
+    def _record(self, space: Any, mitigation: list[str], given: list[FairnessLimit],
+                limits: list[FairnessLimit], budgets: Any, resource: str, data: str
+                ) -> dict[str, Any]:
+        """The setup record of this search (:mod:`fairtune.tuning._setup`; the study's
+        preparation adds the pruner)."""
+        return setup_record(
+            entrance="FairSearchCV", pos_label=self.pos_label, metric=self.scoring,
+            model=estimator_identity(self.estimator, space), mitigation=list(mitigation),
+            limits_given=sorted(str(limit) for limit in given),  # as the user gave them
+            limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
+            validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
+            resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
+            safety_size=None if self.confidence is None else self.safety_size or 0.3, data=data)
+
+    def _safety_split(self, X: Any, y: Any, y_array: np.ndarray, sensitive: Any,
+                      fit_params: dict[str, Any], share: float | None) -> Any:
+        """The rows of the search and the safety rows (``confidence``), which the refitted
+        model is tested on: ``((X, y, sensitive, fit_params), (X_safe, y01_safe, s_safe),
+        kept)``."""
+        if not self.refit:
+            raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` "
+                             "must be True with it, but got refit=False.")
+        assert share is not None  # check_confidence gives one with a confidence
+        return split_safety(X, y, self._favourable(y_array)[0], sensitive, fit_params, share,
+                            seeds(self.random_state)[1])
+
+    def _search(self, study: Any, objective: Any, limits: list[FairnessLimit]) -> None:
+        """Run the trials, then ``cv_results_``; this fit's failures reported; when no trial
+        is fair, an error (a warning with ``refit=False``)."""
+        # Trials finished before this fit (a given study's earlier searches) are candidates
+        # but not this fit's failures; enqueued (WAITING) trials run now.
+        numbers_before = {t.number for t in finished_trials(study)}
+        study.optimize(objective, n_trials=self.n_trials, timeout=self.timeout,
+                       n_jobs=int(self.n_jobs),
+                       catch=(_TrialFailed,) if self.error_score != "raise" else (),
+                       callbacks=list(self.callbacks) if self.callbacks else None)
+        self.study_ = study
+        self._select(study, limits, numbers_before)
 
     def _deploy(self, study: Any, trials: list[optuna.trial.FrozenTrial]) -> None:
         """``best_*`` and ``cv_results_["rank_test_score"]`` of the study's model to deploy
@@ -557,7 +564,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                                         study=study)
         if self.refit:  # with confidence, a refusal like any other
             raise (ValueError if self.confidence is None else NotCertifiedError)(message)
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warnings.warn(message, UserWarning, stacklevel=4)  # fit -> _search -> _select
 
     def _favourable(self, y: np.ndarray) -> tuple[np.ndarray, Any]:
         """(0/1 labels with 1 = the favourable label, that label), remembered with the other

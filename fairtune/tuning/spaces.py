@@ -190,16 +190,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 
 #: The registered search spaces by name: the five above and those added by
 #: :func:`register_space`.
-SPACES: dict[str, Space] = {
-    "xgboost": Space("xgboost", xgboost, defaults=_DEFAULTS["xgboost"], handles_missing=True),
-    "random_forest": Space("random_forest", random_forest, defaults=_DEFAULTS["random_forest"],
-                           handles_missing=True),
-    "random_forest_deep": Space("random_forest_deep", random_forest_deep,
-                                defaults=_DEFAULTS["random_forest_deep"], handles_missing=True),
-    "mlp": Space("mlp", mlp, needs_scaling=True, defaults=_DEFAULTS["mlp"],
-                 handles_missing=False),
-    "linear": Space("linear", linear, needs_scaling=True, defaults=_DEFAULTS["linear"],
-                    handles_missing=False),
+SPACES: dict[str, Space] = {  # the gradient-based models need scaled, complete rows
+    build.__name__: Space(build.__name__, build, needs_scaling=not trees,
+                          defaults=_DEFAULTS[build.__name__], handles_missing=trees)
+    for build, trees in ((xgboost, True), (random_forest, True), (random_forest_deep, True),
+                         (mlp, False), (linear, False))
 }
 
 
