@@ -479,20 +479,14 @@ def metric_interval(
     """A bootstrap confidence interval of a fairness metric: what a sample of this size can
     tell about the metric on new data.
 
-    A gap measured on a few hundred rows is uncertain by about as much as a typical fairness
-    limit: whether a model "meets ``demographic_parity<=0.05`` on the test split" is only
-    resolved when the whole interval lies on one side of 0.05. Each group's rate is resampled
-    as a binomial proportion of its own rows (of one label for true and false positive rates).
-    The interval holds every pairwise difference of the group rates at once (the metric is their
-    largest absolute value): ``c``, the ``confidence_level`` quantile of the largest change of
-    such a difference under resampling, gives ``[max(0, gap - c), gap + c]``. A ratio is
-    treated the same way on the logarithms of the rates (``[ratio * e**-c, ratio * e**c]``,
-    at most 1); when no row is selected (the ratio is 1 by definition) the interval is
-    ``[0, 1]``: a rate of 0 on a sample is a small rate on new data, and the ratio of small
-    rates is not settled by the sample. So a gap of 0 is inside the interval whenever the sample
-    cannot tell it from 0, which the plain percentiles of the resampled gaps (all above 0) would
-    never allow. The coverage is ``confidence_level`` for two groups and one rate, higher (a wider
-    interval than needed) with more groups or both rates of equalized odds.
+    A gap measured on a few hundred rows is uncertain by about as much as a typical limit:
+    "meets ``demographic_parity<=0.05`` on the test split" is resolved only when the interval
+    lies on one side of 0.05. Each group's rate is resampled as a binomial proportion of its
+    own rows; ``c``, the ``confidence_level`` quantile of the largest change of a pairwise
+    difference of rates, gives ``[max(0, gap - c), gap + c]`` (so a gap of 0 is inside when
+    the sample cannot tell it from 0); a ratio the same on the logarithms of the rates, and
+    ``[0, 1]`` when no row is selected. The coverage is ``confidence_level`` for two groups
+    and one rate, higher with more groups or both rates of equalized odds.
 
     Args:
         metric: A name or alias of :data:`METRICS`, e.g. ``"demographic_parity"``.

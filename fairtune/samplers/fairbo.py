@@ -210,6 +210,41 @@ class FairBOSampler(GPSamplerBase):
             return self._binary_constraints
         return name in self._binary_constraints
 
+    def _acquisition_of(self, study: Study, ss: SearchSpace, rng: Any, X: torch.Tensor,
+                        y: np.ndarray, names: list[str], feasible: np.ndarray,
+                        complete: Sequence[FrozenTrial], objective_gp: Any, constraints: Any
+                        ) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The acquisition to maximize: the feasibility phase while no trial is feasible,
+        else constrained MES or log constrained EI, with the repeated-outcome penalty."""
+        # Step 7: the probability of a new outcome, once there is something to improve on.
+        repeat = RepeatPenalty()
+        if names and feasible.any() and self._repeat_min_count is not None:
+            repeated = _repeated_outcomes(complete, names, self._repeat_min_count)
+            if repeated.any():
+                repeat = RepeatPenalty([self._fit(fit_gp_classifier, study,
+                                                  _REPEATED_MODEL_KEY, X, ~repeated, ss)])
+        if names and not feasible.any():
+            # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.
+            probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
+            return FeasibilityPhase.of(constraints, probe,
+                                       list(self._feasibility_lengthscale_factors),
+                                       self._feasibility_trust_level)
+        if self._acquisition == "cmes":
+            # Maxima drawn at quasi-random candidates and the model's points, floored at the
+            # best feasible observation (there is one: cMES runs once a trial is feasible, or
+            # without constraints, where every trial counts).
+            candidates = torch.cat([
+                torch.from_numpy(ss.sample(self._n_max_value_candidates, rng)),
+                objective_gp.X_train,
+            ])
+            generator = torch.Generator().manual_seed(int(rng.randint(0, 2**31 - 1)))
+            y_star = sample_max_values(objective_gp, constraints, candidates,
+                                       self._n_max_value_samples, generator,
+                                       float((y[feasible] if names else y).max()))
+            return ConstrainedMES(objective_gp, y_star, constraints, repeat)
+        best_f = incumbent(objective_gp, X[torch.from_numpy(feasible)] if names else X)
+        return LogConstrainedEI(objective_gp, best_f, constraints, repeat)
+
     def _sample_relative_impl(
         self,
         study: Study,
@@ -244,36 +279,8 @@ class FairBOSampler(GPSamplerBase):
                     X_pending, objective_gp.posterior(X_pending)[0]
                 )
             constraints = constraints.condition_on(X_pending)
-        # Step 7: the probability of a new outcome, once there is something to improve on.
-        repeat = RepeatPenalty()
-        if names and feasible.any() and self._repeat_min_count is not None:
-            repeated = _repeated_outcomes(complete, names, self._repeat_min_count)
-            if repeated.any():
-                repeat = RepeatPenalty([self._fit(fit_gp_classifier, study,
-                                                  _REPEATED_MODEL_KEY, X, ~repeated, ss)])
-        acqf: Callable[[torch.Tensor], torch.Tensor]
-        if names and not feasible.any():
-            # Algorithm 1 of Fair BO, for either acquisition: find a feasible point first.
-            probe = torch.from_numpy(ss.sample(1024, np.random.RandomState(0)))
-            acqf = FeasibilityPhase.of(constraints, probe,
-                                       list(self._feasibility_lengthscale_factors),
-                                       self._feasibility_trust_level)
-        elif self._acquisition == "cmes":
-            # Maxima drawn at quasi-random candidates and the model's points, floored at the
-            # best feasible observation (there is one: cMES runs once a trial is feasible, or
-            # without constraints, where every trial counts).
-            candidates = torch.cat([
-                torch.from_numpy(ss.sample(self._n_max_value_candidates, rng)),
-                objective_gp.X_train,
-            ])
-            generator = torch.Generator().manual_seed(int(rng.randint(0, 2**31 - 1)))
-            y_star = sample_max_values(objective_gp, constraints, candidates,
-                                       self._n_max_value_samples, generator,
-                                       float((y[feasible] if names else y).max()))
-            acqf = ConstrainedMES(objective_gp, y_star, constraints, repeat)
-        else:
-            best_f = incumbent(objective_gp, X[torch.from_numpy(feasible)] if names else X)
-            acqf = LogConstrainedEI(objective_gp, best_f, constraints, repeat)
+        acqf = self._acquisition_of(study, ss, rng, X, y, names, feasible, complete,
+                                    objective_gp, constraints)
 
         # Warm start from the best feasible point (or the best point when none is feasible).
         order = np.argsort(-np.where(feasible, y, y - 1e6))

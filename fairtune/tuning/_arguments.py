@@ -198,8 +198,7 @@ def check_budgets_objectives(budgets: Any, objectives: Sequence[str],
 
 
 def check_resource(objective: Any) -> None:
-    """Refuse a ``resource`` the model does not have before any trial (each trial would fail
-    at its first smaller budget): the untuned model's pipeline is cut once to see."""
+    """Refuse a ``resource`` the untuned model does not have, before any trial."""
     import optuna
 
     from fairtune.tuning._trial import scale_resource
@@ -213,8 +212,7 @@ def check_resource(objective: Any) -> None:
 
 
 def check_complete_rows(space: Space, X: Any) -> None:
-    """Refuse missing numeric values for a model that needs complete rows, before any trial
-    (each trial would fail on them)."""
+    """Refuse missing numeric values for a model that needs complete rows, before any trial."""
     if space.handles_missing is not False:
         return
     missing = X.select_dtypes("number").isna().sum()

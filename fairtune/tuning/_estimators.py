@@ -98,8 +98,7 @@ def _rows_of(params: Mapping[str, Any], rows: np.ndarray, n: int) -> dict[str, A
 def split_safety(X: Any, y: Any, y01: Any, sensitive: Any, fit_params: dict[str, Any],
                  share: float, seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
     """``((X, y, sensitive, fit_params), (X_safe, y01_safe, sensitive_safe), kept)``: the rows
-    of the search (``kept``, per-row fit parameters cut to them) and the safety rows, drawn
-    by :func:`~fairtune.tuning._data.drawn_split` (stratified by label, seeded by ``seed``)."""
+    of the search and the safety rows (:func:`~fairtune.tuning._data.drawn_split`)."""
     from sklearn.utils import _safe_indexing
 
     rows, safe = (np.sort(part) for part in drawn_split(
@@ -244,9 +243,8 @@ def fold_params(sensitive: Any, fit_params: dict[str, Any], mitigation: list[str
 
 def with_sensitive(estimator: Any, method: str, params: dict[str, Any], sensitive: Any,
                    mitigation: bool, *, routing: bool) -> dict[str, Any]:
-    """``params`` with the sensitive features under the keys ``estimator.<method>``
-    takes them by, when routing (scikit-learn's metadata routing enabled) does not decide
-    (see the module docstring)."""
+    """``params`` with the sensitive features where ``estimator.<method>`` takes them, unless
+    routing decides (see the module docstring)."""
     if mitigation:
         # ThresholdClassifier / ReductionClassifier: fit(X, y, *, sensitive_features),
         # predict(X, *, sensitive_features=None).

@@ -74,7 +74,6 @@ def build_pipeline(
     ]
     steps: list[tuple[str, Any]] = [("preprocess", ColumnTransformer(transformers))]
     if guard:
-        # One-hot encoding would read a group unseen at fit as no group at all.
         steps.insert(0, ("check_groups", _KnownGroups(sensitive_columns)))
     if decorrelate:
         from fairlearn.preprocessing import CorrelationRemover
@@ -122,11 +121,9 @@ def predict_pipeline(
 
 
 class Pipelines:
-    """A FairObjective trial as the trial path's candidate: the trial's pipeline (``build()``),
-    its ``resource`` cut at a smaller budget, fitted by ``fit(pipeline, X, y, sensitive)`` on
-    some of the tuning ``rows`` and predicting others by ``predict(model, X, sensitive,
-    expected=expected)`` (the objective's own fit and predict, over :func:`fit_pipeline` and
-    :func:`predict_pipeline`, which the benchmarks time)."""
+    """A FairObjective trial as the trial path's candidate: the pipeline ``build()`` makes (its
+    ``resource`` cut at a smaller budget), fitted by ``fit`` on some tuning ``rows`` and
+    predicting others by ``predict`` (the objective's own, which the benchmarks time)."""
 
     def __init__(self, build: Callable[[], Any], rows: TuningRows, *, resource: str,
                  fit: Callable[..., Any], predict: Callable[..., Any], expected: bool) -> None:

@@ -114,9 +114,7 @@ def prepare_search_study(study: optuna.Study | None, *, sampler: Any, sampler_se
                          budgets: tuple[float, ...] | None, untuned: dict[str, Any] | None
                          ) -> Any:
     """A FairSearchCV's study (its ``study``, or a new one with its ``sampler``, by default
-    FairBOSampler seeded by ``sampler_seed``), checked against and holding the search's setup
-    ``record``, with its ``pruner``, and the ``untuned`` configuration enqueued unless it was
-    evaluated."""
+    FairBOSampler seeded by ``sampler_seed``), prepared by :func:`prepare_study`."""
     import optuna
     from optuna.study import StudyDirection
 

@@ -1,8 +1,7 @@
 """The evaluation of a trial, once: the trial path that every entrance calls.
 
-scikit-learn's search estimators are thin shells over one function that fits and scores a
-candidate on a split (``_fit_and_score``); fairtune's entrances are thin in the same way over
-:func:`run_trial` and :func:`fit_and_score` here. An entrance gives a *candidate* (how one
+As scikit-learn's searches over ``_fit_and_score``, fairtune's entrances are thin shells over
+:func:`run_trial` and :func:`fit_and_score`. An entrance gives a *candidate* (how one
 trial's configuration is fitted on some rows and predicts others: FairObjective's pipeline,
 FairSearchCV's estimator with its routed parameters) and the :class:`~fairtune.tuning._data.Splits`
 of its data; this module fits and scores it on every fold of a split at one budget, pools the

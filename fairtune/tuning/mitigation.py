@@ -134,15 +134,7 @@ _REDUCTION_MOMENTS = {
 
 
 def parse_mitigation(mitigation: Any) -> list[str]:
-    """The mitigation names of ``mitigation`` (None, a name or a list of names), validated.
-
-    Returns:
-        ``[]`` for None, ``[name]`` for one name, the distinct names in order for a list.
-
-    Raises:
-        ValueError: For an unknown name, an empty list or another type; the message lists the
-            valid names.
-    """
+    """The distinct names of ``mitigation`` (None, a name or a non-empty list), in order."""
     valid = list(MITIGATIONS)
     if mitigation is None:
         return []
@@ -209,22 +201,9 @@ def mitigated_estimator(
     holdout: float = 0.0,
     pos_label: Any = None,
 ) -> ThresholdClassifier | ReductionClassifier:
-    """``estimator`` inside the ``"threshold"`` or ``"reduction"`` mitigation aimed at ``limit``.
-
-    Args:
-        estimator: An unfitted classifier or pipeline.
-        name: ``"threshold"`` or ``"reduction"`` (``"correlation_remover"`` is a step inside a
-            pipeline, not a wrapper).
-        settings: The trial's settings, as :func:`suggest_mitigation_params` returns them.
-        limit: The limit the mitigation aims at.
-        random_state: Seed of the randomized predictions (and of the threshold holdout).
-            Defaults to 0.
-        holdout: :class:`ThresholdClassifier`'s ``holdout``. Defaults to 0.
-        pos_label: The favourable label when the labels are not 0/1. Defaults to None.
-
-    Raises:
-        ValueError: If ``name`` is not a wrapping mitigation.
-    """
+    """``estimator`` inside the ``"threshold"`` or ``"reduction"`` mitigation aimed at ``limit``
+    with the trial's ``settings`` (:func:`suggest_mitigation_params`); the keyword arguments
+    are those of :class:`ThresholdClassifier` and :class:`ReductionClassifier`."""
     if name == "threshold":
         fraction = settings.get("threshold_tolerance")
         return ThresholdClassifier(
@@ -294,13 +273,9 @@ def check_known_groups(
 
 
 class _KnownGroups(TransformerMixin, BaseEstimator):
-    """The first step of a pipeline whose model reads sensitive columns of X: it passes X
-    through unchanged, and refuses at prediction a value of those columns that it did not see
-    at fit (one-hot encoding would turn it into all zeros, a group that does not exist).
-
-    Args:
-        columns: The sensitive columns of X.
-    """
+    """The first step of a pipeline whose model reads the sensitive ``columns`` of X: it passes
+    X through and refuses a value of them unseen at fit (one-hot encoding would read it as no
+    group)."""
 
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = columns
@@ -390,11 +365,7 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.pos_label = pos_label
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any) -> ThresholdClassifier:
-        """Fit the estimator, then the group thresholds.
-
-        Raises:
-            ValueError: If ``holdout`` is not in [0, 0.9] or ``tolerance`` is negative.
-        """
+        """Fit the estimator, then the group thresholds."""
         from fairlearn.postprocessing import ThresholdOptimizer
 
         if not (isinstance(self.holdout, (int, float)) and 0.0 <= self.holdout <= 0.9):
@@ -484,15 +455,9 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Each group's rule mixes two thresholds on the estimator's probability (and, for
         equalized odds, a constant prediction): ``P(1) = p0 [score op0 t0] + p1 [score op1
         t1]``, then ``(1 - p_ignore) P(1) + p_ignore c``, read from the fitted
-        ``interpolated_thresholder_.interpolation_dict``. Averaging over these probabilities
-        instead of one draw of :meth:`predict` gives the *expected* accuracy and group rates
-        of the randomized predictor (:class:`fairtune.tuning.FairObjective` scores trials so).
-
-        Returns:
-            An array of shape (n_rows, 2), its columns in the order of ``classes_``.
-
-        Raises:
-            ValueError: As :meth:`predict`.
+        ``interpolated_thresholder_.interpolation_dict``: an array of shape (n_rows, 2), its
+        columns in the order of ``classes_``, whose average gives the *expected* accuracy and
+        group rates of the randomized predictor. Raises as :meth:`predict`.
         """
         groups = self._groups(X, sensitive_features, "predict_proba")
         scores = self.threshold_optimizer_.estimator_.predict_proba(X)[:, 1]
@@ -583,13 +548,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.pos_label = pos_label
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any) -> ReductionClassifier:
-        """Fit the preprocessing, then the reduction around the base estimator.
-
-        Raises:
-            ValueError: If ``constraint`` is not one of the supported moments, or
-                ``difference`` is not ``"to_overall"`` or ``"between_groups"`` (or is
-                ``"between_groups"`` with ``ratio=True``).
-        """
+        """Fit the preprocessing, then the reduction around the base estimator."""
         from fairlearn import reductions
         from sklearn.pipeline import Pipeline
 
@@ -648,12 +607,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         The mixture predicts a row with its t-th model with probability ``weights_[t]``, so
         ``P(1) = sum_t weights_[t] h_t(x)`` over the fitted ``predictors_`` (fairlearn's
-        documented mixture). Averaging over these probabilities instead of one draw of
-        :meth:`predict` gives the *expected* accuracy and group rates of the randomized
-        predictor (:class:`fairtune.tuning.FairObjective` scores trials so).
-
-        Returns:
-            An array of shape (n_rows, 2), its columns in the order of ``classes_``.
+        documented mixture), as in :meth:`ThresholdClassifier.predict_proba`.
         """
         if self.preprocess_ is not None:
             X = self.preprocess_.transform(X)
