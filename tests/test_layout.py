@@ -413,3 +413,15 @@ def test_no_underscored_name_is_imported_from_another_folder() -> None:
                 if private and folder.resolve() != path.parent.resolve():
                     crossing.append(f"{path.relative_to(root)}: {node.module}.{alias.name}")
     assert crossing == []
+
+
+def test_no_function_is_longer_than_a_screen() -> None:
+    """Every function and method of the package fits in 80 lines, its docstring included:
+    a longer one is several steps that want names of their own."""
+    long = [f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} "
+            f"({node.end_lineno - node.lineno + 1} lines)"
+            for path in PACKAGE.rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (node.end_lineno or node.lineno) - node.lineno + 1 > 80]
+    assert long == []

@@ -502,8 +502,7 @@ def metric_interval(
         ``(low, high)``, the interval's bounds.
 
     Raises:
-        ValueError: For an unknown metric, a ``confidence_level`` outside (0, 1), fewer than 100
-            resamples, or inputs the metric refuses (a group without positives for a TPR).
+        ValueError: For an unknown metric, a bad ``confidence_level`` or ``n_resamples``.
 
     Example:
         >>> import numpy as np
@@ -519,10 +518,8 @@ def metric_interval(
     check_confidence_level(confidence_level)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
             or n_resamples < 100:
-        raise ValueError(
-            "`n_resamples` must be an integer of at least 100, but got "
-            f"n_resamples={n_resamples!r}."
-        )
+        raise ValueError("`n_resamples` must be an integer of at least 100, but got "
+                         f"n_resamples={n_resamples!r}.")
     y_true_, y_pred_, groups, _ = _validate(y_true, y_pred, sensitive_features, None)
     _check_rates_defined(spec.rates, y_true_, groups, None)
     sample, sizes = _group_rates(spec.rates, y_true_, y_pred_, groups)

@@ -495,6 +495,71 @@ class TuningRows:
     limits: list[Any]  # the limits the trials are validated against (validated_limits)
 
 
+def _share(name: str, value: Any, held: bool) -> tuple[str, Any, float, str]:
+    return name, value, value if held else 1 - value, "a larger" if held else "a smaller"
+
+
+def _held_out(y: pd.Series, keep: Any, test_size: float | None, safety_size: float | None,
+              random_state: int) -> tuple[np.ndarray, dict[str, np.ndarray], list[Any],
+                                          list[Part]]:
+    """The test split and the safety rows drawn from all the rows: ``(dev, drawn, before,
+    parts)``, the positions of the rows left for the search, of each part drawn, the shares
+    ahead of the search's split and the parts (for the group-size check). Each split is the
+    one train_test_split makes of the rows it splits (same rows, same order)."""
+    dev, drawn = np.arange(len(y)), {}
+    before: list[tuple[str, Any, float, str]] = []
+    parts: list[Part] = []
+    for size, value, held, rest in (("test_size", test_size, "the test split", "the tuning rows"),
+                                    ("safety_size", safety_size, "the safety rows", "the search")):
+        if value is not None:  # the safety rows are those of the safety test
+            kept, drawn[size] = kept_values(*drawn_split(
+                len(dev), value, y.iloc[dev], random_state, argument=size, held=held, rest=rest,
+                rows="tuning rows" if before else "rows of the data",
+                left_by=[step[:2] for step in before]), None if keep is None else keep.iloc[dev])
+            drawn[size] = dev[drawn[size]]
+            parts.append((held, drawn[size], [*before, _share(size, value, True)]))
+            before.append(_share(size, value, False))
+            dev = dev[kept]
+    return dev, drawn, before, parts
+
+
+def _search_folds(dev: np.ndarray, y_dev: pd.Series, cv: int | None,
+                  validation_size: float | None, random_state: int, before: list[Any],
+                  parts: list[Part], guard: Any) -> list[Fold]:
+    """The validation split (one fold) or the cross-validation folds of the search rows;
+    their parts appended to ``parts``."""
+    from sklearn.model_selection import StratifiedKFold
+
+    if cv is None:  # the validation split is one fold
+        assert validation_size is not None  # FairObjective defaults it when cv is None
+        folds = [kept_values(*drawn_split(
+            len(dev), validation_size, y_dev, random_state, argument="validation_size",
+            held="the validation split", rest="the training split",
+            rows="search rows" if before else "rows of the data",
+            left_by=[step[:2] for step in before]), guard)]
+        (fit, valid), = folds
+        parts += [("the training split", dev[fit],
+                   [*before, _share("validation_size", validation_size, False)]),
+                  ("the validation split", dev[valid],
+                   [*before, _share("validation_size", validation_size, True)])]
+        return folds
+    smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
+    if cv > smallest_class:
+        raise ValueError(
+            f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
+            f"({smallest_class}), but got {got('cv', cv)}.")
+    splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+    folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(y_dev, y_dev)]
+    _check_folds_keep_values(folds, guard)
+    for k, (fit, valid) in enumerate(folds):
+        parts += [(f"the training rows of fold {k + 1}", dev[fit],
+                   [*before, ("cv", cv, 1 - 1 / cv, "a smaller")]),
+                  (f"the validation rows of fold {k + 1}", dev[valid],
+                   [*before, ("cv", cv, 1 / cv, "a smaller")])]
+    parts.append(("the cross-validation folds", dev, before))
+    return folds
+
+
 def tuning_rows(
     dataset: Any, *, pos_label: Any, drop_columns: Any, use_sensitive_feature: bool,
     test_size: float | None, validation_size: float | None, cv: int | None, random_state: int,
@@ -504,8 +569,6 @@ def tuning_rows(
 ) -> TuningRows:
     """The data of a FairObjective, checked before any trial (see the module docstring), with
     the limits (as given) that the trials are validated against (:func:`validated_limits`)."""
-    from sklearn.model_selection import StratifiedKFold
-
     X, y, sensitive, name = load(dataset)
     drop = checked_drop_columns(drop_columns, X)
     X = X.drop(columns=drop)
@@ -536,55 +599,10 @@ def tuning_rows(
     # their values in the rows a model is fitted on.
     keep = X[in_X] if (use_sensitive_feature and in_X) else None
 
-    def share(name: str, value: Any, held: bool) -> tuple[str, Any, float, str]:
-        return name, value, value if held else 1 - value, "a larger" if held else "a smaller"
-
-    # Positions among all the rows of the tuning rows (dev) and of each part a share draws,
-    # each split the one train_test_split makes of the rows it splits (same rows, same order).
-    dev, drawn = np.arange(len(y)), {}
-    before: list[tuple[str, Any, float, str]] = []  # the shares ahead of the search's split
-    parts: list[Part] = []
-    for size, value, held, rest in (("test_size", test_size, "the test split", "the tuning rows"),
-                                    ("safety_size", safety_size, "the safety rows", "the search")):
-        if value is not None:  # the safety rows are those of the safety test
-            kept, drawn[size] = kept_values(*drawn_split(
-                len(dev), value, y.iloc[dev], random_state, argument=size, held=held, rest=rest,
-                rows="tuning rows" if before else "rows of the data",
-                left_by=[step[:2] for step in before]), None if keep is None else keep.iloc[dev])
-            drawn[size] = dev[drawn[size]]
-            parts.append((held, drawn[size], [*before, share(size, value, True)]))
-            before.append(share(size, value, False))
-            dev = dev[kept]
+    dev, drawn, before, parts = _held_out(y, keep, test_size, safety_size, random_state)
     X_dev, y_dev, s_dev = X.iloc[dev], y.iloc[dev], sensitive.iloc[dev]
     guard = None if keep is None else keep.iloc[dev]
-    if cv is None:  # the validation split is one fold
-        assert validation_size is not None  # FairObjective defaults it when cv is None
-        folds = [kept_values(*drawn_split(
-            len(dev), validation_size, y_dev, random_state, argument="validation_size",
-            held="the validation split", rest="the training split",
-            rows="search rows" if before else "rows of the data",
-            left_by=[step[:2] for step in before]), guard)]
-        (fit, valid), = folds
-        parts += [("the training split", dev[fit],
-                   [*before, share("validation_size", validation_size, False)]),
-                  ("the validation split", dev[valid],
-                   [*before, share("validation_size", validation_size, True)])]
-    else:
-        smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
-        if cv > smallest_class:
-            raise ValueError(
-                f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
-                f"({smallest_class}), but got {got('cv', cv)}."
-            )
-        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
-        folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(X_dev, y_dev)]
-        _check_folds_keep_values(folds, guard)
-        for k, (fit, valid) in enumerate(folds):
-            parts += [(f"the training rows of fold {k + 1}", dev[fit],
-                       [*before, ("cv", cv, 1 - 1 / cv, "a smaller")]),
-                      (f"the validation rows of fold {k + 1}", dev[valid],
-                       [*before, ("cv", cv, 1 / cv, "a smaller")])]
-        parts.append(("the cross-validation folds", dev, before))
+    folds = _search_folds(dev, y_dev, cv, validation_size, random_state, before, parts, guard)
     test, safe = drawn.get("test_size"), drawn.get("safety_size")
     validated = validated_limits(
         limits, margin=margin, confidence=confidence, groups=groups, y01=y.to_numpy(),
@@ -600,6 +618,7 @@ def tuning_rows(
         X.iloc[safe], y.iloc[safe], sensitive.iloc[safe])
     safety = () if safe is None else (X_safe, y_safe, s_safe)
     if cv is None:
+        (fit, valid), = folds
         fingerprint = data_fingerprint(
             X_dev.iloc[fit], y_dev.iloc[fit], s_dev.iloc[fit], X_dev.iloc[valid],
             y_dev.iloc[valid], s_dev.iloc[valid], *safety)
