@@ -298,9 +298,9 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
                     f"Trial{'s' if len(skipped) > 1 else ''} "
                     f"{', '.join(f'#{n}' for n in skipped)}, fair and ranked above the "
                     f"certified trial #{trial.number}, {'were' if len(skipped) > 1 else 'was'} "
-                    f"never tested: the safety rows' "
-                    f"{CANDIDATES} candidates were spent before them (new safety rows, another "
-                    "study or more data, would test them).", UserWarning, stacklevel=4)
+                    f"never tested: the safety rows' {CANDIDATES} candidates were all spent on "
+                    "other trials (new safety rows, another study or more data, would test "
+                    "them).", UserWarning, stacklevel=4)
             return model, Certificate(
                 trial=trial.number, level=confidence, bounds=bounds,
                 limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
@@ -324,8 +324,14 @@ def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[
             f"{arg('confidence')}.", tested)
     trial, bounds, constant = tried[0]
     shown = ", ".join(f"{name} {bound:.4f}" for name, bound in bounds.items())
-    advice = (f"More safety rows ({arg('safety_size')}, or more data) narrow the bounds; a "
-              f"looser limit or a lower {arg('confidence')} asks less.")
+    advice = (f"More safety rows (a larger {arg('safety_size')} in a new study, or more data) "
+              f"narrow the bounds; a looser limit or a lower {arg('confidence')} asks less.")
+    if skipped:  # fair trials the spent candidates left untested: only new rows test them
+        plural = len(skipped) > 1
+        advice = (f"Trial{'s' if plural else ''} {', '.join(f'#{n}' for n in skipped)}, fair, "
+                  f"{'were' if plural else 'was'} never tested: the safety rows' {CANDIDATES} "
+                  "candidates are spent; new safety rows (another study, or more data) would "
+                  "test them. " + advice)
     if constant == 0 and any(limit.metric == "disparate_impact" for limit in limits):
         advice = ("It selected no one (it predicted 0 for every safety row): the ratio of two "
                   "rates of 0 can be anything on new data, so no number of rows certifies it "

@@ -68,7 +68,7 @@ class Deployment:
         if number in self.failed:
             return f"the best fair trial, #{number}, did not pass the safety test"
         return (f"the best fair trial, #{number}, was never tested: the safety rows' "
-                f"{CANDIDATES} candidates were spent before it")
+                f"{CANDIDATES} candidates were all spent on other trials")
 
     def pending_text(self) -> str:
         """Of a ``"pending"`` deployment, the line saying that no model is certified for the
@@ -76,7 +76,7 @@ class Deployment:
         if self.why != "pending":
             return ""
         where = ("the safety test runs{} at the end of `fairtune tune --confidence` (in "
-                 "Python: objective.refit_best(study), or FairSearchCV's fit)")
+                 "Python: objective.conclude(study), or FairSearchCV's fit)")
         if not self.certificate:
             return ("No model is certified yet: with confidence only a certified model is "
                     f"deployed, and {where.format('')}.")
@@ -98,8 +98,8 @@ class Deployment:
             return ""
         plural, shown = self._untested_trials()
         where = "above the certified trial" if self.why == "certified" else "fair"
-        return (f"Never tested on the safety rows: trial{plural} {shown}, {where}, came after "
-                f"the safety rows' {CANDIDATES} candidates were spent (new safety rows, "
+        return (f"Never tested on the safety rows: trial{plural} {shown}, {where}: the safety "
+                f"rows' {CANDIDATES} candidates were all spent on other trials (new safety rows, "
                 "another study or more data, would test them).")
 
     def _untested_trials(self) -> tuple[str, str]:

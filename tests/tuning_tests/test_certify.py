@@ -367,6 +367,12 @@ def test_the_candidate_budget_holds_across_certifications() -> None:
         model, _ = first_certified([_Trial(8), _Trial(7)], bounds_of, limits, 0.9, 1000,
                                    [0, 1, 2, 3, 7])
     assert model == 7
+    # A refusal with the budget spent names the fair trial it never tested, never as failing,
+    # and asks for new safety rows (not a larger share of the same study's rows).
+    with pytest.raises(NotCertifiedError, match=r"Trial #8, fair, was never tested: the safety "
+                                                r"rows' 5 candidates are spent") as caught:
+        first_certified([_Trial(8), _Trial(0)], bounds_of, limits, 0.9, 1000, [0, 1, 2, 3, 4])
+    assert "in a new study" in str(caught.value)
 
 
 def test_a_resume_keeps_the_budget_and_forgets_the_old_verdict() -> None:
