@@ -227,7 +227,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              f"figures, updated every {DASHBOARD_EVERY} trials and at the end); "
                              "needs --storage and pip install 'fairtune[dashboard]'")
     parser.add_argument("--artifacts", metavar="DIR",
-                        help="with --dashboard: also keep the HTML report in this artifact "
+                        help="--dashboard, and also keep the HTML report in this artifact "
                              "directory (start optuna-dashboard with --artifact-dir DIR)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 

@@ -288,7 +288,9 @@ class StudyReport:
         # A multi-fidelity search says how many trials it stopped early, even none.
         pruning = self.pruned or any(what == "Pruner" for what, _ in self.setup)
         return (who + f", {complete} complete" + (f", {self.pruned} pruned" if pruning else "")
-                + (f", {failed} failed" if failed else "") + f", {fair} fair.")
+                + (f", {failed} failed" if failed else "")
+                + ("." if self.deploy is not None and self.deploy.why == "best" else
+                   f", {fair} fair."))
 
     @property
     def deployed(self) -> Any:
@@ -351,8 +353,9 @@ class StudyReport:
             f" ({d.passed_over})" if d.passed_over else "")
         facts = "" if constant is None else (
             f"; a constant model: it predicted {constant} for every safety row")
+        where = "" if d.why == "best" else " on validation"  # a study fairtune did not set up
         answer = [f"Deploy trial #{d.trial.number}, {what} "
-                  f"({self.metric} {d.trial.value:.4f} on validation{facts})."]
+                  f"({self.metric} {d.trial.value:.4f}{where}{facts})."]
         if d.why == "certified":
             answer += [str(d.certificate["message"]), *untested]
         if self.test_lines and self.test_trial == d.trial.number:
@@ -426,7 +429,8 @@ class StudyReport:
                 which = ("the certified model" if self.deployed is not None else
                          "the best trial" if self.deploy.why == "best" else
                          "the best fair trial" if self.best_is_fair else "the least unfair trial")
-                out += ["", f"Trial \\#{self._subject.number}, {which}, on validation:", "",
+                on = "" if self.deploy.why == "best" else ", on validation"
+                out += ["", f"Trial \\#{self._subject.number}, {which}{on}:", "",
                         markdown_table(["", "value", ""], [[name.strip(), value, status] for
                                                            name, value, status in parts["scores"]],
                                        right_aligned={1})]

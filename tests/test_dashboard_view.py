@@ -382,6 +382,8 @@ def test_a_study_without_limits_deploys_its_best_trial_not_a_fair_one() -> None:
     note = _plain(get_note(study))
     assert note.splitlines()[2] == "### Deploy trial #1, the best trial"
     assert "fair trial" not in note.split("The dashboard's")[0]
+    # Nothing measured fairness or validated the values: neither is claimed.
+    assert " fair." not in note and "on validation" not in note
 
 
 def test_fair_search_cv_publishes_its_certified_model_at_the_end() -> None:

@@ -248,7 +248,7 @@ def _rows_text(stored: Mapping[str, Any], record: Mapping[str, Any]) -> str:
                 "order, which the models read their inputs in")
     return " and ".join(_ROWS[p].format(test_size=arg("test_size"), confidence=arg("confidence"))
                         for p in _rows_changed(stored, record)) + (
-        " changed: a value, label or group differs")
+        " changed: a value, label or group differs, or the rows are in another order")
 
 
 def _listed(words: list[str]) -> str:
