@@ -309,8 +309,13 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
     where, rows, shares = parts[-1]
     minimum = minimum_group_rows(validated)
     upper = [limit for limit in validated if limit.sense == "upper" and limit.bound > 0]
-    needs = (f"the limit {min(upper, key=lambda limit: limit.bound)}" if upper
-             else "measuring a group's rate")
+    tightest = min(upper, key=lambda limit: limit.bound) if upper else None
+    given = next((g for g in limits if tightest is not None and g.metric == tightest.metric
+                  and g != tightest), None)  # said as given when the trials aim lower
+    how = " and ".join(([f"{arg('margin')}"] if margin else [])
+                       + ([f"{arg('confidence')}"] if confidence is not None else []))
+    needs = ("measuring a group's rate" if tightest is None else f"the limit {tightest}" + (
+        f" the trials are validated against ({given} tightened for {how})" if given else ""))
     # A group with fewer rows in all than the disjoint parts need together is the data's fault.
     enough = minimum + sum(not np.isin(other, rows).any() for _, other, _ in parts[:-1])
     for place, positions, steps, need in [(where, rows, shares, minimum),

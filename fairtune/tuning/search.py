@@ -207,7 +207,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         cv: Folds: an integer k (stratified k-fold, as scikit-learn's ``check_cv``), a
             splitter, or an iterable of ``(train, test)`` index arrays. The test folds must
             not overlap (each row gets at most one out-of-fold prediction); rows in no test
-            fold are not scored. Defaults to 5.
+            fold are not scored. With ``confidence``, index arrays name rows of ``fit``'s X and
+            lose the safety rows (which no fold may use). Defaults to 5.
         n_trials: Number of trials to run. None runs until ``timeout``. Defaults to 50.
         timeout: Stop starting trials after this many seconds. Defaults to None (no limit).
         sampler: An Optuna sampler (copied at each fit, so that refitting repeats the search).

@@ -54,7 +54,9 @@ def test_a_safety_size_that_leaves_the_search_too_few_rows_is_named_not_the_data
     # confidence on the safety rows), not that of the limit as given (4 rows for 0.3).
     with pytest.raises(ValueError, match=r"^safety_size=0\.99 leaves the group '[AB]' \d rows, "
                                          r"the group '[AB]' \d rows in the validation split; the "
-                                         r"limit demographic_parity<=0\.2\d+ needs at least 5 "
+                                         r"limit demographic_parity<=0\.2\d+ the trials are "
+                                         r"validated against \(demographic_parity<=0\.3 "
+                                         r"tightened for `confidence`\) needs at least 5 "
                                          r"rows of each group there: a smaller `safety_size`, a "
                                          r"larger `validation_size`, more rows of the group"):
         FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.9,
@@ -82,7 +84,9 @@ def test_group_sizes_are_checked_against_the_limit_the_trials_are_validated_agai
 
     with pytest.raises(ValueError, match=r"^safety_size=0\.9 leaves the group 'B' 4 rows in the "
                                          r"validation split; the limit "
-                                         r"demographic_parity<=0\.20\d+ needs at least 5 rows of "
+                                         r"demographic_parity<=0\.20\d+ the trials are "
+                                         r"validated against \(demographic_parity<=0\.3 "
+                                         r"tightened for `confidence`\) needs at least 5 rows of "
                                          r"each group there: a smaller `safety_size`"):
         objective(300)
     # With more rows of 'B', the objective validates against the limit whose minimum it checked.
