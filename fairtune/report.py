@@ -507,7 +507,9 @@ class StudyReport:
                     *(f"<tr><td>{_e(name)}</td><td class=num>{_e(value)}</td></tr>"
                       for name, value, _ in parts["params"]), "</table>"]
         out.append("</div>")
-        out += items("The deployed model", parts["deployment"])
+        deployed = self.deploy is not None and self.deploy.trial is not None
+        out += items("The deployed model" if deployed else f"Trial #{self._subject.number}'s "
+                     "model (not deployed)", parts["deployment"])
         out += items(f"Test split (trial #{self.test_trial}{self._not_deployed()})", parts["test"])
         out.append(f"<{h}>Trade-off and progress</{h}><div class=plots>")
         own = "" if self.tenant is None else f" (tenant {self.tenant}'s trials only)"
