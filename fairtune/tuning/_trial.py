@@ -190,7 +190,7 @@ def metric_score(
         p, y = np.asarray(y_pred, dtype=float), np.asarray(y_true) == 1
         tp = float(p[y].sum())  # the expected counts of the randomized predictions
         fp, fn = float(p.sum()) - tp, int(y.sum()) - tp
-        tn = len(p) - tp - fp - fn
+        tn = len(p) - int(y.sum()) - fp  # in this order: the same last digit as ever
         if metric == "accuracy":
             return (tp + tn) / (tp + fp + fn + tn)
         if metric == "balanced_accuracy":  # the mean recall of the labels present, as sklearn's
