@@ -111,9 +111,7 @@ def split_safety(X: Any, y: Any, y01: Any, sensitive: Any, fit_params: dict[str,
 
 
 def _takes_sensitive(estimator: Any, method: str) -> bool:
-    """Whether ``estimator.<method>`` takes ``sensitive_features`` without routing: its
-    signature names it, or it is a fairlearn estimator's ``fit`` reading it from ``**kwargs``
-    (``ExponentiatedGradient``)."""
+    """Whether ``estimator.<method>`` takes ``sensitive_features`` (see the module docstring)."""
     function = getattr(estimator, method, None)
     if function is None:
         return False
@@ -131,9 +129,8 @@ def _takes_sensitive(estimator: Any, method: str) -> bool:
 
 
 def _sensitive_keys(estimator: Any, method: str) -> list[str]:
-    """The keyword names under which ``estimator.<method>`` takes the sensitive features when
-    metadata routing is disabled (a pipeline's steps get ``<step>__sensitive_features`` in
-    ``fit``; its final step gets them unprefixed in the prediction methods)."""
+    """The keywords under which ``estimator.<method>`` takes the sensitive features without
+    routing (see the module docstring)."""
     from sklearn.pipeline import Pipeline
 
     if isinstance(estimator, Pipeline):

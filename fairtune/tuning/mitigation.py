@@ -150,12 +150,9 @@ def parse_mitigation(mitigation: Any) -> list[str]:
 
 
 def needs_sensitive_features(mitigation: str | None, *, model_uses_them: bool) -> str | None:
-    """How a deployed pipeline reads the sensitive feature, or None if it does not need it.
-
-    Args:
-        mitigation: A name of :data:`MITIGATIONS`, or None.
-        model_uses_them: Whether the model is given the sensitive columns as inputs.
-    """
+    """How a deployed pipeline with ``mitigation`` (a name of :data:`MITIGATIONS`, or None)
+    reads the sensitive feature, or None if it does not need it; ``model_uses_them``: whether
+    the model is given the sensitive columns as inputs."""
     how = MITIGATIONS[mitigation].sensitive_at_prediction if mitigation else None
     if how is None and model_uses_them:
         return "the sensitive columns of X (model inputs)"

@@ -219,11 +219,7 @@ def register_space(
 
     ``defaults`` (optional) maps every parameter ``build`` suggests to the value a study starts
     from (see :meth:`FairObjective.enqueue_defaults
-    <fairtune.tuning.FairObjective.enqueue_defaults>`).
-
-    Raises:
-        ValueError: If ``name`` is taken and ``overwrite`` is false, ``build`` is not callable,
-            or ``defaults`` is not a mapping.
+    <fairtune.tuning.FairObjective.enqueue_defaults>`); a taken ``name`` needs ``overwrite``.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"`name` must be a non-empty string, but got name={name!r}.")
