@@ -67,11 +67,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def set_num_threads(n: int | None) -> None:
     """Set the number of threads of fairtune's GP numerics in this process.
 
-    By default (``None``) the samplers run their numerics on one thread, and studies with
-    ``MANY_POINTS`` (2,000) or more points on the environment's default count. Set a number for a
-    very large study on a machine of its own, where the kernel matrix's factorization gains from
-    threads. The environment variable ``FAIRTUNE_NUM_THREADS`` does the same for processes you
-    do not start from Python (such as ``fairtune tune`` workers); this function wins over it.
+    Set a number for a very large study on a machine of its own; this wins over
+    ``FAIRTUNE_NUM_THREADS`` (the module docstring gives the automatic rule, ``None``).
 
     Args:
         n: A positive number of threads, or None for the automatic rule.

@@ -17,14 +17,9 @@ view of the same study, where a team already watches its searches:
   ``--artifact-dir``), the HTML report (:meth:`~fairtune.report.StudyReport.html`) as a study
   artifact, ``fairtune-report.html``, replaced in place at each update.
 
-:class:`DashboardCallback` publishes as the search runs: after every ``every``-th trial by trial
-number (10 by default), from whichever worker ran that trial, so that with many workers one of
-them writes each update, not each of them. An update reads the study once and writes a few
-system attributes (a few kilobytes of figures per hundred trials); the HTML report, with its two
-matplotlib images, costs more and is written only with an artifact store
-(docs/user_guide/fair_model.md gives the times). ``fairtune tune
---dashboard`` (and ``--artifacts DIR``) does the same and publishes once more at the end, with
-the test split's verdict.
+:class:`DashboardCallback` publishes as the search runs (docs/user_guide/fair_model.md gives
+the times of an update); ``fairtune tune --dashboard`` (and ``--artifacts DIR``) does the same
+and publishes once more at the end, with the test split's verdict.
 
 Needs the ``dashboard`` extra: ``pip install 'fairtune[dashboard]'`` (optuna-dashboard, plotly).
 

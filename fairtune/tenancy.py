@@ -114,14 +114,8 @@ def finished_at_creation(trial: FrozenTrial) -> Callable[[FrozenTrial], bool] | 
     return lambda other: other.number <= last and other.number not in skip
 
 
-def optimize(
-    study: optuna.Study,
-    tenant: str,
-    func: Callable[[optuna.Trial], float],
-    *,
-    n_trials: int,
-    **kwargs: Any,
-) -> None:
+def optimize(study: optuna.Study, tenant: str, func: Callable[[optuna.Trial], float], *,
+             n_trials: int, **kwargs: Any) -> None:
     """Run ``study.optimize(func, n_trials=n_trials, **kwargs)`` for ``tenant``: every new trial
     it creates is ``tenant``'s.
 
@@ -163,8 +157,7 @@ def optimize(
     if not hasattr(study.sampler, "tenants"):
         raise ValueError(
             "`study` must use a tenant-aware sampler (CollaborativeUCBSampler) for "
-            f"tenancy.optimize, but its sampler is {type(study.sampler).__name__}."
-        )
+            f"tenancy.optimize, but its sampler is {type(study.sampler).__name__}.")
     scores = getattr(func, "tenant", tenant)  # an objective of one tenant's data
     if scores != tenant:
         raise ValueError(
@@ -182,8 +175,7 @@ def optimize(
         if key in _optimizing_for and _optimizing_for[key] != tenant:
             raise RuntimeError(
                 f"This process already optimizes the study for tenant {_optimizing_for[key]!r}; "
-                f"tenant {tenant!r} needs a process (or a study object of its own storage)."
-            )
+                f"tenant {tenant!r} needs a process (or a study object of its own storage).")
         _optimizing_for[key] = tenant
     try:
         study.optimize(func, n_trials=n_trials, **kwargs)
@@ -232,10 +224,8 @@ def cumulative_utilities(
 ) -> dict[str, float]:
     """Each tenant's cumulative utility: the sum of its COMPLETE trials' values.
 
-    ``lambda^i = sum_{COMPLETE trials of i} s * value`` with ``s = +1`` for a maximized and
-    ``s = -1`` for a minimized objective: the utility of a trial is the *negated* value when
-    minimizing, so that a larger utility is always better. Failed, pruned and running trials
-    count 0.
+    A trial's utility is its value, *negated* when minimizing so that a larger utility is always
+    better; failed, pruned and running trials count 0.
 
     Args:
         study: The shared (single-objective) study.

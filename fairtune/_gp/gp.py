@@ -204,12 +204,6 @@ class GPRegressor:
     The Cholesky factor L of K = k(X, X) + (sigma2 + jitter) I, its inverse L^-1 (for
     one-matmul variances) and alpha = K^-1 y are computed once here; :func:`fit_gp` builds one
     with fitted parameters, and any fixed ``params`` can be given directly.
-
-    Args:
-        X_train: Encoded inputs, shape (n, d).
-        y_train: Standardized outputs, shape (n,).
-        params: Kernel hyperparameters.
-        is_categorical: Boolean mask of categorical dimensions, shape (d,).
     """
 
     def __init__(
@@ -269,7 +263,6 @@ class GPRegressor:
         """
         batch_shape = x.shape[:-1]
         flat = x.reshape(-1, x.shape[-1]).to(torch.float64)
-        # torch's Function.apply is unannotated.
         mean, var = _LatentPosterior.apply(flat, self)  # type: ignore[no-untyped-call]
         return mean.reshape(batch_shape), var.clamp_min(_MIN_VAR).reshape(batch_shape)
 

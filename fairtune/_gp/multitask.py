@@ -193,14 +193,8 @@ def _eigh(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class ICMGP:
-    """Exact ICM multi-task GP posterior through the eigendecompositions of B and K_t.
-
-    Args:
-        X: Encoded inputs, shape (t, d).
-        Y: Standardized outputs, shape (t, n) (all tasks observed at every point).
-        params: Lengthscales, task covariance B and noise variance eta.
-        is_categorical: Boolean mask of categorical dimensions, shape (d,).
-    """
+    """Exact ICM multi-task GP posterior through the eigendecompositions of B and K_t, on
+    standardized outputs Y with every task observed at every point."""
 
     def __init__(
         self,
@@ -278,12 +272,8 @@ class ICMGP:
 
 
 class NystromICMGP(ICMGP):
-    """MT-BKB's Nystrom approximation of :class:`ICMGP` on a dictionary of training points.
-
-    Args:
-        X, Y, params, is_categorical: As for :class:`ICMGP`.
-        dictionary: Indices (m,) of the training points in the dictionary D_t.
-    """
+    """MT-BKB's Nystrom approximation of :class:`ICMGP` on the training points whose indices
+    (m,) are ``dictionary`` (D_t)."""
 
     def __init__(
         self,
@@ -402,8 +392,6 @@ def fit_icm(
 
     Args:
         X: Encoded inputs, shape (t, d), t >= 1.
-        Y: Standardized outputs, shape (t, n).
-        is_categorical: Boolean mask of categorical dimensions, shape (d,).
         task_covariance: ``"learned"`` (B = L L^T + diag(exp(v)), signed correlations),
             ``"independent"`` (B diagonal, learned task variances: the IT-KB baseline), or a
             fixed p.s.d. matrix (n, n). Defaults to "learned".
@@ -411,11 +399,8 @@ def fit_icm(
         deterministic: Fix eta at ``MIN_NOISE_VAR``. Defaults to False.
         max_iter: L-BFGS-B iteration cap of a fit from the defaults. Defaults to 100.
         restart: With a ``warm_start``, also fit from the defaults and keep the fit of higher
-            posterior density. A chain of warm starts can stay in a poor local optimum: on the
-            9-task Branin problem, fits warm-started since the first trials interpolated the
-            noise (eta at its floor, lengthscales 0.1) with a log posterior 160 nats below the
-            fit from the defaults (eta near the true noise, long lengthscales). Defaults to
-            False (the warm start alone, when it succeeds).
+            posterior density (a chain of warm starts can stay in a poor local optimum, e.g.
+            one that interpolates the noise). Defaults to False.
     """
     if X.ndim != 2 or Y.ndim != 2 or len(X) == 0 or len(Y) != len(X):
         raise ValueError(
@@ -448,12 +433,7 @@ def fit_icm(
 class _ICMFit:
     """The MAP problem of :func:`fit_icm` over a raw parameter vector: log inverse squared
     lengthscales (d), the task covariance's raw parameters (by ``mode``: ``"learned"``,
-    ``"independent"`` or ``"fixed"``, B given), log eta.
-
-    Args:
-        X: (t, d) inputs; Y: (t, n) standardized outputs; is_cat: (d,) categorical mask;
-        task_covariance: as for :func:`fit_icm`; fixed_noise: eta when it is not fitted (None:
-        fitted).
+    ``"independent"`` or ``"fixed"``, B given), log eta unless ``fixed_noise`` is given.
     """
 
     def __init__(
@@ -500,7 +480,6 @@ class _ICMFit:
         raw = torch.tensor(raw_np, dtype=torch.float64, requires_grad=True)
         isl, B, eta = self.unpack(raw)
         K = matern52_from_squared_distance(self.sqd @ isl)
-        # torch's Function.apply is unannotated.
         nll = _ICMNegLogLik.apply(K, B, eta + _JITTER, self.Y)  # type: ignore[no-untyped-call]
         log_prior = -_ISL_PRIOR_WEIGHT * (isl + 1.0 / isl).sum()
         if mode != "fixed":

@@ -56,11 +56,8 @@ NEAR_TOLERANCE = 1e-9
 
 
 class SearchSpace:
-    """An Optuna search space encoded to [0, 1]^d.
-
-    Args:
-        distributions: Parameter name -> Optuna distribution (Float, Int or Categorical).
-    """
+    """An Optuna search space, parameter name -> Float, Int or Categorical distribution,
+    encoded to [0, 1]^d."""
 
     def __init__(self, distributions: Mapping[str, BaseDistribution]) -> None:
         if not distributions:

@@ -78,13 +78,10 @@ class FairnessCallback:
     3. calls ``study.stop()`` if ``target`` is set, ``stop_on_target`` is true, and a feasible
        trial reached it (``value >= target`` when maximizing, ``<=`` when minimizing).
 
-    A trial is feasible (fair) by the rule of ``fairtune report`` and the plots,
-    :func:`~fairtune.fairness.is_fair`: COMPLETE, and every limit of the study (stored by
-    :class:`~fairtune.tuning.FairObjective`, or any constraint name its trials carry) measured and
-    met; a trial that lacks one of the study's constraints is not fair. The callback only sees
-    the trials finished by the ``study.optimize`` calls it is passed to (in this process), so on
-    a resumed or distributed study :attr:`best_fair_trial` is the best of those, while
-    ``study.best_trial`` covers the whole study.
+    A trial is feasible (fair) by ``fairtune report``'s rule, :func:`~fairtune.fairness.is_fair`.
+    The callback only sees the trials finished by the ``study.optimize`` calls it is
+    passed to (in this process): on a resumed or distributed study ``study.best_trial`` covers
+    the whole study, :attr:`best_fair_trial` only those.
 
     Args:
         target: Objective value at which a fair trial is good enough. Defaults to None (never
@@ -125,11 +122,8 @@ class FairnessCallback:
         verbose: bool = True,
         logger: logging.Logger | None = None,
     ) -> None:
-        if target is not None and (
-            isinstance(target, bool)
-            or not isinstance(target, numbers.Real)
-            or not math.isfinite(target)
-        ):
+        if target is not None and (isinstance(target, bool) or not isinstance(
+                target, numbers.Real) or not math.isfinite(target)):
             raise ValueError(_MSG_TARGET.format(target=target))
         if isinstance(metric_names, str):
             raise ValueError(_MSG_METRIC_NAMES.format(names=metric_names))

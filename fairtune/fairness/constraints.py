@@ -123,11 +123,7 @@ def _limit(name: str, bound: Any, *, arg: str, text: Any, op: str | None = None
 
 @dataclass(frozen=True)
 class FairnessLimit:
-    """A fairness metric and the bound it must respect.
-
-    Differences (``demographic_parity``, ``equal_opportunity``, ``false_positive_rate``,
-    ``equalized_odds``) are limited from above, ``metric <= bound``; the ``disparate_impact``
-    ratio from below, ``metric >= bound``. :attr:`sense` says which.
+    """A fairness metric and the bound it must respect (:attr:`sense` says from which side).
 
     Args:
         metric: A metric name or alias of :data:`fairtune.fairness.METRICS`
@@ -180,10 +176,8 @@ class FairnessLimit:
         return _parse(text, arg="`text`")
 
     def violation(self, value: float) -> float:
-        """The Optuna constraint value: ``value - bound`` (upper) or ``bound - value`` (lower).
-
-        It is <= 0 exactly when ``value`` respects the limit.
-        """
+        """The Optuna constraint value, <= 0 exactly when ``value`` respects the limit:
+        ``value - bound`` (upper) or ``bound - value`` (lower)."""
         return value - self.bound if self.sense == "upper" else self.bound - value
 
     def __str__(self) -> str:
@@ -297,12 +291,9 @@ def set_fairness_constraints(
         ...     return accuracy_score(y_valid, y_pred)
     """
     parsed = parse_limits(limits)
-    values = {
-        limit.metric: METRICS[limit.metric].function(
-            y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight
-        )
-        for limit in parsed
-    }
+    values = {limit.metric: METRICS[limit.metric].function(
+        y_true, y_pred, sensitive_features=sensitive_features, sample_weight=sample_weight)
+        for limit in parsed}
     record_fairness_values(trial, parsed, values)
     return values
 
@@ -340,19 +331,16 @@ def fairness_values(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
         is in :data:`~fairtune.fairness.METRICS` (other ``fairtune:`` keys, such as the tenant
         tag, are skipped); empty if none was set.
     """
-    return {
-        key[len(USER_ATTR_PREFIX):]: float(value)
-        for key, value in trial.user_attrs.items()
-        if key.startswith(USER_ATTR_PREFIX) and key[len(USER_ATTR_PREFIX):] in METRICS
-    }
+    n = len(USER_ATTR_PREFIX)
+    return {key[n:]: float(value) for key, value in trial.user_attrs.items()
+            if key.startswith(USER_ATTR_PREFIX) and key[n:] in METRICS}
 
 
 def is_feasible(trial: optuna.trial.FrozenTrial) -> bool:
     """Whether every constraint value of the trial is <= 0, Optuna 5's definition.
 
-    This matches how ``study.best_trial`` filters trials in Optuna 5: a trial is feasible when
-    ``all(value <= 0 for value in trial.constraints.values())``. A trial **without constraints
-    is therefore feasible** (and ``study.best_trial`` may return it), so an objective that
+    As ``study.best_trial`` filters trials in Optuna 5, a trial **without constraints is
+    feasible** (and ``study.best_trial`` may return it), so an objective that
     limits fairness should call :func:`set_fairness_constraints` on every trial it completes.
     The trial's state is not looked at; callers that want COMPLETE trials filter for them.
 

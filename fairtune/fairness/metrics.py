@@ -59,16 +59,14 @@ __all__ = [
 
 RateName = Literal["selection_rate", "true_positive_rate", "false_positive_rate"]
 
-# Error messages (tests assert on them).
-# The messages about sensitive features are fairtune._validation's (MSG_SENSITIVE_*, ...).
+# Error messages (tests assert on them); those about sensitive features are fairtune._validation's.
 _MSG_NOT_1D = "`{name}` must be one-dimensional, but got an array of shape {shape}."
 _MSG_LENGTH = (
     "`{name}` must have the same length as `y_true`, but got len(y_true)={n} and "
     "len({name})={m}."
 )
-_MSG_NOT_BINARY = (
-    "`{name}` must contain only 0/1 (or boolean) labels, but got the values {values}."
-)
+_MSG_NOT_BINARY = ("`{name}` must contain only 0/1 (or boolean) labels, but got the values "
+                   "{values}.")
 _MSG_NAN = "`{name}` must not contain NaN or missing values, but got {count} of them."
 _MSG_EMPTY = "`y_true` must not be empty, but got 0 samples."
 _MSG_WEIGHTS = (
@@ -79,9 +77,8 @@ _MSG_UNDEFINED_RATE = (
     "does not need it (e.g. demographic_parity) or merge groups."
 )
 _MSG_UNKNOWN_RATE = "`rates` must be among {valid}, but got {unknown}."
-_MSG_UNKNOWN_METRIC = (
-    "{metric} must be one of {valid} (or an alias in {aliases}), but got {name!r}."
-)
+_MSG_UNKNOWN_METRIC = ("{metric} must be one of {valid} (or an alias in {aliases}), but got "
+                       "{name!r}.")
 
 
 def _as_1d(values: Any, name: str) -> np.ndarray:
@@ -125,8 +122,7 @@ def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
         weights = weights.astype(float)
     except (TypeError, ValueError):
         raise ValueError(
-            f"`sample_weight` must be numeric, but got dtype {weights.dtype}."
-        ) from None
+            f"`sample_weight` must be numeric, but got dtype {weights.dtype}.") from None
     n_nan = int(np.isnan(weights).sum())
     if n_nan:
         raise ValueError(_MSG_NAN.format(name="sample_weight", count=n_nan))
@@ -211,9 +207,8 @@ def group_rates(
     if not rates or any(r not in RATE_CONDITION for r in rates):
         raise ValueError(_MSG_UNKNOWN_RATE.format(valid=sorted(RATE_CONDITION),
                                                   unknown=list(rates)))
-    y_true_, y_pred_, groups, weights = _validate(
-        y_true, y_pred, sensitive_features, sample_weight
-    )
+    y_true_, y_pred_, groups, weights = _validate(y_true, y_pred, sensitive_features,
+                                                  sample_weight)
     _check_rates_defined(rates, y_true_, groups, weights)
     sensitive: Any = groups
     if isinstance(groups.iloc[0], tuple):
@@ -271,13 +266,8 @@ def _compute(
     name: str, y_true: Any, y_pred: Any, sensitive_features: Any, sample_weight: Any
 ) -> float:
     spec = METRICS[name]
-    by_group = group_rates(
-        y_true,
-        y_pred,
-        sensitive_features=sensitive_features,
-        rates=spec.rates,
-        sample_weight=sample_weight,
-    )
+    by_group = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                           rates=spec.rates, sample_weight=sample_weight)
     return float(_aggregate(by_group.to_numpy(dtype=float), spec.aggregate))
 
 
@@ -295,8 +285,6 @@ def demographic_parity_difference(
         sensitive_features: Group of each sample: a 1-d array-like, or a DataFrame whose columns
             define intersectional groups.
         sample_weight: Optional non-negative weights, shape (n,). Defaults to None.
-
-    The other metrics take the same arguments.
 
     Example:
         >>> demographic_parity_difference(
@@ -355,8 +343,7 @@ def disparate_impact_ratio(
     return _compute("disparate_impact", y_true, y_pred, sensitive_features, sample_weight)
 
 
-#: The spec table of the metrics, canonical name -> :class:`MetricSpec`: the single source of
-#: truth for names, aliases, rates and bound senses.
+#: The spec table of the metrics, canonical name -> :class:`MetricSpec`.
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
     MetricSpec("demographic_parity", demographic_parity_difference, ("selection_rate",),
                "difference", "upper", ("dsp", "dp", "demographic_parity_difference"),
@@ -396,12 +383,9 @@ def get_metric(name: str) -> MetricSpec:
     """
     key = str(name).strip().lower().replace("-", "_").replace(" ", "_")
     if key not in _ALIASES:
-        raise ValueError(
-            _MSG_UNKNOWN_METRIC.format(
-                metric=arg("metric"), valid=sorted(METRICS),
-                aliases=sorted(set(_ALIASES) - set(METRICS)), name=name,
-            )
-        )
+        raise ValueError(_MSG_UNKNOWN_METRIC.format(
+            metric=arg("metric"), valid=sorted(METRICS),
+            aliases=sorted(set(_ALIASES) - set(METRICS)), name=name))
     return METRICS[_ALIASES[key]]
 
 
@@ -427,9 +411,8 @@ def _group_rates(
         label = RATE_CONDITION[rate][0]
         rows = slice(None) if label is None else y_true == label
         sizes[:, column] = np.bincount(codes[rows], minlength=len(uniques))
-        sample[:, column] = np.bincount(
-            codes[rows], weights=y_pred[rows], minlength=len(uniques)
-        ) / sizes[:, column]
+        sample[:, column] = np.bincount(codes[rows], weights=y_pred[rows],
+                                        minlength=len(uniques)) / sizes[:, column]
     return sample, sizes
 
 

@@ -55,8 +55,7 @@ def _utilities(u: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(u, dtype=float)
     if array.ndim != 1 or len(array) == 0:
         raise ValueError(
-            f"`u` must be a non-empty 1-d sequence of utilities, but got shape {array.shape}."
-        )
+            f"`u` must be a non-empty 1-d sequence of utilities, but got shape {array.shape}.")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"`u` must be finite, but got {array.tolist()}.")
     return array
@@ -89,10 +88,8 @@ def generalized_gini(
     else:
         weights = np.asarray(w, dtype=float)
         if weights.shape != values.shape or np.any(weights < 0) or np.any(np.diff(weights) > 0):
-            raise ValueError(
-                f"`w` must be {len(values)} non-negative, non-increasing weights, but got "
-                f"{list(w)}."
-            )
+            raise ValueError(f"`w` must be {len(values)} non-negative, non-increasing weights, "
+                             f"but got {list(w)}.")
     total = float(weights @ values)
     return total / float(weights.sum()) if normalize else total
 
@@ -108,16 +105,9 @@ def fair_cumulative_regret(
 ) -> float:
     """Fair cumulative regret ``S_T = T f* - g_norm(sum_t u_t)`` after T rounds.
 
-    The fair regret of Sim et al. (2021) measures the mediator against the ideal in which every
-    tenant gets the optimum f* in every round, through the normalized generalized Gini welfare
-    of the tenants' *cumulative* utilities U^i_T = sum_{t<=T} u_t^i:
-
-        S_T = g_norm(T f* 1) - g_norm(U_T) = T f* - sum_i w_i U_(i),T / sum_i w_i,
-
-    with U_(1),T <= ... <= U_(n),T sorted ascending and w_i = rho^(i-1). It splits into the
-    average cumulative regret and the inequality:
-    ``S_T = R_T / n + (mean_i U^i_T - g_norm(U_T))`` with ``R_T / n = T f* - mean_i U^i_T``;
-    with rho = 1, S_T = R_T / n. (Multiply by sum_i w_i for the unnormalized form.)
+    The fair regret of Sim et al. (2021) (see the module's Notation): the ideal, every tenant
+    getting f* in every round, against the tenants' *cumulative* utilities; with rho = 1,
+    S_T = R_T / n. (Multiply by sum_i w_i for the unnormalized form.)
 
     Args:
         utilities: Per-round utilities, shape (T, n): row t holds each tenant's value in round t
@@ -173,12 +163,8 @@ class TenantFairnessCallback:
         utilities = cumulative_utilities(study, tenants=self.tenants)
         inequality = gini_inequality(list(utilities.values()), self.rho) if utilities else math.nan
         self.history.append(_Record(trial.number, utilities, inequality))
-        _logger.info(
-            "Trial %d: cumulative utilities %s, inequality %.4g.",
-            trial.number,
-            ", ".join(f"{k}={v:.4g}" for k, v in utilities.items()),
-            inequality,
-        )
+        _logger.info("Trial %d: cumulative utilities %s, inequality %.4g.", trial.number,
+                     ", ".join(f"{k}={v:.4g}" for k, v in utilities.items()), inequality)
 
     @property
     def last(self) -> dict[str, Any]:

@@ -429,8 +429,7 @@ class GPSamplerBase(BaseSampler):
             claimed = store_relative_params(study, trial, params)
         # Every re-choice was taken as well. Workers that share a seed and see the same trials
         # choose the same point, so several that lose to one faster worker again and again stay
-        # together (seen on PostgreSQL under load: three trials with one point after the last,
-        # unchecked, re-choice). A random point drawn for this trial ends the chase.
+        # together. A random point drawn for this trial ends the chase.
         params = self._random_params(search_space, trial)
         store_relative_params(study, trial, params)
         return params

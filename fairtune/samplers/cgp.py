@@ -127,15 +127,10 @@ class CGPSampler(GPSamplerBase):
     scale of the agent's objective), nor the fact that the agent participates, and the agent's
     own next trial is chosen without noise.
 
-    Defaults are chosen for users, not for the paper: CGP-EI (beta = 1 should UCB be chosen),
-    10 startup trials, groups of at most 4, leaders only, by a study on families of related
-    agents (shifted, rotated and scaled versions of standard test functions other than the
-    paper's, 2-20 dimensions, 4-16 agents) and checked on held-out families. Joining the board
-    helps an agent where the agents are alike and the budget brings them near an optimum, and
-    did not harm more agents than a second run alone would; the measurements are on
-    docs/benchmarks/cgp_defaults.md. The paper's settings (CGP-UCB, beta = eta = 2,
-    S_raw = 10^5) are one argument away:
-    ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
+    Defaults are chosen for users, not for the paper, by a study on families of related agents
+    (docs/benchmarks/cgp_defaults.md: joining the board helps an agent where the agents are
+    alike and the budget brings them near an optimum). The paper's settings are one argument
+    away: ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
 
     Example:
         .. code-block:: python
@@ -167,9 +162,7 @@ class CGPSampler(GPSamplerBase):
             (the paper's: 10^5).
         quorum: S_quorum, the fewest kept samples a borrowed design needs. Defaults to 5.
         share_without_comparison: Borrow every group member's design, not only the leaders'
-            (whose posted LCB exceeds this agent's kappa); the rejection step still drops the
-            designs the agent's own GP finds implausible. Defaults to False (on held-out
-            families it was level with the default, docs/benchmarks/cgp_defaults.md).
+            (step 5; step 6 still applies). Defaults to False.
         design_noise: Scale of the Laplace noise on the posted design (encoded units), or None
             for none. Defaults to None.
         n_startup_trials: Designs from the collaborative Latin hypercube before the GP is used.
@@ -187,9 +180,8 @@ class CGPSampler(GPSamplerBase):
         Optimization via Constrained Gaussian Processes." Technometrics, 2025.
     """
 
-    #: The settings of the paper's experiments (section 6): CGP-UCB with N_max = 4,
-    #: S_raw = 10^5, S_quorum = 5, eta = beta = 2 and 10 initial designs (the paper uses 25 on
-    #: Levy-20). ``CGPSampler(board=board, agent=name, **CGPSampler.PAPER_SETTINGS)``.
+    #: The settings of the paper's experiments (section 6; it uses 25 initial designs on
+    #: Levy-20).
     PAPER_SETTINGS: ClassVar[Mapping[str, Any]] = MappingProxyType({
         "acquisition": "ucb", "group_size": 4, "eta": 2.0, "beta": 2.0, "n_raw_samples": 100000,
         "quorum": 5, "share_without_comparison": False, "design_noise": None,

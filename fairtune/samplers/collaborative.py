@@ -1,17 +1,7 @@
 """CollaborativeUCBSampler: fair batch UCB across the tenants of a shared study.
 
-Notation (Sim, Zhang, Low, Jaillet, ICML 2021, "Collaborative Bayesian Optimization with Fair
-Regret"):
-    n tenants, d encoded parameters; round t = 1, 2, ... (stored 0-based as ``round_``).
-    lambda_t^i: tenant i's cumulative utility before round t (sum of its observed values, the
-        negated values for a minimized objective).
-    mu, Sigma: GP posterior mean and joint covariance in the objective's units (maximized sign).
-    w_i = rho^(i-1): generalized Gini (G2SF) weights, phi: sort ascending.
-    alpha_t = c1 * d * sum_i w_i^2 * log(c2 * t): the exploration weight.
-    acquisition of a batch X_t = (x^1..x^n), (n, d):
-        sum_i w_i * phi_i((lambda_t^i + mu(x^i))_i)
-            + s * sqrt(alpha_t * 0.5 * logdet(I + sigma^-2 Sigma(X_t)))
-    with s the GP's output scale (the information gain is dimensionless).
+Sim, Zhang, Low, Jaillet, ICML 2021, "Collaborative Bayesian Optimization with Fair Regret";
+notation and acquisition as in :class:`CollaborativeUCBSampler` (``round_`` is t, 0-based).
 
 Assignment. For fixed X_t and lambda, the first term is largest when the k-th highest mu goes
 to the tenant with the k-th lowest lambda (an exchange argument: swapping a better point towards
@@ -86,14 +76,11 @@ __all__ = [
     "g2sf_term",
 ]
 
-# Study system attribute "fairtune:collab:plan:<round>:<tenant>" -> JSON params of that
-# tenant's assigned point in that round (one entry per tenant keeps values short for RDB
-# storages, which cap a value at ~2045 characters; longer values are chunked).
+# "<prefix>:<round>:<tenant>" -> JSON params (one key per tenant: RDB values are capped).
 PLAN_KEY_PREFIX = _keys.COLLAB_PLAN_PREFIX
 # Trial system attribute: the round a trial belongs to (its index among its tenant's trials).
 ROUND_KEY = _keys.COLLAB_ROUND_KEY
-# Study system attribute: the study's base seed, stored by the first sampler that samples it
-# (its ``seed``, or a random one), so that every process derives the same plans and startup points.
+# Study system attribute: the study's base seed (see ``_base_seed``).
 SEED_KEY = _keys.COLLAB_SEED_KEY
 _logger = logging.getLogger("fairtune")
 
@@ -172,19 +159,18 @@ class CollaborativeUCBSampler(GPSamplerBase):
     ``rho = 1`` is distributed batch GP-UCB (DB-GP-UCB, the utilitarian mediator: the first term
     is sum_i lambda_i + sum_i mu(x^i), whoever gets which point); smaller rho is fairer.
 
-    Rounds and processes: a trial's round is its index among its tenant's trials. Create a
-    tenant's trial with :func:`fairtune.tenancy.ask` (tagged at creation); an untagged trial is
-    given to the tenant with the fewest trials at its first ``suggest_*`` call (round robin), so
-    a single-process simulation of n tenants is one ``study.optimize(objective, n_trials=n*T)``
-    (read the tenant in the objective with :func:`fairtune.tenancy.tenant_of` after the first
-    suggest). The plan of each round lives in the study's system attributes and is computed
-    deterministically from the seed and the trials completed before the round's first trial
-    started (see the module docstring), with the other running trials as pending points: tenants
-    in different processes or machines sharing an RDB or Journal storage each get their own
-    point, exactly one per tenant per round, and a tenant asking while others of its round still
-    run gets its entry of the same batch. A failed or pruned trial uses up its tenant's slot in
-    its round (the tenant's next trial belongs to the next round), so failures never stall a
-    round; a round is done when every tenant has a finished trial in it.
+    Rounds and processes: a trial's round is its index among its tenant's trials. Create a tenant's
+    trial with :func:`fairtune.tenancy.ask` (tagged at creation); an untagged trial is given to the
+    tenant with the fewest trials at its first ``suggest_*`` call (round robin), so a
+    single-process simulation of n tenants is one ``study.optimize(objective, n_trials=n*T)`` (read
+    the tenant in the objective with :func:`fairtune.tenancy.tenant_of` after the first suggest).
+    The plan of each round is stored in the study and computed deterministically (see the module
+    docstring), with the other running trials as pending points: tenants in different processes or
+    machines sharing an RDB or Journal storage each get their own point, exactly one per tenant per
+    round, and a tenant asking while others of its round still run gets its entry of the same
+    batch. A failed or pruned trial uses up its tenant's slot in its round (its next trial belongs
+    to the next round), so failures never stall a round; a round is done when every tenant has a
+    finished trial in it.
 
     Constraints (``trial.set_constraint``) are not modelled, as in the paper: the sampler logs a
     warning once per study when its trials have them, and ``study.best_trial`` still returns the
@@ -477,10 +463,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 type(self).__name__,
                 ", ".join(sorted({n for t in data for n in t.constraints})),
             )
-        # Pending: every earlier round's point of every tenant that is not finished by the
-        # cutoff, whether or not its trial exists yet. A tenant that is behind will evaluate its
-        # stored plan entry (or its seeded startup point) when it gets there, so every process
-        # computing this round sees the same pending points, however far the others have got.
+        # Pending: as defined in the module docstring, whether or not its trial exists yet.
         slots = {rounds[t.number]: t for t in trials if t.number in rounds}
         pending = []
         for earlier in range(round_):

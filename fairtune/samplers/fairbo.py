@@ -147,9 +147,7 @@ class FairBOSampler(GPSamplerBase):
             are used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
             shared search space. Defaults to random draws seeded by ``(seed, trial number,
-            parameter name)``, so that processes given the same seed on one storage draw
-            different startup points and a study is reproducible from its seed (without a
-            seed, ``RandomSampler()``).
+            parameter name)`` (step 1; without a seed, ``RandomSampler()``).
         seed: Seed of the sampler's randomness. Defaults to None.
         binary_constraints: ``True`` to treat every constraint as binary feedback (only its
             sign is used), or a list of constraint names to treat so; the others are
@@ -273,7 +271,6 @@ class FairBOSampler(GPSamplerBase):
                                  deterministic=self._deterministic)
         constraints, feasible = self._fit_constraints(study, names, complete, X, ss)
         if X_pending is not None:
-            # Fantasies: the posterior mean at pending points shrinks the variance there.
             with torch.no_grad():
                 objective_gp = objective_gp.condition_on(
                     X_pending, objective_gp.posterior(X_pending)[0]
@@ -287,11 +284,9 @@ class FairBOSampler(GPSamplerBase):
         warm_starts = X_np[order[:1]][:, None, :]
         # Pending points exclude their neighbourhood (two workers must not train one model twice);
         # evaluated points only themselves: the GP knows their value, and a constrained optimum
-        # is refined along its boundary by steps finer than the neighbourhood (excluding it
-        # around evaluated points too made the best feasible value on a constrained test
-        # problem worse: docs/benchmarks/fairbo.md). A point within the
-        # neighbourhood of a trial that finished while this one was chosen is caught by the
-        # claim check (GPSamplerBase).
+        # is refined along its boundary by steps finer than the neighbourhood
+        # (docs/benchmarks/fairbo.md). A trial that finished meanwhile is caught by the claim
+        # check (GPSamplerBase).
         evaluated = np.repeat(ss.round(X_np)[:, None, :], 2, axis=1)  # boxes of one point
         x_best, _ = self._maximize(
             acqf, ss, rng, warm_starts=warm_starts,
@@ -317,9 +312,7 @@ def _plateau_boxes(
 
     Only studies with constraints qualify: a single number such as a validation accuracy
     (a multiple of one over the validation size) is often equal for different models by
-    coincidence (on German credit, same-accuracy pairs of random forests were often different
-    forests), while the objective and a constraint together rarely are. Continuous objectives
-    never repeat a value exactly at distinct inputs and are unaffected.
+    coincidence, while the objective and a constraint together rarely are.
     """
     empty = np.empty((0, 2, ss.dim))
     if not names or not ss.is_continuous.any():
@@ -365,10 +358,7 @@ def _repeated_outcomes(
     trials may differ in any parameter: a classifier that predicts one class for everyone (the
     commonest repeated model of fairness-constrained tuning, with a demographic parity gap of
     exactly 0) comes from too few trees, too small a learning rate or too strong a
-    regularization alike. On Adult with XGBoost under ``demographic_parity <= 0.05``, more than
-    half the trials of a study trained it before this term, about as many as random search (the
-    GP was not learning to avoid it), and fewer with it. Only studies with constraints call
-    this, as for ``_plateau_boxes`` (and three equal outcomes are rarer still by coincidence).
+    regularization alike. Only studies with constraints call this, as for ``_plateau_boxes``.
     """
     outcomes = [_outcome(t, names) for t in complete]
     counts = Counter(o for o in outcomes if o is not None)

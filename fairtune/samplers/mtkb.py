@@ -30,7 +30,6 @@ __all__ = ["MTKBSampler"]
 
 _TASK_COVARIANCES = ("learned", "independent")
 _UTILITY_UNITS = ("standardized", "objectives")
-# MT-BKB's default oversampling factor q (see the docstring of ``q``).
 DEFAULT_Q = 4.0
 # Penalty per unit of optimistic constraint violation (standardized units) in the acquisition.
 _CONSTRAINT_PENALTY = 1e3
@@ -99,12 +98,8 @@ class MTKBSampler(GPSamplerBase):
 
     A single-objective study is GP-UCB. Failed, pruned and NaN trials are ignored; parameters
     outside the search space shared by all trials are sampled by ``independent_sampler`` with a
-    logged warning. ``task_correlation(study)`` gives the fitted B as a correlation matrix, so
-    that one can see how related the objectives are, and
-    :meth:`stored_task_correlation` reads the last one stored with a study (from any process).
-    Both are in the objectives' own signs, as the study defines them: for f1 = x maximized and
-    f2 = x minimized, the correlation is +1 (the same function), although the model, which
-    maximizes every objective, sees -x for f2.
+    logged warning. :meth:`task_correlation` gives the fitted B as a correlation matrix of the
+    objectives, and :meth:`stored_task_correlation` the last one stored with a study.
 
     Example:
         >>> import optuna
@@ -145,10 +140,9 @@ class MTKBSampler(GPSamplerBase):
             (B = omega I + (1 - omega) 11^T / n, Evgeniou et al. 2005), or an n x n p.s.d.
             matrix (for the standardized objectives). Defaults to "learned".
         budgeted: Use the Nystrom approximation (MT-BKB). Defaults to False.
-        q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
-            slower): point i joins with probability min(q * leverage_i, 1), leverage_i its
-            ridge leverage score (posterior variance over noise variance, at most 1), so the
-            dictionary holds about q times the effective number of parameters. Defaults to 4,
+        q: Oversampling factor of MT-BKB's dictionary (q >= 1, step 4; larger is more accurate
+            and slower): the dictionary holds about q times the effective number of parameters.
+            Defaults to 4,
             which keeps a fraction of the trials in the dictionary (q = 1 is cheaper and less
             accurate). None: the paper's theorem 3,
             q = 6 rho log(4t / delta) / eps^2 with eps = 0.5, delta = 0.1 (its experiments'
@@ -157,15 +151,11 @@ class MTKBSampler(GPSamplerBase):
             fall below 1 / q, so that MT-BKB then costs what MT-KB does.
         beta: Confidence width beta_t. Defaults to None: ``sqrt(0.2 d log(2t))`` (Kandasamy et
             al. 2015), with d the number of parameters and t the number of trials.
-        width: How the upper confidence bound of the expected utility is formed:
-            ``"scalarized"`` (the scalarization of the objectives' upper bounds, for Chebyshev;
-            for linear the same as "objectives"), ``"objectives"`` (the scalarized mean plus
-            beta times each objective's posterior standard deviation, weighted as the
-            scalarization weighs it) or ``"norm"`` (the paper's ``L ||Gamma_t(x,
-            x)||^(1/2)``). Defaults to "scalarized": it had less cumulative regret than
-            "objectives" on held-out seeds of every problem of benchmarks/mtkb_compare.py,
-            while "objectives" explores more and covers more of the Pareto front
-            (docs/benchmarks/mtkb.md).
+        width: How the upper confidence bound of the expected utility is formed (step 3):
+            ``"scalarized"``, ``"objectives"`` or ``"norm"``. Defaults to "scalarized": it had
+            less cumulative regret than "objectives" on every problem of
+            benchmarks/mtkb_compare.py, while "objectives" explores more and covers more of the
+            Pareto front (docs/benchmarks/mtkb.md).
         n_startup_trials: Number of random trials before the model is used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
             shared search space. Defaults to random draws seeded per (seed, trial number,
@@ -271,15 +261,12 @@ class MTKBSampler(GPSamplerBase):
         Y_fit = torch.from_numpy(Y)
         n_trials = len(X)
         if self._budgeted and len(X) > self._max_fit_points:
-            # MT-BKB's per-step cost must not be dominated by an exact O(t^3) likelihood: its
-            # kernel is fitted on a random subset of the trials (a new one every step).
+            # Step 4: a random subset of the trials (a new one every step).
             subset = np.sort(
                 np.random.RandomState(len(X)).choice(len(X), self._max_fit_points, replace=False)
             )
             X, Y_fit = X[subset], Y_fit[subset]
-        # Also a fit from the defaults whenever the number of trials has grown by a quarter since
-        # the last one (about 12 fits in 100 trials): warm starts alone can stay in a poor local
-        # optimum (see ``fit_icm``'s ``restart``).
+        # Warm starts alone can stay in a poor local optimum (see ``fit_icm``'s ``restart``).
         restart_key = (study.study_name, "icm-restart")
         restart = warm is None or n_trials >= _RESTART_GROWTH * self._cache.get(restart_key, 0)
         params = mt.fit_icm(

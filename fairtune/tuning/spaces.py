@@ -110,11 +110,7 @@ def random_forest(trial: optuna.Trial, *, random_state: int = 0) -> Any:
 
 
 def random_forest_deep(trial: optuna.Trial, *, random_state: int = 0) -> Any:
-    """Random forest of full-depth trees regularized by their leaf size, 4 hyperparameters.
-
-    Its point ``n_estimators=100, min_samples_leaf=1, max_features="sqrt", criterion="gini"``
-    is ``RandomForestClassifier()``.
-    """
+    """Random forest of full-depth trees regularized by their leaf size, 4 hyperparameters."""
     from sklearn.ensemble import RandomForestClassifier
 
     return RandomForestClassifier(
@@ -162,9 +158,8 @@ def linear(trial: optuna.Trial, *, random_state: int = 0) -> Any:
         l1_ratio=trial.suggest_float("l1_ratio", 0.0, 1.0),
         alpha=trial.suggest_float("alpha", 1e-3, 1e3, log=True),
         eta0=trial.suggest_float("eta0", 1e-4, 0.1, log=True),
-        learning_rate=trial.suggest_categorical(
-            "learning_rate", ["constant", "optimal", "invscaling", "adaptive"]
-        ),
+        learning_rate=trial.suggest_categorical("learning_rate", ["constant", "optimal",
+                                                                  "invscaling", "adaptive"]),
         tol=None,
         random_state=random_state,
     )
@@ -202,8 +197,7 @@ def get_space(name: str) -> Space:
     """Look up a registered space; unknown names list the valid ones."""
     if name not in SPACES:
         raise ValueError(
-            f"{arg('model')} must be one of {sorted(SPACES)}, but got {got('model', name)}."
-        )
+            f"{arg('model')} must be one of {sorted(SPACES)}, but got {got('model', name)}.")
     return SPACES[name]
 
 
@@ -227,12 +221,10 @@ def register_space(
         raise ValueError(f"`build` must be callable (trial -> estimator), but got {build!r}.")
     if name in SPACES and not overwrite:
         raise ValueError(
-            f"`name` {name!r} is already registered; pass overwrite=True to replace it."
-        )
+            f"`name` {name!r} is already registered; pass overwrite=True to replace it.")
     if defaults is not None and not isinstance(defaults, Mapping):
         raise ValueError(
-            f"`defaults` must be a mapping of parameter names to values, but got {defaults!r}."
-        )
+            f"`defaults` must be a mapping of parameter names to values, but got {defaults!r}.")
     SPACES[name] = Space(name, build, needs_scaling=needs_scaling,
                          defaults=None if defaults is None else dict(defaults))
     return SPACES[name]
