@@ -222,6 +222,24 @@ def test_a_file_whose_columns_were_only_reordered_is_named_as_such(
     assert "a value, label or group differs" in err and "reordered" not in err
 
 
+def test_the_same_rows_under_another_file_name_or_drop_order_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The data are what the trials were scored on: a copy of the file under another name,
+    or the same columns dropped in another order, resumes; another value does not."""
+    path, copy = tmp_path / "applicants.csv", tmp_path / "copy.csv"
+    frame = _applicants(200)
+    frame.to_csv(path, index=False)
+    frame.to_csv(copy, index=False)
+    db = tmp_path / "ft.db"
+    assert main(_tune(path, "--drop-columns", "age,region", n_trials=1, storage=db)) == 0
+    assert main(_tune(copy, "--drop-columns", "region,age", n_trials=1, storage=db)) == 0
+    assert len(optuna.load_study(study_name="own", storage=f"sqlite:///{db}").trials) == 2
+    frame.assign(income=frame["income"] + 1).to_csv(copy, index=False)
+    assert "was tuned with --data" in _error(
+        _tune(copy, "--drop-columns", "region,age", n_trials=1, storage=db), capsys)
+
+
 def test_tune_seed_is_the_same_search_as_create_study_with_that_random_state(
     tmp_path: Path
 ) -> None:

@@ -160,7 +160,20 @@ def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[st
     # ``parts`` structures the ``dataset`` and ``validation`` entries, compared as such.
     return [name for name in FIELDS if name != "parts" and name in stored and name in record
             and _compared(name, _plain(stored[name]), record[name])
-            != _compared(name, record[name], stored[name])]
+            != _compared(name, record[name], stored[name])
+            and not (name == "dataset" and _same_dataset(stored, record))]
+
+
+def _same_dataset(stored: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    """Whether two ``dataset`` entries name the same data the same way: the same sensitive
+    features, hidden or not, the same columns dropped in any order, and the same rows
+    (``data`` and ``rows`` digests) under another name (a file copied or renamed)."""
+    both = _parts(stored, record, "dataset")
+    if both is None or any(stored.get(n) != record.get(n) or n not in stored
+                           for n in ("data", "rows")):
+        return False
+    old, new = ({**side, "name": None, "dropped": sorted(side["dropped"])} for side in both)
+    return old == new
 
 
 def _compared(name: str, value: Any, other: Any) -> Any:
