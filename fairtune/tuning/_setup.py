@@ -165,9 +165,8 @@ def differences(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[st
 
 
 def _same_dataset(stored: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-    """Whether two ``dataset`` entries name the same data the same way: the same sensitive
-    features, hidden or not, the same columns dropped in any order, and the same rows
-    (``data`` and ``rows`` digests) under another name (a file copied or renamed)."""
+    """Whether two ``dataset`` entries are the same data under another name or drop order:
+    the same rows (``data``, ``rows``), sensitive features and columns dropped."""
     both = _parts(stored, record, "dataset")
     if both is None or any(stored.get(n) != record.get(n) or n not in stored
                            for n in ("data", "rows")):
