@@ -396,8 +396,8 @@ def test_fair_search_cv_publishes_its_certified_model_at_the_end() -> None:
     X, y, group = _population(8000, 2)
     study = optuna.create_study(direction="maximize", storage="sqlite:///:memory:")
     search = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
-                          limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
-                          n_trials=2, random_state=0, confidence=0.9, study=study,
+                          limits="demographic_parity<=0.15", mitigation="threshold", cv=3,
+                          n_trials=3, random_state=0, confidence=0.9, study=study,
                           callbacks=[DashboardCallback(every=1)])
     search.fit(X, y, sensitive_features=group)
     note = _plain(get_note(study))
