@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["InterruptGuard", "caused_by_interrupt", "check_run", "fail_running", "one_line",
-           "optimize_guarded", "quiet_interrupt_echoes"]
+__all__ = ["InterruptGuard", "caused_by_interrupt", "check_run", "fail_running", "in_storage",
+           "one_line", "optimize_guarded", "quiet_interrupt_echoes"]
 
 
 def one_line(error: BaseException) -> str:
@@ -69,13 +70,37 @@ class InterruptGuard:
 
     def handler(self, signum: int, frame: Any) -> None:
         self.interrupted = True
+        if not self._inside:
+            return
+        if in_storage(frame):
+            # Raised inside a database call, the interrupt could leave its connection in a
+            # transaction that holds the file's lock: the heartbeat and the trial's FAIL would
+            # then wait for it and fail. Signal again once the call has returned.
+            threading.Timer(0.05, self._again).start()
+            return
+        self._inside = False
+        raise KeyboardInterrupt
+
+    def _again(self) -> None:
         if self._inside:
-            self._inside = False
-            raise KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGINT)
 
     def callback(self, study: Any, trial: Any) -> None:
         if self.interrupted:
             study.stop()
+
+
+_STORAGE_MODULES = ("sqlalchemy", "sqlite3", "psycopg", "optuna.storages", "grpc")
+
+
+def in_storage(frame: Any) -> bool:
+    """Whether ``frame`` or one of its callers runs code of a database or storage module."""
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if name.startswith(_STORAGE_MODULES):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def caused_by_interrupt(error: BaseException | None) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from pathlib import Path
 
 import optuna
@@ -91,3 +92,33 @@ def test_ctrl_c_in_the_safety_test_says_no_model_is_certified_and_how_to_resume(
     study = optuna.load_study(study_name="c", storage=url)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
     assert "No model is certified yet" in report(study).text()
+
+
+_STORAGE_CALL = """
+import os, signal, time
+def write(done):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while a database call runs
+    time.sleep(0.3)
+    done.append(True)
+"""
+
+
+def test_ctrl_c_inside_a_storage_call_waits_until_the_call_returns(tmp_path: Path) -> None:
+    # A KeyboardInterrupt raised mid-commit can leave the connection holding the SQLite lock
+    # (the heartbeat and the trial's FAIL then time out): the call finishes, then it raises.
+    namespace: dict[str, object] = {"__name__": "optuna.storages._fake"}
+    exec(compile(_STORAGE_CALL, "optuna/storages/_fake.py", "exec"), namespace)
+    done: list[bool] = []
+    after: list[bool] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        namespace["write"](done)  # type: ignore[operator]
+        for _ in range(500):
+            time.sleep(0.01)
+        after.append(True)
+        return 0.0
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}")
+    guard, run = optimize_guarded(study, objective, n_trials=3)
+    assert guard.interrupted and done == [True] and not after
+    assert [t.state for t in run] == [TrialState.FAIL]
