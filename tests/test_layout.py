@@ -236,6 +236,46 @@ def test_nothing_under_tuning_imports_its_entrances() -> None:
         found)
 
 
+def entrance_parameters(source: str) -> list[str]:
+    """``line: text`` of each function parameter in ``source`` named ``objective`` or
+    ``search`` or annotated with an entrance class, and of each attribute read off a name
+    ``objective`` or ``search``: a helper that takes an entrance instead of its values."""
+    names, classes = {"objective", "search"}, set(_ENTRANCES.values())
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+                annotation = ast.unparse(p.annotation) if p and p.annotation else ""
+                if p and (p.arg in names or any(c in annotation for c in classes)):
+                    found.append(f"{node.lineno}: parameter {p.arg}: {annotation or '-'}")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id in names):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_entrance_parameters_are_found() -> None:
+    source = """
+def f(objective, x: int): return objective.setup
+def g(*, study, trial: "FairSearchCV | None" = None): pass
+h = lambda search: 1
+def k(model, o: FairObjective): return model.objective
+"""
+    assert sorted(line.split(":", 1)[0] for line in entrance_parameters(source)) == [
+        "2", "2", "3", "4", "5"]
+
+
+def test_nothing_under_tuning_takes_an_entrance() -> None:
+    # Values, not entrances, flow down (DESIGN.md section 1): a function below the entrances
+    # takes what it reads, never the FairObjective or FairSearchCV itself.
+    found = [f"{name}:{line}" for name, path in MODULES.items()
+             if name.startswith("fairtune.tuning.") and name not in _ENTRANCES
+             for line in entrance_parameters(path.read_text())]
+    assert not found, "functions under fairtune/tuning/ that take an entrance:\n" + "\n".join(
+        found)
+
+
 def test_datasets_import_nothing_from_the_layers_above() -> None:
     # Follow imports from fairtune.datasets through the modules below it until one crosses into
     # a layer above it; each crossing is reported once, with the way there.

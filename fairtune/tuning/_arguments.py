@@ -197,18 +197,18 @@ def check_budgets_objectives(budgets: Any, objectives: Sequence[str],
             f"tenant, but got {got('budgets', list(budgets))} and {got('tenant', tenant)}.")
 
 
-def check_resource(objective: Any) -> None:
-    """Refuse a ``resource`` the untuned model does not have, before any trial."""
+def check_resource(budgets: Any, resource: str, untuned: dict[str, Any] | None,
+                   make_pipeline: Any) -> None:
+    """Refuse a ``resource`` that the pipeline ``make_pipeline(trial)`` builds for the untuned
+    model's parameters (``untuned``; None when the space names none) does not have, before any
+    trial."""
     import optuna
 
     from fairtune.tuning._trial import scale_resource
 
-    if objective.budgets is None or objective.resource == "n_samples":
-        return
-    params = objective.default_params()
-    if params is not None:
-        pipeline = objective.make_pipeline(optuna.trial.FixedTrial(params))
-        scale_resource(pipeline, objective.resource, objective.budgets[0])
+    if budgets is not None and resource != "n_samples" and untuned is not None:
+        pipeline = make_pipeline(optuna.trial.FixedTrial(untuned))
+        scale_resource(pipeline, resource, budgets[0])
 
 
 def check_complete_rows(space: Space, X: Any) -> None:

@@ -1,9 +1,9 @@
 """The data of a search, once: what the user gives, turned into the rows every entrance uses.
 
 :class:`~fairtune.tuning.FairObjective` (a bundled name, a :class:`~fairtune.datasets.FairDataset`
-or an ``(X, y, sensitive)`` tuple) builds its rows with :func:`tuning_rows`;
-:class:`~fairtune.tuning.FairSearchCV` builds its folds and calls the same
-:func:`validated_limits`, so that the same input gets the same answer through either:
+or an ``(X, y, sensitive)`` tuple) loads its rows with :func:`tuning_rows`; both it and
+:class:`~fairtune.tuning.FairSearchCV` split them with the one builder :func:`split_rows`, so
+that the same input gets the same answer through either:
 
 - Labels: 0/1 or booleans (1 the favourable outcome), else ``pos_label=`` names the favourable
   one: guessing would make ``"denied"`` favourable over ``"approved"``.
@@ -29,7 +29,7 @@ import hashlib
 import math
 import pickle
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,8 +51,8 @@ from fairtune.tuning._trial import tightened
 
 __all__ = [
     "Splits", "TuningRows", "aligned", "budget_folds", "budget_rows", "data_fingerprint",
-    "drawn_split", "favourable_labels", "kept_values", "sensitive_groups", "tuning_rows",
-    "validated_limits",
+    "drawn_split", "favourable_labels", "kept_values", "sensitive_groups", "split_rows",
+    "tuning_rows", "validated_limits",
 ]
 
 
@@ -504,23 +504,26 @@ def _share(name: str, value: Any, held: bool) -> tuple[str, Any, float, str]:
     return name, value, value if held else 1 - value, "a larger" if held else "a smaller"
 
 
-def _held_out(y: pd.Series, keep: Any, test_size: float | None, safety_size: float | None,
-              random_state: int) -> tuple[np.ndarray, dict[str, np.ndarray], list[Any],
-                                          list[Part]]:
+def _held_out(labels: np.ndarray, keep: Any, test_size: float | None,
+              safety_size: float | None, seed: int, rows: str, ordered: bool
+              ) -> tuple[np.ndarray, dict[str, np.ndarray], list[Any], list[Part]]:
     """The test split and the safety rows drawn from all the rows: ``(dev, drawn, before,
     parts)``, the positions of the rows left for the search, of each part drawn, the shares
     ahead of the search's split and the parts (for the group-size check). Each split is the
-    one train_test_split makes of the rows it splits (same rows, same order)."""
-    dev, drawn = np.arange(len(y)), {}
+    one train_test_split makes of the rows it splits (same rows, same order, or in the
+    order given when ``ordered``); ``rows`` names all the rows."""
+    dev, drawn = np.arange(len(labels)), {}
     before: list[tuple[str, Any, float, str]] = []
     parts: list[Part] = []
     for size, value, held, rest in (("test_size", test_size, "the test split", "the tuning rows"),
                                     ("safety_size", safety_size, "the safety rows", "the search")):
         if value is not None:  # the safety rows are those of the safety test
             kept, drawn[size] = kept_values(*drawn_split(
-                len(dev), value, y.iloc[dev], random_state, argument=size, held=held, rest=rest,
-                rows="tuning rows" if before else "rows of the data",
+                len(dev), value, labels[dev], seed, argument=size, held=held, rest=rest,
+                rows="tuning rows" if before else rows,
                 left_by=[step[:2] for step in before]), None if keep is None else keep.iloc[dev])
+            if ordered:
+                kept, drawn[size] = np.sort(kept), np.sort(drawn[size])
             drawn[size] = dev[drawn[size]]
             parts.append((held, drawn[size], [*before, _share(size, value, True)]))
             before.append(_share(size, value, False))
@@ -528,7 +531,7 @@ def _held_out(y: pd.Series, keep: Any, test_size: float | None, safety_size: flo
     return dev, drawn, before, parts
 
 
-def _search_folds(dev: np.ndarray, y_dev: pd.Series, cv: int | None,
+def _search_folds(dev: np.ndarray, y_dev: np.ndarray, cv: int | None,
                   validation_size: float | None, random_state: int, before: list[Any],
                   parts: list[Part], guard: Any) -> list[Fold]:
     """The validation split (one fold) or the cross-validation folds of the search rows;
@@ -548,7 +551,7 @@ def _search_folds(dev: np.ndarray, y_dev: pd.Series, cv: int | None,
                   ("the validation split", dev[valid],
                    [*before, _share("validation_size", validation_size, True)])]
         return folds
-    smallest_class = int(np.bincount(y_dev.to_numpy(), minlength=2).min())
+    smallest_class = int(np.bincount(y_dev, minlength=2).min())
     if cv > smallest_class:
         raise ValueError(
             f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
@@ -563,6 +566,53 @@ def _search_folds(dev: np.ndarray, y_dev: pd.Series, cv: int | None,
                    [*before, ("cv", cv, 1 / cv, "a smaller")])]
     parts.append(("the cross-validation folds", dev, before))
     return folds
+
+
+@dataclass
+class RowSplit:
+    """Where the rows go (:func:`split_rows`): positions of the search rows (``dev``) and of
+    those held out (None if not drawn), the splits of ``dev``, the validated limits."""
+
+    dev: np.ndarray
+    test: np.ndarray | None
+    safe: np.ndarray | None
+    splits: Splits
+    limits: list[Any]
+
+
+def split_rows(
+    y01: np.ndarray, groups: pd.Series, sensitive: Any, *, labels: Any, keep: Any, seed: int,
+    test_size: float | None, safety_size: float | None,
+    cv: int | Callable[[np.ndarray], list[Fold]] | None, validation_size: float | None = None,
+    limits: Sequence[Any], margin: float, confidence: float | None, argument: str,
+    budgets: Sequence[float] | None, resource: str, rows: str = "rows of the data",
+    ordered: bool = False,
+) -> RowSplit:
+    """The one row builder of every entrance, over arrays: the test and safety rows drawn
+    (stratified by ``labels``; ``ordered``: in the order given), the search rows' validation
+    split or ``cv`` folds (or ``cv(dev)``, an entrance's folds of the search rows ``dev``), the
+    limits derived and the group sizes checked once (:func:`validated_limits`), the budgets."""
+    from sklearn.utils import _safe_indexing
+
+    dev, drawn, before, parts = _held_out(np.asarray(labels), keep, test_size, safety_size,
+                                          seed, rows, ordered)
+    guard = None if keep is None else keep.iloc[dev]
+    if callable(cv):
+        folds = cv(dev)
+        parts.append(("the cross-validation folds", dev[Splits(folds, len(dev)).covered],
+                      before))
+    else:
+        folds = _search_folds(dev, y01[dev], cv, validation_size, seed, before, parts, guard)
+    safe = drawn.get("safety_size")
+    validated = validated_limits(
+        limits, margin=margin, confidence=confidence, groups=groups, y01=y01,
+        safety=None if safe is None else (y01[safe], _safe_indexing(sensitive, safe)),
+        parts=parts, argument=argument, seed="random_state")
+    splits = Splits(folds, len(dev))
+    if budgets is not None and resource == "n_samples":
+        splits.budget_folds = budget_folds(folds, y01[dev], groups.iloc[dev], budgets, seed,
+                                           keep=guard)
+    return RowSplit(dev, drawn.get("test_size"), safe, splits, validated)
 
 
 def tuning_rows(
@@ -604,19 +654,13 @@ def tuning_rows(
     # their values in the rows a model is fitted on.
     keep = X[in_X] if (use_sensitive_feature and in_X) else None
 
-    dev, drawn, before, parts = _held_out(y, keep, test_size, safety_size, random_state)
+    split = split_rows(
+        y.to_numpy(), groups, sensitive, labels=y.to_numpy(), keep=keep, seed=random_state,
+        test_size=test_size, safety_size=safety_size, cv=cv, validation_size=validation_size,
+        limits=limits, margin=margin, confidence=confidence, argument=argument,
+        budgets=budgets, resource=resource)
+    dev, test, safe, folds = split.dev, split.test, split.safe, split.splits.folds
     X_dev, y_dev, s_dev = X.iloc[dev], y.iloc[dev], sensitive.iloc[dev]
-    guard = None if keep is None else keep.iloc[dev]
-    folds = _search_folds(dev, y_dev, cv, validation_size, random_state, before, parts, guard)
-    test, safe = drawn.get("test_size"), drawn.get("safety_size")
-    validated = validated_limits(
-        limits, margin=margin, confidence=confidence, groups=groups, y01=y.to_numpy(),
-        safety=None if safe is None else (y.to_numpy()[safe], sensitive.iloc[safe]),
-        parts=parts, argument=argument, seed="random_state")
-    splits = Splits(folds, len(dev))
-    if budgets is not None and resource == "n_samples":
-        splits.budget_folds = budget_folds(folds, y_dev.to_numpy(), groups.iloc[dev],
-                                           budgets, random_state, keep=guard)
     X_test, y_test, s_test = (None, None, None) if test is None else (
         X.iloc[test], y.iloc[test], sensitive.iloc[test])
     X_safe, y_safe, s_safe = (None, None, None) if safe is None else (
@@ -634,6 +678,6 @@ def tuning_rows(
         sensitive_columns=in_X, dropped=drop, favourable=(
             dataset.get("favourable") if isinstance(dataset, dict) else None),
         X_safe=X_safe, y_safe=y_safe, s_safe=s_safe, X_dev=X_dev, y_dev=y_dev, s_dev=s_dev,
-        X_test=X_test, y_test=y_test, s_test=s_test, splits=splits, single=cv is None,
-        fingerprint=fingerprint, limits=validated,
+        X_test=X_test, y_test=y_test, s_test=s_test, splits=split.splits, single=cv is None,
+        fingerprint=fingerprint, limits=split.limits,
     )

@@ -50,7 +50,7 @@ from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCOR
 from fairtune._threads import limit_training_threads
 from fairtune.fairness.constraints import FairnessLimit
 from fairtune.tuning import _trial as trial_path
-from fairtune.tuning._data import Splits, drawn_split
+from fairtune.tuning._data import Splits
 from fairtune.tuning.mitigation import (
     MITIGATION_KEY,
     ReductionClassifier,
@@ -95,19 +95,12 @@ def _rows_of(params: Mapping[str, Any], rows: np.ndarray, n: int) -> dict[str, A
     }
 
 
-def split_safety(X: Any, y: Any, y01: Any, sensitive: Any, fit_params: dict[str, Any],
-                 share: float, seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
-    """``((X, y, sensitive, fit_params), (X_safe, y01_safe, sensitive_safe), kept)``: the rows
-    of the search and the safety rows (:func:`~fairtune.tuning._data.drawn_split`)."""
+def rows_of(value: Any, rows: np.ndarray, n: int) -> Any:
+    """``value`` restricted to ``rows`` of its ``n``: X, labels or groups, or a dict of
+    parameters whose per-row values are."""
     from sklearn.utils import _safe_indexing
 
-    rows, safe = (np.sort(part) for part in drawn_split(
-        len(y01), share, np.asarray(y), seed, argument="safety_size", held="the safety rows",
-        rest="the search", rows="rows given to fit"))
-    return ((_safe_indexing(X, rows), _safe_indexing(y, rows), _safe_indexing(sensitive, rows),
-             _rows_of(fit_params, rows, len(y01))),
-            (_safe_indexing(X, safe), np.asarray(y01)[safe], _safe_indexing(sensitive, safe)),
-            rows)
+    return _rows_of(value, rows, n) if isinstance(value, Mapping) else _safe_indexing(value, rows)
 
 
 def _takes_sensitive(estimator: Any, method: str) -> bool:
@@ -292,18 +285,18 @@ class _Estimators:
     fitted on a fold's rows (its resource cut at a smaller budget); the times and the folds'
     scores of the full budget go to the trial's log."""
 
-    def __init__(self, objective: _SearchObjective, estimator: Any,
+    def __init__(self, scorer: _SearchObjective, estimator: Any,
                  log: dict[str, list[float]]) -> None:
-        self.objective, self.estimator, self.log = objective, estimator, log
+        self.scorer, self.estimator, self.log = scorer, estimator, log
         self.scratch: dict[str, list[float]] = {key: [] for key in log}
 
     def fit_predict(self, fit_rows: np.ndarray, valid_rows: np.ndarray, budget: float
                     ) -> tuple[Any, Any]:
-        objective, estimator = self.objective, self.estimator
-        if budget < 1.0 and objective.resource != "n_samples":
-            estimator = trial_path.scale_resource(clone(estimator), objective.resource, budget)
-        return objective._fit_predict(estimator, fit_rows, valid_rows,
-                                      self.log if budget >= 1.0 else self.scratch)
+        scorer, estimator = self.scorer, self.estimator
+        if budget < 1.0 and scorer.resource != "n_samples":
+            estimator = trial_path.scale_resource(clone(estimator), scorer.resource, budget)
+        return scorer._fit_predict(estimator, fit_rows, valid_rows,
+                                   self.log if budget >= 1.0 else self.scratch)
 
 
 @dataclass

@@ -17,7 +17,7 @@ through the choices behind it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fairtune._keys import (
@@ -474,47 +474,51 @@ def check_directions(study: optuna.Study, directions: list[str], *, objectives: 
                "create the study with direction='maximize'."))
 
 
-def objective_setup(objective: Any, data_fingerprint: Any) -> dict[str, Any]:
+def objective_setup(rows: Any, data_fingerprint: Any, *, target: Any, pos_label: Any,
+                    model: str, metric: str, objectives: list[str], limits: list[Any],
+                    margin: float, mitigation: list[str], hidden: bool, cv: int | None,
+                    validation_size: float | None, test_size: float | None, random_state: int,
+                    budgets: Any, resource: str, prune_unfair: bool, confidence: float | None,
+                    safety_size: float | None) -> dict[str, Any]:
     """:attr:`FairObjective.setup <fairtune.tuning.FairObjective.setup>`: the record of an
-    objective's choices and of the rows it scores (``data_fingerprint``:
+    objective's choices (its arguments, ``hidden`` for ``use_sensitive_feature=False``) and of
+    the ``rows`` it scores (:class:`fairtune.tuning._data.TuningRows`; ``data_fingerprint``:
     :func:`fairtune.tuning._data.data_fingerprint`, for :func:`rows_record`)."""
-    o = objective
-    dropped = list(o.drop_columns)
+    dropped = list(rows.dropped)
     # The dataset's text, and its parts apart so that a message names the one that differs.
-    dataset = {"name": o.dataset_name, "sensitive": o.sensitive_name,
-               "hidden": not o.use_sensitive_feature, "dropped": dropped}
-    text = (f"{o.dataset_name} (sensitive: {o.sensitive_name}"
-            f"{', hidden from the model' if dataset['hidden'] else ''}"
+    dataset = {"name": rows.name, "sensitive": rows.sensitive_name, "hidden": hidden,
+               "dropped": dropped}
+    text = (f"{rows.name} (sensitive: {rows.sensitive_name}"
+            f"{', hidden from the model' if hidden else ''}"
             f"{', without ' + ', '.join(dropped) if dropped else ''})")
-    validation = {"cv": o.cv, "validation_size": None if o.cv else o.validation_size,
-                  "test_size": o.test_size, "random_state": o.random_state}
-    scheme = (f"{o.cv}-fold cross-validation" if o.cv
-              else f"a {o.validation_size:.0%} validation split")
-    held_out = f", {o.test_size:g} held out for testing" if o.test_size else ""
+    validation = {"cv": cv, "validation_size": None if cv else validation_size,
+                  "test_size": test_size, "random_state": random_state}
+    scheme = f"{cv}-fold cross-validation" if cv else f"a {validation_size:.0%} validation split"
+    held_out = f", {test_size:g} held out for testing" if test_size else ""
     return setup_record(
-        entrance="FairObjective", dataset=text, target=o._target,
-        pos_label=o.pos_label if o.pos_label is not None else o._rows.favourable,
-        model=o.space.name, metric=o.metric, objectives=list(o.objectives) or None,
-        limits_given=sorted(str(limit) for limit in o.limits),
-        limits=sorted(str(limit) for limit in o.tuning_limits), margin=float(o.margin),
-        mitigation=list(o.mitigation),
-        validation=f"{scheme}{held_out}, split seed {o.random_state}",
-        budgets=None if o.budgets is None else list(o.budgets), resource=o.resource,
-        prune_unfair=o.prune_unfair, data=o.data_fingerprint, confidence=o.confidence,
-        safety_size=o.safety_size, rows=rows_record(o._rows, data_fingerprint),
+        entrance="FairObjective", dataset=text, target=target,
+        pos_label=pos_label if pos_label is not None else rows.favourable,
+        model=model, metric=metric, objectives=list(objectives) or None,
+        limits_given=sorted(str(limit) for limit in limits),
+        limits=sorted(str(limit) for limit in rows.limits), margin=float(margin),
+        mitigation=list(mitigation), validation=f"{scheme}{held_out}, split seed {random_state}",
+        budgets=None if budgets is None else list(budgets), resource=resource,
+        prune_unfair=prune_unfair, data=rows.fingerprint, confidence=confidence,
+        safety_size=safety_size, rows=rows_record(rows, data_fingerprint),
         parts={"dataset": dataset, "validation": validation},
     )
 
 
-def study_record(objective: Any, study: optuna.Study, pruner: Any, check_pruner: Any
-                 ) -> dict[str, Any]:
-    """A FairObjective's record with what ``study`` adds (its pruner, or ``pruner``, and its
-    sampler's tenants), after checking the study's directions and the pruner against
-    ``budgets`` (``check_pruner``: :func:`fairtune.tuning._trial.check_pruner`)."""
-    check_directions(study, objective.directions or ["maximize"],
-                     objectives=objective.objectives, metric=objective.metric)
+def study_record(record: Mapping[str, Any], directions: Sequence[str], study: optuna.Study,
+                 pruner: Any, check_pruner: Any) -> dict[str, Any]:
+    """A FairObjective's setup ``record`` with what ``study`` adds (its pruner, or ``pruner``,
+    and its sampler's tenants), after checking the study's directions (the objective's, [] for
+    one maximized metric) and the pruner against the record's ``budgets`` (``check_pruner``:
+    :func:`fairtune.tuning._trial.check_pruner`)."""
+    check_directions(study, list(directions) or ["maximize"],
+                     objectives=record["objectives"] or [], metric=record["metric"])
     pruner = study.pruner if pruner is None else pruner
-    check_pruner(pruner, objective.budgets)
+    check_pruner(pruner, record["budgets"])
     tenants = getattr(study.sampler, "tenants", None)
-    return {**objective.setup, "pruner": describe_pruner(pruner),
+    return {**record, "pruner": describe_pruner(pruner),
             "tenants": None if tenants is None else list(tenants)}

@@ -264,25 +264,20 @@ class FairObjective:
         self.use_sensitive_feature = use_sensitive_feature
         self.confidence, self.safety_size = check_confidence(confidence, safety_size, self.limits,
                                                              self.objectives)
-        # The data, once: rows, labels, groups, splits, the limits the trials are validated
-        # against (tightened by margin and for confidence), budget subsets, fingerprint.
+        # The data, once: rows, groups, splits, validated limits, budgets, fingerprint.
         self._rows = tuning_rows(
             dataset, pos_label=pos_label, drop_columns=drop_columns,
             use_sensitive_feature=use_sensitive_feature, test_size=test_size,
             validation_size=self.validation_size, cv=self.cv, random_state=random_state,
             limits=self.limits, margin=margin, confidence=self.confidence,
-            budgets=self.budgets, resource=self.resource,
-            correlation_remover="correlation_remover" in self.mitigation, stacklevel=3,
-            safety_size=self.safety_size,
-        )
-        self.tuning_limits = self._rows.limits
-        self.dataset_name = self._rows.name
+            budgets=self.budgets, resource=self.resource, safety_size=self.safety_size,
+            correlation_remover="correlation_remover" in self.mitigation, stacklevel=3)
+        self.tuning_limits, self.dataset_name = self._rows.limits, self._rows.name
         # A FairDataset's label column; its favourable label is read_table's `positive`.
         self._target = dataset.get("target_name") if isinstance(dataset, dict) else None
         self._named = {"pos_label": ("positive",)} if pos_label is None and isinstance(
             dataset, dict) else {}
-        self.drop_columns = self._rows.dropped
-        self.sensitive_name = self._rows.sensitive_name
+        self.drop_columns, self.sensitive_name = self._rows.dropped, self._rows.sensitive_name
         self._sensitive_columns = self._rows.sensitive_columns
         # ThresholdOptimizer's thresholds are fitted on this fraction of the training rows,
         # held out from the model (see ThresholdClassifier.holdout).
@@ -293,7 +288,7 @@ class FairObjective:
         # the gaps is what a search over many trials would select on.
         self._score_expected = True
         self._recorded: set[tuple[int, int]] = set()  # studies whose setup it has checked
-        check_resource(self)
+        check_resource(self.budgets, self.resource, self.default_params(), self.make_pipeline)
         check_complete_rows(self.space, self.X)
 
     # -- the rows (views of the data, see fairtune.tuning._data) ------------------------------
@@ -340,7 +335,14 @@ class FairObjective:
         ``{"entrance": "FairObjective", "dataset": "german (sensitive: sex)", "model":
         "random_forest", "metric": "accuracy", "limits": ["demographic_parity<=0.05"], ...}``
         """
-        return setup_path.objective_setup(self, data_fingerprint)
+        return setup_path.objective_setup(
+            self._rows, data_fingerprint, target=self._target, pos_label=self.pos_label,
+            model=self.space.name, metric=self.metric, objectives=self.objectives,
+            limits=self.limits, margin=self.margin, mitigation=self.mitigation, cv=self.cv,
+            hidden=not self.use_sensitive_feature, validation_size=self.validation_size,
+            test_size=self.test_size, random_state=self.random_state, budgets=self.budgets,
+            resource=self.resource, prune_unfair=self.prune_unfair,
+            confidence=self.confidence, safety_size=self.safety_size)
 
     def record_setup(self, study: optuna.Study, pruner: Any = None) -> None:
         """Store :attr:`setup` with ``study`` (with its pruner and tenants), or raise if the
@@ -356,15 +358,16 @@ class FairObjective:
                 if the study's directions do not fit the objective, or if the study is
                 shared by tenants and ``tenant`` is not one of them.
         """
-        record = setup_path.study_record(self, study, pruner, trial_path.check_pruner)
+        record = setup_path.study_record(self.setup, self.directions, study, pruner,
+                                         trial_path.check_pruner)
         setup_path.check_setup(study, record, tenant=self.tenant, arguments=self._named)
         self._recorded.add(study_key(study))
 
     def check_study(self, study: optuna.Study, pruner: Any = None) -> None:
-        """Raise as :meth:`record_setup` would, storing nothing: what an entrance checks
-        before it creates a trial (:func:`fairtune.tenancy.optimize`), so that a refused run
-        leaves the study as it was."""
-        record = setup_path.study_record(self, study, pruner, trial_path.check_pruner)
+        """Raise as :meth:`record_setup` would, storing nothing, before a trial is created
+        (:func:`fairtune.tenancy.optimize`): a refused run leaves the study as it was."""
+        record = setup_path.study_record(self.setup, self.directions, study, pruner,
+                                         trial_path.check_pruner)
         setup_path.check_stored(study, record, tenant=self.tenant, arguments=self._named)
 
     def needs_sensitive_features(self, params: dict[str, Any] | None = None) -> str | None:

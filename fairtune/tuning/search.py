@@ -41,13 +41,7 @@ from fairtune.fairness.constraints import (
 )
 from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._certify import NotCertifiedError, certify, check_confidence
-from fairtune.tuning._data import (
-    Splits,
-    budget_folds,
-    data_fingerprint,
-    favourable_labels,
-    validated_limits,
-)
+from fairtune.tuning._data import data_fingerprint, favourable_labels, split_rows
 from fairtune.tuning._deployment import deployment
 from fairtune.tuning._estimators import (
     _PREDICT_METHODS,
@@ -62,7 +56,7 @@ from fairtune.tuning._estimators import (
     favourable_predictions,
     fold_params,
     known_groups,
-    split_safety,
+    rows_of,
     with_sensitive,
 )
 from fairtune.tuning._results import (
@@ -350,10 +344,15 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
 
-    def _check_limits(self) -> list[FairnessLimit]:
+    def _check_limits(self) -> tuple[list[FairnessLimit], float | None, float | None]:
+        """The limits as given, ``confidence`` and ``safety_size``, each checked."""
         limits = parse_limits(self.limits)  # its errors name `limits`
         trial_path.warn_if_cannot_bind(limits, stacklevel=3)
-        return limits
+        confidence, safety_size = check_confidence(self.confidence, self.safety_size, limits)
+        if confidence is not None and not self.refit:
+            raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` "
+                             "must be True with it, but got refit=False.")
+        return limits, confidence, safety_size
 
     def _check_refit(self, attr: str) -> None:
         if not self.refit:
@@ -409,17 +408,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_options(scoring=self.scoring, n_trials=self.n_trials, timeout=self.timeout,
                       n_jobs=self.n_jobs, refit=self.refit, error_score=self.error_score,
                       callbacks=self.callbacks, study=self.study, sampler=self.sampler)
-        confidence, safety_size = check_confidence(self.confidence, self.safety_size,
-                                                   given := self._check_limits())
+        given, confidence, safety_size = self._check_limits()
         y_array = binary_target(y)
         X, y = indexable(X, y)
         groups = check_sensitive(sensitive_features, len(y_array))
         check_same_rows(X, y, sensitive_features)
-        safe = kept = None
-        if confidence is not None:  # the safety rows, kept from the search
-            (X, y, sensitive_features, fit_params), safe, kept = self._safety_split(
-                X, y, y_array, sensitive_features, fit_params, safety_size)
-            y_array, groups = binary_target(y), groups.iloc[kept]
         mitigation = check_mitigation(self.mitigation, self.scoring, fit_params)
         space = checked_space(self.param_distributions, self.estimator, mitigation)
         sampler_seed, seed = seeds(self.random_state)
@@ -429,19 +422,27 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fit_all, predict_all, split_params = fold_params(
             sensitive_features, fit_params, mitigation,
             router=self.get_metadata_routing() if routing and not mitigation else None)
-        folds = cv_folds(self.cv, X, y_array, split_params, kept=kept)
-        self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         budgets = None if self.budgets is None else trial_path.checked_budgets(self.budgets)
         resource = trial_path.checked_resource(self.resource, budgets)
-        splits = Splits(folds, len(y_array), None if budgets is None or resource != "n_samples"
-                        else budget_folds(folds, y01, groups, budgets, seed))
-        limits = validated_limits(  # the same derivation and checks as FairObjective's
-            given, margin=self.margin, confidence=confidence, groups=groups, y01=y01,
-            safety=safe[1:] if safe else None, argument="`sensitive_features`",
-            parts=[("the cross-validation folds", splits.covered, [])], seed="random_state")
+        def take(value: Any, rows: np.ndarray) -> Any:  # the search rows: all but the safety's
+            return value if confidence is None else rows_of(value, rows, len(y_array))
+        split = split_rows(  # the same builder as FairObjective's
+            y01, groups, sensitive_features, labels=y_array, keep=None, seed=seed,
+            test_size=None, safety_size=safety_size if confidence else None, ordered=True,
+            cv=lambda dev: cv_folds(self.cv, take(X, dev), y_array[dev], take(split_params, dev),
+                                    kept=None if confidence is None else dev),
+            limits=given, margin=self.margin, confidence=confidence, budgets=budgets,
+            argument="`sensitive_features`", resource=resource, rows="rows given to fit")
+        dev, splits, limits = split.dev, split.splits, split.limits
+        safe = None if split.safe is None else (
+            take(X, split.safe), y01[split.safe], take(sensitive_features, split.safe))
+        X, y, sensitive_features, fit_all = (take(v, dev) for v in (X, y, sensitive_features,
+                                                                    fit_all))
+        predict_all, y01 = {m: take(p, dev) for m, p in predict_all.items()}, y01[dev]
+        self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         build = builder(self.estimator, space, mitigation, limits, seed, self.pos_label)
         record = self._record(space, mitigation, given, limits, budgets, resource,
-                              data_fingerprint(X, y01, sensitive_features, folds=folds))
+                              data_fingerprint(X, y01, sensitive_features, folds=splits.folds))
         study = prepare_search_study(
             self.study, sampler=self.sampler, sampler_seed=sampler_seed, pruner=self.pruner,
             record=record, budgets=budgets,
@@ -464,7 +465,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return favourable_predictions(model, X_rows, with_sensitive(
                 model, "predict", {}, s_rows, bool(mitigation), routing=routing), positive, seed)
 
-        self.n_splits_ = len(folds)
+        self.n_splits_ = len(splits.folds)
         self._search(study, objective, limits)
         return self._conclude(study, refit, predict, safe, given, confidence)
 
@@ -506,18 +507,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
             resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
             safety_size=None if self.confidence is None else self.safety_size or 0.3, data=data)
-
-    def _safety_split(self, X: Any, y: Any, y_array: np.ndarray, sensitive: Any,
-                      fit_params: dict[str, Any], share: float | None) -> Any:
-        """The rows of the search and the safety rows (``confidence``), which the refitted
-        model is tested on: ``((X, y, sensitive, fit_params), (X_safe, y01_safe, s_safe),
-        kept)``."""
-        if not self.refit:
-            raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` "
-                             "must be True with it, but got refit=False.")
-        assert share is not None  # check_confidence gives one with a confidence
-        return split_safety(X, y, self._favourable(y_array)[0], sensitive, fit_params, share,
-                            seeds(self.random_state)[1])
 
     def _search(self, study: Any, objective: Any, limits: list[FairnessLimit]) -> None:
         """Run the trials, then ``cv_results_``; this fit's failures reported; when no trial
