@@ -9,12 +9,14 @@ built with :func:`arg` and :func:`got`, never rewritten after the fact.
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["arg", "argument_names", "got", "has_name", "renamed"]
+__all__ = ["arg", "argument_names", "check_integer", "got", "has_name", "renamed"]
 
 # A read-only empty default: a ContextVar's default is shared by every context.
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar(
@@ -63,3 +65,15 @@ def renamed() -> bool:
     """Whether the caller types other names than Python's (an entrance under
     :func:`argument_names`, such as the command line)."""
     return bool(_NAMES.get())
+
+
+def check_integer(name: str, value: Any, *, minimum: int = 0, seed: bool = False) -> None:
+    """Refuse ``value`` for the argument ``name`` unless it is an integer (never a bool) of at
+    least ``minimum`` (0 or 1), or with ``seed``, None or an integer in [0, 2**32)."""
+    if seed and value is None:
+        return
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or not minimum <= int(value) < (2**32 if seed else math.inf)):
+        what = ("None or an integer in [0, 2**32)" if seed else
+                "a positive integer" if minimum == 1 else "a non-negative integer")
+        raise ValueError(f"`{name}` must be {what}, but got {name}={value!r}.")

@@ -46,6 +46,7 @@ from optuna.samplers import BaseSampler
 from optuna.storages import BaseStorage
 
 from fairtune import _keys
+from fairtune._names import check_integer
 from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import (
     GRPC_PREFIX,
@@ -193,12 +194,7 @@ class Board:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"`name` must be a non-empty string, but got name={name!r}.")
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
-            or not 0 <= seed < 2**32
-        ):
-            raise ValueError(f"`seed` must be None or an integer in [0, 2**32), but got "
-                             f"seed={seed!r}.")
+        check_integer("seed", seed, seed=True)
         if not isinstance(storage, (str, BaseStorage)):
             raise ValueError("`storage` must be an Optuna storage URL or storage object, but "
                              f"got storage={storage!r}.")
@@ -376,9 +372,7 @@ def simulate(
             "`objectives` and `samplers` must be non-empty and of equal length, but got "
             f"{len(objectives)} objectives and {len(samplers)} samplers."
         )
-    if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 0:
-        raise ValueError(f"`n_rounds` must be a non-negative integer, but got "
-                         f"n_rounds={n_rounds!r}.")
+    check_integer("n_rounds", n_rounds)
     studies = [
         optuna.create_study(
             storage=optuna.storages.InMemoryStorage(), direction=direction, sampler=sampler,

@@ -33,8 +33,7 @@ Example:
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 import uuid
 import warnings
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fairtune._names import check_integer
 from fairtune._optuna_compat import set_artifact_entry, storage_and_id
 from fairtune._text import printable
 
@@ -257,11 +257,7 @@ def _upload_report(study: optuna.Study, page: Any, artifact_store: Any) -> None:
     :func:`report_artifact_id`: its file replaced and its entry (re)written at each update, so
     that a report a user deleted in the dashboard comes back at the next update."""
     artifact_id = report_artifact_id(study)
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, REPORT_FILENAME)
-        page.write_html(path)
-        with open(path, "rb") as file:
-            artifact_store.write(artifact_id, file)
+    artifact_store.write(artifact_id, io.BytesIO(page.html().encode("utf-8")))
     meta = {"artifact_id": artifact_id, "filename": REPORT_FILENAME, "mimetype": "text/html",
             "encoding": None}  # the entry Optuna's upload_artifact writes, with a known id
     set_artifact_entry(study, artifact_id, meta)
@@ -288,8 +284,7 @@ class DashboardCallback:
     """
 
     def __init__(self, every: int = 10, *, artifact_store: Any = None) -> None:
-        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-            raise ValueError(f"`every` must be a positive integer, but got every={every!r}.")
+        check_integer("every", every, minimum=1)
         _modules()
         check_artifact_store(artifact_store)
         self.every = int(every)

@@ -26,7 +26,7 @@ import io
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from fairtune import _keys
 from fairtune._text import (
@@ -219,6 +219,26 @@ class TenantRow:
     utility: float
 
 
+class Row(NamedTuple):
+    """One line of the reported trial's table: ``status`` as shown (``"ok"``, ``"violated
+    (...)"``, ``"param"``, ...), ``kind`` what the line is (a group's positive rate is shown
+    indented) and ``ok`` whether it meets its limit (None: no limit to meet)."""
+
+    name: str
+    value: str
+    status: str = ""
+    kind: Literal["score", "group", "param"] = "score"
+    ok: bool | None = None
+
+    def cells(self) -> tuple[str, str, str]:
+        """The row as the text table prints it: a group's name indented."""
+        return ("  " * (self.kind == "group") + self.name, self.value, self.status)
+
+
+Finding = tuple[Literal["warning", "note"], str]
+"""A line about the reported trial: ``(kind, text)``."""
+
+
 _TENANTS = ["tenant", "trials", "pruned", "fair", "best fair trial", "cumulative utility"]
 """The header of the table of tenants (its columns but the first are numbers)."""
 
@@ -239,10 +259,10 @@ class StudyReport:
         metric: The name of the study's value (e.g. ``"accuracy"``).
         deploy: The model to deploy and why (:class:`~fairtune.tuning._deployment.Deployment`);
             a certified trial other than ``best`` is the trial reported.
-        rows: ``(name, value, status)`` rows of the trial reported (parameters: ``"param"``).
+        rows: The table of the trial reported (:class:`Row`).
         deployment: What the reported trial's model uses and needs at prediction time.
-        findings: Warnings about the reported trial (that it, or how many trials, predict one
-            class for everyone).
+        findings: ``(kind, text)`` lines about the reported trial: a warning that it predicts
+            one class for everyone, or a note of how many trials do.
         test_trial: The trial the test lines belong to (None without them).
         test_lines: The test split's score lines recorded with the study
             (:func:`render_test_scores`).
@@ -265,9 +285,9 @@ class StudyReport:
     best_is_fair: bool
     metric: str
     deploy: Any = None
-    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     deployment: list[str] = field(default_factory=list)
-    findings: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     test_trial: int | None = None
     test_lines: list[str] = field(default_factory=list)
     test_current: bool = True
@@ -376,16 +396,19 @@ class StudyReport:
         """The report's parts, built once for each view to format; a line the answer repeats is
         said once: in the answer with ``answer_first`` (note and page), else below it (text)."""
         headline, heading, answer = self._verdict()
-        below = {"findings": self.findings, "deployment": self.deployment,
-                 "test": self.test_lines}
+        below = {"deployment": self.deployment, "test": self.test_lines}
+        findings = self.findings
         if answer_first:
             below = {part: [line for line in lines if line not in answer]
                      for part, lines in below.items()}
+            findings = [(kind, line) for kind, line in findings if line not in answer]
         else:
-            answer = [line for line in answer if all(line not in b for b in below.values())]
+            said = {*self.deployment, *self.test_lines, *(line for _, line in findings)}
+            answer = [line for line in answer if line not in said]
         return {"headline": headline, "heading": heading, "answer": answer, **below,
-                "scores": [row for row in self.rows if row[2] != "param"],
-                "params": [row for row in self.rows if row[2] == "param"],
+                "findings": findings,
+                "scores": [row for row in self.rows if row.kind != "param"],
+                "params": [row for row in self.rows if row.kind == "param"],
                 "tenants": [[row.tenant, str(row.trials), str(row.pruned), str(row.fair),
                              "-" if row.best is None else
                              f"#{row.best.number} {row.best.value:.4f}", f"{row.utility:.4f}"]
@@ -404,8 +427,9 @@ class StudyReport:
         else:
             lines.append(parts["headline"])
         if self.best is not None:
-            lines += format_table(["", "value", ""], self.rows, right_aligned={1}).splitlines()
-            lines += parts["deployment"] + parts["findings"]
+            lines += format_table(["", "value", ""], [row.cells() for row in self.rows],
+                                  right_aligned={1}).splitlines()
+            lines += parts["deployment"] + [line for _, line in parts["findings"]]
             if parts["test"]:
                 lines.append(f"Test scores for trial #{self.test_trial}{self._not_deployed()}:")
                 lines += ["  " + line for line in parts["test"]]
@@ -424,15 +448,15 @@ class StudyReport:
                 out += [f"### Tenant {markdown_text(section.tenant)}", "", section.markdown(), ""]
         else:
             out += [f"### {markdown_text(parts['heading'])}", ""]
-            out += [f"- {markdown_text(line)}" for line in parts["answer"] + parts["findings"]]
+            out += [f"- {markdown_text(line)}" for line in
+                    parts["answer"] + [line for _, line in parts["findings"]]]
             if self.best is not None:
                 which = ("the certified model" if self.deployed is not None else
                          "the best trial" if self.deploy.why == "best" else
                          "the best fair trial" if self.best_is_fair else "the least unfair trial")
                 on = "" if self.deploy.why == "best" else ", on validation"
                 out += ["", f"Trial \\#{self._subject.number}, {which}{on}:", "",
-                        markdown_table(["", "value", ""], [[name.strip(), value, status] for
-                                                           name, value, status in parts["scores"]],
+                        markdown_table(["", "value", ""], [row[:3] for row in parts["scores"]],
                                        right_aligned={1})]
                 out += [f"- {markdown_text(line)}" for line in parts["deployment"]]
                 if parts["test"]:
@@ -492,20 +516,19 @@ class StudyReport:
         out.append(f"<{h}>{_e(parts['headline'])}</{h}>")
         if self.best is None:
             return out
-        out += [f'<p class="{"warning" if line.startswith("Warning") else "note"}">'
-                f"{_e(line)}</p>" for line in parts["findings"]]
+        out += [f'<p class="{kind}">{_e(line)}</p>' for kind, line in parts["findings"]]
         out.append("<div class=tables><table class=best><caption>Validation scores"
                    "</caption><tr><th></th><th>value</th><th></th></tr>")
-        for name, value, status in parts["scores"]:
-            cls = "bad" if status.startswith("violated") else "ok" if status == "ok" else ""
-            indent = " class=group" if name.startswith("  ") else ""
-            out.append(f"<tr class='{cls}'><td{indent}>{_e(name.removeprefix('  '))}</td>"
-                       f"<td class=num>{_e(value)}</td><td>{_e(status)}</td></tr>")
+        for row in parts["scores"]:
+            cls = {True: "ok", False: "bad", None: ""}[row.ok]
+            indent = " class=group" if row.kind == "group" else ""
+            out.append(f"<tr class='{cls}'><td{indent}>{_e(row.name)}</td>"
+                       f"<td class=num>{_e(row.value)}</td><td>{_e(row.status)}</td></tr>")
         out.append("</table>")
         if parts["params"]:
             out += ["<table class=params><caption>Parameters</caption>",
                     *(f"<tr><td>{_e(name)}</td><td class=num>{_e(value)}</td></tr>"
-                      for name, value, _ in parts["params"]), "</table>"]
+                      for name, value, *_ in parts["params"]), "</table>"]
         out.append("</div>")
         deployed = self.deploy is not None and self.deploy.trial is not None
         out += items("The deployed model" if deployed else f"Trial #{self._subject.number}'s "
@@ -592,30 +615,30 @@ def _plot_png(study: Any, draw: str, fairness_metric: str | None,
 
 def _best_rows(
     best: optuna.trial.FrozenTrial, limits: dict[str, Any], metric: str
-) -> list[tuple[str, str, str]]:
+) -> list[Row]:
     """The report's rows of a trial: its metric, fairness values, positive rates, parameters."""
     from fairtune.fairness import fairness_values
 
     values, attrs = fairness_values(best), best.user_attrs
-    rows = [(metric, f"{best.value:.4f}", "")]
+    rows = [Row(metric, f"{best.value:.4f}")]
     for name, limit in limits.items():
         if name in values:
-            status = "" if limit is None else ("ok" if limit.violation(values[name]) <= 0
-                                                else f"violated ({limit})")
-            rows.append((name, f"{values[name]:.4f}", status))
+            ok = None if limit is None else limit.violation(values[name]) <= 0
+            status = {None: "", True: "ok", False: f"violated ({limit})"}[ok]
+            rows.append(Row(name, f"{values[name]:.4f}", status, ok=ok))
         elif name in best.constraints:  # set by hand (trial.set_constraint): <= 0 is ok
             violation = best.constraints[name]
-            rows.append((f"constraint {name}", f"{violation:.4g}",
-                         "ok" if violation <= 0 else "violated"))
+            rows.append(Row(f"constraint {name}", f"{violation:.4g}",
+                            "ok" if violation <= 0 else "violated", ok=violation <= 0))
         else:
-            rows.append((name, "-", "not measured"))
-    rows += [(name, f"{value:.4f}", "") for name, value in values.items() if name not in limits]
+            rows.append(Row(name, "-", "not measured"))
+    rows += [Row(name, f"{value:.4f}") for name, value in values.items() if name not in limits]
     if _keys.POSITIVE_RATE_KEY in attrs:
-        rows.append(("predicted positive rate", f"{attrs[_keys.POSITIVE_RATE_KEY]:.4f}", ""))
-        rows += [(f"  group {distinct(group)}", f"{rate:.4f}", "")
+        rows.append(Row("predicted positive rate", f"{attrs[_keys.POSITIVE_RATE_KEY]:.4f}"))
+        rows += [Row(f"group {distinct(group)}", f"{rate:.4f}", kind="group")
                  for group, rate in (attrs.get(_keys.POSITIVE_RATES_KEY) or {}).items()]
-    return rows + [(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param")
-                   for name, value in best.params.items()]
+    return rows + [Row(name, f"{value:.6g}" if isinstance(value, float) else str(value), "param",
+                       kind="param") for name, value in best.params.items()]
 
 
 def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
@@ -707,14 +730,14 @@ def _report_of(study: optuna.Study, tenant: str | None = None) -> StudyReport:
     # A certified constant model is said to be one in the answer.
     label = predicts_one_class(shown) if page._constant() is None else None
     if label is not None:
-        page.findings = [
+        page.findings = [("warning", (
             f"Warning: trial #{shown.number} predicts one class ({label}) for everyone: its "
             f"{page.metric} is that of a constant guess and its fairness gaps are trivially 0 "
             f"({one_class} of {len(complete)} complete trials do so). Tighter limits are met "
-            "this way; check the model before trusting it."]
+            "this way; check the model before trusting it."))]
     elif one_class:
-        page.findings = [f"{one_class} of {len(complete)} complete trials predict one class "
-                         "for everyone."]
+        page.findings = [("note", f"{one_class} of {len(complete)} complete trials predict "
+                                  "one class for everyone.")]
     # The test scores recorded with the study (FairObjective.conclude, `fairtune tune`), of
     # the trial they were measured on: labelled by it when it is no longer the one to deploy.
     number, fits, lines = read_test_fits(study, tenant)

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairtune._names import check_integer
 from fairtune.datasets._base import (
     ChecksumError,
     _checksum_message,
@@ -199,9 +200,8 @@ class FederatedDataset:
         Returns:
             ``{"t0": TenantData, "t1": ...}`` in tenant order.
         """
-        for arg, value in (("n_tenants", n_tenants), ("writers_per_tenant", writers_per_tenant)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"`{arg}` must be a positive integer, but got {arg}={value!r}.")
+        check_integer("n_tenants", n_tenants, minimum=1)
+        check_integer("writers_per_tenant", writers_per_tenant, minimum=1)
         if not 0.0 < validation_fraction < 1.0:
             raise ValueError("`validation_fraction` must be in (0, 1), but got "
                              f"validation_fraction={validation_fraction!r}.")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import numbers
 import threading
 import time
 import zlib
@@ -31,6 +30,7 @@ from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
 from fairtune._gp.gp import GPRegressor, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import AcqFunc, maximize_acqf
 from fairtune._gp.search_space import SearchSpace
+from fairtune._names import check_integer
 from fairtune._optuna_compat import storage_and_id, study_key, trial_id
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
 from fairtune._threads import limit_threads
@@ -255,18 +255,8 @@ class GPSamplerBase(BaseSampler):
         n_startup_trials: int,
         warn_independent_sampling: bool,
     ) -> None:
-        if not isinstance(n_startup_trials, int) or n_startup_trials < 0:
-            raise ValueError(
-                "`n_startup_trials` must be a non-negative integer, but got "
-                f"n_startup_trials={n_startup_trials!r}."
-            )
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-            or not 0 <= seed < 2**32
-        ):
-            raise ValueError(
-                f"`seed` must be None or an integer in [0, 2**32), but got seed={seed!r}."
-            )
+        check_integer("n_startup_trials", n_startup_trials)
+        check_integer("seed", seed, seed=True)
         if independent_sampler is not None and not isinstance(independent_sampler, BaseSampler):
             raise ValueError(
                 "`independent_sampler` must be an optuna sampler or None, but got "

@@ -55,7 +55,7 @@ from fairtune import _keys
 from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune._names import arg, got
+from fairtune._names import arg, check_integer, got
 from fairtune._optuna_compat import contains, storage_and_id, study_system_attrs, trial_id
 from fairtune._storage import read_text, write_study_text
 from fairtune._threads import limit_threads
@@ -243,11 +243,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
                 raise ValueError(f"`{name}` must be positive, but got {name}={value!r}.")
         if n_startup_rounds is None:
             n_startup_rounds = max(1, math.ceil(10 / len(names)))
-        if not isinstance(n_startup_rounds, int) or n_startup_rounds < 0:
-            raise ValueError(
-                f"`n_startup_rounds` must be a non-negative integer, but got "
-                f"n_startup_rounds={n_startup_rounds!r}."
-            )
+        check_integer("n_startup_rounds", n_startup_rounds)
         super().__init__(seed=seed, independent_sampler=independent_sampler, n_startup_trials=0,
                          warn_independent_sampling=True)
         self._tenants = names

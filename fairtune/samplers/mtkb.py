@@ -18,6 +18,7 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.acquisition import LogFeasibility, PenalizedUCB
 from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
+from fairtune._names import check_integer
 from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune._threads import limit_threads
@@ -190,12 +191,7 @@ class MTKBSampler(GPSamplerBase):
         warn_independent_sampling: bool = True,
     ) -> None:
         check_choice("scalarization", scalarization, mt.SCALARIZATIONS)
-        if not (isinstance(n_weight_samples, int) and not isinstance(n_weight_samples, bool)
-                and n_weight_samples >= 1):
-            raise ValueError(
-                "`n_weight_samples` must be a positive integer, but got "
-                f"n_weight_samples={n_weight_samples!r}."
-            )
+        check_integer("n_weight_samples", n_weight_samples, minimum=1)
         self._fixed_weights, self._weights_fn = _checked_weights(weights)
         self._reference_point = _checked_reference_point(reference_point)
         self._task_covariance = _checked_task_covariance(task_covariance)
