@@ -149,11 +149,18 @@ def _twins_note(values: pd.Series, found: Any) -> str:
             f"different labels: {with_counts(groups, values)}.")
 
 
+def _twins(values: pd.Series, pos_label: Any, matched: Sequence[Any] = ()) -> list[Any]:
+    """The labels among ``values`` that differ from ``pos_label`` only in case, surrounding
+    spaces or a final full stop, other than those in ``matched``."""
+    key = _key(pos_label)
+    return [_plain(v) for v in pd.unique(values)
+            if _key(v) == key and not any(v == m for m in matched)]
+
+
 def _near_miss(values: pd.Series, pos_label: Any) -> str:
     """For a favourable label found nowhere: the labels it differs from only in case or
     surrounding spaces, with their row counts (``""`` if none)."""
-    key = _key(pos_label)
-    close = [_plain(v) for v in pd.unique(values) if _key(v) == key]
+    close = _twins(values, pos_label)
     if not close:
         return ""
     return (" It differs only in case, surrounding spaces or a final full stop from the labels "
@@ -169,9 +176,7 @@ def check_pos_label_twins(
     their row counts; ``argument``: how messages name ``labels``, e.g. ``"`y`"``."""
     values = pd.Series(np.asarray(labels, dtype=object).ravel())
     matched = [_plain(v) for v in matched]
-    key = _key(pos_label)
-    others = [_plain(v) for v in pd.unique(values)
-              if _key(v) == key and not any(v == m for m in matched)]
+    others = _twins(values, pos_label, matched)
     if not others:
         return
     counts = values.value_counts(dropna=False)

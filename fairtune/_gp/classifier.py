@@ -15,28 +15,18 @@ probit term the tilted moments are closed form, with z_i = y_i (m + mu_-i) / sqr
 With S = diag(tau), B = I + S^1/2 K S^1/2 = L L^T and a = nu - S^1/2 B^-1 S^1/2 K nu:
     predictive latent at x: mean = m + k(x, X) a,  var = k(x, x) - ||L^-1 S^1/2 k(X, x)||^2,
     P(t = 1 | x) = Phi(mean / sqrt(1 + var)).
-EP is used rather than the Laplace approximation because of what repeated feedback does. A
-Laplace posterior is centred on the mode, and a probit term's pull on the mode and its curvature
-both vanish once a point is confidently classified: further "violated" labels at that point
-barely move it, and the predictive probability stays moderate. EP matches the moments of the
-tilted distributions, whose mass lies well beyond the mode, so each further violation moves the
-posterior further to the violated side. At a corner violated 16 times, next to 10 random trials,
-Laplace kept a 16 % probability of feasibility there; EP gives 0.5 %.
+EP rather than the Laplace approximation: a Laplace posterior is centred on the mode, and a
+probit term's pull on the mode vanishes once a point is confidently classified, so repeated
+"violated" labels at a point barely lower its predicted probability; EP matches the moments of
+the tilted distributions, so each further violation moves the posterior further.
 
-The prior mean is m = Phi^-1((n_1 + 1) / (n + 2)), with (n_1 + 1) / (n + 2) the smoothed
-positive rate. Far from the data the predicted probability reverts to Phi(m / sqrt(1 + s)) for
-outputscale s: the base rate itself only at s -> 0, closer to 1/2 as s grows, always on the base
-rate's side of 1/2. (A prior mean scaled by sqrt(1 + s), which would revert to the base rate
-exactly, does not help on the binary synthetic benchmarks: binary Gramacy changes little at 40
-trials, and one binary Gardner seed stays in the worse feasible region.) Kernel
-parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid by the EP
-approximation of the marginal likelihood (R&W eq. 3.65). The outputscale grid reaches 1024
-because a deterministic constraint (the same configuration always passes or always fails) is
-best explained by a latent far from zero, i.e. a nearly noise-free link: on the binary Gramacy
-benchmark the evidence picks 256 or 1024 at times (and the top of any grid that ends at 64).
-(The regression GP's priors would hold the outputscale near 1, which caps how sure the
-classifier can get that a region is infeasible: with the objective pulling into that region,
-cEI would keep sampling it.)
+The prior mean is m = Phi^-1((n_1 + 1) / (n + 2)), the smoothed positive rate; far from the data
+the prediction reverts to Phi(m / sqrt(1 + s)) for outputscale s, on the base rate's side of
+1/2. Kernel parameters (an isotropic lengthscale and the outputscale) are chosen on a small grid
+by the EP marginal likelihood (R&W eq. 3.65). The outputscale grid reaches 1024 because a
+deterministic constraint is best explained by a latent far from zero (a nearly noise-free link);
+a cap near 1 would limit how sure the classifier gets that a region is infeasible, and cEI would
+keep sampling it (docs/benchmarks/fairbo.md).
 """
 
 from __future__ import annotations

@@ -37,12 +37,9 @@ log density log det R with R = D^-1/2 B D^-1/2, which keeps them away from +-1.
 
 Nystrom (MT-BKB, paper section 3.2): a dictionary D of m_t training points, point i drawn with
 probability p_i = min(q ||Gamma~_{t-1}(x_i, x_i)|| / eta, 1): the variance over the noise
-variance is the ridge leverage score of x_i (BKB, Calandriello et al. 2019, whose posterior
-variance carries that 1 / lambda; the paper's formula reads it with eta = 1). With the plain
-variance and the small eta of a fitted GP, a point observed many times had p ~ q eta / m << 1
-while in the dictionary and p = 1 once out of it: it left and re-entered in alternate steps, and
-the acquisition, seeing the prior's variance there every other step, chose it again and again
-(a regret that stopped falling on the many-task problem of docs/benchmarks/mtkb.md). For ICM
+variance is the ridge leverage score of x_i (BKB, Calandriello et al. 2019; the paper's formula
+reads it with eta = 1, which with a fitted GP's small eta makes a much-observed point leave and
+re-enter the dictionary in alternate steps, docs/benchmarks/mtkb.md).For ICM
 kernels the embedding Phi~(x) = (G~^1/2)^+ G~(x) factorizes as phi(x) (x) B^1/2 with
 phi(x) = K_DD^(-1/2) k_D(x) (the reweighting by 1 / sqrt(p) cancels), so in the eigenbasis of B,
 with F = Phi^T Phi (m, m) over the t training points (Phi rows phi(x_s)) = R diag(f) R^T:
@@ -69,22 +66,16 @@ concentration inequality:
         the scalar kernel on X x {1..n} (the paper's remark 2), since
         |min_i a_i - min_i b_i| <= max_i |a_i - b_i|.
 Both use only the eigenbasis variances: sigma_i^2 = sum_j U_ij^2 v_j(x), lambda^T Gamma lambda =
-sum_j (U^T lambda)_j^2 v_j(x). "objectives" is never wider than "norm" (Gamma_ii <= ||Gamma||,
-max_i lambda_i sigma_i <= max_i lambda_i ||Gamma||^1/2), and much narrower when the tasks are
-correlated: ||Gamma|| then gathers the variance of all of them (about n sigma^2 for n strongly
-correlated tasks), so the "norm" width grows like sqrt(n) with the very correlation a multi-task
-model exploits, while the independent model's ||Gamma|| = max_i sigma_i^2 does not.
+sum_j (U^T lambda)_j^2 v_j(x). "objectives" is never wider than "norm" (Gamma_ii <= ||Gamma||),
+and about sqrt(n) times narrower for n strongly correlated tasks, whose variances ||Gamma||
+adds up.
     "scalarized" (the default) u_t(x) = mean_k min_i lambda_ki (mu_i(x) + beta_t sigma_i(x) - z_i)
-        (Chebyshev): the scalarization of the objectives' upper confidence bounds, as in Paria
-        et al. 2020's random-scalarization UCB; linear: as "objectives" (lambda^T f is one
-        linear functional, whose own bound is the tighter one). The Chebyshev scalarization is
-        non-decreasing in every objective, so on the event where every objective lies below
-        its upper bound (the event "objectives" rests on), s_lambda(f(x)) <= s_lambda(mu +
-        beta sigma): a valid upper bound, never above the "objectives" one, since
-        min_i (a_i + b_i) <= min_i a_i + max_i b_i. The difference matters: the weight that
-        multiplies the largest sd is rarely the one of the objective that attains the minimum
-        (the prior's Chebyshev weights are heavy-tailed), so the "objectives" width credits a
-        point with uncertainty in objectives that cannot change its utility.
+        (Chebyshev): the scalarization of the objectives' upper confidence bounds (Paria et al.
+        2020); linear: as "objectives". The Chebyshev scalarization is non-decreasing in every
+        objective, so where every objective lies below its upper bound, s_lambda(f(x)) <=
+        s_lambda(mu + beta sigma): a valid bound, never above the "objectives" one
+        (min_i (a_i + b_i) <= min_i a_i + max_i b_i), which credits a point with uncertainty
+        in objectives that cannot change its utility.
 """
 
 from __future__ import annotations

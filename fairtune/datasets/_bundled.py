@@ -4,6 +4,12 @@ A :class:`_Spec` says how a dataset's raw files become a typed frame, which outc
 favourable (target 1), which sensitive features it offers and whether it has known issues;
 :func:`_load` does the rest for every dataset: it checks ``sensitive``, warns once, parses the
 raw files once per process and assembles the :class:`~fairtune.datasets.FairDataset`.
+
+Every loader works offline and shares two arguments: ``sensitive``, one of the dataset's
+sensitive options or a sequence of them for intersectional groups (``sensitive_features`` is
+then a DataFrame), and ``return_X_y``, which returns ``(data, target, sensitive_features)``
+instead of the :class:`~fairtune.datasets.FairDataset` (default False). The sensitive columns
+stay in ``data``; provenance, license and known issues are in ``DESCR``.
 """
 
 from __future__ import annotations
@@ -139,20 +145,13 @@ def load_adult(*, sensitive: Sensitive = "sex", drop_missing: bool = True,
     sensitive options   ``"sex"`` (default), ``"race"``, ``"age"``
     ==================  ==============================================================
 
-    The sensitive columns stay in ``data``. See ``DESCR`` for provenance and license.
-
     Args:
-        sensitive: Sensitive attribute(s): a name from ``"sex"``, ``"race"``, ``"age"``, or a
-            sequence of them, e.g. ``("sex", "race")`` for intersectional groups (then
-            ``sensitive_features`` is a DataFrame). Defaults to ``"sex"``.
+        sensitive: ``"sex"``, ``"race"``, ``"age"``, or a sequence of them, e.g.
+            ``("sex", "race")``. Defaults to ``"sex"``.
         drop_missing: Drop the rows with a missing value (``"?"`` in the raw files, in
             ``workclass``, ``occupation`` and ``native_country``). If False, they are kept with
             NaN in those categorical columns. Defaults to True.
-        return_X_y: Return ``(data, target, sensitive_features)`` instead of the bunch.
-            Defaults to False.
-
-    Returns:
-        A :class:`~fairtune.datasets.FairDataset`, or the triple ``(X, y, sensitive)``.
+        return_X_y: Return ``(data, target, sensitive_features)``. Defaults to False.
 
     Example:
         >>> from fairtune.datasets import load_adult
@@ -225,14 +224,12 @@ def load_german(*, sensitive: Sensitive = "sex", return_X_y: bool = False
     """Load the Statlog German credit dataset (bundled, offline).
 
     The task: classify 1,000 loan applicants as good or bad credit risks. The 20 attributes get
-    readable column names; categorical attributes keep their UCI codes (``"A11"``, ...) as
-    categories (the code table is in ``DESCR``). A ``sex`` column (``"Male"``/``"Female"``) is
-    decoded from attribute 9, ``personal_status_sex`` (A91, A93, A94 male; A92, A95 female),
-    which also stays in ``data`` since it carries marital status. The sensitive feature is
-    ``sex``, as in the Fair BO paper (Perrone et al., 2021).
-
-    Warns once per process with a :class:`~fairtune.datasets.FairtuneDatasetWarning`: the
-    decoded ``sex`` is not reliable, see ``DESCR``.
+    readable column names; categorical ones keep their UCI codes (``"A11"``, ...; the code table
+    is in ``DESCR``). A ``sex`` column (``"Male"``/``"Female"``) is decoded from attribute 9,
+    ``personal_status_sex`` (A91, A93, A94 male; A92, A95 female), which stays in ``data`` for
+    its marital status; ``sex`` is the sensitive feature of the Fair BO paper (Perrone et al.,
+    2021). Warns once per process (:class:`~fairtune.datasets.FairtuneDatasetWarning`): the
+    decoded ``sex`` is not reliable.
 
     ==================  ==============================================================
     rows                1,000
@@ -244,15 +241,10 @@ def load_german(*, sensitive: Sensitive = "sex", return_X_y: bool = False
     ==================  ==============================================================
 
     Args:
-        sensitive: Sensitive attribute(s): a name from ``"sex"``, ``"age"``, ``"age_group"``,
-            ``"foreign_worker"``, or a sequence of them, e.g. ``("sex", "age_group")``.
-            ``age_group`` is derived from ``age`` and is not a column of ``data``.
+        sensitive: ``"sex"``, ``"age"``, ``"age_group"``, ``"foreign_worker"``, or a sequence
+            of them. ``age_group`` is derived from ``age`` and is not a column of ``data``.
             Defaults to ``"sex"``.
-        return_X_y: Return ``(data, target, sensitive_features)`` instead of the bunch.
-            Defaults to False.
-
-    Returns:
-        A :class:`~fairtune.datasets.FairDataset`, or the triple ``(X, y, sensitive)``.
+        return_X_y: Return ``(data, target, sensitive_features)``. Defaults to False.
 
     Example:
         >>> import warnings
@@ -334,18 +326,14 @@ def load_compas(*, sensitive: Sensitive = "race", return_X_y: bool = False
 
     Rows are filtered as in ProPublica's analysis (``days_b_screening_arrest`` in [-30, 30],
     ``is_recid != -1``, ``c_charge_degree != "O"``, a ``score_text``), leaving 6,172 people.
-
-    The target is the *favourable* outcome, so it is the complement of ProPublica's label:
-    ``no_two_year_recid = 1 - two_year_recid``, i.e. 1 if the person was **not** re-arrested
-    within two years and 0 if they were (``two_year_recid = 1`` becomes target 0).
+    The target is the *favourable* outcome, the complement of ProPublica's label:
+    ``no_two_year_recid = 1 - two_year_recid`` (1 if **not** re-arrested within two years).
 
     The features are the usual ProPublica ones (demographics, juvenile and prior counts, charge
-    degree); COMPAS's own scores and every column that leaks the outcome are left out. ``data``
-    keeps the raw ``race`` (six categories); the default sensitive feature ``race`` is binarized
-    as in the Fair BO paper (Perrone et al., 2021): ``"Caucasian"`` vs ``"Other"`` (all other
-    groups). ``sensitive="race_all"`` gives the six raw categories.
-
-    Warns once per process with a :class:`~fairtune.datasets.FairtuneDatasetWarning`; ``DESCR``
+    degree), without COMPAS's own scores or any column that leaks the outcome. ``data`` keeps
+    the raw ``race`` (six categories); the sensitive ``race`` is binarized as in the Fair BO
+    paper (Perrone et al., 2021), ``"Caucasian"`` vs ``"Other"``; ``"race_all"`` keeps all six.
+    Warns once per process (:class:`~fairtune.datasets.FairtuneDatasetWarning`): ``DESCR``
     explains why this data set must be used with care.
 
     ==================  ==============================================================
@@ -358,14 +346,9 @@ def load_compas(*, sensitive: Sensitive = "race", return_X_y: bool = False
     ==================  ==============================================================
 
     Args:
-        sensitive: Sensitive attribute(s): a name from ``"race"``, ``"race_all"``, ``"sex"``,
-            ``"age_cat"``, or a sequence of them, e.g. ``("sex", "race")``. Defaults to
-            ``"race"``.
-        return_X_y: Return ``(data, target, sensitive_features)`` instead of the bunch.
-            Defaults to False.
-
-    Returns:
-        A :class:`~fairtune.datasets.FairDataset`, or the triple ``(X, y, sensitive)``.
+        sensitive: ``"race"``, ``"race_all"``, ``"sex"``, ``"age_cat"``, or a sequence of them.
+            Defaults to ``"race"``.
+        return_X_y: Return ``(data, target, sensitive_features)``. Defaults to False.
 
     Example:
         >>> import warnings

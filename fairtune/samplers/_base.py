@@ -134,6 +134,18 @@ class LazyRandomState:
         self.rng.seed()
 
 
+def encode_trials(
+    search_space: dict[str, BaseDistribution], complete: Sequence[FrozenTrial],
+    pending: Sequence[dict[str, Any]],
+) -> tuple[SearchSpace, np.ndarray, torch.Tensor, torch.Tensor | None]:
+    """The encoded space, the trials' points as an array and a tensor (n, d), and the pending
+    points (m, d) or None when nothing is pending."""
+    ss = SearchSpace(search_space)
+    X_np = ss.encode([t.params for t in complete])
+    X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
+    return ss, X_np, torch.from_numpy(X_np), X_pending
+
+
 def store_relative_params(study: Study, trial: FrozenTrial, params: dict[str, Any]) -> float:
     """Record ``params`` as the trial's pending point; returns the claim's time."""
     storage = storage_and_id(study)[0]

@@ -30,6 +30,7 @@ from fairtune.samplers._base import (
     collect_trials,
     derived_seed,
     direction_signs,
+    encode_trials,
     name_code,
 )
 
@@ -73,11 +74,9 @@ class CGPSampler(GPSamplerBase):
     Constrained Gaussian Processes"), for agent n in round t (its number of evaluated trials):
 
     1. The first ``n_startup_trials`` designs of all agents together form a Latin hypercube
-       (the paper's collaborative LHS; each agent's share, itself a Latin hypercube, follows from
-       the board's seed and the agent's place among the agents registered on the board when its
-       first trial is sampled: an agent registers when its sampler is created, so create every
-       agent's sampler, or call ``board.register(name)`` for each, before the first trial for an
-       exact Latin hypercube).
+       (the paper's collaborative LHS). Each agent's share follows from the board's seed and
+       its place among the agents registered when its first trial is sampled, so create every
+       agent's sampler (or call ``board.register(name)``) first for an exact Latin hypercube.
     2. Fit the agent's own GP on its own trials (Matern-5/2 ARD, standardized outputs).
     3. ``kappa_n = max_x mu_n(x)`` and ``x+_n = argmax_x mu_n(x) - eta sigma_n(x)``; post
        ``(t, x+_n, LCB_n(x+_n), kappa_n)`` to the board.
@@ -87,10 +86,10 @@ class CGPSampler(GPSamplerBase):
        kappa_n (its *leaders*; every member with ``share_without_comparison``, the paper's remedy
        for agents whose outputs differ in scale).
     6. Rejection: draw ``n_raw_samples`` joint samples of the own GP at the borrowed designs and
-       keep those above kappa_n at every borrowed design; a design cleared by fewer than
-       ``quorum`` samples is dropped (this protects an agent from misleading collaborators).
-       Each kept sample g_s is a fantasy dataset, and the fantasy models GP(D u (B, g_s)) share
-       one covariance (the paper's Property 2): one factorization serves all of them.
+       keep those above kappa_n at every one; a design cleared by fewer than ``quorum`` samples
+       is dropped (protection from misleading collaborators). Each kept sample is a fantasy
+       dataset; the fantasy models share one covariance (Property 2), so one factorization
+       serves all.
     7. Maximize the acquisition over the fantasy models:
 
        - ``"ucb"`` (eq. 13): ``mean_s mu_s(x) + beta * sqrt(sigma+(x)^2 + var_s mu_s(x))``;
@@ -104,33 +103,27 @@ class CGPSampler(GPSamplerBase):
 
     ``board=None`` runs steps 2 and 7 on the agent's own GP alone: the paper's
     non-collaborative baseline. The sampler never waits: it uses the latest posts of its group,
-    whatever their rounds (asynchronous; run agents in lockstep for the paper's synchronous
-    setting, as :func:`fairtune.collaboration.simulate` does).
-
-    Minimization is handled by sign: the GP models the negated values, and the posted LCB and
-    kappa are in that maximized sign, so agents that minimize and agents that maximize the same
-    kind of quantity can share a board as long as their signs agree on what is better.
+    whatever their rounds (run agents in lockstep, as :func:`fairtune.collaboration.simulate`
+    does, for the paper's synchronous setting). The GP models the negated values of a minimized
+    objective and posts LCB and kappa in that maximized sign, so agents may mix directions as
+    long as they agree on what is better.
 
     Running trials are pending points (the GP is conditioned on its mean there, and no pending
     or evaluated point is proposed again); failed, pruned and NaN trials are ignored; parameters
-    outside the search space shared by all trials are sampled by ``independent_sampler`` (a
-    logged warning). The agents' search spaces must agree: a group member whose registered
-    space differs raises a ``ValueError``. Constraints are not modelled.
+    outside the shared search space are sampled by ``independent_sampler`` (a logged warning).
+    A group member whose registered search space differs raises a ``ValueError``. Constraints
+    are not modelled.
 
     Privacy: the board holds posts only; trials, values and parameters stay in the agent's
-    study. ``design_noise`` adds Laplace noise of that scale to each coordinate of the posted
-    design (on the [0, 1]-encoded space, then rounded to a valid value), the Laplace mechanism
-    the paper suggests (section 4.5): a posted design then reveals the agent's LCB maximizer, a
-    function of all its data, only up to that noise (epsilon = D / design_noise per post for a
-    design of D parameters, whose L1 sensitivity in the unit cube is D; epsilons add up over
-    posts). It does *not* protect the posted LCB value and kappa (exact numbers, which reveal the
-    scale of the agent's objective), nor the fact that the agent participates, and the agent's
-    own next trial is chosen without noise.
+    study. ``design_noise`` adds Laplace noise to each coordinate of the posted design (on the
+    [0, 1]-encoded space, then rounded), the paper's Laplace mechanism (section 4.5): epsilon =
+    D / design_noise per post for D parameters, adding up over posts. It does *not* protect the
+    posted LCB and kappa (exact numbers), nor the fact of participating, and the agent's own
+    next trial is chosen without noise.
 
-    Defaults are chosen for users, not for the paper, by a study on families of related agents
-    (docs/benchmarks/cgp_defaults.md: joining the board helps an agent where the agents are
-    alike and the budget brings them near an optimum). The paper's settings are one argument
-    away: ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
+    Defaults are chosen for users, not for the paper (docs/benchmarks/cgp_defaults.md); the
+    paper's settings are one argument away:
+    ``CGPSampler(board=board, agent="lab-a", **CGPSampler.PAPER_SETTINGS)``.
 
     Example:
         .. code-block:: python
@@ -306,9 +299,7 @@ class CGPSampler(GPSamplerBase):
         state = self._state.get(study_key(study))
         if state is not None and state.key == key:
             return state
-        ss = SearchSpace(search_space)
-        X_np = ss.encode([t.params for t in complete])
-        X = torch.from_numpy(X_np)
+        ss, X_np, X, X_pending = encode_trials(search_space, complete, pending)
         sign = direction_signs(study)[0]
         y, y_mean, y_std = standardize(sign * np.array([t.value for t in complete], dtype=float))
         gp_data = self._fit(fit_gp, study, "objective", X, y, ss, max_iter=self._fit_max_iter)
@@ -339,7 +330,6 @@ class CGPSampler(GPSamplerBase):
             )
         else:
             x_kappa, kappa = X_np[order[0]], best_f
-        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
         gp = gp_data
         if X_pending is not None:
             with torch.no_grad():

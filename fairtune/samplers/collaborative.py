@@ -4,38 +4,30 @@ Sim, Zhang, Low, Jaillet, ICML 2021, "Collaborative Bayesian Optimization with F
 notation and acquisition as in :class:`CollaborativeUCBSampler` (``round_`` is t, 0-based).
 
 Assignment. For fixed X_t and lambda, the first term is largest when the k-th highest mu goes
-to the tenant with the k-th lowest lambda (an exchange argument: swapping a better point towards
-a worse-off tenant never lowers the sorted vector's weighted sum, because the weights do not
-increase). The acquisition therefore evaluates the first term under that assignment, and the
-search over X_t is joint (an n x d problem handed to ``maximize_acqf(q=n)``).
+to the tenant with the k-th lowest lambda (swapping a better point towards a worse-off tenant
+never lowers the weighted sorted sum, as the weights do not increase). The acquisition
+evaluates the first term under that assignment and searches X_t jointly (an n x d problem for
+``maximize_acqf(q=n)``).
 
-Rounds in storage. A trial's round is its index among its tenant's trials (trial numbers are
-unique and ordered by creation). The plan of round t, one point per tenant, is stored in the
-study's system attributes, one key per tenant ("fairtune:collab:plan:<round>:<tenant>", long
-values split into chunks). It is a deterministic function of the seed and a snapshot of the
-history that every process sees identically, so that processes computing the same round at the
-same moment produce the same plan (writes are also first-writer-wins: a stored entry is never
-replaced, and every process returns what is stored). The round begins with its earliest-numbered
-trial (the anchor):
-    finished = the trials that had finished when the anchor was created. A trial created by
-               :func:`fairtune.tenancy.ask` records them as part of itself (the highest trial
-               number then and the unfinished ones below it), so every process reads the same
-               set, however late a result stamped before that moment reached the storage. For
-               an anchor created otherwise (``study.ask``, ``tenancy.optimize``) it is the trials
-               with datetime_complete <= the anchor's datetime_start (on one clock; a result
-               whose write lags its time stamp, or machines whose clocks disagree, can make two
-               processes see different sets, and first-writer-wins alone then keeps every tenant
-               on one stored plan in all but a tiny window);
-    data     = every finished COMPLETE trial (used by the GP and, for tagged trials, for lambda);
-    pending  = every earlier round's point of every tenant that had not finished (still running,
-               finished later, or not started yet because its tenant is behind), at the point it
-               was or will be assigned: its round's plan entry (model rounds) or its seeded
-               random point (startup rounds). Pending points enter the GP as fantasies at their
-               posterior mean.
-One exception: when no trial had finished at the anchor (round 0 with ``n_startup_rounds=0``),
-the plan uses the trials finished when it is computed, and first-writer-wins alone applies.
+Rounds in storage. A trial's round is its index among its tenant's trials. The plan of round t,
+one point per tenant, is stored in the study's system attributes, one key per tenant
+("fairtune:collab:plan:<round>:<tenant>", long values chunked). It is a deterministic function
+of the seed and a history snapshot every process sees identically, and writes are
+first-writer-wins (a stored entry is never replaced; every process returns what is stored).
+The snapshot is taken at the round's earliest-numbered trial (the anchor):
+    finished = the trials finished when the anchor was created: for a trial created by
+               :func:`fairtune.tenancy.ask`, the set it records (the highest trial number then
+               and the unfinished ones below it); otherwise the trials with
+               datetime_complete <= the anchor's datetime_start (clocks that disagree or lagging
+               writes can then make processes differ, and first-writer-wins keeps them on one
+               plan in all but a tiny window);
+    data     = every finished COMPLETE trial (for the GP and, if tagged, for lambda);
+    pending  = every earlier round's point of every tenant that had not finished, at its plan
+               entry (model rounds) or its seeded random point (startup rounds); pending points
+               enter the GP as fantasies at their posterior mean.
+When no trial had finished at the anchor (round 0 with ``n_startup_rounds=0``), the plan uses
+the trials finished when it is computed, and first-writer-wins alone applies.
 """
-
 from __future__ import annotations
 
 import json
@@ -54,13 +46,18 @@ from optuna.trial import FrozenTrial, TrialState
 from fairtune import _keys
 from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
-from fairtune._gp.search_space import SearchSpace
 from fairtune._names import arg, check_integer, got
 from fairtune._optuna_compat import contains, storage_and_id, study_system_attrs, trial_id
 from fairtune._storage import read_text, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.fairness.welfare import g2sf_weights
-from fairtune.samplers._base import GPSamplerBase, derived_seed, direction_signs, name_code
+from fairtune.samplers._base import (
+    GPSamplerBase,
+    derived_seed,
+    direction_signs,
+    encode_trials,
+    name_code,
+)
 from fairtune.tenancy import TENANT_KEY, finished_at_creation, optimizing_tenant
 
 if TYPE_CHECKING:
@@ -152,25 +149,18 @@ class CollaborativeUCBSampler(GPSamplerBase):
     3. For the chosen batch, the k-th highest mu goes to the tenant with the k-th lowest
        lambda (which maximizes the first term for that batch).
 
-    Batches that repeat a point, or a point still being evaluated (a pending trial), rank below
-    every batch that does not, so two tenants never get the same configuration unless the search
-    space has fewer configurations than needed.
+    Batches that repeat a point, or a pending one, rank below every batch that does not, so two
+    tenants never get the same configuration unless the search space is too small. ``rho = 1``
+    is distributed batch GP-UCB (DB-GP-UCB, the utilitarian mediator); smaller rho is fairer.
 
-    ``rho = 1`` is distributed batch GP-UCB (DB-GP-UCB, the utilitarian mediator: the first term
-    is sum_i lambda_i + sum_i mu(x^i), whoever gets which point); smaller rho is fairer.
-
-    Rounds and processes: a trial's round is its index among its tenant's trials. Create a tenant's
-    trial with :func:`fairtune.tenancy.ask` (tagged at creation); an untagged trial is given to the
-    tenant with the fewest trials at its first ``suggest_*`` call (round robin), so a
-    single-process simulation of n tenants is one ``study.optimize(objective, n_trials=n*T)`` (read
-    the tenant in the objective with :func:`fairtune.tenancy.tenant_of` after the first suggest).
-    The plan of each round is stored in the study and computed deterministically (see the module
-    docstring), with the other running trials as pending points: tenants in different processes or
-    machines sharing an RDB or Journal storage each get their own point, exactly one per tenant per
-    round, and a tenant asking while others of its round still run gets its entry of the same
-    batch. A failed or pruned trial uses up its tenant's slot in its round (its next trial belongs
-    to the next round), so failures never stall a round; a round is done when every tenant has a
-    finished trial in it.
+    Rounds and processes: create a tenant's trial with :func:`fairtune.tenancy.ask` (tagged at
+    creation); an untagged trial goes to the tenant with the fewest trials at its first
+    ``suggest_*`` call, so one ``study.optimize(objective, n_trials=n*T)`` simulates n tenants
+    (read the tenant with :func:`fairtune.tenancy.tenant_of` after the first suggest). Each
+    round's plan is stored in the study and computed deterministically (see the module
+    docstring), so processes sharing an RDB or Journal storage get exactly one point per tenant
+    per round. A failed or pruned trial uses up its tenant's slot in its round, so failures
+    never stall a round; a round is done when every tenant has a finished trial in it.
 
     Constraints (``trial.set_constraint``) are not modelled, as in the paper: the sampler logs a
     warning once per study when its trials have them, and ``study.best_trial`` still returns the
@@ -485,11 +475,9 @@ class CollaborativeUCBSampler(GPSamplerBase):
             owner = t.user_attrs.get(TENANT_KEY)
             if owner in self._index:
                 lambda_[self._index[owner]] += sign * t.values[0]
-        ss = SearchSpace(search_space)
-        X = torch.from_numpy(ss.encode([t.params for t in data]))
+        ss, _, X, X_pending = encode_trials(search_space, data, pending)
         y, y_mean, y_std = standardize(sign * np.array([t.values[0] for t in data]))
         gp = fit_gp(X, torch.from_numpy(y), ss.is_categorical)
-        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
         if X_pending is not None:  # fantasies at the posterior mean
             with torch.no_grad():
                 gp = gp.condition_on(X_pending, gp.posterior(X_pending)[0])

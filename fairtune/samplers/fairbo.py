@@ -24,7 +24,12 @@ from fairtune._gp.acquisition import (
 from fairtune._gp.classifier import fit_gp_classifier
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune.samplers._base import GPSamplerBase, check_choice, direction_signs
+from fairtune.samplers._base import (
+    GPSamplerBase,
+    check_choice,
+    direction_signs,
+    encode_trials,
+)
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -68,65 +73,47 @@ class FairBOSampler(GPSamplerBase):
 
     Fair Bayesian Optimization (Perrone et al. 2021, AIES, algorithm 1) models the objective
     (e.g. validation accuracy) and every constraint (e.g. ``demographic_parity - 0.05``) with
-    independent Gaussian processes over the hyperparameters, and chooses the next trial by
-    constrained expected improvement:
+    independent Gaussian processes over the hyperparameters:
 
     1. The first ``n_startup_trials`` trials come from ``independent_sampler`` (random; by
        default seeded per trial number, so that workers sharing a seed draw different points).
     2. A Matern-5/2 ARD GP is fitted to the objective and one per constraint (Optuna 5 named
        constraints, ``trial.set_constraint(name, value)``, feasible iff every value <= 0, as
        written by :func:`fairtune.fairness.set_fairness_constraints`). Constraints listed in
-       ``binary_constraints`` are only satisfied/violated feedback, modelled by GP
-       classification of the indicator ``value <= 0``.
-    3. While no evaluated trial is feasible, the next point maximizes the probability of
-       feasibility, ``sum_j log PoF_j(x)``. When the fitted constraint GPs find no point even 1 %
-       likely to be feasible, which is how GPs fitted to infeasible trials only extrapolate with
-       overconfidence, the probability is taken under a mixture of those GPs and copies with 2x,
-       4x and 8x shorter lengthscales (see ``FeasibilityPhase``). This phase is the same
-       for both acquisitions. If every constraint is binary and none was ever satisfied, the
-       classifiers carry no information about where feasibility lies and the point is
-       uniformly random.
+       ``binary_constraints`` are satisfied/violated feedback, modelled by GP classification.
+    3. While no trial is feasible, the next point maximizes ``sum_j log PoF_j(x)``. When the
+       constraint GPs find no point even 1 % likely to be feasible (GPs fitted to infeasible
+       trials only extrapolate with overconfidence), the probability is taken under a mixture
+       with copies of 2x, 4x and 8x shorter lengthscales (``FeasibilityPhase``). If every
+       constraint is binary and none was ever satisfied, the point is uniformly random.
     4. Afterwards it maximizes, with ``acquisition="cei"``,
-       ``log cEI(x) = log EI(x; best feasible value) + sum_j log PoF_j(x)``, the log of
-       ``EI(x) * prod_j P(c_j(x) <= 0)``, computed in log space so that rare feasibility does
-       not underflow (the best feasible value is the GP's largest posterior mean at the
-       feasible trials, which is the best observed one unless the fitted noise is large); with
-       ``acquisition="cmes"``, constrained max-value entropy search
-       (Perrone et al. 2019): the expected information gain about the maximum *feasible*
-       objective value, averaged over sampled maxima (see :mod:`fairtune._gp.acquisition`).
+       ``log cEI(x) = log EI(x; best feasible value) + sum_j log PoF_j(x)`` (in log space, so
+       that rare feasibility does not underflow; the best feasible value is the GP's largest
+       posterior mean at the feasible trials); with ``acquisition="cmes"``, constrained
+       max-value entropy search (Perrone et al. 2019), the expected information gain about the
+       maximum *feasible* value (see :mod:`fairtune._gp.acquisition`).
     5. Running trials are pending points: each regression GP is conditioned on its posterior
-       mean at them (fantasies), and no evaluated point is proposed again, nor a pending point
-       or a point in its neighbourhood (the same ints, steps and categories with floats within
-       0.1 % of their range: a float's effect on the model is unknown, and two values that
-       close usually train the same model), so that ``n_jobs > 1`` and several processes
-       sharing an RDB or Journal storage get distinct points. A worker records its point and
-       then looks again: if another worker claimed the same or a neighbouring point first, or
-       a trial there finished meanwhile (both computed at once), it chooses anew.
-    6. In a study with constraints, trials that differ only in continuous floats and report
-       bit-for-bit the same objective and constraint values trained the same model; the box
-       they span is not proposed again (see ``_plateau_boxes``).
-    7. In a study with constraints, once a feasible trial exists, an outcome (objective and every
-       constraint value, bit for bit) reported by ``_repeat_min_count`` (3) or more trials is a
-       model trained again and again, wherever its parameters lie: most often one that predicts
-       a single class for everyone, which is fair by construction. Re-training it cannot
-       improve anything, so where a repeat is more likely than not the acquisition is
-       weighted down by the probability that ``x`` gives a *new* outcome, learned by GP
-       classification of "repeated or not" over the trials:
-       ``log cEI(x) + log min(1, 2 P(new outcome at x))`` (cMES is multiplied by that weight).
-       A smooth GP cannot follow the cliff between such a plateau and the models around it and
-       keeps proposing the plateau; the plateau's edge, where fair useful models lie, keeps
-       its full weight. See ``_repeated_outcomes`` and ``_log_weight_of_new``.
+       mean there, and neither an evaluated point nor the neighbourhood of a pending one (the
+       same ints, steps and categories, floats within 0.1 % of their range) is proposed, so
+       that ``n_jobs > 1`` and processes sharing an RDB or Journal storage get distinct points.
+       A worker that finds its point claimed, or evaluated meanwhile, chooses anew.
+    6. With constraints, trials that differ only in continuous floats and report bit-for-bit
+       the same objective and constraint values trained the same model; the box they span is
+       not proposed again (``_plateau_boxes``).
+    7. With constraints, once a trial is feasible, an outcome reported by ``_repeat_min_count``
+       (3) or more trials is one model trained again and again (most often one that predicts a
+       single class, fair by construction). Where a repeat is more likely than not, the
+       acquisition is weighted down by the probability of a *new* outcome, learned by GP
+       classification: ``log cEI(x) + log min(1, 2 P(new outcome at x))`` (cMES is multiplied
+       by that weight), so the search leaves such plateaus for their edges
+       (``_repeated_outcomes``).
 
-    A study without constraints is plain GP-EI Bayesian optimization (the paper's "BO"
-    baseline). A COMPLETE trial that lacks a constraint the study uses counts as infeasible
-    (for the model its value is imputed as a clear violation); failed, pruned and NaN trials are
-    ignored. A pruned trial's last value was measured on a smaller budget, below its full-budget
-    value and ranking the trials only roughly as that does; a variant that fed pruned trials to
-    the models was not better in a multi-fidelity search
-    (docs/benchmarks/multifidelity.md). Under a pruner the random start therefore lasts
-    until ``n_startup_trials`` trials have completed. Parameters outside the search space
-    shared by all trials (dynamic search spaces) are sampled by ``independent_sampler`` with a
-    logged warning.
+    A study without constraints is plain GP-EI (the paper's "BO" baseline). A COMPLETE trial
+    that lacks a constraint the study uses counts as infeasible; failed, pruned and NaN trials
+    are ignored, so under a pruner the random start lasts until ``n_startup_trials`` trials
+    have completed (docs/benchmarks/multifidelity.md). Parameters outside the search space
+    shared by all trials are sampled by ``independent_sampler`` with a logged warning.
+    Evidence: docs/benchmarks/fairbo.md.
 
     Example:
         >>> import optuna
@@ -251,18 +238,13 @@ class FairBOSampler(GPSamplerBase):
         pending: Sequence[dict[str, Any]],
     ) -> dict[str, Any]:
         rng = self._rng.rng
-        ss = SearchSpace(search_space)
-        X_np = ss.encode([t.params for t in complete])
-        X = torch.from_numpy(X_np)
-        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
+        ss, X_np, X, X_pending = encode_trials(search_space, complete, pending)
         names = sorted({name for t in complete for name in t.constraints})
         if names and all(self._is_binary(n) for n in names) and not any(
             t.constraints.get(n, math.nan) <= 0.0 for t in complete for n in names
         ):
-            # Binary feedback that was never "satisfied" says nothing about where a feasible
-            # point may be: a classifier's probability then only grows with the distance from
-            # the data, which would send the search to the corners of the box. Sample uniformly
-            # instead, as random search would (and fit no model).
+            # Never-satisfied binary feedback says nothing about where feasibility lies (a
+            # classifier would only favour the box's corners): sample uniformly instead.
             return ss.decode(ss.sample(1, rng)[0])
 
         sign = direction_signs(study)[0]
@@ -283,10 +265,8 @@ class FairBOSampler(GPSamplerBase):
         order = np.argsort(-np.where(feasible, y, y - 1e6))
         warm_starts = X_np[order[:1]][:, None, :]
         # Pending points exclude their neighbourhood (two workers must not train one model twice);
-        # evaluated points only themselves: the GP knows their value, and a constrained optimum
-        # is refined along its boundary by steps finer than the neighbourhood
-        # (docs/benchmarks/fairbo.md). A trial that finished meanwhile is caught by the claim
-        # check (GPSamplerBase).
+        # evaluated points only themselves: a constrained optimum is refined along its boundary
+        # by steps finer than the neighbourhood (docs/benchmarks/fairbo.md).
         evaluated = np.repeat(ss.round(X_np)[:, None, :], 2, axis=1)  # boxes of one point
         x_best, _ = self._maximize(
             acqf, ss, rng, warm_starts=warm_starts,
@@ -302,17 +282,11 @@ def _plateau_boxes(
     """Boxes of the encoded space that repeat a result already observed, shape (k, 2, d).
 
     Trials that agree on every parameter except continuous floats and report bit-for-bit the
-    same objective and constraint values ran the same model: e.g. ``min_samples_split``
-    fractions of a random forest that round to the same sample count. For a parameter that acts
-    through thresholds (``min_samples_split``, ``min_impurity_decrease``, ...) every value
-    between two such trials gives that model again, so a trial there would repeat a known
-    result. The box spanned by such a group (its continuous dims from the smallest to the
-    largest value, the others fixed) is excluded from the acquisition's maximization, unless a
-    trial inside it reported something else (then the values in between do matter).
-
-    Only studies with constraints qualify: a single number such as a validation accuracy
-    (a multiple of one over the validation size) is often equal for different models by
-    coincidence, while the objective and a constraint together rarely are.
+    same outcome ran the same model (e.g. ``min_samples_split`` fractions that round to the
+    same sample count); for such threshold-like parameters every value in between gives that
+    model again. The box a group spans is excluded unless a trial inside it reported something
+    else. Only studies with constraints qualify: a single accuracy is often equal for
+    different models by coincidence, the objective and a constraint together rarely are.
     """
     empty = np.empty((0, 2, ss.dim))
     if not names or not ss.is_continuous.any():
@@ -351,14 +325,10 @@ def _outcome(trial: FrozenTrial, names: list[str]) -> tuple[float, ...] | None:
 def _repeated_outcomes(
     complete: Sequence[FrozenTrial], names: list[str], min_count: int
 ) -> np.ndarray:
-    """Mask (n,) of the trials whose outcome at least ``min_count`` trials reported.
-
-    The outcome is the objective value and every constraint value, compared bit for bit; a
-    trial with a missing or NaN value has no outcome to repeat. Unlike ``_plateau_boxes``, the
-    trials may differ in any parameter: a classifier that predicts one class for everyone (the
-    commonest repeated model of fairness-constrained tuning, with a demographic parity gap of
-    exactly 0) comes from too few trees, too small a learning rate or too strong a
-    regularization alike. Only studies with constraints call this, as for ``_plateau_boxes``.
+    """Mask (n,) of the trials whose outcome (``_outcome``) at least ``min_count`` trials
+    reported. Unlike ``_plateau_boxes``, the trials may differ in any parameter: a one-class
+    classifier (a demographic parity gap of exactly 0) comes from too few trees, too small a
+    learning rate or too strong a regularization alike.
     """
     outcomes = [_outcome(t, names) for t in complete]
     counts = Counter(o for o in outcomes if o is not None)

@@ -22,7 +22,13 @@ from fairtune._names import check_integer
 from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune._threads import limit_threads
-from fairtune.samplers._base import GPSamplerBase, check_choice, collect_trials, direction_signs
+from fairtune.samplers._base import (
+    GPSamplerBase,
+    check_choice,
+    collect_trials,
+    direction_signs,
+    encode_trials,
+)
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -44,63 +50,46 @@ WeightsPrior = Sequence[float] | np.ndarray | Callable[[np.random.RandomState], 
 class MTKBSampler(GPSamplerBase):
     """Multi-task kernelized bandits: expected-utility UCB over related objectives.
 
-    MT-KB and MT-BKB (Chowdhury & Gopalan 2021) model the objectives f = (f_1..f_n) of a
-    multi-objective study jointly with a multi-task GP whose ICM kernel
-    Gamma(x, x') = k(x, x') B couples them through a task covariance B (signed: accuracy and a
-    fairness gap are often anti-correlated), and pick the point of highest optimistic expected
-    utility under a prior over preference weights:
+    MT-KB and MT-BKB (Chowdhury & Gopalan 2021) model the objectives f = (f_1..f_n) jointly with
+    a multi-task GP whose ICM kernel Gamma(x, x') = k(x, x') B couples them through a signed
+    task covariance B (accuracy and a fairness gap are often anti-correlated), and pick the
+    point of highest optimistic expected utility under a prior over preference weights:
 
     1. The first ``n_startup_trials`` trials come from ``independent_sampler`` (random).
-    2. Each objective is turned into a maximized one (minimized ones are negated) and
-       standardized on its own. A multi-task GP with k the Matern-5/2 ARD kernel (unit variance)
-       is fitted by marginal likelihood: lengthscales, noise and, with
-       ``task_covariance="learned"``, B = L L^T + diag(exp(v)) (signed correlations, LKJ prior),
-       warm-started from the previous fit. Its posterior uses the eigendecompositions of B and
-       of the t x t kernel matrix (one factorization per step); see
+    2. Each objective is made maximized and standardized on its own. The GP (k Matern-5/2 ARD)
+       is fitted by marginal likelihood, warm-started: lengthscales, noise and, with
+       ``task_covariance="learned"``, B = L L^T + diag(exp(v)) (LKJ prior); see
        :mod:`fairtune._gp.multitask`.
-    3. A fixed set of weight vectors lambda_1..lambda_k is drawn from the prior (or given), and
-       the next point maximizes ``u_t(x) = mean_k s_lambda_k(mu_t(x)) + beta_t w_t(x)`` with
-       the Chebyshev ``s_lambda(y) = min_i lambda_i (y_i - z_i)`` or linear
-       ``s_lambda(y) = sum_i lambda_i y_i`` scalarization. With ``width="scalarized"`` (the
-       default) the Chebyshev acquisition is the scalarization of the objectives' upper
-       confidence bounds, ``u_t(x) = mean_k min_i lambda_ki (mu_i(x) + beta_t sigma_i(x) -
-       z_i)`` (Paria et al. 2020's random-scalarization UCB): a valid upper bound wherever every
-       objective lies below its own bound, as the Chebyshev scalarization is monotone, and the
-       tightest such bound; the linear one adds the width of the functional ``lambda^T f``,
-       ``beta_t (lambda^T Gamma_t(x, x) lambda)^(1/2)``. The confidence width w_t is, with
-       ``width="norm"``, the paper's eq. 3: ``L ||Gamma_t(x, x)||^(1/2)``, the largest
-       eigenvalue of the n x n posterior covariance at x times the scalarizations' Lipschitz
-       constant L (mean_k max_i lambda_ki for Chebyshev, mean_k ||lambda_k||_2 for linear;
-       the paper sets L = 1). With ``width="objectives"`` it is
-       ``mean_k max_i lambda_ki sigma_i(x)`` (Chebyshev) or ``mean_k
-       (lambda_k^T Gamma_t(x, x) lambda_k)^(1/2)`` (linear), from each objective's own
-       confidence bound (the paper's remark 2): never wider than "norm", and about sqrt(n)
-       times narrower when n objectives are strongly correlated, where ``||Gamma_t||`` adds up
-       their variances, but wider than "scalarized"; see :mod:`fairtune._gp.multitask`.
+    3. Weight vectors lambda_1..lambda_k are drawn from the prior (or given), and the next point
+       maximizes ``u_t(x) = mean_k s_lambda_k(mu_t(x)) + beta_t w_t(x)`` with the Chebyshev
+       ``s_lambda(y) = min_i lambda_i (y_i - z_i)`` or linear ``sum_i lambda_i y_i``
+       scalarization. The confidence width w_t depends on ``width``:
+       ``"scalarized"`` scalarizes the objectives' upper confidence bounds (Paria et al. 2020;
+       for Chebyshev ``mean_k min_i lambda_ki (mu_i + beta_t sigma_i - z_i)``, the tightest
+       valid bound; for linear the width of ``lambda^T f``);
+       ``"objectives"`` uses each objective's own bound (the paper's remark 2:
+       ``mean_k max_i lambda_ki sigma_i(x)`` or ``mean_k (lambda_k^T Gamma_t(x, x)
+       lambda_k)^(1/2)``); ``"norm"`` is the paper's eq. 3, ``L ||Gamma_t(x, x)||^(1/2)`` with
+       L the scalarizations' Lipschitz constant (widest: about sqrt(n) times "objectives" when
+       n objectives are strongly correlated).
     4. With ``budgeted=True`` (MT-BKB) the posterior is the Nystrom approximation on a
        dictionary resampled every step: training point x_i joins with probability
        ``min(q ||Gamma~(x_i, x_i)|| / eta, 1)`` (q times its ridge leverage score, eta the
-       noise variance) under the previous step's dictionary (the exact model
-       at the first model-based step of a process), cost O(n^2 + (n + m_t) m_t t) per step. Its
-       kernel parameters are fitted on a random subset of at most 100 trials, so that the
-       likelihood's O(t^3) does not dominate the step.
-    5. Running trials are pending points: the model is conditioned on its posterior mean at
-       them (fantasies) and no pending point is proposed again, so ``n_jobs > 1`` and several
-       processes on one storage get distinct points. An evaluated point may be proposed again
-       (objectives are noisy in the paper's setting; the UCB does so only when its upper bound
-       is still the best).
-    6. Optuna 5 constraints (``trial.set_constraint``, feasible iff <= 0): each constraint gets
-       a GP. While no trial is feasible, the next point maximizes the probability of
-       feasibility ``sum_j log PoF_j(x)``; afterwards u_t(x) is maximized over the
-       optimistically feasible set ``{x: LCB_j(x) = mean_j - beta_t sigma_j <= 0 for all j}``
-       (points outside it are penalized by their optimistic violation), as in constrained
-       GP-UCB. A missing constraint value counts as infeasible; Optuna's ``study.best_trials``
-       returns only feasible trials.
+       noise variance). Kernel parameters are fitted on at most 100 random trials.
+    5. Running trials are pending points: the model is conditioned on its posterior mean there
+       and no pending point is proposed again, so ``n_jobs > 1`` and processes sharing a
+       storage get distinct points. An evaluated point may be proposed again (objectives are
+       noisy in the paper's setting).
+    6. Constraints (``trial.set_constraint``, feasible iff <= 0) each get a GP. While no trial is
+       feasible, the next point maximizes ``sum_j log PoF_j(x)``; afterwards u_t(x) is
+       maximized over the optimistically feasible set ``{x: mean_j - beta_t sigma_j <= 0}``,
+       penalizing optimistic violation (constrained GP-UCB). A missing value is infeasible.
 
     A single-objective study is GP-UCB. Failed, pruned and NaN trials are ignored; parameters
     outside the search space shared by all trials are sampled by ``independent_sampler`` with a
-    logged warning. :meth:`task_correlation` gives the fitted B as a correlation matrix of the
-    objectives, and :meth:`stored_task_correlation` the last one stored with a study.
+    logged warning. :meth:`task_correlation` gives the fitted B as a correlation matrix, and
+    :meth:`stored_task_correlation` the last one stored with a study. Evidence:
+    docs/benchmarks/mtkb.md.
 
     Example:
         >>> import optuna
@@ -126,37 +115,26 @@ class MTKBSampler(GPSamplerBase):
             directions, worse than every value of interest (like a hypervolume reference point).
             Defaults to None: per standardized objective, 0.1 of the observed range below the
             worst observed value.
-        utility_units: The units in which the scalarization weighs the objectives (both
-            maximized): ``"standardized"`` (each objective standardized by the mean and
-            standard deviation of its observed values: the weights do not depend on the
-            objectives' scales, which suits objectives in different units) or ``"objectives"``
-            (their own units: a weight trades a unit of one objective against a unit of
-            another, as in the paper, whose objectives share a scale; internally the weight of
-            objective i becomes lambda_i times its observed standard deviation). The expected
-            utility a benchmark or a user scores with is only the one the sampler optimizes
-            when these units, the weight prior and the reference point agree. Defaults to
-            "standardized".
+        utility_units: The units in which the weights trade the (maximized) objectives:
+            ``"standardized"`` (each objective standardized by its observed mean and standard
+            deviation, so weights do not depend on scales) or ``"objectives"`` (their own
+            units, as in the paper). Scores agree with the sampler's only when these units, the
+            weight prior and the reference point agree. Defaults to "standardized".
         task_covariance: ``"learned"`` (B by marginal likelihood), ``"independent"`` (B
             diagonal: the paper's IT-KB baseline), a float omega in [0, 1]
             (B = omega I + (1 - omega) 11^T / n, Evgeniou et al. 2005), or an n x n p.s.d.
             matrix (for the standardized objectives). Defaults to "learned".
         budgeted: Use the Nystrom approximation (MT-BKB). Defaults to False.
-        q: Oversampling factor of MT-BKB's dictionary (q >= 1, step 4; larger is more accurate
-            and slower): the dictionary holds about q times the effective number of parameters.
-            Defaults to 4,
-            which keeps a fraction of the trials in the dictionary (q = 1 is cheaper and less
-            accurate). None: the paper's theorem 3,
-            q = 6 rho log(4t / delta) / eps^2 with eps = 0.5, delta = 0.1 (its experiments'
-            values), rho = (1 + eps) / (1 - eps): about 500-600 for 100-1,000 trials, a
-            worst-case constant that keeps every trial in the dictionary until leverage scores
-            fall below 1 / q, so that MT-BKB then costs what MT-KB does.
+        q: Oversampling factor of MT-BKB's dictionary (q >= 1; larger is more accurate and
+            slower). Defaults to 4. None: the paper's theorem 3, q = 6 rho log(4t / delta) /
+            eps^2 with eps = 0.5, delta = 0.1, rho = (1 + eps) / (1 - eps), a worst-case
+            constant (about 600 for 100 trials) that keeps nearly every trial in the
+            dictionary.
         beta: Confidence width beta_t. Defaults to None: ``sqrt(0.2 d log(2t))`` (Kandasamy et
             al. 2015), with d the number of parameters and t the number of trials.
         width: How the upper confidence bound of the expected utility is formed (step 3):
-            ``"scalarized"``, ``"objectives"`` or ``"norm"``. Defaults to "scalarized": it had
-            less cumulative regret than "objectives" on every problem of
-            benchmarks/mtkb_compare.py, while "objectives" explores more and covers more of the
-            Pareto front (docs/benchmarks/mtkb.md).
+            ``"scalarized"``, ``"objectives"`` (explores more) or ``"norm"``. Defaults to
+            "scalarized".
         n_startup_trials: Number of random trials before the model is used. Defaults to 5.
         independent_sampler: Sampler for the startup trials and for parameters outside the
             shared search space. Defaults to random draws seeded per (seed, trial number,
@@ -320,10 +298,7 @@ class MTKBSampler(GPSamplerBase):
         pending: Sequence[dict[str, Any]],
     ) -> dict[str, Any]:
         rng = self._rng.rng
-        ss = SearchSpace(search_space)
-        X_np = ss.encode([t.params for t in complete])
-        X = torch.from_numpy(X_np)
-        X_pending = torch.from_numpy(ss.encode(pending)) if pending else None
+        ss, X_np, X, X_pending = encode_trials(search_space, complete, pending)
         Y_np, signs, means, stds = self._targets(study, complete)
         n = Y_np.shape[1]
         Y = torch.from_numpy(Y_np)
