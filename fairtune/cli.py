@@ -7,11 +7,9 @@ Usage::
         --n-trials 40 --sampler fairbo --storage sqlite:///fairtune.db --plot tradeoff.png
     fairtune report --storage sqlite:///fairtune.db --study-name NAME --plot tradeoff.png
 
-One function per subcommand: ``_add_<name>_parser(subparsers)`` declares its arguments and sets
-``func`` to ``_cmd_<name>(args) -> int``; :func:`_build_parser` adds it. A command reports bad
-usage (a bad or conflicting argument) by raising ``_UsageError`` (exit code 2) and a failure by
-raising any other exception (exit code 1): :func:`main` turns them into a one-line message on
-stderr, never a traceback. Messages name the flags the user typed, not Python argument names.
+One function per subcommand: ``_add_<name>_parser`` declares its arguments and sets ``func`` to
+``_cmd_<name>(args) -> int``. Bad usage raises ``_UsageError`` (exit code 2), a failure any other
+exception (exit code 1); :func:`main` prints either as one line naming the flags as typed.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from fairtune._interrupts import check_run, optimize_guarded
-from fairtune._interrupts import one_line as _one_line
+from fairtune._interrupts import check_run, one_line, optimize_guarded
 from fairtune._names import argument_names
 from fairtune._storage import (
     check_storage_url,
@@ -97,7 +94,7 @@ _FLAGS = {
     "storage": "--storage", "sampler": "--sampler (or --objectives)", "pruner": "--pruner",
     "budgets": "--budgets", "resource": "--resource", "pos_label": "--positive",
     "positive": "--positive", "target": "--target", "confidence": "--confidence",
-    "safety_size": "--safety-size", "curve": "--curve", "html": "--html",
+    "safety_size": "--safety-size", "curve": "--curve", "html": "--html", "bound": "--bound",
 }
 # With --data, the dataset is the user's file, whose groups --sensitive names (a bundled
 # dataset's are its own).
@@ -159,6 +156,9 @@ def _add_tune_parser(subparsers: Any) -> None:
     parser.add_argument("--safety-size", type=float, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
                              "safety test (default 0.3)")
+    parser.add_argument("--bound", choices=("exact", "score", "hoeffding"),
+                        help="with --confidence: the test of each pair of groups on the safety "
+                             "rows (default exact; score is asymptotic, hoeffding the widest)")
     parser.add_argument("--n-trials", type=_int_at_least(1), default=100,
                         help="trials to run (default 100)")
     parser.add_argument("--sampler", choices=_SAMPLERS, help="default fairbo (mtkb with "
@@ -258,12 +258,14 @@ def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
     argument names, and a dataset's known issues without the Python advice on silencing them."""
     for warning in caught:
         message = warning.message
-        text = getattr(message, "issues", "") or _one_line(message)  # type: ignore[arg-type]
+        text = getattr(message, "issues", "") or one_line(message)  # type: ignore[arg-type]
         print(f"{PROG}: warning: {text}", file=sys.stderr)
 
 
 def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
     import optuna
+
+    from fairtune.tuning._certify import aimed_text
 
     _check_files(args, ("--plot", "--html"), create=True)
     if args.study_name is not None and not args.study_name.strip():
@@ -288,6 +290,9 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
         with argument_names(_flags(args)):
             _usage(objective.prepare, study, sampler=args.sampler, seed=args.seed,
                    pruner=args.pruner)
+        if (objective.margin or objective.confidence) and not multi:
+            out.write(aimed_text(objective.limits, objective.tuning_limits, objective.margin,
+                                 objective.confidence, objective.bound) + "\n")
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
                                       show_progress_bar=not args.no_progress, tenant=args.tenant,
                                       callbacks=[view] if view else [])
@@ -305,12 +310,6 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
     """What ``tune`` prints after the search: the report, the test split, the certificate."""
     from fairtune import report
 
-    if objective.margin and not multi:
-        out.write(
-            f"Trials validated against {', '.join(map(str, objective.tuning_limits))} "
-            f"(the limits less a margin of {objective.margin:g}); the test split is "
-            f"judged against {objective.limits_text}.\n"
-        )
     record = None
     if not multi and not guard.interrupted:
         # The safety test and the test split first, so that the report opens with them.
@@ -427,8 +426,8 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 mitigation=args.mitigation, margin=args.margin,
                 use_sensitive_feature=not args.hide_sensitive, drop_columns=args.drop_columns,
                 tenant=args.tenant, confidence=args.confidence, safety_size=args.safety_size,
-                budgets=args.budgets or ([1 / 9, 1 / 3, 1.0] if args.pruner else None),
-                resource=args.resource)
+                bound=args.bound, resource=args.resource,
+                budgets=args.budgets or ([1 / 9, 1 / 3, 1.0] if args.pruner else None))
         except ValueError as e:
             raise _UsageError(str(e)) from None
     _print_warnings(caught)
@@ -591,7 +590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
-        message = _one_line(reported_error(e))
+        message = one_line(reported_error(e))
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return EXIT_ERROR
 

@@ -1,127 +1,233 @@
-"""High-confidence bounds of a fairness metric on the population a model will meet.
+"""High-confidence bounds of a fairness metric on the population a model will meet: "its gap
+is at most U, with 95 % confidence". A group's rate is the share of its rows (of one true
+label for the error rates) that the model predicts 1.
 
-A gap measured on validation rows is an estimate; a reviewer signs a bound: "the gap of this
-model on the population is at most U, with 95 % confidence". Each group's rate (its selection
-rate, or its true or false positive rate) is the mean of the model's predictions over the
-group's rows (of one true label for the error rates): 0/1 predictions, or for a randomized
-classifier (fairlearn's ThresholdOptimizer and reductions) its probabilities of predicting 1,
-whose mean is the randomized classifier's rate itself. Either way a rate is the mean of
-independent values in [0, 1], for which Chernoff's bound holds:
+Each ordered pair of groups (g, h) and rate is tested at the full level: a limit holds iff
+``rate_g - rate_h <= eps`` for all of them (``rate_g >= r rate_h`` for a ratio), and a broken
+limit has a pair whose own one-sided test passes with probability at most ``alpha``, so
+certifying when every test passes errs as rarely, with no share of ``alpha`` per pair or rate
+(an intersection-union test, Berger & Hsu 1996). Each test, inverted, bounds ``rate_g -
+rate_h`` (``rate_g / rate_h``) at ``1 - alpha``; the metric's bound is the largest (smallest).
 
-    P(mean - mu >= t) <= exp(-n kl(mu + t || mu)),   kl(p || q) the Bernoulli relative entropy,
+Notation: groups 1 and 0, ``x`` of ``n`` rows predicted 1; H0 ``p_1 <= p_0 + theta`` or
+``p_1 <= theta p_0`` for true rates ``p``, whose smallest ``theta`` not rejected is the bound;
+``e = x_1 / n_1 - x_0 / n_0 - theta`` (``x_1 / n_1 - theta x_0 / n_0``). ``method``:
 
-so ``U = max {q >= p_hat : n kl(p_hat || q) <= log(1 / d)}`` is an upper confidence bound of the
-rate at level ``1 - d`` (and ``L`` a lower one alike): tighter than Hoeffding's bound away from
-1/2, and valid for probabilities as well as for 0/1 predictions (a Bernoulli variable has the
-largest moment generating function of all the variables in [0, 1] with its mean). For 0/1
-predictions a rate is a binomial proportion, and the exact Clopper-Pearson bounds, a little
-tighter still, are used instead.
+- ``"score"`` (Miettinen & Nurminen 1985; Farrington & Manning 1990): rejects when ``z = e /
+  sqrt(v)`` exceeds the normal quantile of ``1 - alpha``, ``v`` the variance of ``e`` at the
+  likeliest rates on the null boundary times ``n / (n - 1)``. The narrowest; its level is
+  asymptotic, above ``alpha`` at rates near 0 or 1 on few rows.
+- ``"exact"`` (default; Chan 1998): the p-value is the largest probability, over true rates on
+  the null boundary, of the tables whose ``z`` is at least the observed one; they lie above a
+  staircase, as ``z`` grows with ``x_1`` and falls with ``x_0``, so the largest over the null
+  lies on its boundary (Röhmel & Mansmann 1999). Only the rates of a ``1 - gamma`` confidence
+  set are searched, and ``gamma`` is added (Berger & Boos 1994); each binomial is summed over a
+  window plus the mass outside. Valid at every true rate pair; the bound is the first ``theta``
+  passing on a grid up from Hoeffding's bound, bisected.
+- ``"hoeffding"`` (Hoeffding 1963): rejects when ``e >= sqrt(log(1 / alpha) (1 / n_1 + c^2 /
+  n_0) / 2)``, ``c`` = 1 (``theta`` for a ratio). The widest; valid for a randomized
+  classifier's probabilities of predicting 1 as they are, whose means are its rates.
 
-A gap ``max_g rate_g - min_g rate_g`` is the largest difference ``rate_g - rate_h`` over the
-ordered pairs of groups. The observed difference of two groups' means of ``n_g`` and ``n_h``
-independent values in [0, 1] exceeds the true one by ``t`` with probability at most
-``exp(-2 t^2 / (1 / n_g + 1 / n_h))`` (Hoeffding), so every difference, and the gap with it, is
-at most ``p_hat_g - p_hat_h + sqrt(log(1 / d) (1 / n_g + 1 / n_h) / 2)`` when all these bounds
-hold, which a union bound over the ``groups * (groups - 1) * rates`` of them makes true with
-probability ``1 - delta`` (each at ``d = delta / (groups * (groups - 1) * rates)``). A bound of
-each group's rate on its own would count the smallest group's width twice. A ratio
-``min_g rate_g / max_g rate_g`` is at least ``min_g L_g / max_g U_g``, with every group's
-bounds at ``delta / (2 * groups * rates)``. The ratio of a model that selects no row is 1 on
-those rows (:func:`fairtune.fairness.disparate_impact_ratio`), but its bound is 0: each rate is
-only known to be below its upper bound, and the ratio of small rates can be anything; the ratio
-is 1 on the population only if every upper bound were 0, which no number of rows shows. A model
-that selects every row is bounded near 1. The caller spends ``delta`` over the limits and
-the candidate models it tests (see :mod:`fairtune.tuning._certify`).
-
-Notation: ``p_hat`` a group's observed rate, ``n`` its rows, ``d`` a one-sided bound's error
-probability, ``delta`` the error probability of a metric's bound.
+The exact and score tests count 0/1 predictions: a randomized classifier's (fairlearn's
+ThresholdOptimizer) are drawn with a fixed seed, each a Bernoulli prediction at its rate. A
+rate of no row is unknown (a gap's bound 1, a ratio's 0), as is a ratio of rates of 0: a model
+that selects no one has a ratio of 1 but a bound of 0. Measured levels and widths:
+``benchmarks/results/bounds_coverage.md``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from fairtune._names import got
 from fairtune._validation import sensitive_groups
-from fairtune.fairness.metrics import METRICS, _check_binary, _group_rates
+from fairtune.fairness.metrics import METRICS, _aggregate, _check_binary, _group_rates
 
-__all__ = ["kl_lower", "kl_upper", "metric_bound", "metric_bound_width"]
+__all__ = ["METHODS", "metric_bound", "metric_bound_width"]
+
+METHODS = ("exact", "score", "hoeffding")
+
+_SCAN, _TOL = 12, 1e-5  # the exact bound's scan up from Hoeffding's, then bisection
+_NUISANCE = 16  # points of the nuisance rate's grid, then as many around its best
+_GAMMA = 0.02  # share of alpha spent on the exact test's confidence set of the nuisance rate
+_SDS = 8  # half-width of each binomial's window, in standard deviations
 
 
-def _kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Bernoulli relative entropy kl(p || q), elementwise, with 0 log 0 = 0."""
-    p = np.clip(p, 0.0, 1.0)
-    q = np.clip(q, 1e-300, 1.0 - 1e-16)
+def _check(alpha: float, method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {list(METHODS)}, but got "
+                         f"{got('method', method)}.")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"`alpha` must be in (0, 1), but got {got('alpha', alpha)}.")
+
+
+def _restricted(x1: Any, n1: Any, x0: Any, n0: Any, theta: Any, ratio: bool
+                ) -> tuple[Any, Any]:
+    """The rates (p_1, p_0) of greatest likelihood on the null boundary."""
+    if ratio:  # Miettinen & Nurminen (1985): the smaller root, in a form stable at theta = 0
+        b, x = n1 * theta + x1 + n0 + x0 * theta, x1 + x0
+        p0 = 2 * x / (b + np.sqrt(np.maximum(b * b - 4 * (n1 + n0) * theta * x, 0.0)))
+        return np.clip(theta * p0, 0.0, 1.0), p0
+    # Farrington & Manning (1990), p_1 = p_0 + theta: a cubic solved by its trigonometric form.
+    t, q1, q0 = n0 / n1, x1 / n1, x0 / n0
+    a, b = 1 + t, -(1 + t + q1 + t * q0 + theta * (t + 2))
+    c = theta ** 2 + theta * (2 * q1 + t + 1) + q1 + t * q0
+    v = (b / (3 * a)) ** 3 - b * c / (6 * a * a) - q1 * theta * (1 + theta) / (2 * a)
+    u = np.where(v < 0, -1.0, 1.0) * np.sqrt(np.maximum((b / (3 * a)) ** 2 - c / (3 * a), 0.0))
+    w = (np.pi + np.arccos(np.clip(v / np.where(u != 0, u ** 3, 1.0), -1.0, 1.0))) / 3
+    p1 = np.clip(2 * u * np.cos(w) - b / (3 * a), np.maximum(0, theta), np.minimum(1, 1 + theta))
+    return p1, p1 - theta
+
+
+def _z(x1: Any, n1: Any, x0: Any, n0: Any, theta: Any, ratio: bool) -> Any:
+    """The score statistic; a table of no variance at its null rates is infinite."""
+    e, c = x1 / n1 - (theta * x0 / n0 if ratio else x0 / n0 + theta), theta if ratio else 1.0
+    p1, p0 = _restricted(x1, n1, x0, n0, theta, ratio)
+    # Miettinen & Nurminen's n / (n - 1); below 2 rows, no variance estimate: a wide bound.
+    m = n1 + n0
+    v = (p1 * (1 - p1) / n1 + c * c * p0 * (1 - p0) / n0) * m / np.maximum(m - 1, 1e-9)
+    return np.where(v > 0, e / np.sqrt(np.where(v > 0, v, 1.0)),
+                    np.where(e == 0, 0.0, np.copysign(np.inf, e)))
+
+
+def _lower(x1: Any, n1: Any, x0: Any, n0: Any, ratio: bool, alpha: float, method: str) -> Any:
+    """For arrays of pairs, the smallest theta in [0, 1] (ratio) or [-1, 0] (difference) the
+    score or Hoeffding test does not reject (it rejects those below): bisected."""
+    from scipy.special import ndtri
+
+    low = np.full(np.shape(x1), 0.0 if ratio else -1.0)
+    high = low + 1.0
+    for _ in range(50):
+        theta = (low + high) / 2
+        if method == "score":
+            rejected = _z(x1, n1, x0, n0, theta, ratio) > ndtri(1 - alpha)
+        else:  # Hoeffding: e weighs each row 1 / n_1 or c / n_0
+            c = theta if ratio else 1.0
+            e = x1 / n1 - (theta * x0 / n0 if ratio else x0 / n0 + theta)
+            rejected = e >= np.sqrt(np.log(1 / alpha) * (1 / n1 + c * c / n0) / 2)
+        low, high = np.where(rejected, theta, low), np.where(rejected, high, theta)
+    return low  # the bisection's wide end
+
+
+def _pmf(y: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
+    """Binomial probabilities of ``y`` (W,) at each rate ``p`` (K,): (K, W)."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    return np.exp(gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)
+                  + xlogy(y, p[:, None]) + xlog1py(n - y, -p[:, None]))
+
+
+def _exact_pvalue(x1: int, n1: int, x0: int, n0: int, theta: float, ratio: bool,
+                  gamma: float, sets: tuple[tuple[float, float], ...]) -> float:
+    """The exact test's p-value; ``sets``: the Clopper-Pearson intervals of p_1 and p_0."""
+    from scipy.special import bdtr, bdtrc
+
+    (l1, u1), (l0, u0) = sets
+    # The null boundary p_1 = h(p_0) within the confidence set, p_0 in [low, high].
+    if ratio:
+        low = max(l0, l1 / theta) if theta > 0 else (l0 if l1 == 0 else np.inf)
+        high = min(u0, u1 / theta, 1.0) if theta > 0 else u0
+    else:
+        low, high = max(l0, l1 - theta, -theta, 0.0), min(u0, u1 - theta, 1.0 - theta, 1.0)
+    if low > high:
+        return gamma
+
+    def h(p0: Any) -> Any:
+        return np.clip(theta * p0 if ratio else p0 + theta, 0.0, 1.0)
+
+    def window(n: int, p: float, q: float) -> tuple[int, int]:  # nearly all rows for [p, q]
+        sd = _SDS * np.sqrt(n * min(max(0.5, p), q) * (1 - min(max(0.5, p), q))) + 1
+        return max(int(n * p - sd), 0), min(int(np.ceil(n * q + sd)), n)
+
+    (lo0, hi0), (lo1, hi1) = window(n0, low, high), window(n1, h(low), h(high))
+    y0 = np.arange(lo0, hi0 + 1.0)
+    # The tables as extreme as the observed one (ties too) are x_1 >= c(x_0): bisect c.
+    z_obs = float(_z(x1, n1, x0, n0, theta, ratio))
+    z_obs -= 1e-9 * (1 + abs(z_obs))
+    below, c = np.full(y0.shape, lo1 - 1), np.full(y0.shape, hi1 + 1)
+    while np.any(c - below > 1):
+        middle = (below + c) // 2
+        extreme = _z(middle.astype(float), n1, y0, n0, theta, ratio) >= z_obs
+        below, c = np.where(extreme, below, middle), np.where(extreme, middle, c)
+
+    def probability(p0: np.ndarray) -> np.ndarray:  # of those tables, from above
+        p1, ones = h(p0), np.ones((len(p0), 1))
+        tail = bdtrc(hi1, n1, p1)[:, None]  # P(x_1 > hi1); P(x_1 >= lo1) counts as 1
+        survival = np.cumsum(_pmf(np.arange(hi1, lo1 - 1, -1.0), n1, p1), axis=1)[:, ::-1]
+        survival = np.hstack([ones, survival[:, 1:] + tail, tail])  # P(x_1 >= lo1 + j)
+        outside = (bdtr(lo0 - 1, n0, p0) if lo0 > 0 else 0.0) + bdtrc(hi0, n0, p0)
+        return (_pmf(y0, n0, p0) * survival[:, c - lo1]).sum(axis=1) + outside
+
+    grid = np.linspace(low, high, _NUISANCE)
+    best = int(np.argmax(coarse := probability(grid)))
+    fine = np.linspace(grid[max(best - 1, 0)], grid[min(best + 1, _NUISANCE - 1)], _NUISANCE)
+    return float(max(coarse.max(), probability(fine).max())) + gamma
+
+
+def _exact_test(x1: int, n1: int, x0: int, n0: int, ratio: bool, alpha: float
+                ) -> Callable[[float], bool]:
+    """Whether the exact test at level ``alpha`` passes (does not reject) a ``theta``."""
+    from scipy.stats import binomtest
+
+    gamma = _GAMMA * alpha
+    sets = tuple(tuple(binomtest(x, n).proportion_ci(1 - gamma / 2))
+                 for x, n in ((x1, n1), (x0, n0)))
+    return lambda theta: _exact_pvalue(x1, n1, x0, n0, theta, ratio, gamma, sets) > alpha
+
+
+def _exact_min_lower(x1: np.ndarray, n1: np.ndarray, x0: np.ndarray, n0: np.ndarray,
+                     ratio: bool, alpha: float) -> float:
+    """The smallest over pairs of the smallest theta the exact test does not reject."""
+    hoeffding = _lower(x1, n1, x0, n0, ratio, alpha, "hoeffding")
     with np.errstate(divide="ignore", invalid="ignore"):
-        first = np.where(p > 0, p * np.log(p / q), 0.0)
-        second = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
-    return first + second
+        observed = np.where(x1 == 0, 0.0, x1 / n1 / (x0 / n0)) if ratio else x1 / n1 - x0 / n0
+    smallest = 1.0 if ratio else 0.0
+    for i in np.argsort(hoeffding):  # the likeliest smallest first: most pairs then cost 1 test
+        passes = _exact_test(int(x1[i]), int(n1[i]), int(x0[i]), int(n0[i]), ratio, alpha)
+        smallest = min(smallest, float(observed[i]))  # a bound is at most the observed value
+        if hoeffding[i] >= smallest or not passes(smallest):
+            continue  # rejected at the current smallest: this pair's bound is above it
+        grid = np.linspace(hoeffding[i], smallest, _SCAN)
+        k = next(k for k, theta in enumerate(grid) if passes(theta))
+        if k == 0:  # not rejected at Hoeffding's bound: the whole domain
+            return 0.0 if ratio else -1.0
+        low, high = grid[k - 1], grid[k]
+        while high - low > _TOL:
+            middle = (low + high) / 2
+            low, high = (low, middle) if passes(middle) else (middle, high)
+        smallest = low
+    return smallest
 
 
-def _invert(p_hat: Any, n: Any, d: float, upper: bool) -> np.ndarray:
-    p_hat = np.asarray(p_hat, dtype=float)
-    n = np.asarray(n, dtype=float)
-    budget = np.log(1.0 / d) / np.maximum(n, 1.0)
-    low = p_hat.copy() if upper else np.zeros_like(p_hat)
-    high = np.ones_like(p_hat) if upper else p_hat.copy()
-    for _ in range(60):  # bisection: 2**-60 is below any rate's resolution
-        middle = (low + high) / 2
-        inside = _kl(p_hat, middle) <= budget
-        if upper:
-            low, high = np.where(inside, middle, low), np.where(inside, high, middle)
-        else:
-            low, high = np.where(inside, low, middle), np.where(inside, middle, high)
-    bound = high if upper else low
-    # A rate of no row is unknown: anything in [0, 1].
-    return np.where(n > 0, bound, 1.0 if upper else 0.0)
-
-
-def kl_upper(p_hat: Any, n: Any, d: float) -> np.ndarray:
-    """Upper confidence bound, at level ``1 - d``, of the mean of ``n`` independent values in
-    [0, 1] whose observed mean is ``p_hat`` (elementwise)."""
-    return _invert(p_hat, n, d, upper=True)
-
-
-def kl_lower(p_hat: Any, n: Any, d: float) -> np.ndarray:
-    """Lower confidence bound, at level ``1 - d``, of the mean of ``n`` values in [0, 1]."""
-    return _invert(p_hat, n, d, upper=False)
-
-
-def _clopper_pearson(p_hat: np.ndarray, n: np.ndarray, d: float
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact one-sided binomial bounds (upper, lower) at level ``1 - d`` each."""
-    from scipy.stats import beta
-
-    k = np.rint(p_hat * n)
-    with np.errstate(invalid="ignore"):
-        upper = np.where(k >= n, 1.0, beta.ppf(1 - d, k + 1, np.maximum(n - k, 1e-12)))
-        lower = np.where(k <= 0, 0.0, beta.ppf(d, np.maximum(k, 1e-12), n - k + 1))
-    return (np.where(n > 0, upper, 1.0), np.where(n > 0, lower, 0.0))
-
-
-def _difference_bound(rates: np.ndarray, sizes: np.ndarray, delta: float) -> float:
-    """An upper bound of the largest gap from per-group rates and sizes (groups, rates)."""
-    groups = rates.shape[0]
-    d = delta / max(groups * (groups - 1) * rates.shape[1], 1)
-    n = np.maximum(sizes.astype(float), 1e-300)
-    spread = 1.0 / n[:, None, :] + 1.0 / n[None, :, :]  # (groups, groups, rates)
-    gaps = rates[:, None, :] - rates[None, :, :] + np.sqrt(np.log(1.0 / d) * spread / 2.0)
-    gaps[np.arange(groups), np.arange(groups)] = 0.0
-    return float(np.clip(gaps.max(), 0.0, 1.0))
-
-
-def _ratio_bound(high: np.ndarray, low: np.ndarray) -> float:
-    """A lower bound of the smallest ratio from per-group bounds (groups, rates)."""
-    top = high.max(axis=0)
-    return float(np.where(top > 0, low.min(axis=0) / np.where(top > 0, top, 1.0), 1.0).min())
+def _bound(aggregate: str, rates: np.ndarray, sizes: np.ndarray, alpha: float,
+           method: str) -> float:
+    """The metric's bound from each group's rates and rows, shape (groups, rates)."""
+    ratio = aggregate == "ratio"
+    if not np.all(sizes > 0):
+        return 0.0 if ratio else 1.0  # a rate of no row can be anything
+    # Ordered pairs (1, 0): lower bounds of rate_1 / rate_0, or of rate_1 - rate_0 = -gap_01.
+    one, zero = np.nonzero(~np.eye(len(rates), dtype=bool))
+    n = sizes.astype(float)
+    x = np.rint(rates * n) if method == "exact" else rates * n
+    x1, n1, x0, n0 = (a.ravel() for a in (x[one], n[one], x[zero], n[zero]))
+    if method == "exact":
+        smallest = _exact_min_lower(x1, n1, x0, n0, ratio, alpha)
+    else:
+        smallest = float(_lower(x1, n1, x0, n0, ratio, alpha, method).min())
+    return float(np.clip(smallest if ratio else -smallest, 0.0, 1.0))
 
 
 def metric_bound(name: str, y_true: Any, y_pred: Any, *, sensitive_features: Any,
-                 delta: float) -> float:
-    """A bound, holding with probability at least ``1 - delta``, of fairness metric ``name`` of
-    the model on the population the rows are drawn from: an upper bound of a gap, a lower
-    bound of the disparate impact ratio.
+                 alpha: float, method: str = "exact") -> float:
+    """A one-sided ``1 - alpha`` confidence bound of fairness metric ``name`` on the
+    population the rows are drawn from: the largest over the ordered pairs (g, h) of groups and
+    the metric's rates of an upper bound of ``rate_g - rate_h`` (a gap), or the smallest of a
+    lower bound of ``rate_g / rate_h`` (a ratio). A limit is certified iff the bound keeps it;
+    a model whose metric on the population breaks it is then certified with probability at
+    most ``alpha`` (the intersection-union test of the module docstring).
 
     Args:
         name: A metric of :data:`fairtune.fairness.METRICS` (canonical name).
@@ -129,32 +235,36 @@ def metric_bound(name: str, y_true: Any, y_pred: Any, *, sensitive_features: Any
         y_pred: The model's 0/1 predictions of them, or a randomized classifier's
             probabilities of predicting 1.
         sensitive_features: The group of each row.
-        delta: The bound's error probability, in (0, 1).
+        alpha: The error probability of the bound (of a certificate), in (0, 1).
+        method: The test of each pair of groups, one of :data:`METHODS`. Defaults to
+            ``"exact"``.
+
+    Raises:
+        ValueError: For a ``method`` not in :data:`METHODS` or ``alpha`` outside (0, 1).
     """
+    _check(alpha, method)
     spec = METRICS[name]
     y = _check_binary(y_true, "y_true")
     p = np.asarray(y_pred, dtype=float)
+    if method != "hoeffding" and not np.isin(p, (0.0, 1.0)).all():
+        p = (np.random.default_rng(0).random(len(p)) < p).astype(float)
     groups = sensitive_groups(sensitive_features, len(y))
-    rates, sizes = _group_rates(spec.rates, y, p, groups)
-    if spec.aggregate == "difference":
-        return _difference_bound(rates, sizes, delta)
-    d = delta / (2 * rates.size)
-    if np.isin(p, (0.0, 1.0)).all():
-        high, low = _clopper_pearson(rates, sizes.astype(float), d)
-    else:
-        high, low = kl_upper(rates, sizes, d), kl_lower(rates, sizes, d)
-    return _ratio_bound(high, low)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a rate of no row is NaN
+        rates, sizes = _group_rates(spec.rates, y, p, groups)
+    return _bound(spec.aggregate, rates, sizes, alpha, method)
 
 
-def metric_bound_width(name: str, sizes: Any, rates: Any, *, delta: float) -> float:
-    """How far :func:`metric_bound` lies from the observed metric for groups of ``sizes`` rows
-    (shape (groups, rates)) whose rates are all ``rates`` (same shape, or a number): the
-    margin a search must keep under a limit for its models to be certified on such rows."""
+def metric_bound_width(name: str, sizes: Any, rates: Any, *, alpha: float,
+                       method: str = "exact") -> float:
+    """How far :func:`metric_bound` lies from the measured metric for groups of ``sizes``
+    rows (shape (groups, rates of the metric), any numbers) whose rates are ``rates`` (that
+    shape, or a number); for equal rates, a gap's bound or 1 - a ratio's. It falls as the sizes
+    grow. For ``"exact"`` it is the score test's width, cheap and continuous in the sizes; the
+    exact bound is a little wider (``benchmarks/results/bounds_coverage.md``)."""
+    _check(alpha, method)
     spec = METRICS[name]
     sizes = np.asarray(sizes, dtype=float)
     rates = np.broadcast_to(np.asarray(rates, dtype=float), sizes.shape)
-    if spec.aggregate == "difference":  # the bound of groups whose rates are equal
-        return _difference_bound(np.zeros_like(sizes), sizes, delta)
-    d = delta / (2 * sizes.size)
-    high, low = kl_upper(rates, sizes, d), kl_lower(rates, sizes, d)
-    return float((1.0 - low.min(axis=0) / np.maximum(high.max(axis=0), 1e-12)).max())
+    bound = _bound(spec.aggregate, rates, sizes, alpha, "score" if method == "exact" else method)
+    measured = float(_aggregate(rates, spec.aggregate))
+    return bound - measured if spec.aggregate == "difference" else measured - bound

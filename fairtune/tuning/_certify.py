@@ -6,18 +6,23 @@ biased. With ``confidence=`` an entrance works in the manner of the Seldonian fr
 
 1. Safety rows: a share of the tuning rows (``safety_size``, stratified by label) that the
    search never sees, split off before the validation split or folds.
-2. The search aims at models that can pass: every limit is tightened by the width that a
-   bound on the safety rows will have (:func:`limits_for_search`), a margin derived from the
-   data instead of a guessed one.
-3. The safety test: the fair completed trials, best first, at most ``candidates`` of them, are
-   refitted on the search rows and predict the safety rows (a randomized mitigation's
-   probabilities of predicting 1, whose mean is its rate); each limit's metric gets a bound
-   (:func:`fairtune.fairness.bounds.metric_bound`) that holds with probability
-   ``1 - (1 - confidence) / (candidates * limits)``. The first candidate whose every bound
-   keeps its limit is certified. By a union bound over every test that could have been run,
-   the probability that the certified model breaks a limit on the population is at most
+2. The search aims at models that can pass: every limit is tightened by the width that the
+   chosen test is predicted to need on the safety rows' groups (:func:`limits_for_search`).
+3. The safety test, an intersection-union test (Berger & Hsu, Statistical Science 1996): a
+   model passes when, for every limit, every pair of groups and every rate, a one-sided test
+   at the full level ``1 - confidence`` shows the limit kept
+   (:func:`fairtune.fairness.bounds.metric_bound`, ``bound=`` chooses the test). A conjunction
+   needs no split of the error probability over its parts.
+4. Candidates in a fixed sequence (as in Learn then Test, Angelopoulos et al. 2021): the
+   :data:`CANDIDATES` most accurate fair trials, ordered on the tuning rows alone, the one
+   furthest inside its limits first, are tested at the full level until one fails; the most
+   accurate that passed is certified. The sequence runs across the study's life: a resumed
+   study tests its new candidates after the earlier ones, and once a candidate has failed, the
+   safety rows are spent and nothing more is tested on them. Whatever the sequence, the
+   probability that the certified model breaks a limit on the population is at most
    ``1 - confidence``.
-4. Else a refusal that names the best candidate's bounds and what would change them.
+5. Else a refusal that names, for the failed candidate, the smallest limit that would have
+   passed.
 """
 
 from __future__ import annotations
@@ -33,12 +38,17 @@ from fairtune._keys import CERTIFICATE_KEY
 from fairtune._names import arg, got
 from fairtune._text import percent
 
-__all__ = ["CANDIDATES", "Certificate", "NotCertifiedError", "candidates", "certify",
-           "check_confidence", "forget_verdict", "limits_for_search",
-           "one_class_text", "rate_labels", "record_refusal", "store_verdict"]
+__all__ = ["CANDIDATES", "TEST_NAMES", "Certificate", "NotCertifiedError", "aimed_text",
+           "candidates", "certify", "check_bound", "check_confidence", "forget_verdict",
+           "limits_for_search", "one_class_text", "rate_labels", "record_refusal", "sequence",
+           "store_verdict", "tested_before"]
 
-#: The fair trials tested on the safety rows, best first (more make each bound wider).
+#: The most accurate fair trials a certification tests, in a fixed sequence.
 CANDIDATES = 5
+
+#: The tests a certificate can use (``bound=``), by the name a certificate gives them.
+TEST_NAMES = {"exact": "an exact test", "score": "the score test",
+              "hoeffding": "Hoeffding's inequality"}
 
 
 @dataclass
@@ -50,15 +60,15 @@ class Certificate:
     Attributes:
         trial: The number of the certified trial.
         level: The confidence level.
-        bounds: ``{metric: bound}``.
+        bounds: ``{metric: bound}``: the smallest limit that would have passed.
         limits: The limits certified, as text.
         rows: The safety rows the bounds were computed on.
-        candidates: How many candidates the error probability was split among.
-        tested: How many distinct candidates have been tested on these safety rows, over
-            every certification of the study (this one included).
-        tested_trials: Their trial numbers, in the order they were first tested.
-        positive_rate: The certified model's mean prediction of 1 over the safety rows (None
-            in a record of an older version).
+        method: The test of each pair of groups (a key of :data:`TEST_NAMES`).
+        tested: How many candidates have been tested on these safety rows, over every
+            certification of the study (this one included).
+        tested_trials: Their trial numbers, in the order they were tested.
+        passed_trials: Those of them that passed.
+        positive_rate: The certified model's mean prediction of 1 over the safety rows.
         one_class: The class the certified model predicted for every safety row, or None.
     """
 
@@ -67,10 +77,11 @@ class Certificate:
     bounds: dict[str, float]
     limits: list[str]
     rows: int
-    candidates: int
+    method: str
     tested: int
     values: dict[str, float] = field(default_factory=dict)
     tested_trials: list[int] = field(default_factory=list)
+    passed_trials: list[int] = field(default_factory=list)
     positive_rate: float | None = None
     one_class: int | None = None
 
@@ -80,9 +91,9 @@ class Certificate:
         shown = ", ".join(f"{name} {'<=' if name != 'disparate_impact' else '>='} {bound:.4f}"
                           for name, bound in self.bounds.items())
         text = (f"Certified: trial #{self.trial} keeps {', '.join(self.limits)} on new data "
-                f"with {percent(self.level)} confidence ({shown} on the population, bounded on "
-                f"{self.rows} safety rows the search never saw; {self.candidates} candidates "
-                f"accounted for, {self.tested} tested).")
+                f"with {percent(self.level)} confidence ({shown} on the population, by "
+                f"{TEST_NAMES[self.method]} on {self.rows} safety rows the search never saw; "
+                f"{self.tested} candidate{'s' if self.tested != 1 else ''} tested in sequence).")
         if self.one_class is not None:
             text += " " + one_class_text(self.trial, self.one_class, self.rows)
         return text
@@ -109,11 +120,14 @@ def _one_class(predicted: Any) -> int | None:
 
 class NotCertifiedError(ValueError):
     """No candidate's bounds keep the limits: the entrance refuses to deploy a model;
-    ``tested_trials`` are the trials tested on the safety rows so far."""
+    ``tested_trials`` are the trials tested on the safety rows so far, ``passed_trials``
+    those that passed."""
 
-    def __init__(self, message: str, tested_trials: Sequence[int] = ()) -> None:
+    def __init__(self, message: str, tested_trials: Sequence[int] = (),
+                 passed_trials: Sequence[int] = ()) -> None:
         super().__init__(message)
         self.tested_trials = list(tested_trials)
+        self.passed_trials = list(passed_trials)
 
 
 def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
@@ -147,9 +161,19 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
     return float(confidence), float(share)
 
 
-def _delta(confidence: float, limits: Sequence[Any]) -> float:
-    """The error probability of one metric's bound on one candidate."""
-    return (1.0 - confidence) / (CANDIDATES * len(limits))
+def check_bound(bound: Any, confidence: float | None) -> str | None:
+    """``bound``, the test of the safety rows, checked: one of :data:`TEST_NAMES`, given only
+    with ``confidence`` ("exact" when not given)."""
+    if bound is None:
+        return None if confidence is None else "exact"
+    if confidence is None:
+        raise ValueError(f"{arg('bound')} chooses the test of {arg('confidence')}'s safety "
+                         f"rows, so {arg('confidence')} must be given with it, but got "
+                         f"{got('bound', bound)} and {got('confidence', None)}.")
+    if bound not in TEST_NAMES:
+        raise ValueError(f"{arg('bound')} must be one of {', '.join(map(repr, TEST_NAMES))}, "
+                         f"but got {got('bound', bound)}.")
+    return str(bound)
 
 
 def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -173,8 +197,8 @@ def _sizes(metric: str, y: np.ndarray, groups: Any) -> tuple[np.ndarray, np.ndar
     return sizes, rates
 
 
-def rows_needed(metric: str, sizes: np.ndarray, rates: np.ndarray, delta: float,
-                room: float, rows: int) -> int | None:
+def rows_needed(metric: str, sizes: np.ndarray, rates: np.ndarray, alpha: float,
+                room: float, rows: int, method: str) -> int | None:
     """About how many safety rows (in the proportions of ``sizes``) make the width of
     ``metric``'s bound smaller than ``room``; None when no number does."""
     from fairtune.fairness.bounds import metric_bound_width
@@ -183,7 +207,8 @@ def rows_needed(metric: str, sizes: np.ndarray, rates: np.ndarray, delta: float,
         return None
 
     def fits(scale: float) -> bool:
-        return metric_bound_width(metric, sizes * scale, rates, delta=delta) < room
+        return metric_bound_width(metric, sizes * scale, rates, alpha=alpha,
+                                  method=method) < room
 
     # The width falls with the rows (about as one over their square root): double the scale
     # until it fits, then bisect.
@@ -211,12 +236,14 @@ def rate_labels(limits: Sequence[Any]) -> list[tuple[str, str, int]]:
 
 
 def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
-                      s_safe: Any, margin: float = 0.0) -> list[Any]:
-    """The limits the search validates against: each tightened by the width its bound will
-    have on the safety rows (see the module docstring), so that the models it finds can pass.
+                      s_safe: Any, margin: float = 0.0, method: str = "exact") -> list[Any]:
+    """The limits the search validates against: each tightened by the width that the test
+    ``method`` is predicted to need on the safety rows (see the module docstring), so that
+    the models it finds can pass.
 
     Raises:
-        ValueError: If the safety rows are too few for any model to be certified, or a group
+        ValueError: If the safety rows are too few for any model to be certified (naming the
+            smallest limit they could certify, and the rows the limit would need), or a group
             of them has no row of a label that a limit's rate is measured on.
     """
     from fairtune._validation import check_groups_have_labels, sensitive_groups
@@ -225,7 +252,6 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
 
     y = np.asarray(y_safe).astype(int)
     groups = sensitive_groups(s_safe)
-    delta = _delta(confidence, limits)
     tightened = []
     for limit in limits:
         sizes, rates = _sizes(limit.metric, y, groups)
@@ -234,113 +260,93 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
         check_groups_have_labels(groups, y, rate_labels([limit]), where="the safety rows",
                                  argument="The sensitive features",
                                  shares=[("safety_size", None, "a larger")])
-        width = metric_bound_width(limit.metric, sizes, rates, delta=delta)
+        width = metric_bound_width(limit.metric, sizes, rates, alpha=1.0 - confidence,
+                                   method=method)
         bound = limit.bound - width if limit.sense == "upper" else limit.bound + width
         room = limit.bound if limit.sense == "upper" else 1.0 - limit.bound
         if width >= room:
-            less = (f" (the limit as given less {arg('margin')} {margin:g})" if margin else "")
-            needed = rows_needed(limit.metric, sizes, rates, delta, room, len(y))
-            estimate = (
-                f"the width falls as one over the square root of the rows: it fits under the "
-                f"limit from about {needed:,} safety rows on" if needed is not None else
-                "a limit that leaves no room is certified by no number of rows")
-            raise ValueError(
-                f"{arg('confidence')} {confidence:g} cannot be reached for {limit}{less} on "
-                f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows "
-                f"a rate is measured on): a bound on them would be at least {width:.3f} from "
-                f"the measured value, no less than the room the limit leaves a perfectly fair "
-                f"model ({room:.3f}; {estimate}). Give "
-                f"more rows ({arg('safety_size')}, or more data), a lower "
-                f"{arg('confidence')}, or a looser limit"
-                + (f" (or a smaller {arg('margin')}: the certificate needs none)." if margin
-                   else ".")
-            )
+            raise ValueError(_too_few(limit, confidence, width, room, y, sizes, rates, margin,
+                                      method))
         tightened.append(FairnessLimit(limit.metric, round(bound, 10)))
     return tightened
 
 
+def _too_few(limit: Any, confidence: float, width: float, room: float, y: np.ndarray,
+             sizes: np.ndarray, rates: np.ndarray, margin: float, method: str) -> str:
+    """The refusal of safety rows on which no model could be certified for ``limit``."""
+    less = f" (the limit as given less {arg('margin')} {margin:g})" if margin else ""
+    smallest = (f"{limit.metric}<={width:.3f}" if limit.sense == "upper"
+                else f"{limit.metric}>={1.0 - width:.3f}")
+    needed = rows_needed(limit.metric, sizes, rates, 1.0 - confidence, room, len(y), method)
+    estimate = (f"{limit} needs about {needed:,} safety rows" if needed is not None else
+                "a limit that leaves no room is certified by no number of rows")
+    return (f"{arg('confidence')} {confidence:g} cannot be reached for {limit}{less} on "
+            f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows a "
+            f"rate is measured on): even a perfectly fair model would be certified no "
+            f"tighter than {smallest} by {TEST_NAMES[method]} ({estimate}). Give more rows "
+            f"({arg('safety_size')}, or more data), a lower {arg('confidence')}, or a looser "
+            "limit" + (f" (or a smaller {arg('margin')}: the certificate needs none)."
+                       if margin else "."))
+
+
+def aimed_text(given: Sequence[Any], validated: Sequence[Any], margin: float,
+               confidence: float | None, method: str | None) -> str:
+    """Why the trials are validated against ``validated`` instead of the limits as ``given``:
+    the margin, and with ``confidence`` the width the test is predicted to need on the safety
+    rows, whence the tightest limits they could certify (for a perfectly fair model)."""
+    why = [f"a margin of {margin:g}"] if margin else []
+    if confidence is not None:
+        widths = {v.metric: abs(g.bound - v.bound) - margin
+                  for g, v in zip(given, validated, strict=True)}
+        tightest = ", ".join(f"{g.metric}<={widths[g.metric]:.3f}" if g.sense == "upper" else
+                             f"{g.metric}>={1 - widths[g.metric]:.3f}" for g in given)
+        why.append(f"the width {TEST_NAMES[method or 'exact']} at {percent(confidence)} is "
+                   f"predicted to need on the safety rows, which could certify no limit "
+                   f"tighter than {tightest}")
+    return (f"Trials validated against {', '.join(map(str, validated))} (the limits less "
+            f"{' and '.join(why)}); the test split is judged against "
+            f"{', '.join(map(str, given))}.")
+
+
 def safety_bounds(limits: Sequence[Any], confidence: float, y_safe: Any, predicted: Any,
-                  s_safe: Any) -> dict[str, float]:
-    """Each limit's bound of a candidate's predictions of the safety rows."""
+                  s_safe: Any, method: str = "exact") -> dict[str, float]:
+    """Each limit's bound of a candidate's predictions of the safety rows, each at the full
+    level (an intersection-union test)."""
     from fairtune.fairness.bounds import metric_bound
 
-    delta = _delta(confidence, limits)
     return {limit.metric: metric_bound(limit.metric, y_safe, predicted,
-                                       sensitive_features=s_safe, delta=delta)
+                                       sensitive_features=s_safe, alpha=1.0 - confidence,
+                                       method=method)
             for limit in limits}
 
 
-def first_certified(candidates: Sequence[Any], bounds_of: Any, limits: Sequence[Any],
-                    confidence: float, rows: int, tested_before: Sequence[int] = ()
-                    ) -> tuple[Any, Certificate]:
-    """The first of ``candidates`` (trials, best first) whose bounds keep every limit, with its
-    certificate; ``bounds_of(trial) -> (model, {metric: bound}, {metric: value}, predicted)``,
-    ``predicted`` the model's predictions of the safety rows. ``tested_before`` (an earlier
-    certification's trials) count against the safety rows' budget of :data:`CANDIDATES`; once
-    it is spent no new trial is tested.
+def slack(trial: Any, limits: Sequence[Any], validated: Sequence[Any]) -> float:
+    """How far ``trial`` lies inside its limits on the tuning rows, in units of each limit's
+    predicted width (the limit as given less the one the search validated against): the key
+    of the fixed sequence, furthest inside first."""
+    from fairtune.fairness import fairness_values
 
-    Raises:
-        NotCertifiedError: Naming the best candidate's bounds and what would change them.
-    """
-    tested = list(dict.fromkeys(int(n) for n in tested_before))
-    tried: list[tuple[Any, dict[str, float], int | None]] = []
-    skipped: list[int] = []
-    for trial in candidates:
-        if trial.number not in tested:
-            if len(tested) >= CANDIDATES:
-                skipped.append(trial.number)
-                continue
-            tested.append(trial.number)
-        model, bounds, values, predicted = bounds_of(trial)
-        if all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits):
-            if skipped:
-                warnings.warn(
-                    f"Trial{'s' if len(skipped) > 1 else ''} "
-                    f"{', '.join(f'#{n}' for n in skipped)}, fair and ranked above the "
-                    f"certified trial #{trial.number}, {'were' if len(skipped) > 1 else 'was'} "
-                    f"never tested: the safety rows' {CANDIDATES} candidates were all spent on "
-                    "other trials (new safety rows, another study or more data, would test "
-                    "them).", UserWarning, stacklevel=4)
-            return model, Certificate(
-                trial=trial.number, level=confidence, bounds=bounds,
-                limits=[str(limit) for limit in limits], rows=rows, candidates=CANDIDATES,
-                tested=len(tested), values=values, tested_trials=tested,
-                positive_rate=float(np.mean(predicted)), one_class=_one_class(predicted))
-        tried.append((trial, bounds, _one_class(predicted)))
-        if len(tried) >= CANDIDATES:
-            break
-    if not tried:
-        if skipped:
-            raise NotCertifiedError(
-                f"No model could be certified: the safety rows have been spent on "
-                f"{CANDIDATES} candidates (trials {', '.join(f'#{n}' for n in tested)}), the "
-                f"most their bounds are accounted for, and none of the study's fair trials is "
-                f"among them. New safety rows (another study, or more data) are needed.",
-                tested)
-        raise NotCertifiedError(
-            f"No model could be certified: the search found no fair trial to test on the "
-            f"safety rows (under the limits tightened for {arg('confidence')} "
-            f"{confidence:g}). Run more trials, loosen the limits or lower "
-            f"{arg('confidence')}.", tested)
-    trial, bounds, constant = tried[0]
-    shown = ", ".join(f"{name} {bound:.4f}" for name, bound in bounds.items())
-    advice = (f"More safety rows (a larger {arg('safety_size')} in a new study, or more data) "
-              f"narrow the bounds; a looser limit or a lower {arg('confidence')} asks less.")
-    if skipped:  # fair trials the spent candidates left untested: only new rows test them
-        plural = len(skipped) > 1
-        advice = (f"Trial{'s' if plural else ''} {', '.join(f'#{n}' for n in skipped)}, fair, "
-                  f"{'were' if plural else 'was'} never tested: the safety rows' {CANDIDATES} "
-                  "candidates are spent; new safety rows (another study, or more data) would "
-                  "test them. " + advice)
-    if constant == 0 and any(limit.metric == "disparate_impact" for limit in limits):
-        advice = ("It selected no one (it predicted 0 for every safety row): the ratio of two "
-                  "rates of 0 can be anything on new data, so no number of rows certifies it "
-                  "under a disparate_impact limit; a model that selects someone can pass.")
-    raise NotCertifiedError(
-        f"No model could be certified at {arg('confidence')} {confidence:g}: the best "
-        f"candidate, trial #{trial.number}, has the bounds {shown} on {rows} safety rows, "
-        f"beyond {', '.join(str(limit) for limit in limits)} ({len(tested)} of {CANDIDATES} "
-        f"candidates tested). {advice}", tested)
+    values = fairness_values(trial)
+    aimed = {limit.metric: limit.bound for limit in validated}
+    room = []
+    for limit in limits:
+        width = abs(limit.bound - aimed.get(limit.metric, limit.bound)) or 1.0
+        inside = limit.bound - values[limit.metric] if limit.sense == "upper" else (
+            values[limit.metric] - limit.bound)
+        room.append(inside / width)
+    return min(room, default=0.0)
+
+
+def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequence[int]
+             ) -> list[Any]:
+    """The next candidates of ``study``'s fixed sequence: of its :data:`CANDIDATES` most
+    accurate fair trials not yet ``tested``, the one furthest inside its limits first (decided
+    on the tuning rows alone)."""
+    from fairtune.fairness import study_limits
+
+    validated = [v for v in study_limits(study, tenant).values() if v is not None]
+    fresh = [t for t in candidates(study, tenant) if t.number not in set(tested)]
+    return sorted(fresh[:CANDIDATES], key=lambda t: (-slack(t, limits, validated), t.number))
 
 
 def _verdict_key(tenant: str | None) -> str:
@@ -348,8 +354,7 @@ def _verdict_key(tenant: str | None) -> str:
 
 
 def candidates(study: Any, tenant: str | None = None) -> list[Any]:
-    """The study's fair completed trials (``tenant``'s only), best first: the order in which
-    the safety test tries them."""
+    """The study's fair completed trials (``tenant``'s only), best first."""
     from optuna.trial import TrialState
 
     from fairtune.fairness import is_fair, study_limits
@@ -366,67 +371,143 @@ def store_verdict(study: Any, verdict: Certificate | NotCertifiedError,
                   tenant: str | None = None) -> None:
     """Record the safety test's verdict with ``study`` (``"fairtune:certificate"``, a tenant's
     under ``"fairtune:certificate:<tenant>"``): the certificate, or the refusal's text, with
-    the trials tested on the safety rows so far. Every entrance records it through here."""
+    the trials tested on the safety rows so far and those that passed."""
     if isinstance(verdict, Certificate):
         record = {"certified": True, **verdict.as_dict(), "message": verdict.text()}
     else:
         record = {"certified": False, "message": str(verdict),
-                  "tested_trials": list(verdict.tested_trials)}
+                  "tested_trials": list(verdict.tested_trials),
+                  "passed_trials": list(verdict.passed_trials)}
     study.set_user_attr(_verdict_key(tenant), record)
 
 
 def record_refusal(study: Any, message: str, tenant: str | None = None) -> NotCertifiedError:
     """A refusal before any candidate was tested (no fair trial), recorded with ``study`` like
     every other verdict and returned to be raised."""
-    refusal = NotCertifiedError(message, _tested_before(study, _verdict_key(tenant)))
+    refusal = NotCertifiedError(message, *tested_before(study, tenant))
     store_verdict(study, refusal, tenant)
     return refusal
 
 
 def forget_verdict(study: Any, tenant: str | None = None) -> None:
     """Before a new certification of ``study`` (a resumed search): drop the earlier verdict,
-    which no longer speaks for the study's trials, but keep the safety rows' budget (the
-    trials already tested on them)."""
+    which no longer speaks for the study's trials, but keep the sequence tested so far."""
     key = _verdict_key(tenant)
     if "message" in (study.user_attrs.get(key) or {}):
-        study.set_user_attr(key, {"tested_trials": _tested_before(study, key)})
+        tested, passed = tested_before(study, tenant)
+        study.set_user_attr(key, {"tested_trials": tested, "passed_trials": passed})
 
 
-def _tested_before(study: Any, key: str) -> list[int]:
-    """The trials an earlier certification of ``study`` tested on its safety rows."""
-    record = study.user_attrs.get(key) or {}
-    return [int(n) for n in record.get("tested_trials") or []] if isinstance(record, dict) else []
+def tested_before(study: Any, tenant: str | None = None) -> tuple[list[int], list[int]]:
+    """``(tested, passed)``: the trials earlier certifications of ``study`` tested on its
+    safety rows, in order, and those that passed (a record of an older version, which kept
+    no passes, passed its certified trial only)."""
+    record = study.user_attrs.get(_verdict_key(tenant)) or {}
+    if not isinstance(record, dict):
+        return [], []
+    tested = [int(n) for n in record.get("tested_trials") or []]
+    passed = record.get("passed_trials")
+    if passed is None:
+        passed = [record["trial"]] if record.get("certified") else []
+    return tested, [int(n) for n in passed]
 
 
 def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: float,
-            y_safe: Any, s_safe: Any, tenant: str | None = None) -> tuple[Any, Certificate]:
-    """The safety test of ``study``'s fair trials (``tenant``'s), best first: the first whose
-    model keeps every limit on the safety rows, with its certificate (also set as the model's
+            y_safe: Any, s_safe: Any, tenant: str | None = None, method: str = "exact"
+            ) -> tuple[Any, Certificate]:
+    """The safety test of ``study``'s fair trials (``tenant``'s) in their fixed sequence: the
+    most accurate that passed, with its certificate (also set as the model's
     ``certificate_``); the verdict is stored with the study. ``fit_predict(trial) -> (model,
     predicted)`` fits the trial's model on the search rows and predicts the safety rows.
 
     Raises:
-        NotCertifiedError: Naming the best candidate's bounds and what would change them.
+        NotCertifiedError: Naming the failed candidate's bounds and what would change them.
     """
     from fairtune.tuning._trial import fairness_value
 
     y_safe = np.asarray(y_safe)
+    tested, passed = tested_before(study, tenant)
+    failed = [n for n in tested if n not in passed]
+    results: dict[int, tuple[Any, dict[str, float], dict[str, float], Any]] = {}
 
-    def bounds_of(trial: Any) -> tuple[Any, dict[str, float], dict[str, float], Any]:
+    def test(trial: Any) -> bool:
         model, predicted = fit_predict(trial)
-        bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe)
+        bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe, method)
         values = {limit.metric: fairness_value(limit.metric, y_safe, predicted, s_safe)
                   for limit in limits}
-        return model, bounds, values, predicted
+        results[trial.number] = (model, bounds, values, predicted)
+        return all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits)
 
-    try:
-        model, certificate = first_certified(
-            candidates(study, tenant), bounds_of, limits, confidence, len(y_safe),
-            _tested_before(study, _verdict_key(tenant)))
-    except NotCertifiedError as refusal:
+    for trial in [] if failed else sequence(study, limits, tenant, tested):
+        tested.append(trial.number)
+        if not test(trial):
+            failed.append(trial.number)
+            break
+        passed.append(trial.number)
+    ranked = candidates(study, tenant)
+    best = next((t for t in ranked if t.number in passed), None)
+    if best is None:
+        refusal = _refusal(study, ranked, limits, confidence, method, len(y_safe), results,
+                           tested, failed)
         store_verdict(study, refusal, tenant)
-        raise
+        raise refusal
+    if best.number not in results:  # certified by an earlier run: its model, refitted
+        test(best)
+    model, bounds, values, predicted = results[best.number]
+    certificate = Certificate(
+        trial=best.number, level=confidence, bounds=bounds,
+        limits=[str(limit) for limit in limits], rows=len(y_safe), method=method,
+        tested=len(tested), values=values, tested_trials=tested, passed_trials=passed,
+        positive_rate=float(np.mean(predicted)), one_class=_one_class(predicted))
+    _warn_untested(ranked, best, failed)
     model.certificate_ = certificate
     store_verdict(study, certificate, tenant)
     return model, certificate
 
+
+def _warn_untested(ranked: Sequence[Any], best: Any, failed: Sequence[int]) -> None:
+    """Warn of fair trials ranked above the certified one that the sequence never reached."""
+    above = [t.number for t in ranked[:[t.number for t in ranked].index(best.number)]
+             if t.number not in failed]
+    if failed and above:
+        warnings.warn(
+            f"Trial{'s' if len(above) > 1 else ''} {', '.join(f'#{n}' for n in above)}, fair "
+            f"and ranked above the certified trial #{best.number}, "
+            f"{'were' if len(above) > 1 else 'was'} never tested: the sequence of tests stopped "
+            f"at trial #{failed[0]}, which failed, and spent the safety rows (new safety rows, "
+            "another study or more data, would test them).", UserWarning, stacklevel=4)
+
+
+def _refusal(study: Any, ranked: Sequence[Any], limits: Sequence[Any], confidence: float,
+             method: str, rows: int, results: dict[int, Any], tested: list[int],
+             failed: list[int]) -> NotCertifiedError:
+    """Why no model is certified: no fair trial, the safety rows spent before, or the bounds
+    of the candidate that failed (the smallest limits that would have passed)."""
+    passed: list[int] = []
+    if not ranked or not failed:
+        return NotCertifiedError(
+            f"No model could be certified: the search found no fair trial to test on the "
+            f"safety rows (under the limits tightened for {arg('confidence')} "
+            f"{confidence:g}). Run more trials, loosen the limits or lower "
+            f"{arg('confidence')}.", tested, passed)
+    if failed[0] not in results:
+        return NotCertifiedError(
+            f"No model could be certified: the sequence of tests on these safety rows stopped "
+            f"at trial #{failed[0]}, which failed, so none of the study's fair trials can be "
+            f"tested on them. New safety rows (another study, or more data) are needed.",
+            tested, passed)
+    _, bounds, _, predicted = results[failed[0]]
+    shown = ", ".join(f"{name} {'>=' if name == 'disparate_impact' else '<='} {bound:.4f}"
+                      for name, bound in bounds.items())
+    advice = (f"More safety rows (a larger {arg('safety_size')} in a new study, or more data) "
+              f"narrow the bounds; a looser limit or a lower {arg('confidence')} asks less.")
+    if _one_class(predicted) == 0 and any(lim.metric == "disparate_impact" for lim in limits):
+        advice = ("It selected no one (it predicted 0 for every safety row): the ratio of two "
+                  "rates of 0 can be anything on new data, so no number of rows certifies it "
+                  "under a disparate_impact limit; a model that selects someone can pass.")
+    return NotCertifiedError(
+        f"No model could be certified at {arg('confidence')} {confidence:g}: the first "
+        f"candidate of the sequence, trial #{failed[0]}, would pass only {shown} on {rows} "
+        f"safety rows (by {TEST_NAMES[method]}), beyond "
+        f"{', '.join(str(limit) for limit in limits)}. The safety rows are spent: no other "
+        f"trial is tested on them. {advice}", tested, passed)

@@ -286,15 +286,15 @@ share that drew it, e.g. ``("test_size", 0.9, 0.1, "a smaller")`` for the valida
 
 def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float | None,
                      safety: tuple[Any, Any] | None, groups: pd.Series, y01: np.ndarray,
-                     parts: Sequence[Part], argument: str, seed: str | None = None
-                     ) -> list[Any]:
+                     parts: Sequence[Part], argument: str, seed: str | None = None,
+                     bound: str | None = None) -> list[Any]:
     """The limits the trials are validated against, derived once for every entrance, with the
     groups (label of each row, 0/1 labels ``y01``) checked against them, in this order:
 
     1. Groups that are the labels (every group of one outcome) are refused.
     2. ``limits`` as given are tightened by ``margin`` and, with ``confidence``, by the width
-       of their bound on the ``safety`` rows ``(y01, sensitive features)``
-       (:func:`~fairtune.tuning._certify.limits_for_search`).
+       the test ``bound`` is predicted to need on the ``safety`` rows ``(y01, sensitive
+       features)`` (:func:`~fairtune.tuning._certify.limits_for_search`).
     3. The last of ``parts`` is where a trial is validated: each group needs
        :func:`~fairtune._validation.minimum_group_rows` of the validated limits there, a row
        in every other part, and rows of each label a validated limit's rate is measured on.
@@ -305,7 +305,8 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
     validated = tightened(list(limits), margin)
     if confidence is not None:
         assert safety is not None  # an entrance keeps safety rows for a confidence
-        validated = limits_for_search(validated, confidence, *safety, margin=margin)
+        validated = limits_for_search(validated, confidence, *safety, margin=margin,
+                                      method=bound or "exact")
     where, rows, shares = parts[-1]
     minimum = minimum_group_rows(validated)
     upper = [limit for limit in validated if limit.sense == "upper" and limit.bound > 0]
@@ -586,7 +587,7 @@ def split_rows(
     cv: int | Callable[[np.ndarray], list[Fold]] | None, validation_size: float | None = None,
     limits: Sequence[Any], margin: float, confidence: float | None, argument: str,
     budgets: Sequence[float] | None, resource: str, rows: str = "rows of the data",
-    ordered: bool = False,
+    ordered: bool = False, bound: str | None = None,
 ) -> RowSplit:
     """The one row builder of every entrance, over arrays: the test and safety rows drawn
     (stratified by ``labels``; ``ordered``: in the order given), the search rows' validation
@@ -607,7 +608,7 @@ def split_rows(
     validated = validated_limits(
         limits, margin=margin, confidence=confidence, groups=groups, y01=y01,
         safety=None if safe is None else (y01[safe], _safe_indexing(sensitive, safe)),
-        parts=parts, argument=argument, seed="random_state")
+        parts=parts, argument=argument, seed="random_state", bound=bound)
     splits = Splits(folds, len(dev))
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y01[dev], groups.iloc[dev], budgets, seed,
@@ -620,7 +621,7 @@ def tuning_rows(
     test_size: float | None, validation_size: float | None, cv: int | None, random_state: int,
     limits: Sequence[Any], margin: float, confidence: float | None,
     budgets: Sequence[float] | None, resource: str, correlation_remover: bool, stacklevel: int,
-    safety_size: float | None = None,
+    safety_size: float | None = None, bound: str | None = None,
 ) -> TuningRows:
     """The data of a FairObjective, checked before any trial (see the module docstring), with
     the limits (as given) that the trials are validated against (:func:`validated_limits`)."""
@@ -658,7 +659,7 @@ def tuning_rows(
         y.to_numpy(), groups, sensitive, labels=y.to_numpy(), keep=keep, seed=random_state,
         test_size=test_size, safety_size=safety_size, cv=cv, validation_size=validation_size,
         limits=limits, margin=margin, confidence=confidence, argument=argument,
-        budgets=budgets, resource=resource)
+        budgets=budgets, resource=resource, bound=bound)
     dev, test, safe, folds = split.dev, split.test, split.safe, split.splits.folds
     X_dev, y_dev, s_dev = X.iloc[dev], y.iloc[dev], sensitive.iloc[dev]
     X_test, y_test, s_test = (None, None, None) if test is None else (

@@ -10,9 +10,10 @@ The rule, for a single-objective study (a tenant's trials in a shared study):
 2. With ``confidence`` only a certified model is deployed: the trial of the safety test's
    certificate, as long as the certificate speaks for the trials as they stand. A fair trial
    that ranks above the certified one (above none after a refusal) and that the safety test
-   never tried makes the verdict outdated while the safety rows' budget of candidates is not
-   spent: nothing is deployed until the test runs again. Once the budget is spent no new trial
-   can be tried, the verdict stands, and the record names the trials it passed over untested.
+   never tried makes the verdict outdated while the safety rows are not spent (no candidate
+   of their fixed sequence has failed): nothing is deployed until the test runs again. Once
+   they are spent no new trial can be tried, the verdict stands, and the record names the
+   trials it passed over untested.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fairtune import _keys
-from fairtune.tuning._certify import CANDIDATES, _verdict_key, candidates
+from fairtune.tuning._certify import _verdict_key, candidates, tested_before
 
 __all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "conclude", "deployment",
            "read_test_fits", "store_test_fits"]
+
+_SPENT = ("the sequence of tests stopped at a candidate that failed, which spent the safety "
+          "rows")
 
 Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
 
@@ -47,7 +51,7 @@ class Deployment:
         failed: The fair trials ranked above ``trial`` (every fair one after a refusal) that
             the safety test tried and did not certify.
         untested: The fair trials ranked above ``trial`` that the safety test never tried.
-        spent: Whether the safety rows' budget of candidates is spent.
+        spent: Whether the safety rows are spent: a candidate of their sequence failed.
     """
 
     trial: Any
@@ -67,8 +71,7 @@ class Deployment:
         number = self.best.number
         if number in self.failed:
             return f"the best fair trial, #{number}, did not pass the safety test"
-        return (f"the best fair trial, #{number}, was never tested: the safety rows' "
-                f"{CANDIDATES} candidates were all spent on other trials")
+        return (f"the best fair trial, #{number}, was never tested: {_SPENT}")
 
     def pending_text(self) -> str:
         """Of a ``"pending"`` deployment, the line saying that no model is certified for the
@@ -92,15 +95,14 @@ class Deployment:
                 f"{where.format(' again')}.")
 
     def untested_text(self) -> str:
-        """Of a standing verdict whose budget is spent, the fair trials above the deployed one
-        that no safety test tried; '' otherwise."""
+        """Of a standing verdict whose safety rows are spent, the fair trials above the
+        deployed one that no safety test tried; '' otherwise."""
         if self.why not in ("certified", "refused") or not self.untested:
             return ""
         plural, shown = self._untested_trials()
         where = "above the certified trial" if self.why == "certified" else "fair"
-        return (f"Never tested on the safety rows: trial{plural} {shown}, {where}: the safety "
-                f"rows' {CANDIDATES} candidates were all spent on other trials (new safety rows, "
-                "another study or more data, would test them).")
+        return (f"Never tested on the safety rows: trial{plural} {shown}, {where}: {_SPENT} "
+                "(new safety rows, another study or more data, would test them).")
 
     def _untested_trials(self) -> tuple[str, str]:
         """``("s" or "", "#3, #5")``: the plural's ending and the untested trials, ten at most."""
@@ -161,10 +163,10 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
     above = ranked
     if certified is not None:
         above = ranked[:ranked.index(certified.number)] if certified.number in ranked else []
-    tested = record.get("tested_trials")
-    if tested is None:  # an older record: it stands, as a test of every trial above
+    tested, passed = tested_before(study, tenant)
+    if record.get("tested_trials") is None:  # an older record: it stands, as a test of all
         tested = above
-    spent = len(set(tested)) >= CANDIDATES
+    spent = bool(set(tested) - set(passed))
     failed = tuple(n for n in above if n in set(tested))
     untested = tuple(n for n in above if n not in set(tested))
     # Running the test now would try them first.

@@ -56,7 +56,8 @@ class SetupError(ValueError):
 FIELDS: tuple[str, ...] = (
     "entrance", "dataset", "target", "pos_label", "model", "metric", "objectives",
     "limits_given", "limits", "margin", "mitigation", "validation", "budgets", "resource",
-    "pruner", "prune_unfair", "tenants", "confidence", "safety_size", "data", "rows", "parts",
+    "pruner", "prune_unfair", "tenants", "confidence", "safety_size", "bound", "data", "rows",
+    "parts",
 )
 # Entries shared by every tenant of a study (what the sampler proposes for all of them).
 _SHARED: tuple[str, ...] = ("tenants", "model", "mitigation")
@@ -66,8 +67,8 @@ _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "model": ("model",), "limits_given": ("limits",),
 }
 # The choices the validated ``limits`` follow from.
-_BEHIND_LIMITS: tuple[str, ...] = ("limits_given", "margin", "confidence", "safety_size", "data",
-                                   "rows")
+_BEHIND_LIMITS: tuple[str, ...] = ("limits_given", "margin", "confidence", "safety_size", "bound",
+                                   "data", "rows")
 # The data entries: which rows the trials are scored on (named when nothing else differs).
 _DATA: tuple[str, ...] = ("data", "rows")
 # Choices that change which rows land in which part, or their labels (they explain new rows).
@@ -479,7 +480,7 @@ def objective_setup(rows: Any, data_fingerprint: Any, *, target: Any, pos_label:
                     margin: float, mitigation: list[str], hidden: bool, cv: int | None,
                     validation_size: float | None, test_size: float | None, random_state: int,
                     budgets: Any, resource: str, prune_unfair: bool, confidence: float | None,
-                    safety_size: float | None) -> dict[str, Any]:
+                    safety_size: float | None, bound: str | None) -> dict[str, Any]:
     """:attr:`FairObjective.setup <fairtune.tuning.FairObjective.setup>`: the record of an
     objective's choices (its arguments, ``hidden`` for ``use_sensitive_feature=False``) and of
     the ``rows`` it scores (:class:`fairtune.tuning._data.TuningRows`; ``data_fingerprint``:
@@ -504,7 +505,7 @@ def objective_setup(rows: Any, data_fingerprint: Any, *, target: Any, pos_label:
         mitigation=list(mitigation), validation=f"{scheme}{held_out}, split seed {random_state}",
         budgets=None if budgets is None else list(budgets), resource=resource,
         prune_unfair=prune_unfair, data=rows.fingerprint, confidence=confidence,
-        safety_size=safety_size, rows=rows_record(rows, data_fingerprint),
+        safety_size=safety_size, bound=bound, rows=rows_record(rows, data_fingerprint),
         parts={"dataset": dataset, "validation": validation},
     )
 

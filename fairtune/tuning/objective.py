@@ -26,7 +26,7 @@ from fairtune.tuning._arguments import (
     parse_objectives,
     space_of,
 )
-from fairtune.tuning._certify import check_confidence
+from fairtune.tuning._certify import check_bound, check_confidence
 from fairtune.tuning._data import data_fingerprint, tuning_rows
 from fairtune.tuning._pipeline import Pipelines, build_pipeline, fit_pipeline, predict_pipeline
 from fairtune.tuning._trial import (
@@ -66,23 +66,20 @@ class FairObjective:
 
     For every trial it
 
-    1. builds the estimator from the search space (``model``),
-    2. wraps it in a scikit-learn ``Pipeline`` with the preprocessing the data needs (one-hot
-       encoding of categorical columns, standardization of numeric ones for models that need
-       it),
-    3. fits and scores it through the trial path every entrance shares
+    1. builds the estimator from the search space (``model``) in a scikit-learn ``Pipeline``
+       with the preprocessing the data needs (one-hot encoding, standardization),
+    2. fits and scores it through the trial path every entrance shares
        (:func:`fairtune.tuning._trial.run_trial`): fitted on the training split (or each
        fold's training rows, at each budget), it predicts the validation rows, and the trial
        returns the validation ``metric`` (to be maximized),
-    4. records the fairness values as constraints
+    3. records the fairness values as constraints
        (:func:`fairtune.fairness.set_fairness_constraints`), so that ``study.best_trial`` is the
        best fair trial, and the validation error and the predicted positive rate, overall and
        per group, as user attributes (:func:`predicts_one_class` reads them).
 
-    Validation. A gap measured on a few hundred validation rows is noisy
-    (``benchmarks/fair_generalization.py``): ``cv=k`` scores every trial on the pooled
-    out-of-fold predictions of all the tuning rows; ``test_size=f`` holds out rows that tuning
-    never sees, on which :meth:`evaluate` scores the chosen model.
+    A gap measured on a few hundred validation rows is noisy: ``cv=k`` scores every trial on
+    the out-of-fold predictions of all the tuning rows; ``test_size=f`` holds out rows that
+    tuning never sees, on which :meth:`evaluate` scores the chosen model.
 
     Example:
         >>> import optuna
@@ -184,11 +181,13 @@ class FairObjective:
         confidence: Deploy a model only with a certificate at this level, e.g. 0.95
             (:mod:`fairtune.tuning._certify`): a share of the tuning rows is kept from the
             search for a safety test, the search validates against the limits tightened by
-            the width of the bounds those rows allow, and :meth:`refit_best` returns the best
-            fair model whose bounds on them keep every limit (``pipeline.certificate_``), or
-            raises :class:`~fairtune.tuning.NotCertifiedError`. Defaults to None.
+            the width the test is predicted to need on those rows, and :meth:`refit_best`
+            returns the certified model (``pipeline.certificate_``), or raises
+            :class:`~fairtune.tuning.NotCertifiedError`. Defaults to None.
         safety_size: The share of the tuning rows kept for the safety test. Defaults to 0.3
             with ``confidence``.
+        bound: The safety test of each pair of groups, with ``confidence``: ``"exact"`` (the
+            default), ``"score"`` (asymptotic, narrower) or ``"hoeffding"`` (the widest).
 
     Raises:
         ValueError: On invalid arguments and on data a search cannot score correctly
@@ -240,6 +239,7 @@ class FairObjective:
         tenant: str | None = None,
         confidence: float | None = None,
         safety_size: float | None = None,
+        bound: str | None = None,
     ) -> None:
         check_validation(metric, validation_size, test_size, cv)
         self.tenant = checked_tenant(tenant)
@@ -264,14 +264,14 @@ class FairObjective:
         self.use_sensitive_feature = use_sensitive_feature
         self.confidence, self.safety_size = check_confidence(confidence, safety_size, self.limits,
                                                              self.objectives)
-        # The data, once: rows, groups, splits, validated limits, budgets, fingerprint.
+        self.bound = check_bound(bound, self.confidence)
         self._rows = tuning_rows(
-            dataset, pos_label=pos_label, drop_columns=drop_columns,
+            dataset, pos_label=pos_label, drop_columns=drop_columns, stacklevel=3,
             use_sensitive_feature=use_sensitive_feature, test_size=test_size,
             validation_size=self.validation_size, cv=self.cv, random_state=random_state,
-            limits=self.limits, margin=margin, confidence=self.confidence,
+            limits=self.limits, margin=margin, confidence=self.confidence, bound=self.bound,
             budgets=self.budgets, resource=self.resource, safety_size=self.safety_size,
-            correlation_remover="correlation_remover" in self.mitigation, stacklevel=3)
+            correlation_remover="correlation_remover" in self.mitigation)
         self.tuning_limits, self.dataset_name = self._rows.limits, self._rows.name
         # A FairDataset's label column; its favourable label is read_table's `positive`.
         self._target = dataset.get("target_name") if isinstance(dataset, dict) else None
@@ -342,7 +342,7 @@ class FairObjective:
             hidden=not self.use_sensitive_feature, validation_size=self.validation_size,
             test_size=self.test_size, random_state=self.random_state, budgets=self.budgets,
             resource=self.resource, prune_unfair=self.prune_unfair,
-            confidence=self.confidence, safety_size=self.safety_size)
+            confidence=self.confidence, safety_size=self.safety_size, bound=self.bound)
 
     def record_setup(self, study: optuna.Study, pruner: Any = None) -> None:
         """Store :attr:`setup` with ``study`` (with its pruner and tenants), or raise if the
@@ -687,7 +687,7 @@ class FairObjective:
             return model, self._predict(model, X_safe, rows.s_safe, expected=True)[0]
 
         model, _ = certify(study, fit_predict, self.limits, confidence,
-                           y_safe.to_numpy(), rows.s_safe, self.tenant)
+                           y_safe.to_numpy(), rows.s_safe, self.tenant, self.bound or "exact")
         return model
 
     def _check_trials(self, study: optuna.Study) -> None:

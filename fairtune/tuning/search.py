@@ -40,7 +40,12 @@ from fairtune.fairness.constraints import (
     parse_limits,
 )
 from fairtune.tuning import _trial as trial_path
-from fairtune.tuning._certify import NotCertifiedError, certify, check_confidence
+from fairtune.tuning._certify import (
+    NotCertifiedError,
+    certify,
+    check_bound,
+    check_confidence,
+)
 from fairtune.tuning._data import data_fingerprint, favourable_labels, split_rows
 from fairtune.tuning._deployment import deployment
 from fairtune.tuning._estimators import (
@@ -260,6 +265,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             certifies it, on ``safety_size`` (default 0.3) of the rows kept from the search:
             ``best_estimator_.certificate_``, or :class:`~fairtune.tuning.NotCertifiedError`.
         safety_size: The share of the rows kept for the safety test of ``confidence``.
+        bound: The safety test of each pair of groups, as FairObjective's ``bound``.
 
     Raises:
         ValueError: From ``fit``, naming the argument and what it received, on an unknown
@@ -317,6 +323,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         prune_unfair: bool = False,
         confidence: float | None = None,
         safety_size: float | None = None,
+        bound: str | None = None,
     ) -> None:
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -341,6 +348,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.prune_unfair = prune_unfair
         self.confidence = confidence
         self.safety_size = safety_size
+        self.bound = bound
 
     # ------------------------------------------------------------------ validation
 
@@ -349,6 +357,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         limits = parse_limits(self.limits)  # its errors name `limits`
         trial_path.warn_if_cannot_bind(limits, stacklevel=3)
         confidence, safety_size = check_confidence(self.confidence, self.safety_size, limits)
+        check_bound(self.bound, confidence)
         if confidence is not None and not self.refit:
             raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` "
                              "must be True with it, but got refit=False.")
@@ -432,7 +441,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             cv=lambda dev: cv_folds(self.cv, take(X, dev), y_array[dev], take(split_params, dev),
                                     kept=None if confidence is None else dev),
             limits=given, margin=self.margin, confidence=confidence, budgets=budgets,
-            argument="`sensitive_features`", resource=resource, rows="rows given to fit")
+            argument="`sensitive_features`", resource=resource, rows="rows given to fit",
+            bound=check_bound(self.bound, confidence))
         dev, splits, limits = split.dev, split.splits, split.limits
         safe = None if split.safe is None else (
             take(X, split.safe), y01[split.safe], take(sensitive_features, split.safe))
@@ -484,7 +494,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 return model, predict(model, X_safe, s_safe)
 
             self.best_estimator_, self.certificate_ = certify(
-                study, fit_predict, limits, confidence, y_safe, s_safe)
+                study, fit_predict, limits, confidence, y_safe, s_safe,
+                method=check_bound(self.bound, confidence) or "exact")
         self._deploy(study, trials=finished_trials(study))
         if safe is None and self.refit and getattr(self, "best_trial_", None) is not None:
             refit(self.best_params_)
@@ -506,7 +517,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
             validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
             resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
-            safety_size=None if self.confidence is None else self.safety_size or 0.3, data=data)
+            safety_size=None if self.confidence is None else self.safety_size or 0.3, data=data,
+            bound=check_bound(self.bound, self.confidence))
 
     def _search(self, study: Any, objective: Any, limits: list[FairnessLimit]) -> None:
         """Run the trials, then ``cv_results_``; this fit's failures reported; when no trial

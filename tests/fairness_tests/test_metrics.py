@@ -486,10 +486,10 @@ def test_expected_metric_names_a_group_whose_rate_is_undefined() -> None:
 
 def test_a_ratio_of_no_one_selected_is_1_on_the_rows_and_not_settled_on_new_data() -> None:
     """Disparate impact of a model that selects no row: 1 on those rows (the definition), but
-    its interval and its bound on new data reach 0, since rates of 0 on a sample are only
-    small rates on new data; a model that selects every row is settled near 1."""
+    its interval on new data reaches 0, since rates of 0 on a sample are only small rates on
+    new data; a model that selects every row is settled near 1. (Its bound alike:
+    tests/fairness_tests/test_bounds.py.)"""
     from fairtune.fairness import disparate_impact_ratio, metric_interval
-    from fairtune.fairness.bounds import metric_bound
 
     group = np.array(["a", "b"] * 500)
     y_true = np.array([0, 0, 1, 1] * 250)
@@ -498,9 +498,5 @@ def test_a_ratio_of_no_one_selected_is_1_on_the_rows_and_not_settled_on_new_data
         assert disparate_impact_ratio(y_true, y_pred, sensitive_features=group) == 1.0
     assert metric_interval("di", y_true, none, sensitive_features=group,
                            random_state=0) == (0.0, 1.0)
-    assert metric_bound("disparate_impact", y_true, none, sensitive_features=group,
-                        delta=0.05) == 0.0
     assert metric_interval("di", y_true, every, sensitive_features=group,
                            random_state=0) == (1.0, 1.0)
-    assert metric_bound("disparate_impact", y_true, every, sensitive_features=group,
-                        delta=0.05) > 0.99

@@ -59,13 +59,13 @@ def test_a_safety_size_that_leaves_the_search_too_few_rows_is_named_not_the_data
                                          r"tightened for `confidence`\) needs at least 5 "
                                          r"rows of each group there: a smaller `safety_size`, a "
                                          r"larger `validation_size`, more rows of the group"):
-        FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.9,
+        FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.999,
                       safety_size=0.99)
     with pytest.raises(ValueError, match=re.escape(
             "safety_size=0.999 leaves 2 search rows, too few for the validation split and the "
             "training split, which need at least one row of each of the 2 labels each: a "
             "smaller `safety_size`.")):
-        FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.9,
+        FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.999,
                       safety_size=0.999)
 
 
@@ -76,15 +76,15 @@ def _one_small_group(n: int, small: int) -> tuple[pd.DataFrame, pd.Series, pd.Se
 
 def test_group_sizes_are_checked_against_the_limit_the_trials_are_validated_against() -> None:
     # 'B' has 4 rows in the validation split: enough for dsp<=0.3 as given (4), too few for
-    # the limit that confidence=0.9 tightens it to on the safety rows (0.21: 5 rows). The
+    # the limit that confidence=0.999 tightens it to on the safety rows (0.2x: 5 rows). The
     # error names that limit, as the trials are validated against it.
     def objective(small: int) -> FairObjective:
         return FairObjective(_one_small_group(6000, small), "linear", limits="dsp<=0.3",
-                             confidence=0.9, safety_size=0.9, validation_size=0.2)
+                             confidence=0.999, safety_size=0.9, validation_size=0.2)
 
     with pytest.raises(ValueError, match=r"^safety_size=0\.9 leaves the group 'B' 4 rows in the "
                                          r"validation split; the limit "
-                                         r"demographic_parity<=0\.20\d+ the trials are "
+                                         r"demographic_parity<=0\.2\d+ the trials are "
                                          r"validated against \(demographic_parity<=0\.3 "
                                          r"tightened for `confidence`\) needs at least 5 rows of "
                                          r"each group there: a smaller `safety_size`"):

@@ -14,7 +14,6 @@ import pytest
 from fairtune._keys import CERTIFICATE_KEY, SETUP_KEY, TEST_SCORES_KEY
 from fairtune.report import render_test_scores, report
 from fairtune.tuning import FairObjective, NotCertifiedError
-from fairtune.tuning._certify import CANDIDATES
 from fairtune.tuning._deployment import ScoresOnTest, deployment, store_test_fits
 from tests.test_report import _add
 
@@ -39,9 +38,11 @@ def _study(confidence: float | None = 0.9) -> optuna.Study:
     return study
 
 
-def _certified(study: optuna.Study, trial: int, tested: list[int]) -> None:
+def _certified(study: optuna.Study, trial: int, tested: list[int],
+               passed: list[int] | None = None) -> None:
     study.set_user_attr(CERTIFICATE_KEY, {"certified": True, "trial": trial,
                                           "tested_trials": tested,
+                                          "passed_trials": tested if passed is None else passed,
                                           "message": f"Certified: trial #{trial} keeps ..."})
 
 
@@ -75,26 +76,26 @@ def test_a_study_set_up_with_confidence_deploys_nothing_before_its_safety_test()
 
 def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outdated() -> None:
     study = _study()
-    _certified(study, 1, [2, 1])  # #2 failed the test, #1 passed
+    _certified(study, 2, [1, 2])  # both passed: #2, the more accurate, is certified
     assert deployment(study).why == "certified"
-    _add(study, 0.75, 0.01)  # #3: fair, below #2 and above #1, never tested
+    _add(study, 0.85, 0.01)  # #3: fair, above #2, never tested
     verdict = deployment(study)
     assert (verdict.why, verdict.untested, verdict.trial) == ("pending", (3,), None)
     page = report(study)
     assert page.certificate == {} and "Deploy trial" not in page.text()
     assert page._answer()[0].startswith(
-        "No model is certified for the trials as they stand: the certificate of trial #1 was "
+        "No model is certified for the trials as they stand: the certificate of trial #2 was "
         "recorded before trial #3, fair, ranked above it and not tested on the safety rows")
-    assert "Certified: trial #1" not in page.text()
+    assert "Certified: trial #2" not in page.text()
     # A fair trial below the certified one changes nothing the safety test would do.
     study = _study()
     _certified(study, 2, [2])
     _add(study, 0.6, 0.01)
     assert deployment(study).why == "certified"
     assert report(study)._answer()[0].startswith("Deploy trial #2, the certified model")
-    # Once the safety rows' budget is spent, no new trial can be tested: the verdict stands.
+    # Once a candidate of the sequence failed, no new trial can be tested: the verdict stands.
     study = _study()
-    _certified(study, 1, [2, 1, *range(10, 10 + CANDIDATES - 2)])
+    _certified(study, 1, [1, 2], passed=[1])
     _add(study, 0.85, 0.01)  # #3, the best fair trial now, which no safety test tried
     record = deployment(study)
     assert (record.why, record.trial.number, record.untested, record.failed) == (
@@ -107,16 +108,22 @@ def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outda
     assert "Never tested on the safety rows: trial #3" in page.text()
 
 
-def test_a_refusal_is_outdated_by_any_untested_fair_trial() -> None:
+def test_a_refusal_is_outdated_by_an_untested_fair_trial_until_a_candidate_failed() -> None:
     study = _study()
-    study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "tested_trials": [2, 1],
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "tested_trials": [2],
                                           "message": "No model could be certified: ..."})
-    assert report(study)._answer() == ["Deploy no model: No model could be certified: ..."]
-    _add(study, 0.6, 0.01)  # #3, fair and never tested: the test would try it now
-    assert deployment(study).untested == (3,)
+    assert report(study)._answer()[0] == "Deploy no model: No model could be certified: ..."
+    _add(study, 0.6, 0.01)  # #3, fair and never tested; #2 failed, so the refusal stands
+    record = deployment(study)
+    assert (record.why, record.failed, record.untested, record.spent) == (
+        "refused", (2,), (1, 3), True)
+    # A refusal for want of a fair trial tested none: a fair trial makes it outdated.
+    study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "tested_trials": [],
+                                          "message": "No model could be certified: ..."})
+    assert deployment(study).untested == (2, 1, 3)
     assert report(study)._answer()[0].startswith(
         "No model is certified for the trials as they stand: the safety test's refusal was "
-        "recorded before trial #3")
+        "recorded before trials #1, #2, #3")
 
 
 def test_python_report_and_publish_with_a_confidence_objective_answer_as_the_cli_does(
@@ -211,7 +218,8 @@ def test_a_fair_search_cv_refusal_is_recorded_and_reported_like_the_clis() -> No
     with pytest.raises(NotCertifiedError) as refusal:
         search.fit(X.assign(proxy=group.eq("a") * 3.0), y, sensitive_features=group)
     stored = search.study_.user_attrs[CERTIFICATE_KEY]
-    assert stored == {"certified": False, "message": str(refusal.value), "tested_trials": []}
+    assert stored == {"certified": False, "message": str(refusal.value), "tested_trials": [],
+                      "passed_trials": []}
     page = report(search.study_)
     text = page.text()  # the answer first, as the page and the note give it; once
     assert f"\nDeploy no model: {refusal.value!s}\n" in text
@@ -224,10 +232,10 @@ def test_conclude_records_a_refusal_and_no_test_scores() -> None:
                               test_size=0.25, confidence=0.9)
     study = objective.create_study(seed=0)
     study.optimize(objective, n_trials=3)
-    study.set_user_attr(CERTIFICATE_KEY, {"tested_trials": [10, 11, 12, 13, 14]})  # spent
+    study.set_user_attr(CERTIFICATE_KEY, {"tested_trials": [10]})  # #10 failed: spent
     record = objective.conclude(study)
     assert (record.why, record.trial) == ("refused", None)
-    assert "spent" in study.user_attrs[CERTIFICATE_KEY]["message"]
+    assert "stopped at trial #10, which failed" in study.user_attrs[CERTIFICATE_KEY]["message"]
     assert TEST_SCORES_KEY not in study.user_attrs
     assert report(study)._answer()[0].startswith("Deploy no model:")
 
