@@ -63,7 +63,7 @@ def test_the_search_aims_at_the_limit_less_the_width_the_safety_rows_allow() -> 
     width = metric_bound_width("demographic_parity", groups.to_numpy()[:, None], rate,
                                alpha=1 - 0.9, method="exact")
     assert aimed.bound == pytest.approx(limit.bound - width)
-    assert objective.setup["confidence"] == 0.9 and objective.setup["safety_size"] == 0.3
+    assert objective.setup["confidence"] == 0.9 and objective.setup["safety_size"] == 0.5
     assert objective.setup["limits"] == [str(aimed)]
 
 
@@ -215,7 +215,8 @@ def test_fair_search_cv_refits_only_a_certified_model() -> None:
     def search(**kwargs):
         return FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
                             limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
-                            n_trials=4, random_state=0, confidence=0.9, **kwargs)
+                            n_trials=4, random_state=0, confidence=0.9, safety_size=0.3,
+                            **kwargs)
 
     fitted = search().fit(X, y, sensitive_features=group)
     certificate = fitted.best_estimator_.certificate_
@@ -258,7 +259,7 @@ def test_fair_search_cv_ranks_the_certified_trial_first(monkeypatch: pytest.Monk
     X, y, group = _population(8000, 2)
     fitted = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
                           limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
-                          n_trials=4, random_state=0, confidence=0.9).fit(
+                          n_trials=4, random_state=0, confidence=0.9, safety_size=0.3).fit(
         X, y, sensitive_features=group)
     results = fitted.cv_results_
     ranks = results["rank_test_score"]
@@ -484,4 +485,4 @@ def test_fair_search_cv_maps_folds_given_by_position_to_the_search_rows() -> Non
                           limits="demographic_parity<=0.15", mitigation="threshold", cv=given,
                           n_trials=3, random_state=0, confidence=0.9)
     search.fit(X, y, sensitive_features=group)
-    assert search.n_splits_ == 3 and search.certificate_.rows == 2400
+    assert search.n_splits_ == 3 and search.certificate_.rows == 4000
