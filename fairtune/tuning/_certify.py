@@ -125,13 +125,16 @@ def _one_class(predicted: Any) -> int | None:
 class NotCertifiedError(ValueError):
     """No candidate's bounds keep the limits: the entrance refuses to deploy a model;
     ``tested_trials`` are the trials tested on the safety rows so far, ``passed_trials``
-    those that passed."""
+    those that passed, ``failure`` the test of the one that failed (its trial, bounds, safety
+    rows and test), or None."""
 
     def __init__(self, message: str, tested_trials: Sequence[int] = (),
-                 passed_trials: Sequence[int] = ()) -> None:
+                 passed_trials: Sequence[int] = (),
+                 failure: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.tested_trials = list(tested_trials)
         self.passed_trials = list(passed_trials)
+        self.failure = failure
 
 
 def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
@@ -147,9 +150,11 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
         return None, None
     if isinstance(confidence, bool) or not isinstance(
             confidence, (float, int, np.integer, np.floating)) or (
-            not 0.0 < float(confidence) < 1.0):
-        raise ValueError(f"{arg('confidence')} must be a level in (0, 1), e.g. 0.95, but got "
-                         f"{got('confidence', confidence)}.")
+            not 0.5 < float(confidence) < 1.0):
+        # At a level of one half or less, a one-sided bound lies at or inside the measured
+        # value: no statement about new data.
+        raise ValueError(f"{arg('confidence')} must be a level in (0.5, 1), e.g. 0.95, but "
+                         f"got {got('confidence', confidence)}.")
     if not limits:
         raise ValueError(f"{arg('confidence')} certifies fairness limits, so {arg('limits')} "
                          f"must be given with it, but got {got('limits', None)}.")
@@ -162,7 +167,8 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
             0.0 < float(share) < 1.0):
         raise ValueError(f"{arg('safety_size')} must be a float in (0, 1), but got "
                          f"{got('safety_size', safety_size)}.")
-    return float(confidence), float(share)
+    # A float32 0.95 is 0.949999988...: read numpy's floats as the number they print.
+    return float(str(confidence)), float(str(share))
 
 
 def check_bound(bound: Any, confidence: float | None) -> str | None:
@@ -279,10 +285,16 @@ def _too_few(limit: Any, confidence: float, width: float, room: float, y: np.nda
              sizes: np.ndarray, rates: np.ndarray, margin: float, method: str) -> str:
     """The refusal of safety rows on which no model could be certified for ``limit``."""
     less = f" (the limit as given less {arg('margin')} {margin:g})" if margin else ""
-    smallest = (f"{limit.metric}<={width:.3f}" if limit.sense == "upper"
-                else f"{limit.metric}>={1.0 - width:.3f}")
-    needed = rows_needed(limit.metric, sizes, rates, 1.0 - confidence, room, len(y), method)
-    estimate = (f"{limit} needs about {needed:,} safety rows" if needed is not None else
+    # Rounded away from the limit, so that a refused limit is never shown as reachable.
+    smallest = (f"{limit.metric}<={np.ceil(width * 1000) / 1000:.3f}"
+                if limit.sense == "upper"
+                else f"{limit.metric}>={np.floor((1.0 - width) * 1000) / 1000:.3f}")
+    # Rows at which the test needs half the room: a search aimed at half the limit, which
+    # validation rows can measure (at the full room it would aim at a gap of 0).
+    needed = rows_needed(limit.metric, sizes, rates, 1.0 - confidence, room / 2, len(y),
+                         method)
+    estimate = (f"{limit} needs about {needed:,} safety rows, to leave the search half of it"
+                if needed is not None else
                 "a limit that leaves no room is certified by no number of rows")
     return (f"{arg('confidence')} {confidence:g} cannot be reached for {limit}{less} on "
             f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows a "
@@ -381,14 +393,16 @@ def store_verdict(study: Any, verdict: Certificate | NotCertifiedError,
     else:
         record = {"certified": False, "message": str(verdict),
                   "tested_trials": list(verdict.tested_trials),
-                  "passed_trials": list(verdict.passed_trials)}
+                  "passed_trials": list(verdict.passed_trials),
+                  **({"failure": verdict.failure} if verdict.failure else {})}
     study.set_user_attr(_verdict_key(tenant), record)
 
 
 def record_refusal(study: Any, message: str, tenant: str | None = None) -> NotCertifiedError:
     """A refusal before any candidate was tested (no fair trial), recorded with ``study`` like
     every other verdict and returned to be raised."""
-    refusal = NotCertifiedError(message, *tested_before(study, tenant))
+    refusal = NotCertifiedError(message, *tested_before(study, tenant),
+                                failure=_failure(study, tenant))
     store_verdict(study, refusal, tenant)
     return refusal
 
@@ -399,7 +413,17 @@ def forget_verdict(study: Any, tenant: str | None = None) -> None:
     key = _verdict_key(tenant)
     if "message" in (study.user_attrs.get(key) or {}):
         tested, passed = tested_before(study, tenant)
-        study.set_user_attr(key, {"tested_trials": tested, "passed_trials": passed})
+        failure = _failure(study, tenant)
+        study.set_user_attr(key, {"tested_trials": tested, "passed_trials": passed,
+                                  **({"failure": failure} if failure else {})})
+
+
+def _failure(study: Any, tenant: str | None) -> dict[str, Any] | None:
+    """The stored test of the candidate that failed (its trial, bounds, rows and test), or
+    None: what a later refusal on the spent safety rows names."""
+    record = study.user_attrs.get(_verdict_key(tenant))
+    failure = record.get("failure") if isinstance(record, dict) else None
+    return failure if isinstance(failure, dict) else None
 
 
 def tested_before(study: Any, tenant: str | None = None) -> tuple[list[int], list[int]]:
@@ -451,8 +475,13 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
     ranked = candidates(study, tenant)
     best = next((t for t in ranked if t.number in passed), None)
     if best is None:
-        refusal = _refusal(study, ranked, limits, confidence, method, len(y_safe), results,
-                           tested, failed)
+        failure = _failure(study, tenant)
+        if failed and failed[0] in results:
+            _, bounds, _, _ = results[failed[0]]
+            failure = {"trial": failed[0], "bounds": bounds, "rows": len(y_safe),
+                       "method": method,
+                       "one_class": _one_class(results[failed[0]][3])}
+        refusal = _refusal(ranked, limits, confidence, tested, failed, failure)
         store_verdict(study, refusal, tenant)
         raise refusal
     if best.number not in results:  # certified by an earlier run: its model, refitted
@@ -482,36 +511,36 @@ def _warn_untested(ranked: Sequence[Any], best: Any, failed: Sequence[int]) -> N
             "another study or more data, would test them).", UserWarning, stacklevel=4)
 
 
-def _refusal(study: Any, ranked: Sequence[Any], limits: Sequence[Any], confidence: float,
-             method: str, rows: int, results: dict[int, Any], tested: list[int],
-             failed: list[int]) -> NotCertifiedError:
-    """Why no model is certified: no fair trial, the safety rows spent before, or the bounds
-    of the candidate that failed (the smallest limits that would have passed)."""
+def _refusal(ranked: Sequence[Any], limits: Sequence[Any], confidence: float,
+             tested: list[int], failed: list[int], failure: dict[str, Any] | None
+             ) -> NotCertifiedError:
+    """Why no model is certified: no fair trial, or the bounds of the candidate that failed
+    (the smallest limits that would have passed), tested in this run or an earlier one."""
     passed: list[int] = []
     if not ranked or not failed:
         return NotCertifiedError(
             f"No model could be certified: the search found no fair trial to test on the "
             f"safety rows (under the limits tightened for {arg('confidence')} "
             f"{confidence:g}). Run more trials, loosen the limits or lower "
-            f"{arg('confidence')}.", tested, passed)
-    if failed[0] not in results:
+            f"{arg('confidence')}.", tested, passed, failure)
+    if failure is None or failure.get("trial") != failed[0]:  # a record of an older version
         return NotCertifiedError(
             f"No model could be certified: the sequence of tests on these safety rows stopped "
             f"at trial #{failed[0]}, which failed, so none of the study's fair trials can be "
             f"tested on them. New safety rows (another study, or more data) are needed.",
-            tested, passed)
-    _, bounds, _, predicted = results[failed[0]]
+            tested, passed, failure)
     shown = ", ".join(f"{name} {'>=' if name == 'disparate_impact' else '<='} {bound:.4f}"
-                      for name, bound in bounds.items())
+                      for name, bound in failure["bounds"].items())
     advice = (f"More safety rows (a larger {arg('safety_size')} in a new study, or more data) "
               f"narrow the bounds; a looser limit or a lower {arg('confidence')} asks less.")
-    if _one_class(predicted) == 0 and any(lim.metric == "disparate_impact" for lim in limits):
+    if failure.get("one_class") == 0 and any(lim.metric == "disparate_impact"
+                                             for lim in limits):
         advice = ("It selected no one (it predicted 0 for every safety row): the ratio of two "
                   "rates of 0 can be anything on new data, so no number of rows certifies it "
                   "under a disparate_impact limit; a model that selects someone can pass.")
     return NotCertifiedError(
-        f"No model could be certified at {arg('confidence')} {confidence:g}: the first "
-        f"candidate of the sequence, trial #{failed[0]}, would pass only {shown} on {rows} "
-        f"safety rows (by {TEST_NAMES[method]}), beyond "
+        f"No model could be certified at {arg('confidence')} {confidence:g}: the sequence of "
+        f"tests stopped at trial #{failed[0]}, which would pass only {shown} on "
+        f"{failure['rows']} safety rows (by {TEST_NAMES[failure['method']]}), beyond "
         f"{', '.join(str(limit) for limit in limits)}. The safety rows are spent: no other "
-        f"trial is tested on them. {advice}", tested, passed)
+        f"trial is tested on them. {advice}", tested, passed, failure)

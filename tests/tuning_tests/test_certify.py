@@ -108,8 +108,13 @@ def test_too_few_safety_rows_for_the_limit_are_refused_before_any_trial() -> Non
         _objective(n=1000, limits="demographic_parity<=0.05", confidence=0.99)
     with pytest.raises(ValueError, match=r"`safety_size` holds out rows for the safety test"):
         FairObjective(_population(1000, 0), "linear", limits="dsp<=0.1", safety_size=0.2)
-    with pytest.raises(ValueError, match=r"`confidence` must be a level in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"`confidence` must be a level in \(0\.5, 1\)"):
         _objective(confidence=95)
+    # At one half or less, a one-sided bound says nothing about new data.
+    with pytest.raises(ValueError, match=r"level in \(0\.5, 1\).*got confidence=0\.5"):
+        _objective(confidence=0.5)
+    # A float32 0.95 is the level 0.95 (as a resume compares it), not 0.949999988.
+    assert _objective(confidence=np.float32(0.95)).confidence == 0.95
     with pytest.raises(ValueError, match=r"a multi-objective study has no single best model"):
         _objective(objectives=["accuracy", "demographic_parity"])
 
@@ -137,16 +142,17 @@ def test_the_rows_a_refusal_asks_for_are_enough_and_the_rows_it_had_are_not(text
     needed = int(re.search(r"needs about ([\d,]+) safety rows", str(refused.value))
                  .group(1).replace(",", ""))
     assert needed > 200
-    # The same proportions on the rows asked for leave room under the limit ...
-    y, s = _rows_of({key: round(needed * p * 1.01) for key, p in share.items()})
-    (tightened,) = limits_for_search(limits, 0.99, y, s)
-    room = tightened.bound if tightened.sense == "upper" else 1 - tightened.bound
-    assert 0 < room < 0.05 * (limits[0].bound if limits[0].sense == "upper" else
-                              1 - limits[0].bound)
-    # ... and a tenth fewer do not.
-    y, s = _rows_of({key: round(needed * p * 0.9) for key, p in share.items()})
-    with pytest.raises(ValueError, match=r"cannot be reached"):
-        limits_for_search(limits, 0.99, y, s)
+    given = limits[0].bound if limits[0].sense == "upper" else 1 - limits[0].bound
+
+    def room(scale: float) -> float:  # under the limit the search aims at
+        y, s = _rows_of({key: round(needed * p * scale) for key, p in share.items()})
+        (tightened,) = limits_for_search(limits, 0.99, y, s)
+        return (tightened.bound if tightened.sense == "upper" else 1 - tightened.bound) / given
+
+    # The same proportions on the rows asked for leave the search half the limit; a tenth
+    # fewer leave it less.
+    assert 0.5 <= room(1.01) < 0.52
+    assert 0 < room(0.9) < 0.5
 
 
 def test_a_group_without_a_label_in_the_safety_rows_is_named_not_counted() -> None:
@@ -353,15 +359,23 @@ def test_a_refusal_names_the_smallest_limit_the_failed_candidate_would_pass(
         monkeypatch: pytest.MonkeyPatch) -> None:
     study = _study({0: (0.7, 0.04), 1: (0.8, 0.01)})
     seen, run = _certified(study, {1: 0.1234, 0: 0.01}, monkeypatch=monkeypatch)
-    with pytest.raises(NotCertifiedError, match=r"the first candidate of the sequence, trial "
-                                                r"#1, would pass only demographic_parity <= "
+    with pytest.raises(NotCertifiedError, match=r"the sequence of tests stopped at trial #1, "
+                                                r"which would pass only demographic_parity <= "
                                                 r"0\.1234 on 40 safety rows \(by an exact "
                                                 r"test\).*More safety rows") as caught:
         run()
     assert seen == [1] and caught.value.tested_trials == [1]
+    # Asked again (refit_best after conclude, a resume): nothing is tested, and the refusal
+    # still names what the failed candidate would pass, from the record.
+    _certify.forget_verdict(study)
+    with pytest.raises(NotCertifiedError) as again:
+        run()
+    assert seen == [1] and str(again.value) == str(caught.value)
+    assert study.user_attrs["fairtune:certificate"]["message"] == str(caught.value)
+    # A record of an older version kept no bounds: the refusal says the rows are spent.
+    study.set_user_attr("fairtune:certificate", {"tested_trials": [1], "passed_trials": []})
     with pytest.raises(NotCertifiedError, match=r"stopped at trial #1, which failed"):
         run()
-    assert seen == [1]
 
 
 def test_a_refused_model_that_selects_no_one_is_not_told_to_add_rows(
