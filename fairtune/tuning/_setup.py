@@ -312,7 +312,8 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
                     for side in (stored, record))
     named = [n for n in names if n not in _DATA and not (n == "limits" and derived)]
     if "confidence" in named and None in (stored.get("confidence"), record.get("confidence")):
-        named = [n for n in named if n != "safety_size"]  # no safety rows without confidence
+        # No safety rows and no test of them without confidence.
+        named = [n for n in named if n not in ("safety_size", "bound")]
     # Each pruner as the caller names its kind (fairtune.tuning.PRUNER_NAMES), else its record.
     kinds = [None if side.get("pruner") is None else
              _PRUNERS.get(str(side["pruner"]).split("(", 1)[0], side["pruner"])

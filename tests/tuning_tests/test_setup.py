@@ -105,7 +105,8 @@ def test_another_margin_is_named_and_not_the_limits_it_derives() -> None:
 
 def _certified_records() -> tuple[dict, dict]:
     stored = {"limits_given": ["demographic_parity<=0.2"], "limits": ["demographic_parity<=0.11395"],
-              "margin": 0.0, "confidence": 0.9, "safety_size": 0.3, "data": "d1",
+              "margin": 0.0, "confidence": 0.9, "safety_size": 0.3, "bound": "exact",
+              "data": "d1",
               "rows": {"tuning": "t1", "test": None, "safety": "s1"}}
     return stored, copy.deepcopy(stored)
 
@@ -113,8 +114,14 @@ def _certified_records() -> tuple[dict, dict]:
 @pytest.mark.parametrize(("change", "named", "unnamed"), [
     ({"confidence": 0.95, "limits": ["demographic_parity<=0.107701"]},
      "--confidence 0.9, but this run asks for 0.95", "--safety-size"),
-    ({"confidence": None, "safety_size": None, "limits": ["demographic_parity<=0.2"]},
+    ({"confidence": None, "safety_size": None, "bound": None,
+      "limits": ["demographic_parity<=0.2"]},
      "--confidence 0.9, but this run asks for none", "--safety-size"),
+    ({"confidence": None, "safety_size": None, "bound": None,
+      "limits": ["demographic_parity<=0.2"]},
+     "--confidence 0.9, but this run asks for none", "--bound"),
+    ({"bound": "score", "limits": ["demographic_parity<=0.12"]},
+     "--bound 'exact', but this run asks for 'score'", "--confidence"),
     ({"safety_size": 0.4, "limits": ["demographic_parity<=0.125546"]},
      "--safety-size 0.3, but this run asks for 0.4", "--confidence"),
     ({"data": "d2", "rows": {"tuning": "t1", "test": None, "safety": "s2"},
