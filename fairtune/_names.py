@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["arg", "argument_names", "check_integer", "got", "has_name", "renamed"]
+__all__ = ["arg", "argument_names", "check_choice", "check_integer", "got", "has_name",
+           "renamed"]
 
 # A read-only empty default: a ContextVar's default is shared by every context.
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar(
@@ -65,6 +66,13 @@ def renamed() -> bool:
     """Whether the caller types other names than Python's (an entrance under
     :func:`argument_names`, such as the command line)."""
     return bool(_NAMES.get())
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    """Refuse a string option ``name`` that is none of ``choices``, listing them."""
+    if value not in choices:
+        raise ValueError(
+            f"{arg(name)} must be one of {list(choices)}, but got {got(name, value)}.")
 
 
 def check_integer(name: str, value: Any, *, minimum: int = 0, seed: bool = False) -> None:

@@ -58,7 +58,6 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-
 def _add_datasets_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "datasets",
@@ -517,7 +516,6 @@ def _cmd_report(args: argparse.Namespace, *, out: TextIO) -> int:
     with database_errors("--storage", args.storage):
         with argument_names(_FLAGS):
             study = _usage(load_named_study, args.storage, args.study_name)
-        with argument_names(_FLAGS):
             _usage(check_report_options, study, curve=args.curve, html=args.html,
                    fairness_metric=args.metric, tenant=args.tenant,
                    plots=bool(args.plot or args.curve))

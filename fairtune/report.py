@@ -382,12 +382,6 @@ class StudyReport:
             answer.append(self.test_lines[0])
         return headline, heading, answer + _sensitive_line(d.trial)
 
-    def _answer(self) -> list[str]:
-        return self._verdict()[2]
-
-    def _deploy_heading(self) -> str:
-        return self._verdict()[1]
-
     def _not_deployed(self) -> str:
         """' (not the model to deploy)' when the test lines are another trial's."""
         return "" if self.test_current else " (not the model to deploy)"

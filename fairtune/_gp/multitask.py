@@ -106,6 +106,7 @@ from fairtune._gp.kernels import (
     matern52_from_squared_distance,
     squared_distance_per_dimension,
 )
+from fairtune._names import check_choice
 
 Scalarization = Literal["linear", "chebyshev"]
 SCALARIZATIONS: tuple[str, ...] = ("linear", "chebyshev")
@@ -536,20 +537,12 @@ def sample_weights(
     u ~ U[0, 1]^n; linear: lambda = u / ||u||_1; Chebyshev: a_i = ||u||_1 / u_i,
     lambda = a / ||a||_1.
     """
-    _check_scalarization(scalarization)
+    check_choice("scalarization", scalarization, SCALARIZATIONS)
     u = rng.uniform(size=(k, n)).clip(1e-12, None)
     if scalarization == "linear":
         return u / u.sum(-1, keepdims=True)
     a = u.sum(-1, keepdims=True) / u
     return a / a.sum(-1, keepdims=True)
-
-
-def _check_scalarization(scalarization: str) -> None:
-    if scalarization not in SCALARIZATIONS:
-        raise ValueError(
-            f"`scalarization` must be one of {list(SCALARIZATIONS)}, but got "
-            f"scalarization={scalarization!r}."
-        )
 
 
 def scalarize(
@@ -560,7 +553,7 @@ def scalarize(
 ) -> torch.Tensor:  # (..., k)
     """s_lambda(y) for every weight vector: linear sum_i lambda_i y_i or Chebyshev
     min_i lambda_i (y_i - z_i) (``reference_point`` z required)."""
-    _check_scalarization(scalarization)
+    check_choice("scalarization", scalarization, SCALARIZATIONS)
     if scalarization == "linear":
         return y @ weights.T
     if reference_point is None:
@@ -585,7 +578,7 @@ Width = Literal["scalarized", "objectives", "norm"]
 def lipschitz_constant(weights: torch.Tensor, scalarization: Scalarization) -> float:
     """mean_k L_k, the Lipschitz constants w.r.t. ||.||_2 of the scalarizations s_lambda_k:
     max_i lambda_ki (Chebyshev) or ||lambda_k||_2 (linear); weights (k, n)."""
-    _check_scalarization(scalarization)
+    check_choice("scalarization", scalarization, SCALARIZATIONS)
     if scalarization == "linear":
         return float(weights.norm(dim=-1).mean())
     return float(weights.max(-1).values.mean())
@@ -603,9 +596,8 @@ def _width_of_variances(
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """w_t from the eigenbasis variances v(x) (..., n) -> (...), with everything that does not
     depend on x computed once (the acquisition is evaluated many times per suggestion)."""
-    if width not in WIDTHS:
-        raise ValueError(f"`width` must be one of {list(WIDTHS)}, but got width={width!r}.")
-    _check_scalarization(scalarization)
+    check_choice("width", width, WIDTHS)
+    check_choice("scalarization", scalarization, SCALARIZATIONS)
     if width == "scalarized":  # linear (mtkb_ucb forms the Chebyshev one): the same bound
         width = "objectives"
     weights = weights.to(model.U.dtype)

@@ -27,6 +27,8 @@ from pathlib import Path
 import pandas as pd
 from sklearn.utils import Bunch
 
+from fairtune._names import check_choice
+
 DATA_HOME_ENV = "FAIRTUNE_DATA"
 _DEFAULT_DATA_HOME = "~/fairtune_data"
 _CHUNK_SIZE = 1 << 16
@@ -150,10 +152,7 @@ def _checksum_message(name: str | os.PathLike[str], expected: str, actual: str) 
 
 def _read_bundled(filename: str) -> bytes:
     """Decompressed, SHA-256-verified bytes of a bundled file (cached per process)."""
-    if filename not in _BUNDLED_SHA256:
-        raise ValueError(
-            f"`filename` must be one of {sorted(_BUNDLED_SHA256)}, but got filename={filename!r}."
-        )
+    check_choice("filename", filename, sorted(_BUNDLED_SHA256))
     path = Path(_DATA_DIR) / filename
     key = str(path.resolve())
     if key in _VERIFIED_BYTES:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fairtune._names import check_integer
+from fairtune._names import check_choice, check_integer
 from fairtune.datasets._base import (
     ChecksumError,
     _checksum_message,
@@ -512,9 +512,7 @@ def fetch_femnist(
         ChecksumError: The downloaded archive does not match the published SHA-256.
         ImportError: An optional dependency is missing (the message names the extra).
     """
-    if file_format not in _FORMATS:
-        raise ValueError(f"`file_format` must be one of {list(_FORMATS)}, but got "
-                         f"file_format={file_format!r}.")
+    check_choice("file_format", file_format, _FORMATS)
     folder = get_data_home(data_home) / "femnist"
     found = _find(folder, file_format, only_digits)
     if found is None and file_format in ("auto", "tff"):

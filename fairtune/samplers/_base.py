@@ -55,12 +55,6 @@ _CLAIM_TIME_KEY = _keys.CLAIM_TIME_KEY
 _MAX_RECHOOSE = 3
 
 
-def check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
-    """A ValueError for a string option ``name`` that is none of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"`{name}` must be one of {list(choices)}, but got {name}={value!r}.")
-
-
 def direction_signs(study: Study) -> np.ndarray:
     """(n_objectives,): 1 for a maximized objective, -1 for a minimized one (the GP engine always
     maximizes, so minimized values enter negated)."""

@@ -24,9 +24,9 @@ from fairtune._gp.acquisition import (
 from fairtune._gp.classifier import fit_gp_classifier
 from fairtune._gp.gp import fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
+from fairtune._names import check_choice
 from fairtune.samplers._base import (
     GPSamplerBase,
-    check_choice,
     direction_signs,
     encode_trials,
 )

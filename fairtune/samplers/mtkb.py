@@ -18,13 +18,12 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.acquisition import LogFeasibility, PenalizedUCB
 from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune._names import check_integer
+from fairtune._names import check_choice, check_integer
 from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.samplers._base import (
     GPSamplerBase,
-    check_choice,
     collect_trials,
     direction_signs,
     encode_trials,

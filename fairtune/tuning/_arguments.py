@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fairtune._names import arg, got
+from fairtune._names import arg, check_choice, got
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tuning._trial import METRIC_NAMES
 from fairtune.tuning.mitigation import MITIGATIONS, parse_mitigation
@@ -25,11 +25,7 @@ def check_validation(
     metric: Any, validation_size: Any, test_size: Any, cv: Any
 ) -> None:
     """The metric and the validation options, or a ValueError naming the bad one."""
-    if metric not in METRIC_NAMES:
-        raise ValueError(
-            f"{arg('metric')} must be one of {list(METRIC_NAMES)}, but got "
-            f"{got('metric', metric)}."
-        )
+    check_choice("metric", metric, METRIC_NAMES)
     for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
         if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
             raise ValueError(

@@ -47,7 +47,7 @@ from fairtune._validation import (
     shown,
 )
 from fairtune.tuning._certify import limits_for_search, rate_labels
-from fairtune.tuning._trial import tightened
+from fairtune.tuning._trial import tightened, validated_rows
 
 __all__ = [
     "Splits", "TuningRows", "aligned", "budget_folds", "budget_rows", "data_fingerprint",
@@ -150,15 +150,7 @@ def budget_rows(y: Any, groups: Any, budgets: Sequence[float], seed: int,
         return subsets
     # One row per value the smallest subset lacks, the first of its stratum's draw, added to
     # every subset (so that they stay nested).
-    drawn = np.concatenate(list(order.values()))
-    extra: list[int] = []
-    for column in keep.columns:
-        values = keep[column].reset_index(drop=True).astype(str)
-        have = set(values.iloc[subsets[0]]) | set(values.iloc[extra])
-        for position in drawn:
-            if values.iloc[position] not in have:
-                have.add(values.iloc[position])
-                extra.append(int(position))
+    extra = _first_rows_of_missing_values(keep, subsets[0], np.concatenate(list(order.values())))
     if not extra:
         return subsets
     return [np.union1d(rows, extra) for rows in subsets]
@@ -178,6 +170,21 @@ def budget_folds(folds: Sequence[Fold], y01: np.ndarray, groups: Any,
             for step in range(len(budgets) - 1)]
 
 
+def _first_rows_of_missing_values(keep: pd.DataFrame, have_rows: np.ndarray,
+                                  candidates: np.ndarray) -> list[int]:
+    """For each value of the ``keep`` columns that the rows ``have_rows`` lack, the first of
+    the ``candidates`` (positions) that holds it."""
+    added: list[int] = []
+    for column in keep.columns:
+        values = keep[column].reset_index(drop=True).astype(str).to_numpy()
+        have = set(values[have_rows]) | set(values[added])
+        for position in candidates:
+            if values[position] not in have:
+                have.add(values[position])
+                added.append(int(position))
+    return added
+
+
 def kept_values(fit: Any, held: Any, keep: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
     """A split ``(fit rows, held-out rows)`` (positions) with every value of the ``keep``
     columns among the fit rows, whose model refuses a value it never saw: for each value only
@@ -185,14 +192,7 @@ def kept_values(fit: Any, held: Any, keep: pd.DataFrame | None) -> tuple[np.ndar
     fit, held = np.asarray(fit), np.asarray(held)
     if keep is None:
         return fit, held
-    moved: list[int] = []
-    for column in keep.columns:
-        values = keep[column].reset_index(drop=True).astype(str).to_numpy()
-        have = set(values[fit]) | set(values[moved])
-        for position in held:
-            if values[position] not in have:
-                have.add(values[position])
-                moved.append(int(position))
+    moved = _first_rows_of_missing_values(keep, fit, held)
     if not moved:
         return fit, held
     return np.concatenate([fit, moved]), held[~np.isin(held, moved)]
@@ -263,14 +263,6 @@ class Splits:
     folds: list[Fold]
     n_rows: int
     budget_folds: list[list[Fold]] | None = None
-
-    @property
-    def covered(self) -> np.ndarray:
-        """The rows in some validation part, in order."""
-        tested = np.zeros(self.n_rows, dtype=bool)
-        for _, valid in self.folds:
-            tested[valid] = True
-        return np.flatnonzero(tested)
 
     def at(self, step: int | None) -> list[Fold]:
         """The folds of the smaller budget ``step`` (0 the smallest), or the full ones (None)."""
@@ -600,7 +592,7 @@ def split_rows(
     guard = None if keep is None else keep.iloc[dev]
     if callable(cv):
         folds = cv(dev)
-        parts.append(("the cross-validation folds", dev[Splits(folds, len(dev)).covered],
+        parts.append(("the cross-validation folds", dev[validated_rows(folds, len(dev))],
                       before))
     else:
         folds = _search_folds(dev, y01[dev], cv, validation_size, seed, before, parts, guard)

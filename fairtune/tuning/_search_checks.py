@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from fairtune._names import check_choice
 from fairtune.fairness.constraints import FairnessLimit
 from fairtune.tuning import _trial as trial_path
 from fairtune.tuning._estimators import _n_rows
@@ -19,11 +20,7 @@ def check_options(*, scoring: str, n_trials: int | None, timeout: float | None, 
                   refit: bool, error_score: float | str, callbacks: Sequence[Any] | None,
                   study: Any, sampler: Any) -> None:
     """FairSearchCV's arguments that need no data, each refused naming it."""
-    if scoring not in trial_path.METRIC_NAMES:
-        raise ValueError(
-            f"`scoring` must be one of {list(trial_path.METRIC_NAMES)}, but got "
-            f"scoring={scoring!r}."
-        )
+    check_choice("scoring", scoring, trial_path.METRIC_NAMES)
     if n_trials is not None and (
         isinstance(n_trials, bool) or not isinstance(n_trials, Integral) or n_trials < 1
     ):

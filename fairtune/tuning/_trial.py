@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from fairtune import _keys
-from fairtune._names import arg, got
+from fairtune._names import arg, check_choice, got
 from fairtune._validation import group_name, sensitive_groups
 from fairtune.fairness import parse_limits, set_fairness_constraints
 from fairtune.fairness.constraints import cannot_bind, record_fairness_values
@@ -38,7 +38,7 @@ __all__ = [
     "Candidate", "Scored", "checked_budgets", "checked_resource", "fairness_value",
     "fit_and_score", "is_expected", "make_pruner", "metric_score", "out_of_fold_predictions",
     "predicts_one_class", "record_validation", "report_rung", "run_trial", "scale_resource",
-    "scores_of", "takes_random_state", "tightened", "warn_if_cannot_bind",
+    "scores_of", "takes_random_state", "tightened", "validated_rows", "warn_if_cannot_bind",
 ]
 
 #: Trial user attribute: the share of validation rows the model misclassifies.
@@ -94,14 +94,19 @@ def fit_and_score(candidate: Candidate, folds: Sequence[tuple[np.ndarray, np.nda
     y_pred, y_score = out_of_fold_predictions(
         folds, n_rows, lambda fit, valid: candidate.fit_predict(fit, valid, budget),
         with_scores=metric == "roc_auc")
-    tested = np.zeros(n_rows, dtype=bool)
-    for _, valid in folds:
-        tested[valid] = True
-    rows = np.flatnonzero(tested)
+    rows = validated_rows(folds, n_rows)
     y_score = None if y_score is None else y_score[rows]
     y_true = np.asarray(y01)[rows]
     return Scored(metric_score(metric, y_true, y_pred[rows], y_score), y_true, y_pred[rows],
                   y_score, _safe_indexing(sensitive, rows))
+
+
+def validated_rows(folds: Sequence[tuple[np.ndarray, np.ndarray]], n_rows: int) -> np.ndarray:
+    """The rows in some validation part of ``folds``, in order."""
+    tested = np.zeros(n_rows, dtype=bool)
+    for _, valid in folds:
+        tested[valid] = True
+    return np.flatnonzero(tested)
 
 
 def run_trial(trial: Any, candidate: Candidate, splits: Any, *, y01: np.ndarray,
@@ -394,9 +399,7 @@ def make_pruner(name: str, budgets: Sequence[float]) -> optuna.pruners.BasePrune
     after five trials."""
     import optuna
 
-    if name not in PRUNER_NAMES:
-        raise ValueError(f"{arg('pruner')} must be one of {list(PRUNER_NAMES)}, but got "
-                         f"{got('pruner', name)}.")
+    check_choice("pruner", name, PRUNER_NAMES)
     if name == "successive_halving":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
     if name == "hyperband":

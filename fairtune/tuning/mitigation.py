@@ -28,7 +28,7 @@ from sklearn.base import (
     clone,
 )
 
-from fairtune._names import arg, got
+from fairtune._names import arg, check_choice, got
 from fairtune._validation import sensitive_groups, shown
 
 if TYPE_CHECKING:
@@ -113,24 +113,17 @@ _DEFAULT_SETTINGS: dict[str, float | int] = {
     "correlation_alpha": 1.0,
 }
 
-# The limit's metric -> ThresholdOptimizer's constraint; disparate impact (a ratio) is met
-# by equal selection rates.
-_THRESHOLD_CONSTRAINTS = {
-    "demographic_parity": "demographic_parity",
-    "disparate_impact": "demographic_parity",
-    "equal_opportunity": "true_positive_rate_parity",
-    "false_positive_rate": "false_positive_rate_parity",
-    "equalized_odds": "equalized_odds",
+# The limit's metric -> (ThresholdOptimizer's constraint, ExponentiatedGradient's moment);
+# disparate impact (a ratio) is met by equal selection rates.
+_TARGETS = {
+    "demographic_parity": ("demographic_parity", "DemographicParity"),
+    "disparate_impact": ("demographic_parity", "DemographicParity"),
+    "equal_opportunity": ("true_positive_rate_parity", "TruePositiveRateParity"),
+    "false_positive_rate": ("false_positive_rate_parity", "FalsePositiveRateParity"),
+    "equalized_odds": ("equalized_odds", "EqualizedOdds"),
 }
 # ThresholdOptimizer relaxes every constraint but equalized odds, and only as a difference.
 _RELAXABLE = ("demographic_parity", "equal_opportunity", "false_positive_rate")
-_REDUCTION_MOMENTS = {
-    "demographic_parity": "DemographicParity",
-    "disparate_impact": "DemographicParity",
-    "equal_opportunity": "TruePositiveRateParity",
-    "false_positive_rate": "FalsePositiveRateParity",
-    "equalized_odds": "EqualizedOdds",
-}
 
 
 def parse_mitigation(mitigation: Any) -> list[str]:
@@ -201,30 +194,27 @@ def mitigated_estimator(
     """``estimator`` inside the ``"threshold"`` or ``"reduction"`` mitigation aimed at ``limit``
     with the trial's ``settings`` (:func:`suggest_mitigation_params`); the keyword arguments
     are those of :class:`ThresholdClassifier` and :class:`ReductionClassifier`."""
+    check_choice("name", name, ("threshold", "reduction"))
     if name == "threshold":
         fraction = settings.get("threshold_tolerance")
         return ThresholdClassifier(
             estimator,
-            constraint=_THRESHOLD_CONSTRAINTS[limit.metric],
+            constraint=_TARGETS[limit.metric][0],
             tolerance=None if fraction is None else fraction * limit.bound,
             holdout=holdout,
             random_state=random_state,
             pos_label=pos_label,
         )
-    if name == "reduction":
-        return ReductionClassifier(
-            estimator,
-            constraint=_REDUCTION_MOMENTS[limit.metric],
-            # A ratio limit (disparate impact >= b) is tightened towards 1.
-            bound=(settings["reduction_bound"] * limit.bound if limit.sense == "upper"
-                   else 1.0 - settings["reduction_bound"] * (1.0 - limit.bound)),
-            ratio=limit.sense == "lower",
-            max_iter=settings["reduction_max_iter"],
-            random_state=random_state,
-            pos_label=pos_label,
-        )
-    raise ValueError(
-        f"`name` must be one of ['threshold', 'reduction'], but got name={name!r}."
+    return ReductionClassifier(
+        estimator,
+        constraint=_TARGETS[limit.metric][1],
+        # A ratio limit (disparate impact >= b) is tightened towards 1.
+        bound=(settings["reduction_bound"] * limit.bound if limit.sense == "upper"
+               else 1.0 - settings["reduction_bound"] * (1.0 - limit.bound)),
+        ratio=limit.sense == "lower",
+        max_iter=settings["reduction_max_iter"],
+        random_state=random_state,
+        pos_label=pos_label,
     )
 
 
@@ -549,18 +539,9 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         from fairlearn import reductions
         from sklearn.pipeline import Pipeline
 
-        moments = ("DemographicParity", "EqualizedOdds", "TruePositiveRateParity",
-                   "FalsePositiveRateParity", "ErrorRateParity")
-        if self.constraint not in moments:
-            raise ValueError(
-                f"`constraint` must be one of {list(moments)}, but got "
-                f"constraint={self.constraint!r}."
-            )
-        if self.difference not in ("to_overall", "between_groups"):
-            raise ValueError(
-                "`difference` must be one of ['to_overall', 'between_groups'], but got "
-                f"difference={self.difference!r}."
-            )
+        check_choice("constraint", self.constraint, ("DemographicParity", "EqualizedOdds",
+                     "TruePositiveRateParity", "FalsePositiveRateParity", "ErrorRateParity"))
+        check_choice("difference", self.difference, ("to_overall", "between_groups"))
         if self.difference == "between_groups" and self.ratio:
             raise ValueError(
                 "`difference='between_groups'` bounds a difference, but got ratio=True."

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fairtune._keys import FIT_TIMES_KEY, PREFIX, SCORE_TIMES_KEY
+from fairtune._names import check_choice
 from fairtune._optuna_compat import study_key
 from fairtune.fairness import parse_limits
 from fairtune.fairness.constraints import LimitsLike
@@ -317,11 +318,6 @@ class FairObjective:
     s_valid = property(lambda self: self._part(1, self.s_dev))
 
     @property
-    def _folds(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The cross-validation folds over the tuning rows ([] with a validation split)."""
-        return [] if self._rows.single else self._rows.splits.folds
-
-    @property
     def data_fingerprint(self) -> str:
         """A digest of what the trials are scored on: the tuning rows (as the model sees
         them), their labels and groups, and the validation split or folds."""
@@ -571,8 +567,7 @@ class FairObjective:
         """
         import optuna
 
-        if on not in ("tuning", "training"):
-            raise ValueError(f"`on` must be one of ['tuning', 'training'], but got on={on!r}.")
+        check_choice("on", on, ("tuning", "training"))
         if on == "training" and self.cv is not None:
             raise ValueError(
                 f"`on='training'` needs a single validation split, but this objective uses "
@@ -694,7 +689,3 @@ class FairObjective:
         """Refuse a study whose trials were scored with another setup (or are another
         tenant's), as a resume does (the study's pruner and sampler do not matter to a refit)."""
         setup_path.check_stored(study, self.setup, tenant=self.tenant, arguments=self._named)
-
-    @property
-    def limits_text(self) -> str:
-        return ", ".join(str(limit) for limit in self.limits)

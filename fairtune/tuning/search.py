@@ -616,30 +616,30 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                                getattr(self, "_group_columns", {}))
         return self.best_estimator_
 
+    def _delegate(self, method: str, X: Any, params: dict[str, Any]) -> Any:
+        best = self._fitted_best(method, X, params)
+        return getattr(best, method)(X, **self._method_params(method, params))
+
     @available_if(_estimator_has("predict"))
     def predict(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict(X, **params)`` (e.g. ``sensitive_features=`` for a
         threshold mitigation)."""
-        best = self._fitted_best("predict", X, params)
-        return best.predict(X, **self._method_params("predict", params))
+        return self._delegate("predict", X, params)
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X, **params)``."""
-        best = self._fitted_best("predict_proba", X, params)
-        return best.predict_proba(X, **self._method_params("predict_proba", params))
+        return self._delegate("predict_proba", X, params)
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.predict_log_proba(X, **params)``."""
-        best = self._fitted_best("predict_log_proba", X, params)
-        return best.predict_log_proba(X, **self._method_params("predict_log_proba", params))
+        return self._delegate("predict_log_proba", X, params)
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: Any, **params: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X, **params)``."""
-        best = self._fitted_best("decision_function", X, params)
-        return best.decision_function(X, **self._method_params("decision_function", params))
+        return self._delegate("decision_function", X, params)
 
     def score(self, X: Any, y: Any, **params: Any) -> float:
         """``scoring`` of ``best_estimator_`` on ``(X, y)``; ``params`` go to its ``predict``.
@@ -660,40 +660,33 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """The class labels (of ``best_estimator_``)."""
         return self._fitted_best("classes_").classes_
 
-    @property
-    def n_features_in_(self) -> int:
-        """Number of features seen by ``best_estimator_`` in fit."""
+    def _best_attribute(self, name: str) -> Any:
+        # An AttributeError, so that hasattr(search, name) is False before fit.
         from sklearn.exceptions import NotFittedError
 
         try:
-            best = self._fitted_best("n_features_in_")
+            best = self._fitted_best(name)
         except (NotFittedError, AttributeError) as error:
-            raise AttributeError(f"{type(self).__name__} has no n_features_in_: {error}") from None
-        return best.n_features_in_
+            raise AttributeError(f"{type(self).__name__} has no {name}: {error}") from None
+        return getattr(best, name)
+
+    @property
+    def n_features_in_(self) -> int:
+        """Number of features seen by ``best_estimator_`` in fit."""
+        return self._best_attribute("n_features_in_")
 
     @property
     def feature_names_in_(self) -> np.ndarray:
         """Names of the features seen by ``best_estimator_`` in fit (a DataFrame's columns)."""
-        from sklearn.exceptions import NotFittedError
-
-        try:
-            best = self._fitted_best("feature_names_in_")
-        except (NotFittedError, AttributeError) as error:
-            raise AttributeError(
-                f"{type(self).__name__} has no feature_names_in_: {error}"
-            ) from None
-        return best.feature_names_in_
+        return self._best_attribute("feature_names_in_")
 
     def __sklearn_tags__(self) -> Any:
         from sklearn.utils import get_tags
 
         tags = super().__sklearn_tags__()
         inner = get_tags(self.estimator)
-        tags.input_tags.pairwise = inner.input_tags.pairwise
-        tags.input_tags.sparse = inner.input_tags.sparse
-        tags.input_tags.allow_nan = inner.input_tags.allow_nan
-        tags.input_tags.categorical = inner.input_tags.categorical
-        tags.input_tags.string = inner.input_tags.string
+        for name in ("pairwise", "sparse", "allow_nan", "categorical", "string"):
+            setattr(tags.input_tags, name, getattr(inner.input_tags, name))
         tags.target_tags.required = True
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_class = False  # fairness of a binary decision

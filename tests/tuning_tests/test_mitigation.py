@@ -237,7 +237,7 @@ def test_cross_validation_scores_each_folds_expected_predictions() -> None:
     study.optimize(obj, n_trials=1)
     y = obj.y_dev.to_numpy()
     p = np.full(len(y), np.nan)
-    for fit_rows, valid_rows in obj._folds:  # each fold's own sensitive features
+    for fit_rows, valid_rows in obj._rows.splits.folds:  # each fold's own sensitive features
         fitted = fit_trial(obj, PARAMS["threshold"], obj.X_dev.iloc[fit_rows],
                            obj.y_dev.iloc[fit_rows], obj.s_dev.iloc[fit_rows])
         p[valid_rows] = fitted.predict_proba(

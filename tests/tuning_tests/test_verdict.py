@@ -54,10 +54,10 @@ def test_a_study_set_up_with_confidence_deploys_nothing_before_its_safety_test()
     study = _study()
     assert deployment(study).why == "pending"
     page = report(study)
-    assert page._answer()[0].startswith("No model is certified yet: with confidence only a "
+    assert page._verdict()[2][0].startswith("No model is certified yet: with confidence only a "
                                         "certified model is deployed")
-    assert "`fairtune tune --confidence`" in page._answer()[0]
-    assert page._answer()[1].startswith("The candidate: trial #2, the best fair trial")
+    assert "`fairtune tune --confidence`" in page._verdict()[2][0]
+    assert page._verdict()[2][1].startswith("The candidate: trial #2, the best fair trial")
     text = page.text()
     assert "Best fair trial: #2 (a candidate: no model is certified yet)" in text
     assert "No model is certified yet" in text and "Deploy trial" not in text
@@ -70,7 +70,7 @@ def test_a_study_set_up_with_confidence_deploys_nothing_before_its_safety_test()
                                     "the candidate")
     assert "Deploy trial" not in note
     # Without confidence the same trials deploy the best fair one.
-    assert report(_study(confidence=None))._answer()[0].startswith(
+    assert report(_study(confidence=None))._verdict()[2][0].startswith(
         "Deploy trial #2, the best fair trial")
 
 
@@ -83,7 +83,7 @@ def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outda
     assert (verdict.why, verdict.untested, verdict.trial) == ("pending", (3,), None)
     page = report(study)
     assert page.certificate == {} and "Deploy trial" not in page.text()
-    assert page._answer()[0].startswith(
+    assert page._verdict()[2][0].startswith(
         "No model is certified for the trials as they stand: the certificate of trial #2 was "
         "recorded before trial #3, fair, ranked above it and not tested on the safety rows")
     assert "Certified: trial #2" not in page.text()
@@ -92,7 +92,7 @@ def test_a_verdict_recorded_before_untested_fair_trials_ranked_above_it_is_outda
     _certified(study, 2, [2])
     _add(study, 0.6, 0.01)
     assert deployment(study).why == "certified"
-    assert report(study)._answer()[0].startswith("Deploy trial #2, the certified model")
+    assert report(study)._verdict()[2][0].startswith("Deploy trial #2, the certified model")
     # Once a candidate of the sequence failed, no new trial can be tested: the verdict stands.
     study = _study()
     _certified(study, 1, [1, 2], passed=[1])
@@ -112,7 +112,7 @@ def test_a_refusal_is_outdated_by_an_untested_fair_trial_until_a_candidate_faile
     study = _study()
     study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "tested_trials": [2],
                                           "message": "No model could be certified: ..."})
-    assert report(study)._answer()[0] == "Deploy no model: No model could be certified: ..."
+    assert report(study)._verdict()[2][0] == "Deploy no model: No model could be certified: ..."
     _add(study, 0.6, 0.01)  # #3, fair and never tested; #2 failed, so the refusal stands
     record = deployment(study)
     assert (record.why, record.failed, record.untested, record.spent) == (
@@ -121,7 +121,7 @@ def test_a_refusal_is_outdated_by_an_untested_fair_trial_until_a_candidate_faile
     study.set_user_attr(CERTIFICATE_KEY, {"certified": False, "tested_trials": [],
                                           "message": "No model could be certified: ..."})
     assert deployment(study).untested == (2, 1, 3)
-    assert report(study)._answer()[0].startswith(
+    assert report(study)._verdict()[2][0].startswith(
         "No model is certified for the trials as they stand: the safety test's refusal was "
         "recorded before trials #1, #2, #3")
 
@@ -224,7 +224,7 @@ def test_a_fair_search_cv_refusal_is_recorded_and_reported_like_the_clis() -> No
     text = page.text()  # the answer first, as the page and the note give it; once
     assert f"\nDeploy no model: {refusal.value!s}\n" in text
     assert text.count(str(refusal.value)) == 1
-    assert page._deploy_heading() == "Deploy no model: the safety test certified none"
+    assert page._verdict()[1] == "Deploy no model: the safety test certified none"
 
 
 def test_conclude_records_a_refusal_and_no_test_scores() -> None:
@@ -237,7 +237,7 @@ def test_conclude_records_a_refusal_and_no_test_scores() -> None:
     assert (record.why, record.trial) == ("refused", None)
     assert "stopped at trial #10, which failed" in study.user_attrs[CERTIFICATE_KEY]["message"]
     assert TEST_SCORES_KEY not in study.user_attrs
-    assert report(study)._answer()[0].startswith("Deploy no model:")
+    assert report(study)._verdict()[2][0].startswith("Deploy no model:")
 
 
 def test_a_tenant_set_up_with_confidence_has_its_own_pending_verdict() -> None:
@@ -249,10 +249,10 @@ def test_a_tenant_set_up_with_confidence_has_its_own_pending_verdict() -> None:
     study.set_user_attr(key, {**study.user_attrs[key], "confidence": 0.9})
     assert (deployment(study, "a").why, deployment(study, "b").why) == ("best_fair", "pending")
     b, a = report(study, tenant="b").sections[0], report(study, tenant="a").sections[0]
-    assert b._deploy_heading() == ("No model certified yet; the best fair trial, #3, is the "
+    assert b._verdict()[1] == ("No model certified yet; the best fair trial, #3, is the "
                                    "candidate")
-    assert a._deploy_heading() == "Deploy trial #0, the best fair trial"
+    assert a._verdict()[1] == "Deploy trial #0, the best fair trial"
     study.set_user_attr(CERTIFICATE_KEY + ":b", {"certified": True, "trial": 4,
                                                  "tested_trials": [3, 4], "message": "Cert b"})
-    assert report(study, tenant="b").sections[0]._deploy_heading() == (
+    assert report(study, tenant="b").sections[0]._verdict()[1] == (
         "Deploy trial #4, certified")
