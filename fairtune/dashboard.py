@@ -298,8 +298,7 @@ class DashboardCallback:
         return self._update(study, after=None)
 
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        if len(study.directions) != 1:
-            raise ValueError(_MULTI_OBJECTIVE.format(n=len(study.directions)))
+        _check_study(study)
         if (trial.number + 1) % self.every == 0:
             self._update(study, after=trial.number)
 

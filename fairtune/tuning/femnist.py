@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fairtune._keys import CNN_DIVERGED_KEY
+from fairtune._names import check_integer
 from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
@@ -117,8 +118,7 @@ class CNNClassifier:
                     f"`{name}` must be a finite number >= 0, but got {name}={value!r}."
                 )
         for name, value in (("epochs", epochs), ("batch_size", batch_size), ("hidden", hidden)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer, but got {name}={value!r}.")
+            check_integer(name, value, minimum=1)
         channels = tuple(channels)
         if len(channels) != 2 or not all(isinstance(c, (int, np.integer)) and c >= 1
                                          for c in channels):
