@@ -202,7 +202,7 @@ def test_the_command_line_prints_the_certificate_or_refuses(
     from fairtune.report import report
 
     page = report(study)
-    answer = page._answer()
+    answer = page._verdict()[2]
     assert answer[0].startswith(f"Deploy trial #{trial}, the certified model")
     assert page.test_lines[0] in answer and page.test_lines[0] in out
     assert main([*args[:-5], "--confidence", "0.999", "--safety-size", "0.05",
@@ -425,8 +425,8 @@ def test_the_report_of_a_certified_study_scores_the_certified_model() -> None:
     # After a refusal: no test line of a model nobody may deploy.
     study.set_user_attr("fairtune:certificate", {"certified": False, "message": "No model."})
     page = report(study)
-    assert page._answer() == ["Deploy no model: No model."]
-    assert not any(line in page._answer() for line in page.test_lines)
+    assert page._verdict()[2] == ["Deploy no model: No model."]
+    assert not any(line in page._verdict()[2] for line in page.test_lines)
 
 
 def test_refit_best_with_confidence_returns_only_certified_models_unless_a_trial_is_named(
