@@ -297,6 +297,9 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
     validated = tightened(list(limits), margin)
     if confidence is not None:
         assert safety is not None  # an entrance keeps safety rows for a confidence
+        # A group that has no row of a label in all the data: no share of it can help.
+        check_groups_have_labels(groups, y01, rate_labels(validated), where="the data",
+                                 argument=argument)
         validated = limits_for_search(validated, confidence, *safety, margin=margin,
                                       method=bound or "exact")
     where, rows, shares = parts[-1]

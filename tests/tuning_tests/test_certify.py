@@ -173,6 +173,18 @@ def test_a_group_without_a_label_in_the_safety_rows_is_named_not_counted() -> No
     assert limits_for_search(parse_limits("demographic_parity<=0.2"), 0.9, y, s)
 
 
+def test_a_group_without_a_label_in_all_the_data_is_not_blamed_on_the_safety_rows() -> None:
+    # Every row of group 'c' is labelled 1: no share of the data gives it a false positive
+    # rate, so the refusal names the data and asks for more of it, not a larger safety_size.
+    X, y, group = _population(6000, 0)
+    group = group.where(np.arange(len(group)) % 20 != 0, "c").astype(str)
+    y = y.where(group != "c", 1)
+    with pytest.raises(ValueError, match=r"in the data group 'c' has no row labelled 0 "
+                                         r"\(unfavourable\).*\(more data\)") as refused:
+        FairObjective((X, y, group), "linear", limits="equalized_odds<=0.2", confidence=0.9)
+    assert "safety_size" not in str(refused.value)
+
+
 def test_a_resume_with_another_confidence_is_refused() -> None:
     objective = _objective()
     study = objective.create_study(seed=0)
