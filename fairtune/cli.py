@@ -154,7 +154,7 @@ def _add_tune_parser(subparsers: Any) -> None:
                              "new data at this level (e.g. 0.95), else exit 1")
     parser.add_argument("--safety-size", type=float, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
-                             "safety test (default 0.3)")
+                             "safety test (default 0.5)")
     parser.add_argument("--bound", choices=("exact", "score", "hoeffding"),
                         help="with --confidence: the test of each pair of groups on the safety "
                              "rows (default exact; score is asymptotic, hoeffding the widest)")

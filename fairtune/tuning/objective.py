@@ -185,7 +185,7 @@ class FairObjective:
             the width the test is predicted to need on those rows, and :meth:`refit_best`
             returns the certified model (``pipeline.certificate_``), or raises
             :class:`~fairtune.tuning.NotCertifiedError`. Defaults to None.
-        safety_size: The share of the tuning rows kept for the safety test. Defaults to 0.3
+        safety_size: The share of the tuning rows kept for the safety test. Defaults to 0.5
             with ``confidence``.
         bound: The safety test of each pair of groups, with ``confidence``: ``"exact"`` (the
             default), ``"score"`` (asymptotic, narrower) or ``"hoeffding"`` (the widest).

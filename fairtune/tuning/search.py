@@ -262,7 +262,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         prune_unfair: Let the pruner stop a trial that breaks a limit at a smaller budget.
             Defaults to False (the pruner sees the score alone).
         confidence: Refit only a model certified at this level (e.g. 0.95) as FairObjective
-            certifies it, on ``safety_size`` (default 0.3) of the rows kept from the search:
+            certifies it, on ``safety_size`` (default 0.5) of the rows kept from the search:
             ``best_estimator_.certificate_``, or :class:`~fairtune.tuning.NotCertifiedError`.
         safety_size: The share of the rows kept for the safety test of ``confidence``.
         bound: The safety test of each pair of groups, as FairObjective's ``bound``.
@@ -517,7 +517,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
             validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
             resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
-            safety_size=None if self.confidence is None else self.safety_size or 0.3, data=data,
+            safety_size=check_confidence(self.confidence, self.safety_size, given)[1], data=data,
             bound=check_bound(self.bound, self.confidence))
 
     def _search(self, study: Any, objective: Any, limits: list[FairnessLimit]) -> None:
