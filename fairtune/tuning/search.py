@@ -142,7 +142,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Differences from ``GridSearchCV``'s ``cv_results_``: ``mean_test_score`` is the trial's
     value, ``scoring`` on the pooled out-of-fold predictions (for ``"accuracy"``, the mean of
     the ``split<k>_test_score`` weighted by the fold sizes); ``rank_test_score`` ranks the model
-    to deploy first (``best_index_``), then the other fair trials.
+    to deploy first (``best_index_``), then the other fair trials; after a refusal, which
+    deploys none, no trial ranks first.
 
     Labels must be binary: 0/1 or booleans, where 1 (``True``) is the favourable outcome whose
     rates the fairness metrics compare, or any two labels with ``pos_label`` naming the
@@ -493,10 +494,14 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 model = refit(trial.params)
                 return model, predict(model, X_safe, s_safe)
 
-            self.best_estimator_, self.certificate_ = certify(
-                study, fit_predict, limits, confidence, y_safe, s_safe,
-                method=check_bound(self.bound, confidence) or "exact")
-        self._deploy(study, trials=finished_trials(study))
+            try:
+                self.best_estimator_, self.certificate_ = certify(
+                    study, fit_predict, limits, confidence, y_safe, s_safe,
+                    method=check_bound(self.bound, confidence) or "exact")
+            finally:  # a refusal too: then no trial ranks first
+                self._deploy(study, trials=finished_trials(study))
+        else:
+            self._deploy(study, trials=finished_trials(study))
         if safe is None and self.refit and getattr(self, "best_trial_", None) is not None:
             refit(self.best_params_)
         for callback in self.callbacks or ():  # a view of the study, e.g. DashboardCallback
@@ -536,9 +541,10 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _deploy(self, study: Any, trials: list[optuna.trial.FrozenTrial]) -> None:
         """``best_*`` and ``cv_results_["rank_test_score"]`` of the study's model to deploy
         (:func:`~fairtune.tuning._deployment.deployment`: the certified trial with
-        ``confidence``, else the best fair trial), ranked first."""
+        ``confidence``, else the best fair trial), ranked first; without one, no trial is."""
         record = deployment(study)
         if record.trial is None:
+            self.cv_results_["rank_test_score"] += 1
             return
         best = record.trial
         self.best_trial_, self.best_params_ = best, dict(best.params)

@@ -287,6 +287,17 @@ def test_fair_search_cv_ranks_the_certified_trial_first(monkeypatch: pytest.Monk
     failed = fitted.study_.user_attrs["fairtune:certificate"]["tested_trials"][1]
     assert failed != fitted.certificate_.trial
     assert ranks[list(results["trial_number"]).index(failed)] > 1
+    # When the first candidate fails, nothing is deployed, and no trial ranks first.
+    calls.clear()
+    monkeypatch.setattr(_certify, "safety_bounds", lambda *a, **k: {
+        m: 1.0 for m in bounds(*a, **k)})
+    refused = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
+                           limits="demographic_parity<=0.1", mitigation="threshold", cv=3,
+                           n_trials=4, random_state=0, confidence=0.9, safety_size=0.3)
+    with pytest.raises(NotCertifiedError):
+        refused.fit(X, y, sensitive_features=group)
+    assert 1 not in refused.cv_results_["rank_test_score"]
+    assert not hasattr(refused, "best_index_")
 
 
 def _study(gaps: dict[int, tuple[float, float]], limit: str = "demographic_parity<=0.1"
