@@ -11,7 +11,11 @@ the true rates, not one draw's). The methods, on the same table and seed:
 * ``search``: fairtune's best fair trial, refitted on the tuning rows (the README's quickstart);
 * ``margin``: the same, validated against the limit less 0.01 (``margin=0.01``);
 * ``gap0``: the same, aimed at a gap of 0.005 (``margin=0.045``), what buys reliability today;
-* ``certified``: ``confidence=0.95``: the certified model, or a refusal;
+* ``certified``: ``confidence=0.95``: the certified model, or a refusal (the exact test, the
+  default); ``certified_score`` and ``certified_hoeffding`` with ``bound="score"`` and
+  ``bound="hoeffding"``; ``certified_bonferroni`` rows are the test before the
+  intersection-union test (Hoeffding's bound split by Bonferroni over pairs, signs and five
+  candidates), kept from its runs;
 * ``threshold``: fairlearn's ThresholdOptimizer (exact parity on the tuning rows) on a default
   model;
 * ``accuracy_then_threshold``: the model tuned for accuracy alone (Optuna's TPE), then the
@@ -50,7 +54,9 @@ from benchmarks._common import (
 
 LIMIT = 0.05
 POPULATION_ROWS = 1_000_000
-METHODS = ("search", "margin", "gap0", "certified", "threshold", "accuracy_then_threshold")
+METHODS = ("search", "margin", "gap0", "certified", "certified_score", "certified_hoeffding",
+           "threshold", "accuracy_then_threshold")
+CERTIFIED = ("certified_bonferroni", "certified_hoeffding", "certified_score", "certified")
 FIELDS = ["rows", "metric", "model", "seed", "method", "refused", "true_gap", "fair",
           "accuracy", "test_gap", "test_accuracy", "n_trials", "seconds"]
 
@@ -115,21 +121,28 @@ class Deployed(NamedTuple):
     """The FairObjective the model was tuned with (its test split), None if refused before."""
 
 
-def deployed_models(data, model: str, metric: str, seed: int, n_trials: int
+def deployed_models(data, model: str, metric: str, seed: int, n_trials: int,
+                    methods=METHODS, safety_size=None, test_size=0.25, limit=LIMIT
                     ) -> Iterator[Deployed]:
-    """Every method of :data:`METHODS` on one table (a dataset's name or ``(X, y, group)``),
-    in that order: the four searches, then the two ThresholdOptimizer baselines."""
+    """The ``methods`` of :data:`METHODS` on one table (a dataset's name or ``(X, y, group)``),
+    in that order: the searches, then the two ThresholdOptimizer baselines."""
     from fairtune.tuning import FairObjective, NotCertifiedError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    limit = f"{metric}<={LIMIT}"
+    limit = f"{metric}<={limit}"
     searches = {"search": {}, "margin": {"margin": 0.01}, "gap0": {"margin": 0.045},
-                "certified": {"confidence": 0.95}}
+                "certified": {"confidence": 0.95, "safety_size": safety_size},
+                "certified_score": {"confidence": 0.95, "bound": "score",
+                                    "safety_size": safety_size},
+                "certified_hoeffding": {"confidence": 0.95, "bound": "hoeffding",
+                                        "safety_size": safety_size}}
     for method, extra in searches.items():
+        if method not in methods:
+            continue
         start = time.perf_counter()
         try:
             objective = FairObjective(data, model, limits=limit, mitigation="threshold",
-                                      test_size=0.25, random_state=seed, **extra)
+                                      test_size=test_size, random_state=seed, **extra)
         # Too few rows for the limit (safety rows to certify it, or validation rows per group
         # for a limit tightened to 0.005): refused before any trial.
         except ValueError as refusal:
@@ -145,16 +158,21 @@ def deployed_models(data, model: str, metric: str, seed: int, n_trials: int
                        objective)
     # The baselines: a default model, and the model tuned for accuracy alone, each with the
     # ThresholdOptimizer fitted on the tuning rows.
+    if "threshold" not in methods and "accuracy_then_threshold" not in methods:
+        return
     start = time.perf_counter()
-    base = FairObjective(data, model, limits=limit, test_size=0.25, random_state=seed)
-    yield Deployed("threshold", _threshold_on(base.default_params(), base, metric), "", 0,
-                   time.perf_counter() - start, base)
+    base = FairObjective(data, model, limits=limit, test_size=test_size, random_state=seed)
+    if "threshold" in methods:
+        yield Deployed("threshold", _threshold_on(base.default_params(), base, metric), "", 0,
+                       time.perf_counter() - start, base)
+    if "accuracy_then_threshold" not in methods:
+        return
     start = time.perf_counter()
     accurate = optuna.create_study(direction="maximize",
                                    sampler=optuna.samplers.TPESampler(seed=seed))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # no limit binds: accuracy alone decides
-        loose = FairObjective(data, model, limits=f"{metric}<=1", test_size=0.25,
+        loose = FairObjective(data, model, limits=f"{metric}<=1", test_size=test_size,
                               random_state=seed)
     accurate.optimize(loose, n_trials=n_trials)
     yield Deployed("accuracy_then_threshold",
@@ -163,10 +181,11 @@ def deployed_models(data, model: str, metric: str, seed: int, n_trials: int
 
 
 def run_one(rows: int, metric: str, model: str, seed: int, n_trials: int,
-            population_data) -> list[dict]:
-    """Every method on one table, judged on the population; rows of the result file."""
+            population_data, methods=METHODS, safety_size=None) -> list[dict]:
+    """The ``methods`` on one table, judged on the population; rows of the result file."""
     out = []
-    for d in deployed_models(population(rows, seed), model, metric, seed, n_trials):
+    for d in deployed_models(population(rows, seed), model, metric, seed, n_trials, methods,
+                             safety_size):
         row = {"rows": rows, "metric": metric, "model": model, "seed": seed,
                "method": d.method, "refused": d.model is None, "n_trials": d.n_trials,
                "seconds": round(d.seconds, 2)}
@@ -181,7 +200,8 @@ def run_one(rows: int, metric: str, model: str, seed: int, n_trials: int,
 
 
 def run(args: argparse.Namespace) -> None:
-    done = done_keys(args.out, ["rows", "metric", "model", "seed"]) if args.out else set()
+    done = {key[:4] for key in done_keys(args.out, ["rows", "metric", "model", "seed", "method"])
+            if key[4] in args.methods} if args.out else set()
     for rows in args.rows:
         for metric in args.metrics:
             population_data = None
@@ -190,7 +210,8 @@ def run(args: argparse.Namespace) -> None:
                     continue
                 if population_data is None:  # one million fresh rows, shared by the seeds
                     population_data = population(POPULATION_ROWS, 10**6 + rows)
-                result = run_one(rows, metric, args.model, seed, args.n_trials, population_data)
+                result = run_one(rows, metric, args.model, seed, args.n_trials, population_data,
+                                 args.methods, args.safety_size)
                 append_rows(args.out, result, FIELDS)
                 shown = ", ".join(f"{r['method']} {'refused' if r['refused'] else round(float(r['true_gap']), 4)}"
                                   for r in result)
@@ -201,79 +222,89 @@ NAMES = {
     "search": "fairtune, threshold inside",
     "margin": "the same, margin 0.01",
     "gap0": "the same, aimed at a gap of 0.005",
-    "certified": "the same, certified at 95 %",
+    "certified": "certified at 95 %, exact test",
+    "certified_score": "certified at 95 %, score test",
+    "certified_hoeffding": "certified at 95 %, Hoeffding",
+    "certified_bonferroni": "certified at 95 %, Hoeffding split by Bonferroni",
     "threshold": "ThresholdOptimizer on a default model",
     "accuracy_then_threshold": "tuned for accuracy, then ThresholdOptimizer",
 }
 
 
 def summarize(args: argparse.Namespace) -> None:
-    rows = read_rows(args.files)
+    """A table per size and metric (refusals, models over the limit on the population, mean
+    accuracy, the certified model's paired wins / ties / losses with a sign test), and the three
+    curves of the certified models against the rows."""
     by = defaultdict(dict)
-    for row in rows:
-        by[(row["rows"], row["metric"])].setdefault(row["method"], {})[row["seed"]] = row
-    lines = []
-    for (size, metric), methods in sorted(by.items(), key=lambda kv: (int(kv[0][0]), kv[0][1])):
+    for row in read_rows(args.files):
+        by[(int(row["rows"]), row["metric"])].setdefault(row["method"], {})[row["seed"]] = row
+    curves = []
+    for (size, metric), methods in sorted(by.items()):
         certified = methods.get("certified", {})
-        print(f"\n{int(size):,} rows, {metric} <= {LIMIT}:")
-        print(f"{'method':<48} {'seeds':>5} {'refused':>7} {'broke the limit':>15} "
-              f"{'accuracy':>8}  {'certified w/t/l (p)':>24}")
-        for method in METHODS:
-            runs = methods.get(method, {})
+        # A refusal deploys nothing: it counts as the accuracy of the majority class (what a
+        # reviewer falls back to), on the same population.
+        _, labels, _ = population(POPULATION_ROWS, 10**6 + size)
+        fallback = max(labels.mean(), 1 - labels.mean())
+        # A model that predicts one class for everyone has the accuracy of that class.
+        constant = (labels.mean(), 1 - labels.mean())
+        print(f"\n{size:,} rows, {metric} <= {LIMIT}:")
+        print(f"{'method':<52} {'seeds':>5} {'refused':>7} {'constant':>8} "
+              f"{'broke the limit':>15} {'accuracy':>8}  {'certified w/t/l (p)':>24}")
+        for method in [m for m in NAMES if m in methods]:
+            runs = methods[method]
             deployed = [r for r in runs.values() if r["refused"] != "True"]
             broke = sum(r["fair"] != "True" for r in deployed)
+            trivial = sum(np.isclose(float(r["accuracy"]), constant, atol=1e-9).any()
+                          for r in deployed)
             accuracy = np.mean([float(r["accuracy"]) for r in deployed]) if deployed else np.nan
             paired = ""
             if method != "certified" and certified:
-                # A refusal deploys nothing: it counts as the accuracy of the majority class
-                # (what a reviewer falls back to), on the same population.
-                _, labels, _ = population(POPULATION_ROWS, 10**6 + int(size))
-                fallback = max(labels.mean(), 1 - labels.mean())
-                wins = ties = losses = 0
-                for seed, mine in certified.items():
-                    other = runs.get(seed)
-                    if other is None:
-                        continue
-                    a = float(mine["accuracy"]) if mine["refused"] != "True" else fallback
-                    b = float(other["accuracy"]) if other["refused"] != "True" else fallback
-                    wins += a > b
-                    losses += a < b
-                    ties += a == b
+                score = {seed: float(r["accuracy"]) if r["refused"] != "True" else fallback
+                         for seed, r in runs.items()}
+                mine = {seed: float(r["accuracy"]) if r["refused"] != "True" else fallback
+                        for seed, r in certified.items()}
+                common = sorted(set(score) & set(mine))
+                wins = sum(mine[k] > score[k] for k in common)
+                losses = sum(mine[k] < score[k] for k in common)
+                ties = len(common) - wins - losses
                 paired = f"{wins}/{ties}/{losses} ({sign_test(wins, losses):.2g})"
-            print(f"{NAMES[method]:<48} {len(runs):>5} {len(runs) - len(deployed):>7} "
-                  f"{broke:>6} of {len(deployed):<6} {accuracy:>8.4f}  {paired:>24}")
-            lines.append((size, metric, method, len(runs), len(runs) - len(deployed), broke,
-                          len(deployed), accuracy))
+            print(f"{NAMES[method]:<52} {len(runs):>5} {len(runs) - len(deployed):>7} "
+                  f"{trivial:>8} {broke:>6} of {len(deployed):<6} {accuracy:>8.4f}  "
+                  f"{paired:>24}")
+            if method.startswith("certified") or method == "margin":
+                curves.append((metric, method, size, accuracy, len(deployed) / len(runs),
+                               broke / len(runs)))
     if args.plot:
-        _plot(lines, args.plot)
+        _plot(curves, args.plot)
 
 
-def _plot(lines, path) -> None:
-    panels = sorted({(size, metric) for size, metric, *_ in lines},
-                    key=lambda p: (int(p[0]), p[1]))
-    columns = min(2, len(panels))
-    rows = -(-len(panels) // columns)
-    fig, axes = figure(rows, columns, figsize=(COLUMN_INCHES, 2.5 * rows + 0.6), squeeze=False,
-                       sharex=True)
-    for i, (ax, (size, metric)) in enumerate(zip(axes.flat, panels)):
-        mine = [l for l in lines if (l[0], l[1]) == (size, metric)]
-        shares = [l[5] / l[3] if l[3] else np.nan for l in mine]
-        ax.barh([NAMES[l[2]] for l in mine], shares, color=[
-            "tab:green" if l[2] == "certified" else "tab:gray" for l in mine])
-        for position, line in enumerate(mine):
-            if line[4]:  # refusals deploy nothing
-                ax.text(0.07, position, f"refused {line[4]} of {line[3]}", va="center",
-                        fontsize=8, color="tab:green")
-        ax.axvline(0.05, color="tab:red", linestyle="--", linewidth=1)
-        ax.set_xlim(0, 0.6)
-        ax.set_title(f"{int(size):,} rows, {metric.replace('_', ' ')}", fontsize=9)
-        if i % columns:
-            ax.tick_params(labelleft=False)
-        if i // columns == rows - 1:
-            ax.set_xlabel("share of seeds over the limit\non the population (red: 5 %)",
-                          fontsize=8)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
+def _plot(curves, path) -> None:
+    """The Seldonian Toolkit's three curves against the rows: the certified model's accuracy
+    on the population, the share of seeds certified, the share over the limit there."""
+    metrics = sorted({c[0] for c in curves})
+    fig, axes = figure(len(metrics), 3, figsize=(COLUMN_INCHES, 2.3 * len(metrics) + 0.5),
+                       squeeze=False, sharex=True)
+    titles = ("accuracy (certified)", "share certified", "share over the limit")
+    for row, metric in enumerate(metrics):
+        shown = ("margin", *CERTIFIED)
+        for method in [m for m in shown if any(c[:2] == (metric, m) for c in curves)]:
+            points = sorted(c[2:] for c in curves if c[:2] == (metric, method))
+            sizes = [p[0] for p in points]
+            style = dict(marker="o", label=NAMES[method].replace("certified at 95 %, ", ""),
+                         linestyle="--" if method == "certified_bonferroni" else "-")
+            if method == "margin":  # the reference: no certificate, a margin of 0.01
+                style.update(color="0.6", label="margin 0.01, not certified")
+            for column in range(3):
+                axes[row, column].plot(sizes, [p[column + 1] for p in points], **style)
+        for column, ax in enumerate(axes[row]):
+            ax.set_xscale("log")
+            ax.set_title(f"{metric.replace('_', ' ')}: {titles[column]}", fontsize=8)
+            if column:
+                ax.set_ylim(-0.03, 1.03)
+        axes[row, 2].axhline(0.05, color="tab:red", linestyle=":", linewidth=1)
+    for ax in axes[-1]:
+        ax.set_xlabel("rows", fontsize=8)
+    axes[0, 1].legend(fontsize=7, loc="center right")
     save_figure(fig, path)
 
 
@@ -286,6 +317,8 @@ def main(argv=None) -> None:
     r.add_argument("--model", default="xgboost")
     r.add_argument("--seeds", type=int, nargs="+", default=list(range(40)))
     r.add_argument("--n-trials", type=int, default=50)
+    r.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    r.add_argument("--safety-size", type=float)
     r.add_argument("--out", required=True)
     s = sub.add_parser("summarize")
     s.add_argument("files", nargs="+")

@@ -47,7 +47,8 @@ FIELDS = ["dataset", "metric", "model", "split", "method", "refused", "refused_b
           "seconds", "refusal"]
 
 
-def run_one(dataset: str, metric: str, model: str, split: int, n_trials: int) -> list[dict]:
+def run_one(dataset: str, metric: str, model: str, split: int, n_trials: int,
+            methods=METHODS, limit: float = LIMIT, safety_size=None) -> list[dict]:
     """Every method on one split of ``dataset``, judged on its test split; rows of the
     result file."""
     from fairtune.datasets import FairtuneDatasetWarning
@@ -59,12 +60,13 @@ def run_one(dataset: str, metric: str, model: str, split: int, n_trials: int) ->
         warnings.simplefilter("ignore", FairtuneDatasetWarning)
         # The test split is the same for every method (the split seed decides it before any
         # safety rows); the baselines' objective gives it and its majority-class rate.
-        base = FairObjective(dataset, model, limits=f"{metric}<={LIMIT}", test_size=0.25,
+        base = FairObjective(dataset, model, limits=f"{metric}<={limit}", test_size=0.25,
                              random_state=split)
         test = (base.X_test, base.y_test, base.s_test)
         rate = float(np.mean(base.y_test))
         majority = max(rate, 1.0 - rate)
-        for d in deployed_models(dataset, model, metric, split, n_trials):
+        for d in deployed_models(dataset, model, metric, split, n_trials, methods,
+                                 safety_size, limit=limit):
             row = {"dataset": dataset, "metric": metric, "model": model, "split": split,
                    "method": d.method, "refused": d.model is None,
                    "refused_before_trials": d.model is None and d.n_trials == 0,
@@ -72,8 +74,8 @@ def run_one(dataset: str, metric: str, model: str, split: int, n_trials: int) ->
                    "seconds": round(d.seconds, 2), "refusal": d.refusal}
             if d.model is not None:
                 gap, accuracy = _scores(d.model, test, metric)
-                row.update(test_accuracy=accuracy, test_gap=gap, fair=gap <= LIMIT,
-                           fair_accuracy=accuracy if gap <= LIMIT else majority)
+                row.update(test_accuracy=accuracy, test_gap=gap, fair=gap <= limit,
+                           fair_accuracy=accuracy if gap <= limit else majority)
             out.append(row)
     return out
 
@@ -85,14 +87,16 @@ def _splits(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    done = done_keys(args.out, ["dataset", "metric", "model", "split"])
+    done = {key[:4] for key in done_keys(args.out, ["dataset", "metric", "model", "split",
+                                                    "method"]) if key[4] in args.methods}
     splits = [s for chunk in args.splits for s in chunk]
     for dataset in args.datasets:
         for metric in args.metrics:
             for split in splits:
                 if (dataset, metric, args.model, str(split)) in done:
                     continue
-                result = run_one(dataset, metric, args.model, split, args.n_trials)
+                result = run_one(dataset, metric, args.model, split, args.n_trials,
+                                 args.methods, args.limit, args.safety_size)
                 append_rows(args.out, result, FIELDS)
                 shown = ", ".join(
                     f"{r['method']} " + ("refused" if r["refused"] else
@@ -101,6 +105,50 @@ def run(args: argparse.Namespace) -> None:
                 seconds = sum(r["seconds"] for r in result)
                 print(f"{dataset} {metric} split {split} ({seconds:.0f} s; gap/accuracy): "
                       f"{shown}", flush=True)
+
+
+SAMPLE_FIELDS = ["rows", "metric", "model", "sample", "safety_size", "method", "refused",
+                 "refused_before_trials", "population_gap", "fair", "population_accuracy",
+                 "n_trials", "seconds", "refusal"]
+
+
+def samples(args: argparse.Namespace) -> None:
+    """Certified models on ``--rows``-row samples of Adult, judged on the other rows."""
+    from fairtune.datasets import load_adult
+
+    adult = load_adult()
+    X, y, group = adult.data, adult.target, adult.sensitive_features
+    done = done_keys(args.out, ["rows", "metric", "sample", "safety_size"])
+    for metric in args.metrics:
+        for sample in [s for chunk in args.samples for s in chunk]:
+            key = (str(args.rows), metric, str(sample), str(args.safety_size))
+            if key in done:
+                continue
+            rng = np.random.default_rng(10_000 + sample)
+            inside = np.zeros(len(y), dtype=bool)
+            inside[rng.choice(len(y), size=args.rows, replace=False)] = True
+            table = (X[inside].reset_index(drop=True), y[inside].reset_index(drop=True),
+                     group[inside].reset_index(drop=True))
+            rest = (X[~inside], y[~inside], group[~inside])
+            out = []
+            for d in deployed_models(table, args.model, metric, sample, args.n_trials,
+                                     args.methods, args.safety_size, test_size=None):
+                row = {"rows": args.rows, "metric": metric, "model": args.model,
+                       "sample": sample, "safety_size": args.safety_size, "method": d.method,
+                       "refused": d.model is None,
+                       "refused_before_trials": d.model is None and d.n_trials == 0,
+                       "n_trials": d.n_trials, "seconds": round(d.seconds, 2),
+                       "refusal": d.refusal}
+                if d.model is not None:
+                    gap, accuracy = _scores(d.model, rest, metric)
+                    row.update(population_gap=gap, fair=gap <= LIMIT,
+                               population_accuracy=accuracy)
+                out.append(row)
+            append_rows(args.out, out, SAMPLE_FIELDS)
+            shown = ", ".join(f"{r['method']} " + ("refused" if r["refused"] else
+                              f"{r['population_gap']:.3f}/{r['population_accuracy']:.3f}")
+                              for r in out)
+            print(f"adult {args.rows} rows {metric} sample {sample}: {shown}", flush=True)
 
 
 def summarize(args: argparse.Namespace) -> None:
@@ -116,8 +164,8 @@ def summarize(args: argparse.Namespace) -> None:
         print(f"\n{dataset}, {metric} <= {LIMIT}, {model} ({'/'.join(trials) or 0} trials):")
         print(f"{'method':<44} {'splits':>6} {'refused':>12} {'fair on test':>12} "
               f"{'accuracy':>8} {'fair acc.':>9}  {'certified w/t/l (p)':>20}")
-        for method in METHODS:
-            runs = methods.get(method, {})
+        for method in [m for m in NAMES if m in methods]:
+            runs = methods[method]
             deployed = [r for r in runs.values() if r["refused"] != "True"]
             before = sum(r["refused_before_trials"] == "True" for r in runs.values())
             fair = sum(r["fair"] == "True" for r in deployed)
@@ -174,12 +222,24 @@ def main(argv=None) -> None:
     r.add_argument("--splits", type=_splits, nargs="+", default=[list(range(20))],
                    help="split seeds: numbers or inclusive ranges such as 0..19")
     r.add_argument("--n-trials", type=int, default=50)
+    r.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    r.add_argument("--limit", type=float, default=LIMIT)
+    r.add_argument("--safety-size", type=float)
     r.add_argument("--out", required=True)
+    a = sub.add_parser("samples")
+    a.add_argument("--rows", type=int, default=5000)
+    a.add_argument("--metrics", nargs="+", default=["demographic_parity"])
+    a.add_argument("--model", default="linear")
+    a.add_argument("--samples", type=_splits, nargs="+", default=[list(range(10))])
+    a.add_argument("--n-trials", type=int, default=10)
+    a.add_argument("--methods", nargs="+", choices=METHODS, default=["certified", "margin"])
+    a.add_argument("--safety-size", type=float)
+    a.add_argument("--out", required=True)
     s = sub.add_parser("summarize")
     s.add_argument("files", nargs="+")
     s.add_argument("--plot")
     args = parser.parse_args(argv)
-    (run if args.command == "run" else summarize)(args)
+    {"run": run, "samples": samples, "summarize": summarize}[args.command](args)
 
 
 if __name__ == "__main__":
