@@ -16,8 +16,8 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["arg", "argument_names", "check_choice", "check_integer", "got", "has_name",
-           "renamed"]
+__all__ = ["TypedNumber", "arg", "argument_names", "check_choice", "check_integer", "got",
+           "has_name", "renamed"]
 
 # A read-only empty default: a ContextVar's default is shared by every context.
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar(
@@ -53,6 +53,21 @@ def got(name: str, value: Any) -> str:
     if flag and value is None:  # a flag not given
         return f"no {flag}"
     return f"{flag} {value!r}" if flag else setting
+
+
+class TypedNumber(float):
+    """A number read from text that messages show as it was typed (``--confidence 95``, not
+    ``95.0``): the command line's type for its numeric flags."""
+
+    text: str
+
+    def __new__(cls, text: str) -> TypedNumber:
+        number = super().__new__(cls, text)
+        number.text = text.strip()
+        return number
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def has_name(name: str) -> bool:

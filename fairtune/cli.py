@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from fairtune._interrupts import check_run, one_line, optimize_guarded
-from fairtune._names import argument_names
+from fairtune._names import TypedNumber, argument_names
 from fairtune._storage import (
     check_storage_url,
     create_or_load_named_study,
@@ -146,13 +146,13 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="keep the sensitive columns out of the model's inputs")
     parser.add_argument("--drop-columns", type=_column_list, default=[], metavar="COL[,COL...]",
                         help="columns the model does not see (e.g. one that gives the group away)")
-    parser.add_argument("--margin", type=float, default=0.0, metavar="M",
+    parser.add_argument("--margin", type=TypedNumber, default=0.0, metavar="M",
                         help="validate against the limits less M, a guessed safety margin "
                              "(default 0; --confidence derives one from the data)")
-    parser.add_argument("--confidence", type=float, metavar="LEVEL",
+    parser.add_argument("--confidence", type=TypedNumber, metavar="LEVEL",
                         help="deploy a model only with a certificate that it keeps the limits on "
                              "new data at this level (e.g. 0.95), else exit 1")
-    parser.add_argument("--safety-size", type=float, metavar="F",
+    parser.add_argument("--safety-size", type=TypedNumber, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
                              "safety test (default 0.5)")
     parser.add_argument("--bound", choices=("exact", "score", "hoeffding"),
@@ -166,8 +166,9 @@ def _add_tune_parser(subparsers: Any) -> None:
                         "accuracy; not with --objectives)")
     parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
-    parser.add_argument("--test-size", type=float, metavar="F", help="hold out this fraction "
-                        "of the rows as a test split and report the deployed model's scores on it")
+    parser.add_argument("--test-size", type=TypedNumber, metavar="F", help="hold out this "
+                        "fraction of the rows as a test split and report the deployed model's "
+                        "scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
     parser.add_argument("--pruner", choices=PRUNER_NAMES, help="multi-fidelity: fit each trial "
                         "on --budgets of the training rows, stopping poor ones early")

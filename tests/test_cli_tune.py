@@ -205,6 +205,10 @@ _G = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1"]
         (["tune", "--dataset", "german", "--model", "linear"], 2, "--limit"),
         ([*_G, "--n-trials", "0"], 2, "argument --n-trials: must be an integer >= 1, but got '0'"),
         ([*_G, "--test-size", "1.5"], 2, "--test-size must be a float in (0, 1), but got --test-size 1.5."),
+        # Numbers are named as typed, not as Python prints the float.
+        ([*_G, "--test-size", "2"], 2, "--test-size must be a float in (0, 1), but got --test-size 2."),
+        ([*_G, "--confidence", "95"], 2, "--confidence must be a level in (0.5, 1), e.g. 0.95, but got --confidence 95."),
+        ([*_G, "--confidence", ".9", "--safety-size", "1"], 2, "but got --safety-size 1."),
         ([*_G, "--cv", "400"], 2, "--cv must be at most the number of tuning rows of the smaller class (300), but got --cv 400."),
         ([*_G, "--storage", "fairtune.db"], 2, "--storage must be a database URL (e.g. sqlite:///fairtune.db"),
         ([*_G, "--storage", "sqlte:///x.db"], 2, "--storage 'sqlte:///x.db' has an unknown scheme 'sqlte'"),
