@@ -17,7 +17,7 @@ through the choices behind it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fairtune._keys import (
@@ -71,8 +71,6 @@ _BEHIND_LIMITS: tuple[str, ...] = ("limits_given", "margin", "confidence", "safe
                                    "data", "rows")
 # The data entries: which rows the trials are scored on (named when nothing else differs).
 _DATA: tuple[str, ...] = ("data", "rows")
-# Choices that change which rows land in which part, or their labels (they explain new rows).
-_SPLITTING: tuple[str, ...] = ("validation", "target", "pos_label", "confidence", "safety_size")
 # The parts of the ``rows`` entry, as messages describe them.
 _ROWS: dict[str, str] = {
     "tuning": "the tuning rows (or their validation splits)",
@@ -209,23 +207,18 @@ def _dataset_items(stored: Mapping[str, Any], record: Mapping[str, Any]
     if both is None:
         return None
     old, new = both
-    own_flag = renamed() and has_name("sensitive")  # else the data names its sensitive features
-    if old["name"] != new["name"] and not own_flag:
-        return [(arg("dataset"), repr(str(stored["dataset"])), repr(str(record["dataset"])))]
-    items = []
-    if old["name"] != new["name"]:
-        items.append((arg("dataset"), repr(old["name"]), repr(new["name"])))
-    if old["sensitive"] != new["sensitive"]:
-        spelled = arg("sensitive") if own_flag else f"the sensitive features of {arg('dataset')}"
-        items.append((spelled, repr(old["sensitive"]), repr(new["sensitive"])))
-    if old["hidden"] != new["hidden"]:
-        said = ({True: "'on'", False: "'off'"} if renamed()
-                else {True: "False", False: "True"})  # use_sensitive_feature
-        items.append((arg("use_sensitive_feature"), said[old["hidden"]], said[new["hidden"]]))
-    if old["dropped"] != new["dropped"]:
-        items.append((arg("drop_columns"), repr(", ".join(old["dropped"]) or "none"),
-                      repr(", ".join(new["dropped"]) or "none")))
-    return items or None
+    # The command line names the sensitive features with a flag; Python with the data (whose
+    # sensitive features are another data set's own).
+    own = renamed() and has_name("sensitive")
+    sensitive = arg("sensitive") if own else f"the sensitive features of {arg('dataset')}"
+    said = {True: "'on'", False: "'off'"} if renamed() else {True: "False", False: "True"}
+    spelled: dict[str, tuple[str, Callable[[Any], Any]]] = {
+        "name": (arg("dataset"), repr), "sensitive": (sensitive, repr),
+        "hidden": (arg("use_sensitive_feature"), said.get),
+        "dropped": (arg("drop_columns"), lambda v: repr(", ".join(v) or "none"))}
+    return [(name, show(old[part]), show(new[part]))
+            for part, (name, show) in spelled.items() if old[part] != new[part]
+            and not (part == "sensitive" and not own and old["name"] != new["name"])] or None
 
 
 def _validation_items(stored: Mapping[str, Any], record: Mapping[str, Any]
@@ -242,28 +235,6 @@ def _validation_items(stored: Mapping[str, Any], record: Mapping[str, Any]
             and not (n == "validation_size" and (old["cv"] or new["cv"]))] or None
 
 
-def _rows_changed(stored: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
-    """The parts of the ``rows`` entries (:data:`_ROWS`) that differ."""
-    old, new = stored.get("rows") or {}, record.get("rows") or {}
-    return [part for part in _ROWS if part in old and part in new and old[part] != new[part]]
-
-
-def _reordered(stored: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-    """Whether only the order of the columns changed (the ``rows`` digests in name order)."""
-    old, new = stored.get("rows") or {}, record.get("rows") or {}
-    return old.get("unordered") is not None and old.get("unordered") == new.get("unordered")
-
-
-def _rows_text(stored: Mapping[str, Any], record: Mapping[str, Any]) -> str:
-    """Which rows changed, or that only the order of the columns did."""
-    if _reordered(stored, record):
-        return ("the columns were reordered: the same rows and values in another column "
-                "order, which the models read their inputs in")
-    return " and ".join(_ROWS[p].format(test_size=arg("test_size"), confidence=arg("confidence"))
-                        for p in _rows_changed(stored, record)) + (
-        " changed: a value, label or group differs, or the rows are in another order")
-
-
 def _listed(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
@@ -275,21 +246,23 @@ def _another_study(record: Mapping[str, Any]) -> str:
     return f"another {arg('study_name')}"
 
 
-def _data_message(study: optuna.Study, stored: Mapping[str, Any], record: Mapping[str, Any],
-                  whose: str, follows: str = "") -> str:
-    """The rows differ and nothing else: which rows, as far as the records tell."""
+def _data_message(which: str, stored: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    """The rows differ and nothing else: which parts of them, as far as the records tell."""
     old, new = stored.get("rows") or {}, record.get("rows") or {}
-    changed = _rows_changed(stored, record)
-    if changed and (changed != ["tuning"] or "data" not in stored or _reordered(stored, record)):
+    changed = [part for part in _ROWS if part in old and part in new and old[part] != new[part]]
+    if changed and (changed != ["tuning"] or "data" not in stored):
         digests = "; ".join(f"{old[p]!r} there, {new[p]!r} here" for p in changed)
-        rows = f"{_rows_text(stored, record)} (digest {digests})"
+        parts = " and ".join(_ROWS[p].format(test_size=arg("test_size"),
+                                             confidence=arg("confidence")) for p in changed)
+        rows = (f"{parts} changed: a value, label or group differs, or the rows or columns "
+                f"are in another order (digest {digests})")
     else:
         rows = (f"data fingerprint {stored.get('data')!r} there, {record.get('data')!r} here: "
                 "other rows, labels, groups or validation splits")
     return (
-        f"{arg('study')} {study.study_name!r}{whose} holds trials scored on other data ({rows})"
-        f"{follows}, so its best trial would be chosen on scores that do not measure these "
-        f"rows; create a new study for this data ({_another_study(record)})."
+        f"{which} holds trials scored on other data ({rows}), so its best trial would be "
+        "chosen on scores that do not measure these rows; create a new study for this data "
+        f"({_another_study(record)})."
     )
 
 
@@ -298,18 +271,17 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
                   arguments: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """Why ``study`` cannot take this run's trials: each differing choice in the caller's
     spelling, stored value and this run's; the data only when nothing else differs."""
-    whose = f" (tenant {tenant!r})" if tenant is not None else ""
+    which = f"{arg('study')} {study.study_name!r}" + (
+        f" (tenant {tenant!r})" if tenant is not None else "")
     if "entrance" in names:
         here = "the command line" if renamed() else str(record["entrance"])
         return (
-            f"{arg('study')} {study.study_name!r}{whose} was tuned by "
-            f"{_ENTRANCES.get(str(stored['entrance']), stored['entrance'])}, which {here} "
-            "cannot resume: its trials were scored another way (another model, validation "
-            f"or data); use {_another_study(record)}."
+            f"{which} was tuned by {_ENTRANCES.get(str(stored['entrance']), stored['entrance'])}"
+            f", which {here} cannot resume: its trials were scored another way (another model, "
+            f"validation or data); use {_another_study(record)}."
         )
+    # The validated limits follow from the choices behind them: those are named.
     derived = "limits" in names and any(n in _BEHIND_LIMITS for n in names)
-    tightened = any(side.get("limits") != side.get("limits_given", side.get("limits"))
-                    for side in (stored, record))
     named = [n for n in names if n not in _DATA and not (n == "limits" and derived)]
     if "confidence" in named and None in (stored.get("confidence"), record.get("confidence")):
         # No safety rows and no test of them without confidence.
@@ -322,43 +294,26 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
         named = [n for n in named if n != "budgets"]  # no budgets without a pruner
     elif "budgets" in named and kinds[0] == kinds[1]:
         named = [n for n in named if n != "pruner"]  # the same pruner, set up for the budgets
-    follows = ""
-    if derived and (tightened or "limits_given" not in stored):
-        follows = (f", which validates the trials against {_show(record['limits'])} instead of "
-                   f"{_show(stored['limits'])}")
     if not named:
-        return _data_message(study, stored, record, whose, follows)
+        return _data_message(which, stored, record)
 
     def argument(name: str) -> str:
         chosen = {**_ARGUMENTS, **(arguments or {})}.get(name, (name,))
-        spelled = [arg(a) for a in chosen if has_name(a)] or [arg(name)]
-        return _listed(spelled)
-
-    def note(name: str) -> str:
-        width = (f" and the width of the {arg('confidence')} bound"
-                 if stored.get("confidence") or record.get("confidence") else "")
-        return (f" (the limits the trials are validated against: {arg('limits')} less "
-                f"{arg('margin')}{width})") if name == "limits" else ""
+        return _listed([arg(a) for a in chosen if has_name(a)] or [arg(name)])
 
     items: list[tuple[str, str, str]] = []
     for n in named:
         parts = None
         if n == "dataset":
             parts = _dataset_items(stored, record)
-            # A file's name and checksum hide which rows changed: say it, unless another
-            # choice (the splits, the labels, the sensitive features) explains it.
-            changed = _rows_changed(stored, record)
-            if changed and parts and len(parts) == 1 and parts[0][0] == arg("dataset") and not (
-                    set(named) & set(_SPLITTING)):
-                parts = [(*parts[0][:2], f"{parts[0][2]} ({_rows_text(stored, record)})")]
         elif n == "validation" and not (arguments or {}).get("validation"):
             parts = _validation_items(stored, record)
         old, new = kinds if n == "pruner" and kinds[0] != kinds[1] else (stored[n], record[n])
-        items += parts or [(argument(n), _show(old), _show(new) + note(n))]
+        items += parts or [(argument(n), _show(old), _show(new))]
     what = "; ".join(f"{a} {old}, but this run asks for {new}" for a, old, new in items)
     return (
-        f"{arg('study')} {study.study_name!r}{whose} was tuned with {what}{follows}: its "
-        "trials were scored another way and are not comparable with this run's; use the same "
+        f"{which} was tuned with {what}: its trials were scored another way and are not "
+        "comparable with this run's; use the same "
         f"{_listed(list(dict.fromkeys(a for a, _, _ in items)))} as before, or "
         f"{_another_study(record)}."
     )
@@ -394,23 +349,14 @@ def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | N
 
 def rows_record(rows: Any, data_fingerprint: Any) -> dict[str, str | None]:
     """The ``rows`` entry of a FairObjective's rows (:class:`fairtune.tuning._data.TuningRows`):
-    a digest of each part (None for a part the search lacks), and of them all with the columns
-    in name order, which tells reordered columns from changed rows."""
+    a digest of each part (None for a part the search lacks)."""
 
     def digest(*parts: Any, **folds: Any) -> str | None:
         return None if parts[0] is None else data_fingerprint(*parts, **folds)
 
-    def unordered(X: Any) -> Any:  # the columns in the order of their names
-        return None if X is None else X.iloc[:, sorted(range(X.shape[1]),
-                                                       key=lambda i: str(X.columns[i]))]
-
     return {"tuning": digest(rows.X_dev, rows.y_dev, rows.s_dev, folds=rows.splits.folds),
             "test": digest(rows.X_test, rows.y_test, rows.s_test),
-            "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe),
-            "unordered": data_fingerprint(
-                *(unordered(X) for X in (rows.X_dev, rows.X_test, rows.X_safe)), rows.y_dev,
-                rows.s_dev, rows.y_test, rows.s_test, rows.y_safe, rows.s_safe,
-                folds=rows.splits.folds)}
+            "safety": digest(rows.X_safe, rows.y_safe, rows.s_safe)}
 
 
 def check_stored(study: optuna.Study, record: Mapping[str, Any], *,
