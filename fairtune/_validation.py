@@ -45,9 +45,11 @@ __all__ = [
     "favourable_labels",
     "group_name",
     "minimum_group_rows",
+    "near_miss",
     "sensitive_groups",
     "shown",
     "twins",
+    "twins_note",
     "with_counts",
 ]
 
@@ -141,12 +143,12 @@ def with_counts(groups: list[list[Any]], column: Any) -> str:
     )
 
 
-def _twins_note(values: pd.Series, found: Any) -> str:
-    groups = twins(found)
-    if not groups:
-        return ""
-    return (" Labels that differ only in case, surrounding spaces or a final full stop are "
-            f"different labels: {with_counts(groups, values)}.")
+def twins_note(column: Any, values: Iterable[Any], what: str = "labels") -> str:
+    """A message's note of the twins among ``values`` with their row counts in ``column``
+    (``what``: how the message calls the values), or ``""`` without twins."""
+    groups = twins(values)
+    return (f" {what.capitalize()} that differ only in case, surrounding spaces or a final full "
+            f"stop are different {what}: {with_counts(groups, column)}." if groups else "")
 
 
 def _twins(values: pd.Series, pos_label: Any, matched: Sequence[Any] = ()) -> list[Any]:
@@ -157,14 +159,13 @@ def _twins(values: pd.Series, pos_label: Any, matched: Sequence[Any] = ()) -> li
             if _key(v) == key and not any(v == m for m in matched)]
 
 
-def _near_miss(values: pd.Series, pos_label: Any) -> str:
-    """For a favourable label found nowhere: the labels it differs from only in case or
-    surrounding spaces, with their row counts (``""`` if none)."""
-    close = _twins(values, pos_label)
-    if not close:
-        return ""
-    return (" It differs only in case, surrounding spaces or a final full stop from the labels "
-            f"{with_counts([close], values)}.")
+def near_miss(column: Any, value: Any) -> str:
+    """For a favourable label found nowhere in ``column``: the values it differs from only in
+    case, surrounding spaces or a final full stop, with their row counts (``""`` if none)."""
+    values = pd.Series(np.asarray(column, dtype=object).ravel())
+    close = _twins(values, value)
+    return (" It differs only in case, surrounding spaces or a final full stop from "
+            f"{with_counts([close], values)}." if close else "")
 
 
 def check_pos_label_twins(
@@ -211,13 +212,13 @@ def favourable_labels(
     if len(found) > 2:
         raise ValueError(
             f"{argument} must hold two distinct labels (a binary decision), but got {len(found)}: "
-            f"{shown(found)}.{_twins_note(values, found)}"
+            f"{shown(found)}.{twins_note(values, found)}"
         )
     if pos_label is not None:
         if not matches:
             raise ValueError(
                 f"`pos_label` must be one of the labels of {argument} {shown(found)}, but got "
-                f"pos_label={pos_label!r}.{_near_miss(values, pos_label)}"
+                f"pos_label={pos_label!r}.{near_miss(values, pos_label)}"
             )
         return (values == pos_label).to_numpy().astype(int), np.asarray(sorted(found))
     if pd.api.types.is_bool_dtype(values):
@@ -231,7 +232,7 @@ def favourable_labels(
         raise ValueError(
             f"{argument} must be 0/1 (1 = the favourable outcome) or booleans, or "
             f"`pos_label` must name the favourable one, but got the labels {shown(found)} and "
-            f"pos_label=None.{_twins_note(values, found)}"
+            f"pos_label=None.{twins_note(values, found)}"
         )
     return values.to_numpy().astype(float).astype(int), np.array([0, 1])
 

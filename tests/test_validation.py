@@ -115,7 +115,7 @@ def test_twins_are_named_in_the_errors_about_the_labels() -> None:
         favourable_labels(["Yes", "yes", "yes"])
     with pytest.raises(ValueError, match=r"must be one of the labels of `y` \['approved', "
                                          r"'denied'\], but got pos_label='Approved'\. It differs "
-                                         r"only in case.* from the labels 'approved' \(2 rows\)"):
+                                         r"only in case.* from 'approved' \(2 rows\)"):
         favourable_labels(["approved", "denied", "approved"], "Approved")
     # Adult's test file writes its labels with a final full stop: the same label, twice.
     with pytest.raises(ValueError, match=r"but got pos_label=' >50K' and labels that differ "

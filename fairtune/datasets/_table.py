@@ -15,9 +15,9 @@ import pandas as pd
 from fairtune._names import arg, got
 from fairtune._validation import (
     check_pos_label_twins,
+    near_miss,
     sensitive_groups,
-    twins,
-    with_counts,
+    twins_note,
 )
 from fairtune.datasets._base import FairDataset, _sha256
 
@@ -99,13 +99,11 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
         if set(values) <= {0, 1} and len(values) == 2 and column.dtype != object:
             return column.astype(int)
         if len(values) != 2:
-            alike = twins(values)
             raise ValueError(
                 f"{arg('target')} {target!r} must have two values (the favourable outcome and "
                 f"the other), or {arg('positive')} must name the favourable one, but it has "
                 f"{len(values)}: {shown[:10]}{' ...' if len(shown) > 10 else ''}."
-                + (" Values that differ only in case, surrounding spaces or a final full stop are "
-                   f"different values: {with_counts(alike, column)}." if alike else "")
+                + twins_note(column, values, "values")
             )
         raise ValueError(
             f"{arg('target')} {target!r} has the values {shown}: name the favourable one with "
@@ -122,14 +120,9 @@ def _labels(column: pd.Series, target: str, positive: Any) -> pd.Series:
         positive = positive.lstrip()
         matches = [v for v in values if str(v) == positive]
     if not matches:
-        close = [v for group in twins([positive, *values])
-                 if any(str(v) == str(positive) for v in group)
-                 for v in group if str(v) != str(positive)]
         raise ValueError(
             f"{arg('positive')} must be one of the values of {arg('target')} {target!r} "
-            f"{shown[:10]}, but got {got('positive', positive)}."
-            + (" It differs only in case, surrounding spaces or a final full stop from "
-               f"{with_counts([close], column)}." if close else "")
+            f"{shown[:10]}, but got {got('positive', positive)}." + near_miss(column, positive)
         )
     check_pos_label_twins(column, positive, matches, argument=f"{arg('target')} {target!r}",
                           pos_argument="positive")

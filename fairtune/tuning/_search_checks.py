@@ -226,18 +226,15 @@ def binary_target(y: Any) -> np.ndarray:
         y_array = y_array.ravel()
     target = type_of_target(y_array, input_name="y", raise_unknown=True)
     if target != "binary" or len(np.unique(y_array)) != 2:
-        from fairtune._validation import twins, with_counts
+        from fairtune._validation import twins_note
 
         classes = np.unique(y_array)
-        groups = twins(classes.tolist())
-        note = ("" if not groups else " Labels that differ only in case, surrounding spaces or "
-                f"a final full stop are different classes: {with_counts(groups, y_array)}; "
-                "clean them first.")
         raise ValueError(
             "Only binary classification is supported: `y` must have two classes (the "
             "fairness metrics compare the rates of the favourable outcome), but got "
             f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
-            f"{classes[:10].tolist()} (a {target} target).{note}"
+            f"{classes[:10].tolist()} (a {target} target)."
+            + twins_note(y_array, classes.tolist(), "classes")
         )
     return y_array
 
