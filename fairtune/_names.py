@@ -66,6 +66,9 @@ class TypedNumber(float):
         number.text = text.strip()
         return number
 
+    def __reduce__(self) -> tuple[type[TypedNumber], tuple[str]]:  # a copy keeps the text
+        return TypedNumber, (self.text,)
+
     def __repr__(self) -> str:
         return self.text
 

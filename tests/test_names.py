@@ -46,3 +46,16 @@ def test_the_command_lines_messages_say_a_flag_was_not_given(
     assert capsys.readouterr().err.strip() == (
         "fairtune: error: --study-name must name the study, but got ' '; leave it out for the "
         "default name.")
+
+
+def test_a_typed_number_is_named_as_typed_through_copies_and_pickles() -> None:
+    # The command line's numbers reach a pipeline's copies (deepcopy, joblib's pickles).
+    import copy
+    import pickle
+
+    from fairtune._names import TypedNumber, got
+
+    typed = TypedNumber(" 0.20")
+    for number in (typed, copy.deepcopy(typed), pickle.loads(pickle.dumps(typed))):
+        assert number == 0.2 and repr(number) == "0.20"
+        assert got("test_size", number) == "test_size=0.20"

@@ -37,11 +37,11 @@ def test_every_method_is_scored_on_the_test_split_and_summarized(
         assert row["fair"] == str(gap <= certified_real.LIMIT)
         expected = accuracy if row["fair"] == "True" else majority
         assert float(row["fair_accuracy"]) == expected
-    # 225 safety rows are far too few to certify a 0.05 limit at 95 %: refused before any
+    # 375 safety rows are far too few to certify a 0.05 limit at 95 %: refused before any
     # trial, with the error that says so.
     for row in (r for r in rows if r["method"] == "certified"):
         assert row["refused_before_trials"] == "True" and row["n_trials"] == "0"
-        assert "225 safety rows" in row["refusal"]
+        assert "375 safety rows" in row["refusal"]
     certified_real.main(command)  # resumed: every split is done
     assert len(read_rows(path)) == len(rows) == 2 * len(certified_real.METHODS)
     capsys.readouterr()
@@ -49,5 +49,5 @@ def test_every_method_is_scored_on_the_test_split_and_summarized(
     out = capsys.readouterr().out
     for metric in METRICS:
         assert f"german, {metric} <= 0.05, linear (2 trials):" in out
-    assert "the same, certified at 95 %" in out
+    assert "certified at 95 %, exact test" in out
     assert (tmp_path / "c.png").stat().st_size > 0
