@@ -18,6 +18,6 @@ def test_a_percentage_keeps_the_digits_of_the_level(fraction: float, shown: str)
 @pytest.mark.parametrize(("level", "shown"), [(0.975, "97.5%"), (0.9999, "99.99%")])
 def test_a_certificate_names_the_level_it_was_given(level: float, shown: str) -> None:
     certificate = Certificate(trial=3, level=level, bounds={"demographic_parity": 0.04},
-                              limits=["demographic_parity<=0.05"], rows=300, candidates=5,
+                              limits=["demographic_parity<=0.05"], rows=300, method="exact",
                               tested=1)
     assert f"with {shown} confidence" in certificate.text()
