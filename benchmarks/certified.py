@@ -304,7 +304,7 @@ def _plot(curves, path) -> None:
         axes[row, 2].axhline(0.05, color="tab:red", linestyle=":", linewidth=1)
     for ax in axes[-1]:
         ax.set_xlabel("rows", fontsize=8)
-    axes[0, 1].legend(fontsize=7, loc="center right")
+    axes[0, 2].legend(fontsize=7, loc="upper right")
     save_figure(fig, path)
 
 
