@@ -92,8 +92,7 @@ class Certificate:
     def text(self) -> str:
         """One line for a person: what is guaranteed, at what level, on what; and, of a model
         that predicted one class for every safety row, that it is a constant model."""
-        shown = ", ".join(f"{name} {'<=' if name != 'disparate_impact' else '>='} {bound:.4f}"
-                          for name, bound in self.bounds.items())
+        shown = bounds_text(self.bounds)
         text = (f"Certified: trial #{self.trial} keeps {', '.join(self.limits)} on new data "
                 f"with {percent(self.level)} confidence ({shown} on the population, by "
                 f"{TEST_NAMES[self.method]} on {self.rows} safety rows the search never saw; "
@@ -104,6 +103,16 @@ class Certificate:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def bounds_text(bounds: dict[str, float]) -> str:
+    """``{metric: bound}`` for a person, each rounded away from the limits (a gap's bound up, a
+    ratio's down): the limit shown is one the test passes, never a tighter one."""
+    # (At 1e-6 of a unit, so that 0.0007 stays 0.0007 despite 0.0007 * 1e4 = 7.000000000000001.)
+    return ", ".join(f"{name} >= {np.floor(round(bound * 1e4, 6)) / 1e4:.4f}"
+                     if name == "disparate_impact"
+                     else f"{name} <= {np.ceil(round(bound * 1e4, 6)) / 1e4:.4f}"
+                     for name, bound in bounds.items())
 
 
 def one_class_text(trial: int, label: int, rows: int) -> str:
@@ -529,8 +538,7 @@ def _refusal(ranked: Sequence[Any], limits: Sequence[Any], confidence: float,
             f"at trial #{failed[0]}, which failed, so none of the study's fair trials can be "
             f"tested on them. New safety rows (another study, or more data) are needed.",
             tested, passed, failure)
-    shown = ", ".join(f"{name} {'>=' if name == 'disparate_impact' else '<='} {bound:.4f}"
-                      for name, bound in failure["bounds"].items())
+    shown = bounds_text(failure["bounds"])
     advice = (f"More safety rows (a larger {arg('safety_size')} in a new study, or more data) "
               f"narrow the bounds; a looser limit or a lower {arg('confidence')} asks less.")
     if failure.get("one_class") == 0 and any(lim.metric == "disparate_impact"

@@ -522,3 +522,17 @@ def test_fair_search_cv_maps_folds_given_by_position_to_the_search_rows() -> Non
                           n_trials=3, random_state=0, confidence=0.9)
     search.fit(X, y, sensitive_features=group)
     assert search.n_splits_ == 3 and search.certificate_.rows == 4000
+
+
+def test_a_bound_is_shown_rounded_away_from_the_limit() -> None:
+    # A refusal's "would pass only <= b" must be a limit that passes, and a certificate must
+    # not state a tighter bound than the test gave: gaps round up, ratios down.
+    from fairtune.tuning._certify import Certificate, bounds_text
+
+    assert bounds_text({"demographic_parity": 0.18954}) == "demographic_parity <= 0.1896"
+    assert bounds_text({"disparate_impact": 0.85669}) == "disparate_impact >= 0.8566"
+    assert bounds_text({"equalized_odds": 0.0007}) == "equalized_odds <= 0.0007"
+    certificate = Certificate(trial=1, level=0.95, bounds={"demographic_parity": 0.03831},
+                              limits=["demographic_parity<=0.05"], rows=100, method="exact",
+                              tested=1)
+    assert "demographic_parity <= 0.0384 on the population" in certificate.text()
