@@ -551,8 +551,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.best_score_ = float(best.value)
         self.best_index_ = next(i for i, t in enumerate(trials) if t.number == best.number)
         ranks = self.cv_results_["rank_test_score"]
-        above = ranks < ranks[self.best_index_]
-        ranks[above] += 1  # the trials ranked above it, behind it now
+        above = ranks <= ranks[self.best_index_]  # above it, or tied with it
+        above[self.best_index_] = False
+        ranks[above] += 1  # behind it now
         ranks[self.best_index_] = 1
 
     def _select(self, study: Any, limits: list[FairnessLimit], numbers_before: set[int]) -> None:

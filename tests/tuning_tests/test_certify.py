@@ -536,3 +536,27 @@ def test_a_bound_is_shown_rounded_away_from_the_limit() -> None:
                               limits=["demographic_parity<=0.05"], rows=100, method="exact",
                               tested=1)
     assert "demographic_parity <= 0.0384 on the population" in certificate.text()
+
+
+def test_a_trial_tied_with_the_model_to_deploy_ranks_behind_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two trials of the same score (a resumed search) both rank 1 in the scores alone; rank 1
+    # must still name the model to deploy only.
+    from types import SimpleNamespace
+
+    from sklearn.linear_model import LogisticRegression
+
+    from fairtune.tuning import FairSearchCV
+    from fairtune.tuning import search as search_module
+
+    trials = [optuna.trial.create_trial(value=v, params={}, distributions={})
+              for v in (0.72, 0.70, 0.72)]
+    for number, trial in enumerate(trials):
+        trial.number = number
+    monkeypatch.setattr(search_module, "deployment",
+                        lambda study: SimpleNamespace(trial=trials[2]))
+    search = FairSearchCV(LogisticRegression(), {}, limits="demographic_parity<=0.1")
+    search.cv_results_ = {"rank_test_score": np.array([1, 3, 1])}
+    search._deploy(None, trials)
+    assert list(search.cv_results_["rank_test_score"]) == [2, 3, 1]
+    assert search.best_index_ == 2
