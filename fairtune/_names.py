@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = ["TypedNumber", "arg", "argument_names", "check_choice", "check_integer", "got",
-           "has_name", "renamed"]
+           "has_name", "number", "renamed"]
 
 # A read-only empty default: a ContextVar's default is shared by every context.
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar(
@@ -71,6 +71,11 @@ class TypedNumber(float):
 
     def __repr__(self) -> str:
         return self.text
+
+
+def number(text: str) -> TypedNumber:
+    """A numeric flag's type: a :class:`TypedNumber` (argparse names it "number" in errors)."""
+    return TypedNumber(text)
 
 
 def has_name(name: str) -> bool:

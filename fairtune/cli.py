@@ -15,15 +15,16 @@ exception (exit code 1); :func:`main` prints either as one line naming the flags
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from fairtune._interrupts import check_run, one_line, optimize_guarded
-from fairtune._names import TypedNumber, argument_names
+from fairtune._names import argument_names, number
 from fairtune._storage import (
     check_storage_url,
     create_or_load_named_study,
@@ -146,13 +147,13 @@ def _add_tune_parser(subparsers: Any) -> None:
                         help="keep the sensitive columns out of the model's inputs")
     parser.add_argument("--drop-columns", type=_column_list, default=[], metavar="COL[,COL...]",
                         help="columns the model does not see (e.g. one that gives the group away)")
-    parser.add_argument("--margin", type=TypedNumber, default=0.0, metavar="M",
+    parser.add_argument("--margin", type=number, default=0.0, metavar="M",
                         help="validate against the limits less M, a guessed safety margin "
                              "(default 0; --confidence derives one from the data)")
-    parser.add_argument("--confidence", type=TypedNumber, metavar="LEVEL",
+    parser.add_argument("--confidence", type=number, metavar="LEVEL",
                         help="deploy a model only with a certificate that it keeps the limits on "
                              "new data at this level (e.g. 0.95), else exit 1")
-    parser.add_argument("--safety-size", type=TypedNumber, metavar="F",
+    parser.add_argument("--safety-size", type=number, metavar="F",
                         help="with --confidence: the share of the tuning rows kept for the "
                              "safety test (default 0.5)")
     parser.add_argument("--bound", choices=("exact", "score", "hoeffding"),
@@ -166,7 +167,7 @@ def _add_tune_parser(subparsers: Any) -> None:
                         "accuracy; not with --objectives)")
     parser.add_argument("--cv", type=_int_at_least(2), metavar="K",
                         help="score trials by K-fold cross-validation instead of a 30%% split")
-    parser.add_argument("--test-size", type=TypedNumber, metavar="F", help="hold out this "
+    parser.add_argument("--test-size", type=number, metavar="F", help="hold out this "
                         "fraction of the rows as a test split and report the deployed model's "
                         "scores on it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the splits")
@@ -253,9 +254,13 @@ def _column_list(value: str, what: str = "column names") -> list[str]:
     return columns
 
 
-def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
-    """The library's warnings as one line each, in the words of the command line: flags for
-    argument names, and a dataset's known issues without the Python advice on silencing them."""
+@contextlib.contextmanager
+def _warnings_printed() -> Iterator[None]:
+    """The library's warnings in the block as one line each, in the command line's words: flags
+    for argument names, a dataset's known issues without Python's advice on silencing them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
     for warning in caught:
         message = warning.message
         text = getattr(message, "issues", "") or one_line(message)  # type: ignore[arg-type]
@@ -292,7 +297,8 @@ def _cmd_tune(args: argparse.Namespace, *, out: TextIO) -> int:
                    pruner=args.pruner)
         if (objective.margin or objective.confidence) and not multi:
             out.write(aimed_text(objective.limits, objective.tuning_limits, objective.margin,
-                                 objective.confidence, objective.bound) + "\n")
+                                 objective.confidence, objective.bound,
+                                 objective.X_test is not None) + "\n")
         guard, run = optimize_guarded(study, objective, n_trials=args.n_trials, n_jobs=args.n_jobs,
                                       show_progress_bar=not args.no_progress, tenant=args.tenant,
                                       callbacks=[view] if view else [])
@@ -313,7 +319,7 @@ def _finish_tune(study: Any, objective: Any, args: argparse.Namespace, out: Text
     record = None
     if not multi and not guard.interrupted:
         # The safety test and the test split first, so that the report opens with them.
-        with argument_names(_flags(args)):
+        with argument_names(_flags(args)), _warnings_printed():  # e.g. of untested trials
             record = objective.conclude(study)
     # A tenant's report: the table of every tenant, and its own best fair trial and plots.
     report.print_report(study, out, plot=args.plot, tenant=args.tenant)
@@ -387,10 +393,8 @@ def _dashboard_view(args: argparse.Namespace, multi: bool) -> Any:
 
 def _publish(study: Any, view: Any, args: argparse.Namespace, out: TextIO) -> None:
     """The dashboard's view of ``study`` as it ends (a failure is a warning)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_printed():
         updated = view.after_search(study)
-    _print_warnings(caught)
     where = (f"; the HTML report in --artifacts {printable(args.artifacts)}"
              if args.artifacts is not None else "")
     if updated:
@@ -414,8 +418,7 @@ def _tune_objective(args: argparse.Namespace) -> Any:
         if given:
             raise _UsageError(f"{', '.join(given)} describe the columns of --data FILE; the "
                               f"bundled --dataset {args.dataset} has its own.")
-    with warnings.catch_warnings(record=True) as caught, argument_names(_flags(args)):
-        warnings.simplefilter("always")
+    with _warnings_printed(), argument_names(_flags(args)):
         try:
             dataset = args.dataset if args.data is None else read_table(
                 args.data, target=args.target, sensitive=args.sensitive, positive=args.positive)
@@ -430,7 +433,6 @@ def _tune_objective(args: argparse.Namespace) -> Any:
                 budgets=args.budgets or ([1 / 9, 1 / 3, 1.0] if args.pruner else None))
         except ValueError as e:
             raise _UsageError(str(e)) from None
-    _print_warnings(caught)
     return objective
 
 

@@ -209,6 +209,7 @@ _G = ["tune", "--dataset", "german", "--model", "linear", "--limit", "dsp<=0.1"]
         ([*_G, "--test-size", "2"], 2, "--test-size must be a float in (0, 1), but got --test-size 2."),
         ([*_G, "--confidence", "95"], 2, "--confidence must be a level in (0.5, 1), e.g. 0.95, but got --confidence 95."),
         ([*_G, "--confidence", ".9", "--safety-size", "1"], 2, "but got --safety-size 1."),
+        ([*_G, "--confidence", "95%"], 2, "argument --confidence: invalid number value: '95%'"),
         ([*_G, "--cv", "400"], 2, "--cv must be at most the number of tuning rows of the smaller class (300), but got --cv 400."),
         ([*_G, "--storage", "fairtune.db"], 2, "--storage must be a database URL (e.g. sqlite:///fairtune.db"),
         ([*_G, "--storage", "sqlte:///x.db"], 2, "--storage 'sqlte:///x.db' has an unknown scheme 'sqlte'"),
@@ -574,8 +575,12 @@ def test_margin_validates_tighter_and_judges_the_test_split_against_the_limit(
             "--storage", f"sqlite:///{tmp_path / 'ft.db'}", "--study-name", "s"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert ("Trials validated against demographic_parity<=0.05 (the limits less a margin of "
-            "0.25); the test split is judged against demographic_parity<=0.3.") in out
+    assert ("Trials validated against demographic_parity<=0.05 (the limits tightened by a "
+            "margin of 0.25); the test split is judged against demographic_parity<=0.3.") in out
+    # Without a test split, no word of one.
+    assert main([*args[:9], *args[11:-2], "--study-name", "t"]) == 0
+    assert ("Trials validated against demographic_parity<=0.05 (the limits tightened by a "
+            "margin of 0.25).\n") in capsys.readouterr().out
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'ft.db'}")
     assert study.user_attrs["fairtune:setup"]["limits"] == ["demographic_parity<=0.05"]
     for t in study.trials:
@@ -844,3 +849,16 @@ def test_an_output_that_is_the_storage_file_is_refused_before_any_trial(
     assert main(["report", "--storage", url, flag, str(path)]) == 2
     assert f"{flag} must be another file than the study's storage" in capsys.readouterr().err
     assert path.stat().st_size == size
+
+
+def test_a_warning_of_the_safety_test_is_one_line_of_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The pinned run whose sequence of tests stopped before a better fair trial: the warning
+    # is the command line's own line, not Python's (with a source path), nor an error.
+    from tests.test_pinned_trials import cli_confidence_sequence
+
+    assert cli_confidence_sequence(tmp_path)["exit_code"] == 0
+    err = capsys.readouterr().err
+    assert ("fairtune: warning: Trial #3, fair and ranked above the certified trial #1, was "
+            "never tested") in err
+    assert ".py:" not in err

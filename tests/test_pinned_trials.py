@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -281,16 +280,11 @@ def cli_confidence_sequence(tmp_path: Path) -> dict[str, Any]:
     data = X.assign(group=group, y=y)
     data.to_csv(tmp_path / "table.csv", index=False, float_format="%.6f")
     storage = f"sqlite:///{tmp_path / 'confidence.db'}"
-    with warnings.catch_warnings():
-        # As a user runs it: its warnings printed (here, of a fair trial the sequence of tests
-        # never reached), not raised as the test run's filter would.
-        warnings.simplefilter("default")
-        code = main([
-            "tune", "--data", str(tmp_path / "table.csv"), "--target", "y", "--sensitive",
-            "group", "--model", "linear", "--limit", "demographic_parity<=0.1", "--confidence",
-            "0.95", "--n-trials", "6", "--no-progress", "--storage", storage, "--study-name",
-            "certified",
-        ])
+    code = main([
+        "tune", "--data", str(tmp_path / "table.csv"), "--target", "y", "--sensitive", "group",
+        "--model", "linear", "--limit", "demographic_parity<=0.1", "--confidence", "0.95",
+        "--n-trials", "6", "--no-progress", "--storage", storage, "--study-name", "certified",
+    ])
     study = optuna.load_study(study_name="certified", storage=storage)
     return {"exit_code": code, "trials": _fair_trials(study),
             "certificate": _plain(study.user_attrs.get("fairtune:certificate"))}

@@ -315,10 +315,11 @@ def _too_few(limit: Any, confidence: float, width: float, room: float, y: np.nda
 
 
 def aimed_text(given: Sequence[Any], validated: Sequence[Any], margin: float,
-               confidence: float | None, method: str | None) -> str:
+               confidence: float | None, method: str | None, test_split: bool) -> str:
     """Why the trials are validated against ``validated`` instead of the limits as ``given``:
     the margin, and with ``confidence`` the width the test is predicted to need on the safety
-    rows, whence the tightest limits they could certify (for a perfectly fair model)."""
+    rows, whence the tightest limits they could certify (for a perfectly fair model); with a
+    ``test_split``, that it is judged against the limits as given."""
     why = [f"a margin of {margin:g}"] if margin else []
     if confidence is not None:
         widths = {v.metric: abs(g.bound - v.bound) - margin
@@ -328,9 +329,9 @@ def aimed_text(given: Sequence[Any], validated: Sequence[Any], margin: float,
         why.append(f"the width {TEST_NAMES[method or 'exact']} at {percent(confidence)} is "
                    f"predicted to need on the safety rows, which could certify no limit "
                    f"tighter than {tightest}")
-    return (f"Trials validated against {', '.join(map(str, validated))} (the limits less "
-            f"{' and '.join(why)}); the test split is judged against "
-            f"{', '.join(map(str, given))}.")
+    judged = f"; the test split is judged against {', '.join(map(str, given))}"
+    return (f"Trials validated against {', '.join(map(str, validated))} (the limits tightened "
+            f"by {' and '.join(why)}){judged if test_split else ''}.")
 
 
 def safety_bounds(limits: Sequence[Any], confidence: float, y_safe: Any, predicted: Any,
