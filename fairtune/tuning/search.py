@@ -353,16 +353,17 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
 
-    def _check_limits(self) -> tuple[list[FairnessLimit], float | None, float | None]:
-        """The limits as given, ``confidence`` and ``safety_size``, each checked."""
+    def _check_limits(self) -> tuple[list[FairnessLimit], float | None, float | None,
+                                     str | None]:
+        """The limits as given, ``confidence``, ``safety_size`` and ``bound``, each checked."""
         limits = parse_limits(self.limits)  # its errors name `limits`
         trial_path.warn_if_cannot_bind(limits, stacklevel=3)
         confidence, safety_size = check_confidence(self.confidence, self.safety_size, limits)
-        check_bound(self.bound, confidence)
+        bound = check_bound(self.bound, confidence)
         if confidence is not None and not self.refit:
             raise ValueError(f"{arg('confidence')} certifies the refitted model, so `refit` "
                              "must be True with it, but got refit=False.")
-        return limits, confidence, safety_size
+        return limits, confidence, safety_size, bound
 
     def _check_refit(self, attr: str) -> None:
         if not self.refit:
@@ -418,7 +419,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_options(scoring=self.scoring, n_trials=self.n_trials, timeout=self.timeout,
                       n_jobs=self.n_jobs, refit=self.refit, error_score=self.error_score,
                       callbacks=self.callbacks, study=self.study, sampler=self.sampler)
-        given, confidence, safety_size = self._check_limits()
+        given, confidence, safety_size, bound = self._check_limits()
         y_array = binary_target(y)
         X, y = indexable(X, y)
         groups = check_sensitive(sensitive_features, len(y_array))
@@ -441,9 +442,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             test_size=None, safety_size=safety_size if confidence else None, ordered=True,
             cv=lambda dev: cv_folds(self.cv, take(X, dev), y_array[dev], take(split_params, dev),
                                     kept=None if confidence is None else dev),
-            limits=given, margin=self.margin, confidence=confidence, budgets=budgets,
-            argument="`sensitive_features`", resource=resource, rows="rows given to fit",
-            bound=check_bound(self.bound, confidence))
+            limits=given, margin=self.margin, confidence=confidence, budgets=budgets, bound=bound,
+            argument="`sensitive_features`", resource=resource, rows="rows given to fit")
         dev, splits, limits = split.dev, split.splits, split.limits
         safe = None if split.safe is None else (
             take(X, split.safe), y01[split.safe], take(sensitive_features, split.safe))
@@ -453,7 +453,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._known_groups, self._group_columns = known_groups(X, sensitive_features)
         build = builder(self.estimator, space, mitigation, limits, seed, self.pos_label)
         record = self._record(space, mitigation, given, limits, budgets, resource,
-                              data_fingerprint(X, y01, sensitive_features, folds=splits.folds))
+                              data_fingerprint(X, y01, sensitive_features, folds=splits.folds),
+                              confidence=confidence, safety_size=safety_size, bound=bound)
         study = prepare_search_study(
             self.study, sampler=self.sampler, sampler_seed=sampler_seed, pruner=self.pruner,
             record=record, budgets=budgets,
@@ -478,29 +479,28 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         self.n_splits_ = len(splits.folds)
         self._search(study, objective, limits)
-        return self._conclude(study, refit, predict, safe, given, confidence)
+        return self._conclude(study, refit, predict, safe, given, confidence, bound)
 
     def _conclude(self, study: Any, refit: Any, predict: Any, safe: Any,
-                  limits: list[FairnessLimit], confidence: float | None) -> FairSearchCV:
+                  limits: list[FairnessLimit], confidence: float | None,
+                  bound: str | None) -> FairSearchCV:
         """After the search: with ``confidence`` the safety test on the ``safe`` rows
         (``refit(params) -> model`` on the search rows, ``predict(model, X, s)``), the model
         to deploy as ``best_*`` (:meth:`_deploy`), refitted, and the views told."""
         study = self.study_
-        if safe is not None:
-            assert confidence is not None  # safety rows are kept for a confidence only
-            X_safe, y_safe, s_safe = safe
+        try:
+            if safe is not None:
+                assert confidence is not None  # safety rows are kept for a confidence only
+                X_safe, y_safe, s_safe = safe
 
-            def fit_predict(trial: Any) -> tuple[Any, Any]:
-                model = refit(trial.params)
-                return model, predict(model, X_safe, s_safe)
+                def fit_predict(trial: Any) -> tuple[Any, Any]:
+                    model = refit(trial.params)
+                    return model, predict(model, X_safe, s_safe)
 
-            try:
                 self.best_estimator_, self.certificate_ = certify(
                     study, fit_predict, limits, confidence, y_safe, s_safe,
-                    method=check_bound(self.bound, confidence) or "exact")
-            finally:  # a refusal too: then no trial ranks first
-                self._deploy(study, trials=finished_trials(study))
-        else:
+                    method=bound or "exact")
+        finally:  # a refusal too: then no trial ranks first
             self._deploy(study, trials=finished_trials(study))
         if safe is None and self.refit and getattr(self, "best_trial_", None) is not None:
             refit(self.best_params_)
@@ -511,19 +511,18 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _record(self, space: Any, mitigation: list[str], given: list[FairnessLimit],
-                limits: list[FairnessLimit], budgets: Any, resource: str, data: str
-                ) -> dict[str, Any]:
+                limits: list[FairnessLimit], budgets: Any, resource: str, data: str,
+                **certify: Any) -> dict[str, Any]:
         """The setup record of this search (:mod:`fairtune.tuning._setup`; the study's
-        preparation adds the pruner)."""
+        preparation adds the pruner), ``certify`` the checked ``confidence``, ``safety_size``
+        and ``bound``."""
         return setup_record(
             entrance="FairSearchCV", pos_label=self.pos_label, metric=self.scoring,
             model=estimator_identity(self.estimator, space), mitigation=list(mitigation),
             limits_given=sorted(str(limit) for limit in given),  # as the user gave them
             limits=sorted(str(limit) for limit in limits), margin=float(self.margin),
             validation=describe_cv(self.cv), budgets=None if budgets is None else list(budgets),
-            resource=resource, prune_unfair=bool(self.prune_unfair), confidence=self.confidence,
-            safety_size=check_confidence(self.confidence, self.safety_size, given)[1], data=data,
-            bound=check_bound(self.bound, self.confidence))
+            resource=resource, prune_unfair=bool(self.prune_unfair), data=data, **certify)
 
     def _search(self, study: Any, objective: Any, limits: list[FairnessLimit]) -> None:
         """Run the trials, then ``cv_results_``; this fit's failures reported; when no trial
