@@ -49,8 +49,7 @@ from fairtune import _keys
 from fairtune._names import check_integer
 from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import (
-    GRPC_PREFIX,
-    JOURNAL_PREFIX,
+    check_storage_url,
     create_or_load_study,
     open_storage,
     read_text,
@@ -131,13 +130,15 @@ def open_study(
 
     Raises:
         ValueError: On a malformed storage URL (naming ``storage``).
+        RuntimeError: On a storage file that cannot be used (e.g. read-only).
     """
+    check_storage_url(storage, create=True)
     heartbeat = heartbeat_interval if records_heartbeats(storage) else None
 
     def create() -> optuna.Study:
         return optuna.create_study(
-            storage=_open_url(storage, heartbeat_interval=heartbeat, grace_period=grace_period,
-                              max_retry=max_retry),
+            storage=open_storage(storage, heartbeat_interval=heartbeat,
+                                 grace_period=grace_period, max_retry=max_retry),
             study_name=study_name, sampler=sampler, direction=direction, directions=directions,
             load_if_exists=True,
         )
@@ -147,25 +148,6 @@ def open_study(
 
 def space_json(space: Mapping[str, BaseDistribution]) -> str:
     return json.dumps({k: distribution_to_json(v) for k, v in sorted(space.items())})
-
-
-def _open_url(url: str, **heartbeat: Any) -> str | BaseStorage:
-    """The storage a URL names; a malformed URL or an unknown scheme is a ValueError naming
-    ``storage``."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    try:
-        if not url.startswith((JOURNAL_PREFIX, GRPC_PREFIX)):
-            make_url(url).get_dialect()
-        storage = open_storage(url, **heartbeat)
-    except (ArgumentError, NoSuchModuleError, ValueError) as e:
-        raise ValueError(
-            "`storage` must be an Optuna storage URL (e.g. sqlite:///board.db, "
-            f"postgresql://user:password@host/database or journal:<file>) or storage object, "
-            f"but got storage={url!r} ({e})."
-        ) from e
-    return storage
 
 
 class Board:
@@ -200,7 +182,8 @@ class Board:
                              f"got storage={storage!r}.")
         self.name = name
         if isinstance(storage, str):
-            storage = _open_url(storage)
+            check_storage_url(storage, create=True)
+            storage = open_storage(storage)
         study = create_or_load_study(
             lambda: optuna.create_study(
                 storage=storage, study_name=BOARD_STUDY_PREFIX + name, load_if_exists=True

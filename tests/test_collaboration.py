@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,7 @@ def test_board_rejects_bad_input_with_clear_messages(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"`storage` must be an Optuna storage URL"):
         Board(3, name="x")  # type: ignore[arg-type]
     for url in ("notaurl://", "sqlite//board.db", "journal:"):
-        with pytest.raises(ValueError, match=rf"`storage` must be .* but got storage={url!r}"):
+        with pytest.raises(ValueError, match=rf"`storage` .*{re.escape(repr(url))}"):
             Board(url, name="x")
     # A journal:<file> URL is a Journal file, as on the command line.
     board = Board(f"journal:{tmp_path / 'board.log'}", name="j", seed=3)
@@ -217,7 +218,7 @@ def test_open_study_survives_agents_starting_together_on_a_new_postgres_database
 def test_open_study_names_a_bad_storage_and_loads_an_existing_study(tmp_path: Path) -> None:
     from fairtune.collaboration import open_study
 
-    with pytest.raises(ValueError, match=r"`storage` must be an Optuna storage URL.*sqlte"):
+    with pytest.raises(ValueError, match=r"`storage` 'sqlte:///x.db' has an unknown scheme"):
         open_study("sqlte:///x.db", "s")
     url = f"sqlite:///{tmp_path / 's.db'}"
     first = open_study(url, "s", direction="maximize")
