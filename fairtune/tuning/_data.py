@@ -229,17 +229,13 @@ def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, 
     values, counts = np.unique(np.asarray(labels), return_counts=True)
     classes = max(len(values), 1)
     n_held = math.ceil(share * n)
-    named = " and ".join(got(*step) for step in left_by)
-    leave = f"leave{'' if len(left_by) > 1 else 's'}"
-    if n < 2 * classes and left_by:
-        raise ValueError(
-            f"{named} {leave} {n:,} {rows}, too few for {held} and {rest}, which need at least "
-            f"one row of each of the {classes} labels each: a smaller "
-            f"{' or '.join(arg(name) for name, _ in left_by)}.")
-    rows = f"{rows} that {named} {leave}" if left_by else rows
-    if min(n_held, n - n_held) < classes:
+    if left_by:
+        leave = f"leave{'' if len(left_by) > 1 else 's'}"
+        rows = f"{rows} that {' and '.join(got(*step) for step in left_by)} {leave}"
+    if min(n_held, n - n_held) < classes:  # below 2 * classes rows, no share can help
         fix = (f"a {'larger' if n_held < classes else 'smaller'} {arg(argument)}"
-               if n >= 2 * classes else "more rows")
+               if n >= 2 * classes else f"a smaller {' or '.join(arg(a) for a, _ in left_by)}"
+               if left_by else "more rows")  # (but the earlier shares that left so few)
         raise ValueError(
             f"{got(argument, share)} gives {held} {n_held:,} of the {n:,} {rows} and leaves "
             f"{rest} {n - n_held:,}, but a split stratified by label needs at least one row of "

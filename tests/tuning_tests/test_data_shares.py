@@ -62,9 +62,10 @@ def test_a_safety_size_that_leaves_the_search_too_few_rows_is_named_not_the_data
         FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.999,
                       safety_size=0.99)
     with pytest.raises(ValueError, match=re.escape(
-            "safety_size=0.999 leaves 2 search rows, too few for the validation split and the "
-            "training split, which need at least one row of each of the 2 labels each: a "
-            "smaller `safety_size`.")):
+            "validation_size=0.3 gives the validation split 1 of the 2 search rows that "
+            "safety_size=0.999 leaves and leaves the training split 1, but a split stratified "
+            "by label needs at least one row of each of the 2 labels in each part: a smaller "
+            "`safety_size`.")):
         FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.999,
                       safety_size=0.999)
 
