@@ -358,10 +358,6 @@ def _codes(groups: Any) -> tuple[np.ndarray, np.ndarray]:
     return pd.factorize(pd.Series(groups).to_numpy(dtype=object))
 
 
-def _remedies(shares: Iterable[Share]) -> list[str]:
-    return [f"{remedy} {arg(name)}" for name, _, remedy in shares if has_name(name)]
-
-
 def check_group_sizes(groups: Any, rows: Any, minimum: int, *, where: str, argument: str,
                       needs: str = "measuring a group's rate", shares: Sequence[Share] = (),
                       enough: int | None = None) -> None:
@@ -378,16 +374,15 @@ def check_group_sizes(groups: Any, rows: Any, minimum: int, *, where: str, argum
     if not small:
         return
     # A share is named when every small group has enough rows in all (else the data is).
-    named = [share for share in shares if has_name(share[0])]
-    if min(total[small]) < (minimum if enough is None else enough):
-        named = []
+    named = [(name, value, remedy) for name, value, remedy in shares if has_name(name)
+             and min(total[small]) >= (minimum if enough is None else enough)]
     listed = ", ".join(f"the group {group_name(names[k])!r} {have[k]} row"
                        f"{'' if have[k] == 1 else 's'}" for k in small[:5])
     raise ValueError(MSG_SMALL_GROUPS.format(
         subject=f"{got(*named[0][:2])} leaves" if named else f"{argument} gives",
         groups=listed + (f" and {len(small) - 5} more" if small[5:] else ""), where=where,
         needs=needs, minimum=minimum, s="" if minimum == 1 else "s",
-        fixes="".join(f"{fix}, " for fix in _remedies(named))))
+        fixes="".join(f"{remedy} {arg(name)}, " for name, _, remedy in named)))
 
 
 def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -> None:
@@ -430,7 +425,9 @@ def check_groups_have_labels(groups: Any, y01: Any, needs: Iterable[tuple[str, s
         if not len(missing):
             continue
         k, meaning = missing[0], _LABEL_MEANING[label]
-        found, fixes = "", [*_remedies(shares), "more data"]
+        found = ""
+        fixes = [*(f"{remedy} {arg(name)}" for name, _, remedy in shares if has_name(name)),
+                 "more data"]
         if rows is not None:
             total = int(np.sum((codes == k) & (labels == label)))
             found = (f"The data has {total or 'no'} {meaning} row{'' if total == 1 else 's'} "
