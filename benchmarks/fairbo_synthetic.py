@@ -12,17 +12,21 @@ Problems (each with a known or reference constrained optimum):
 * ``german`` / ``compas``: random forest tuning (the Fair BO paper's 4-d space: trees 1-64 log,
   min split fraction 0.01-0.5 log, max depth 1-5, criterion) maximizing validation accuracy
   s.t. demographic parity difference <= 0.05 (70/30 stratified split, fixed).
+* ``branin_disk``, ``hartmann_ball``, ``log_two``, ``mixed_space`` and ``thin_band``: constrained
+  problems for the comparison with Optuna's GPSampler (each function's docstring): optima on a
+  disk's or a ball's edge, a log-scaled input with two binding constraints, integer,
+  categorical and float dimensions together, and a feasible band 0.04 wide.
 * ``levy6``, ``levy10``, ``sphere8`` and ``sphere16``: more parameters than the problems above.
   Levy's function in 6 and 10 dimensions (unconstrained, minimum 0), and 8-d and 16-d
   quadratics with one linear constraint (minimum 0.03).
 
 Every method gets the same 5 random initial trials for a seed (enqueued), then runs to
 ``--n-trials``. Constraints reach every sampler through ``trial.set_constraint`` (Optuna 5).
-Reported: median (and interquartile range) of the best feasible value after 20 and 40 trials
+Reported: median (and interquartile range) of the best feasible value after 20, 40 and 80 trials
 over seeds, a seed without any feasible trial counting as the worst outcome, the median
 trial index at which the first feasible trial appeared (a seed without one counting as later
-than the last trial) and, with ``--versus``, seed-by-seed sign tests. A run appends to ``--out``
-and skips the (problem, method, seed) studies already there.
+than the last trial), the median seconds per sampled trial and, with ``--versus``, seed-by-seed
+sign tests. A run appends to ``--out`` and skips the (problem, method, seed) studies already there.
 
 Usage (docs/benchmarks/fairbo.md gives the commands behind each number):
     OMP_NUM_THREADS=1 python -m benchmarks.fairbo_synthetic --problems gardner gramacy \\
@@ -104,6 +108,69 @@ def make_sphere(dim: int) -> Callable[[optuna.Trial], float]:
 
 
 levy10 = make_levy(10)
+
+
+def branin_disk(trial: optuna.Trial) -> float:
+    """Branin's function on [-5, 10] x [0, 15] inside a disk of radius 4 around (2.5, 7.5),
+    which holds none of its three minima: the optimum lies on the disk's edge."""
+    x = trial.suggest_float("x", -5.0, 10.0)
+    y = trial.suggest_float("y", 0.0, 15.0)
+    trial.set_constraint("c", (x - 2.5) ** 2 + (y - 7.5) ** 2 - 16.0)
+    b, c = 5.1 / (4 * math.pi**2), 5 / math.pi
+    return (y - b * x**2 + c * x - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x) + 10
+
+
+_HARTMANN_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+                        [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
+_HARTMANN_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886],
+                               [2329, 4135, 8307, 3736, 1004, 9991],
+                               [2348, 1451, 3522, 2883, 3047, 6650],
+                               [4047, 8828, 8732, 5743, 1091, 381]])
+_HARTMANN_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+
+
+def hartmann_ball(trial: optuna.Trial) -> float:
+    """Hartmann's 6-d function inside the ball of radius 0.5 around the cube's centre (its
+    global minimum, -3.32, lies outside)."""
+    x = np.array([trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(6)])
+    trial.set_constraint("c", float(np.sum((x - 0.5) ** 2)) - 0.25)
+    inner = np.sum(_HARTMANN_A * (x - _HARTMANN_P) ** 2, axis=1)
+    return float(-np.sum(_HARTMANN_ALPHA * np.exp(-inner)))
+
+
+def log_two(trial: optuna.Trial) -> float:
+    """3-d, one log-scaled input (a learning-rate-like ``lr`` in [1e-4, 1]), two constraints
+    that both bind at the optimum."""
+    lr = trial.suggest_float("lr", 1e-4, 1.0, log=True)
+    a = trial.suggest_float("a", 0.0, 1.0)
+    b = trial.suggest_float("b", 0.0, 1.0)
+    u = (math.log10(lr) + 4.0) / 4.0  # 0..1
+    trial.set_constraint("c1", a + b - 1.0)
+    trial.set_constraint("c2", 0.6 - u - 0.5 * a)
+    return (u - 0.3) ** 2 + (a - 0.9) ** 2 + (b - 0.7) ** 2 + 0.3 * math.sin(5 * u)
+
+
+def mixed_space(trial: optuna.Trial) -> float:
+    """Integer, log-scaled integer, categorical and float dimensions, one constraint."""
+    depth = trial.suggest_int("depth", 1, 12)
+    trees = trial.suggest_int("trees", 1, 1000, log=True)
+    kind = trial.suggest_categorical("kind", ["a", "b", "c"])
+    rate = trial.suggest_float("rate", 0.0, 1.0)
+    t = math.log10(trees) / 3.0
+    offset = {"a": 0.3, "b": 0.0, "c": 0.6}[kind]
+    trial.set_constraint("c", depth / 12.0 + t - 1.1 + 0.2 * rate)
+    return -(depth / 12.0) - t - 0.5 * math.sin(3 * rate) + offset + (rate - 0.6) ** 2
+
+
+def thin_band(trial: optuna.Trial) -> float:
+    """2-d, feasible only within 0.02 of a curve (about 4 % of the square), two constraints."""
+    x = trial.suggest_float("x", 0.0, 1.0)
+    y = trial.suggest_float("y", 0.0, 1.0)
+    g = 0.5 + 0.3 * math.sin(4.0 * x)
+    trial.set_constraint("above", g - 0.02 - y)
+    trial.set_constraint("below", y - g - 0.02)
+    return (x - 0.9) ** 2 + (y - 0.2) ** 2
+
 sphere16 = make_sphere(16)
 
 
@@ -152,6 +219,11 @@ def make_rf_objective(
 PROBLEMS: dict[str, tuple[str, Callable[[], Callable[[optuna.Trial], float]]]] = {
     "gardner": ("minimize", lambda: gardner),
     "gramacy": ("minimize", lambda: gramacy),
+    "branin_disk": ("minimize", lambda: branin_disk),
+    "hartmann_ball": ("minimize", lambda: hartmann_ball),
+    "log_two": ("minimize", lambda: log_two),
+    "mixed_space": ("minimize", lambda: mixed_space),
+    "thin_band": ("minimize", lambda: thin_band),
     "german": ("maximize", lambda: make_rf_objective("german")),
     "compas": ("maximize", lambda: make_rf_objective("compas")),
     "levy6": ("minimize", lambda: make_levy(6)),
@@ -237,12 +309,12 @@ def summarize(paths: list[str], plot: str | None = None,
     df = pd.concat([pd.read_csv(p) for p in paths])
     if methods:
         df = df[df.method.isin(methods)]
-    ks = checkpoints(int(df.trial.max()), (20, 40))
+    ks = checkpoints(int(df.trial.max()), (20, 40, 80))
     print(f"| problem | method | best feasible @{ks[0]}: median [IQR] | "
           + "".join(f"@{k}: median [IQR] | " for k in ks[1:])
           + "first feasible trial (median) | seeds without feasible "
-          + " / ".join(f"@{k}" for k in ks) + " |")
-    print("|---|---|" + "---|" * len(ks) + "---|---|")
+          + " / ".join(f"@{k}" for k in ks) + " | seconds per trial (median) |")
+    print("|---|---|" + "---|" * len(ks) + "---|---|---:|")
     for (problem, method), g in df.groupby(["problem", "method"], sort=False):
         sign = 1.0 if PROBLEMS[problem][0] == "maximize" else -1.0
         cells = []
@@ -257,8 +329,10 @@ def summarize(paths: list[str], plot: str | None = None,
         firsts = np.concatenate([first.to_numpy(float), np.full(missing, np.inf)])
         med_first = np.median(firsts)
         first_text = f"{med_first:.0f}" if np.isfinite(med_first) else f"> {g.trial.max()}"
+        # The sampler's share: the initial trials are enqueued, not sampled.
+        seconds = g[g.trial > N_INITIAL].seconds.median()
         print(f"| {problem} | {method} | {' | '.join(cells)} | {first_text} | "
-              + " / ".join(str(m) for m in [*missing_at, missing]) + " |")
+              + " / ".join(str(m) for m in [*missing_at, missing]) + f" | {seconds:.3f} |")
     if plot:
         plot_best(df, plot)
 
@@ -326,7 +400,7 @@ def versus_table(paths: list[str], reference: str) -> None:
     """
     import pandas as pd
     df = pd.concat([pd.read_csv(p) for p in paths])
-    ks = checkpoints(int(df.trial.max()), (20, 40))
+    ks = checkpoints(int(df.trial.max()), (20, 40, 80))
     print("| problem | method | seeds | " + "".join(
         f"@{k} vs {reference}: wins / ties / losses (sign test p) | " for k in ks).rstrip())
     print("|---|---|---|" + "---|" * len(ks))

@@ -38,6 +38,7 @@ def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
                "RandomSampler")
     lines = out.splitlines()
     assert "best feasible @7" in lines[0] and "@20" not in lines[0]
+    assert lines[0].endswith("| seconds per trial (median) |")
     assert sum(line.startswith("| gardner |") for line in lines) == 3  # 2 methods + versus
     assert any("@7 vs RandomSampler" in line for line in lines)
     assert len({line.count("|") for line in lines[:6]}) == 1  # header, rule, rows agree
@@ -49,6 +50,33 @@ def test_fairbo_synthetic_runs_and_summarizes_fewer_trials_than_its_checkpoints(
     out = _run(tmp_path, "fairbo_synthetic.py", "--summarize", "s.csv", "--methods",
                "RandomSampler", "--plot", "fig.png")
     assert "FairBO-cEI" not in out and (tmp_path / "fig.png").stat().st_size > 0
+
+
+def test_fairbo_synthetic_gp_comparison_problems_are_feasible_where_stated() -> None:
+    import importlib
+
+    from fairtune.fairness import is_feasible
+
+    bench = importlib.import_module("benchmarks.fairbo_synthetic")
+
+    def feasible(problem: str, params: dict) -> bool:
+        study = optuna.create_study(direction=bench.PROBLEMS[problem][0])
+        study.enqueue_trial(params)
+        study.optimize(bench.PROBLEMS[problem][1](), n_trials=1)
+        return is_feasible(study.trials[0])
+
+    assert feasible("branin_disk", {"x": 2.5, "y": 7.5})
+    assert not feasible("branin_disk", {"x": 3.14159, "y": 2.275})  # a minimum of Branin
+    centre = {f"x{i}": 0.5 for i in range(6)}
+    hartmann_minimum = dict(zip(centre, (0.2017, 0.15, 0.4769, 0.2753, 0.3117, 0.6573),
+                                strict=True))
+    assert feasible("hartmann_ball", centre) and not feasible("hartmann_ball", hartmann_minimum)
+    assert feasible("thin_band", {"x": 0.0, "y": 0.5})
+    assert not feasible("thin_band", {"x": 0.0, "y": 0.53})
+    assert feasible("log_two", {"lr": 1e-1, "a": 0.5, "b": 0.4})
+    assert not feasible("log_two", {"lr": 1e-4, "a": 0.5, "b": 0.4})  # c2: 0.6 - 0 - 0.25 > 0
+    assert feasible("mixed_space", {"depth": 1, "trees": 1, "kind": "a", "rate": 0.5})
+    assert not feasible("mixed_space", {"depth": 12, "trees": 1000, "kind": "b", "rate": 0.5})
 
 
 def test_fairbo_synthetic_higher_dimensional_problems_have_their_stated_optima() -> None:
