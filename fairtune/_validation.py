@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairtune._names import arg, got, has_name
+from fairtune._names import arg, got
 
 __all__ = [
     "MIN_GROUP_VALIDATION_ROWS",
@@ -92,14 +92,14 @@ MSG_GROUP_WITHOUT_LABEL = (
     "{argument} must give each group rows of every label its limits measure a rate on, but in "
     "{where} group {group!r} has no row labelled {label} ({meaning}) among its {rows} "
     "row{s}: its {rate} is undefined, and {limit} needs it. {found}Give it {meaning} rows there "
-    "({fixes}), merge it into another group, or use a limit that does not measure the {rate} "
+    "({fix}), merge it into another group, or use a limit that does not measure the {rate} "
     "(demographic_parity measures every row)."
 )
 _LABEL_MEANING = {1: "favourable", 0: "unfavourable"}
 
 Share = tuple[str, Any, str]
-"""``(argument, value, remedy)`` of a share that drew a part of the rows, e.g. ``("test_size",
-0.9, "a smaller")``: a message names ``test_size=0.9``, suggests "a smaller `test_size`"."""
+"""``(argument, value, remedy)`` of the share that drew a part of the rows, e.g. ``("test_size",
+0.9, "a smaller")``: a message names ``test_size=0.9`` and suggests "a smaller `test_size`"."""
 
 
 def shown(values: Iterable[Any], limit: int = 10) -> str:
@@ -359,30 +359,29 @@ def _codes(groups: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_group_sizes(groups: Any, rows: Any, minimum: int, *, where: str, argument: str,
-                      needs: str = "measuring a group's rate", shares: Sequence[Share] = (),
+                      needs: str = "measuring a group's rate", share: Share | None = None,
                       enough: int | None = None) -> None:
     """Refuse a group (:func:`sensitive_groups`'s ``groups`` of every row) with fewer than
     ``minimum`` of the ``rows`` (positions) of a part of the data, ``where``: the message names
-    the first of the ``shares`` that drew the part (the one keeping the fewest of its rows) and
-    suggests each, or ``argument`` (the sensitive features) when a small group has fewer than
-    ``enough`` rows in all (default ``minimum``); ``needs`` says what needs the rows, e.g.
-    ``"the limit demographic_parity<=0.05"``."""
+    the ``share`` that drew the part and suggests its remedy, or names ``argument`` (the
+    sensitive features) when a small group has fewer than ``enough`` rows in all (default
+    ``minimum``); ``needs`` says what needs the rows, e.g. ``"the limit
+    demographic_parity<=0.05"``."""
     codes, names = _codes(groups)
     total = np.bincount(codes, minlength=len(names))
     have = np.bincount(codes[np.asarray(rows, dtype=int)], minlength=len(names))
     small = [k for k in np.argsort(have, kind="stable") if have[k] < minimum]
     if not small:
         return
-    # A share is named when every small group has enough rows in all (else the data is).
-    named = [(name, value, remedy) for name, value, remedy in shares if has_name(name)
-             and min(total[small]) >= (minimum if enough is None else enough)]
+    # The share is named when every small group has enough rows in all (else the data is).
+    named = share if min(total[small]) >= (minimum if enough is None else enough) else None
     listed = ", ".join(f"the group {group_name(names[k])!r} {have[k]} row"
                        f"{'' if have[k] == 1 else 's'}" for k in small[:5])
     raise ValueError(MSG_SMALL_GROUPS.format(
-        subject=f"{got(*named[0][:2])} leaves" if named else f"{argument} gives",
+        subject=f"{got(*named[:2])} leaves" if named else f"{argument} gives",
         groups=listed + (f" and {len(small) - 5} more" if small[5:] else ""), where=where,
         needs=needs, minimum=minimum, s="" if minimum == 1 else "s",
-        fixes="".join(f"{remedy} {arg(name)}, " for name, _, remedy in named)))
+        fixes=f"{named[2]} {arg(named[0])}, " if named else ""))
 
 
 def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -> None:
@@ -406,14 +405,14 @@ def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -
 
 def check_groups_have_labels(groups: Any, y01: Any, needs: Iterable[tuple[str, str, int]],
                              *, where: str, argument: str, rows: Any = None,
-                             shares: Sequence[Share] = ()) -> None:
+                             share: Share | None = None) -> None:
     """Refuse a group without rows of a label that a limit measures a rate on.
 
     ``groups``, ``y01``: the group and 0/1 label of every row; ``needs``: ``(limit, rate,
     label)`` of each rate measured on one label's rows, e.g. ``("equalized_odds<=0.1", "false
     positive rate", 0)``; ``rows``: the positions of the rows ``where`` the rates are measured
     (the others the rest of the data: the message counts the label's rows there), or None for
-    all; ``shares``: those that drew them, suggested when the data has rows of the label.
+    all; ``share``: the one that drew them, suggested when the data has rows of the label.
     """
     labels = np.asarray(y01).ravel()
     codes, uniques = _codes(groups)
@@ -425,16 +424,13 @@ def check_groups_have_labels(groups: Any, y01: Any, needs: Iterable[tuple[str, s
         if not len(missing):
             continue
         k, meaning = missing[0], _LABEL_MEANING[label]
-        found = ""
-        fixes = [*(f"{remedy} {arg(name)}" for name, _, remedy in shares if has_name(name)),
-                 "more data"]
+        found, total = "", 1
         if rows is not None:
             total = int(np.sum((codes == k) & (labels == label)))
             found = (f"The data has {total or 'no'} {meaning} row{'' if total == 1 else 's'} "
                      "of the group. ")
-            fixes = fixes if total else ["more data"]
         raise ValueError(MSG_GROUP_WITHOUT_LABEL.format(
             argument=argument, where=where, group=group_name(uniques[k]), label=label,
             meaning=meaning, rows=int(counts[k]), s="" if counts[k] == 1 else "s", rate=rate,
-            limit=limit, found=found, fixes=", ".join(fixes[:-1]) + (
-                " or " if fixes[1:] else "") + fixes[-1]))
+            limit=limit, found=found,
+            fix=f"{share[2]} {arg(share[0])} or more data" if share and total else "more data"))

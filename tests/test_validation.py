@@ -377,17 +377,17 @@ def test_a_group_too_small_to_measure_is_refused_naming_it_and_the_fix() -> None
                           argument="`dataset` sensitive")
     # A share that left a group of enough rows too few is named, with what would do, in the
     # caller's spelling; a group too small in all names the data.
-    share = [("test_size", 0.9, "a smaller")]
+    share = ("test_size", 0.9, "a smaller")
     with pytest.raises(ValueError, match=r"^test_size=0\.9 leaves the group 'c' 3 rows in x; .*"
                                          r"there: a smaller `test_size`, more rows"):
         check_group_sizes(pd.Series(["a"] * 40 + ["c"] * 30), np.arange(43), 21, where="x",
-                          argument="`s`", shares=share)
+                          argument="`s`", share=share)
     with argument_names({"test_size": "--test-size"}), pytest.raises(
             ValueError, match=r"^--test-size 0\.9 leaves .*: a smaller --test-size, more rows"):
         check_group_sizes(pd.Series(["a"] * 40 + ["c"] * 30), np.arange(43), 21, where="x",
-                          argument="`s`", shares=share)
+                          argument="`s`", share=share)
     with pytest.raises(ValueError, match=r"^`s` gives the group 'c' 3 rows in x; .*: more rows"):
-        check_group_sizes(groups, rows, 21, where="x", argument="`s`", shares=share)
+        check_group_sizes(groups, rows, 21, where="x", argument="`s`", share=share)
     # Exactly the minimum passes.
     check_group_sizes(pd.Series(["a"] * 21 + ["b"] * 21), np.arange(42), 21, where="x",
                       argument="`s`")
@@ -519,17 +519,17 @@ def test_a_group_without_the_label_a_rate_is_measured_on_is_named_with_the_rate_
                                          r"it unfavourable rows there \(more data\), merge it"):
         check_groups_have_labels(groups, y01, needs, where="the validation split",
                                  argument="`s`", rows=np.arange(5),
-                                 shares=[("test_size", 0.5, "a smaller")])
-    # Rows of the label elsewhere in the data: the shares that drew the rows can help.
+                                 share=("test_size", 0.5, "a smaller"))
+    # Rows of the label elsewhere in the data: the share that drew the rows can help.
     with pytest.raises(ValueError, match=r"among its 3 rows: .* The data has 2 unfavourable rows "
                                          r"of the group\. Give it unfavourable rows there \(a "
                                          r"smaller `test_size` or more data\)"):
         check_groups_have_labels(pd.concat([groups, groups[2:4]]), np.r_[y01, 0, 0], needs,
                                  where="the validation split", argument="`s`",
-                                 rows=np.arange(5), shares=[("test_size", 0.5, "a smaller")])
+                                 rows=np.arange(5), share=("test_size", 0.5, "a smaller"))
     with pytest.raises(ValueError, match=r"needs it\. Give it unfavourable rows there \(a larger "
                                          r"`safety_size` or more data\)"):
         check_groups_have_labels(groups, y01, needs, where="the safety rows", argument="`s`",
-                                 shares=[("safety_size", None, "a larger")])
+                                 share=("safety_size", None, "a larger"))
     # The selection rate is measured on every row; the true positive rate has its rows.
     check_groups_have_labels(groups, y01, needs[:1], where="x", argument="`s`")

@@ -278,7 +278,7 @@ def limits_for_search(limits: Sequence[Any], confidence: float, y_safe: Any,
         # the other groups: name the cause rather than a count of rows.
         check_groups_have_labels(groups, y, rate_labels([limit]), where="the safety rows",
                                  argument="The sensitive features",
-                                 shares=[("safety_size", None, "a larger")])
+                                 share=("safety_size", None, "a larger"))
         width = metric_bound_width(limit.metric, sizes, rates, alpha=1.0 - confidence,
                                    method=method)
         bound = limit.bound - width if limit.sense == "upper" else limit.bound + width

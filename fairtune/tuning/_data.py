@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairtune._names import arg, got
+from fairtune._names import arg, got, has_name
 from fairtune._validation import (
     check_group_sizes,
     check_groups_are_not_labels,
@@ -218,24 +218,23 @@ def _check_folds_keep_values(folds: Sequence[Fold], keep: pd.DataFrame | None) -
 
 
 def drawn_split(n: int, share: float, labels: Any, seed: int, *, argument: str, held: str,
-                rest: str, rows: str, left_by: Sequence[tuple[str, Any]] = ()
+                rest: str, rows: str, left_by: tuple[str, Any] | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions ``(rest, held)`` of ``n`` rows that ``argument``'s ``share`` splits as
     ``train_test_split`` does, stratified by ``labels``; a part without a row of each label is
     refused, naming the argument, its value and the parts (``held``, ``rest``) of the ``rows``
-    (e.g. ``"rows of the data"``) that the shares ``left_by`` ``(argument, value)`` left."""
+    (e.g. ``"rows of the data"``) that the earlier share ``left_by`` ``(argument, value)`` left."""
     from sklearn.model_selection import train_test_split
 
     values, counts = np.unique(np.asarray(labels), return_counts=True)
     classes = max(len(values), 1)
     n_held = math.ceil(share * n)
     if left_by:
-        leave = f"leave{'' if len(left_by) > 1 else 's'}"
-        rows = f"{rows} that {' and '.join(got(*step) for step in left_by)} {leave}"
+        rows = f"{rows} that {got(*left_by)} leaves"
     if min(n_held, n - n_held) < classes:  # below 2 * classes rows, no share can help
         fix = (f"a {'larger' if n_held < classes else 'smaller'} {arg(argument)}"
-               if n >= 2 * classes else f"a smaller {' or '.join(arg(a) for a, _ in left_by)}"
-               if left_by else "more rows")  # (but the earlier shares that left so few)
+               if n >= 2 * classes else f"a smaller {arg(left_by[0])}"
+               if left_by else "more rows")  # (but the earlier share that left so few)
         raise ValueError(
             f"{got(argument, share)} gives {held} {n_held:,} of the {n:,} {rows} and leaves "
             f"{rest} {n - n_held:,}, but a split stratified by label needs at least one row of "
@@ -267,15 +266,26 @@ class Splits:
         return self.budget_folds[step]
 
 
-Part = tuple[str, np.ndarray, Sequence[tuple[str, Any, float, str]]]
-"""``(where, positions, shares)``: ``(argument, value, share of the rows kept, remedy)`` of each
-share that drew it, e.g. ``("test_size", 0.9, 0.1, "a smaller")`` for the validation split."""
+Drawn = tuple[float, str, Any, str]
+"""``(share of the rows kept, argument, value, remedy)`` of a share that drew a part of the
+rows, e.g. ``(0.1, "test_size", 0.9, "a smaller")`` for the rows ``test_size=0.9`` leaves."""
+
+Part = tuple[str, np.ndarray, Drawn | None]
+"""``(where, positions, share)``: of the shares that drew the part, the one that keeps the
+fewest of its rows and that the caller can type (:func:`_fewest`), or None."""
+
+
+def _fewest(*shares: Drawn | None) -> Drawn | None:
+    """Of ``shares``, the one keeping the fewest rows that the caller can type (the first of
+    equals): the one fix a message about the rows they drew names."""
+    return min((s for s in shares if s is not None and has_name(s[1])), key=lambda s: s[0],
+               default=None)
 
 
 def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float | None,
                      safety: tuple[Any, Any] | None, groups: pd.Series, y01: np.ndarray,
-                     parts: Sequence[Part], argument: str, seed: str | None = None,
-                     bound: str | None = None) -> list[Any]:
+                     parts: Sequence[Part], argument: str, bound: str | None = None
+                     ) -> list[Any]:
     """The limits the trials are validated against, derived once for every entrance, with the
     groups (label of each row, 0/1 labels ``y01``) checked against them, in this order:
 
@@ -287,7 +297,7 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
        :func:`~fairtune._validation.minimum_group_rows` of the validated limits there, a row
        in every other part, and rows of each label a validated limit's rate is measured on.
 
-    ``argument`` names the sensitive features, ``seed`` the argument that draws the splits.
+    ``argument`` names the sensitive features.
     """
     check_groups_are_not_labels(groups, y01, argument=argument)
     validated = tightened(list(limits), margin)
@@ -298,7 +308,7 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
                                  argument=argument)
         validated = limits_for_search(validated, confidence, *safety, margin=margin,
                                       method=bound or "exact")
-    where, rows, shares = parts[-1]
+    where, rows, share = parts[-1]
     minimum = minimum_group_rows(validated)
     upper = [limit for limit in validated if limit.sense == "upper" and limit.bound > 0]
     tightest = min(upper, key=lambda limit: limit.bound) if upper else None
@@ -310,20 +320,14 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
         f" the trials are validated against ({given} tightened for {how})" if given else ""))
     # A group with fewer rows in all than the disjoint parts need together is the data's fault.
     enough = minimum + sum(not np.isin(other, rows).any() for _, other, _ in parts[:-1])
-    for place, positions, steps, need in [(where, rows, shares, minimum),
+    for place, positions, drawn, need in [(where, rows, share, minimum),
                                           *((*part, 1) for part in parts[:-1])]:
         check_group_sizes(groups, positions, need, where=place, argument=argument,
                           needs=needs if need > 1 else "training and testing a model",
-                          shares=_ordered(steps), enough=enough)
-    check_groups_have_labels(
-        groups, y01, rate_labels(validated), where=where, argument=argument, rows=rows,
-        shares=[*([(seed, None, "another")] if seed else []), *_ordered(shares)])
+                          share=drawn and drawn[1:], enough=enough)
+    check_groups_have_labels(groups, y01, rate_labels(validated), where=where,
+                             argument=argument, rows=rows, share=share and share[1:])
     return validated
-
-
-def _ordered(steps: Sequence[tuple[str, Any, float, str]]) -> list[tuple[str, Any, str]]:
-    """The shares that drew a part, the one keeping the fewest of its rows first."""
-    return [(name, value, remedy) for name, value, _, remedy in sorted(steps, key=lambda s: s[2])]
 
 
 # -- the rows of a FairObjective --------------------------------------------------------------
@@ -492,39 +496,35 @@ class TuningRows:
     limits: list[Any]  # the limits the trials are validated against (validated_limits)
 
 
-def _share(name: str, value: Any, held: bool) -> tuple[str, Any, float, str]:
-    return name, value, value if held else 1 - value, "a larger" if held else "a smaller"
-
-
 def _held_out(labels: np.ndarray, keep: Any, test_size: float | None,
               safety_size: float | None, seed: int, rows: str, ordered: bool
-              ) -> tuple[np.ndarray, dict[str, np.ndarray], list[Any], list[Part]]:
+              ) -> tuple[np.ndarray, dict[str, np.ndarray], Drawn | None, list[Part]]:
     """The test split and the safety rows drawn from all the rows: ``(dev, drawn, before,
-    parts)``, the positions of the rows left for the search, of each part drawn, the shares
-    ahead of the search's split and the parts (for the group-size check). Each split is the
-    one train_test_split makes of the rows it splits (same rows, same order, or in the
-    order given when ``ordered``); ``rows`` names all the rows."""
-    dev, drawn = np.arange(len(labels)), {}
-    before: list[tuple[str, Any, float, str]] = []
+    parts)``, the positions of the rows left for the search, of each part drawn, the share
+    ahead of the search's split (:func:`_fewest`) and the parts (for the group-size check).
+    Each split is the one train_test_split makes of the rows it splits (same rows, same order,
+    or in the order given when ``ordered``); ``rows`` names all the rows."""
+    dev, drawn = np.arange(len(labels)), dict[str, np.ndarray]()
+    before: Drawn | None = None
     parts: list[Part] = []
     for size, value, held, rest in (("test_size", test_size, "the test split", "the tuning rows"),
                                     ("safety_size", safety_size, "the safety rows", "the search")):
         if value is not None:  # the safety rows are those of the safety test
             kept, drawn[size] = kept_values(*drawn_split(
                 len(dev), value, labels[dev], seed, argument=size, held=held, rest=rest,
-                rows="tuning rows" if before else rows,
-                left_by=[step[:2] for step in before]), None if keep is None else keep.iloc[dev])
+                rows="tuning rows" if drawn else rows, left_by=before and before[1:3]),
+                None if keep is None else keep.iloc[dev])
             if ordered:
                 kept, drawn[size] = np.sort(kept), np.sort(drawn[size])
             drawn[size] = dev[drawn[size]]
-            parts.append((held, drawn[size], [*before, _share(size, value, True)]))
-            before.append(_share(size, value, False))
+            parts.append((held, drawn[size], _fewest(before, (value, size, value, "a larger"))))
+            before = _fewest(before, (1 - value, size, value, "a smaller"))
             dev = dev[kept]
     return dev, drawn, before, parts
 
 
 def _search_folds(dev: np.ndarray, y_dev: np.ndarray, cv: int | None,
-                  validation_size: float | None, random_state: int, before: list[Any],
+                  validation_size: float | None, random_state: int, before: Drawn | None,
                   parts: list[Part], guard: Any) -> list[Fold]:
     """The validation split (one fold) or the cross-validation folds of the search rows;
     their parts appended to ``parts``."""
@@ -536,12 +536,13 @@ def _search_folds(dev: np.ndarray, y_dev: np.ndarray, cv: int | None,
             len(dev), validation_size, y_dev, random_state, argument="validation_size",
             held="the validation split", rest="the training split",
             rows="search rows" if before else "rows of the data",
-            left_by=[step[:2] for step in before]), guard)]
+            left_by=before and before[1:3]), guard)]
         (fit, valid), = folds
+        size = validation_size
         parts += [("the training split", dev[fit],
-                   [*before, _share("validation_size", validation_size, False)]),
+                   _fewest(before, (1 - size, "validation_size", size, "a smaller"))),
                   ("the validation split", dev[valid],
-                   [*before, _share("validation_size", validation_size, True)])]
+                   _fewest(before, (size, "validation_size", size, "a larger")))]
         return folds
     smallest_class = int(np.bincount(y_dev, minlength=2).min())
     if cv > smallest_class:
@@ -553,9 +554,9 @@ def _search_folds(dev: np.ndarray, y_dev: np.ndarray, cv: int | None,
     _check_folds_keep_values(folds, guard)
     for k, (fit, valid) in enumerate(folds):
         parts += [(f"the training rows of fold {k + 1}", dev[fit],
-                   [*before, ("cv", cv, 1 - 1 / cv, "a smaller")]),
+                   _fewest(before, (1 - 1 / cv, "cv", cv, "a smaller"))),
                   (f"the validation rows of fold {k + 1}", dev[valid],
-                   [*before, ("cv", cv, 1 / cv, "a smaller")])]
+                   _fewest(before, (1 / cv, "cv", cv, "a smaller")))]
     parts.append(("the cross-validation folds", dev, before))
     return folds
 
@@ -599,7 +600,7 @@ def split_rows(
     validated = validated_limits(
         limits, margin=margin, confidence=confidence, groups=groups, y01=y01,
         safety=None if safe is None else (y01[safe], _safe_indexing(sensitive, safe)),
-        parts=parts, argument=argument, seed="random_state", bound=bound)
+        parts=parts, argument=argument, bound=bound)
     splits = Splits(folds, len(dev))
     if budgets is not None and resource == "n_samples":
         splits.budget_folds = budget_folds(folds, y01[dev], groups.iloc[dev], budgets, seed,

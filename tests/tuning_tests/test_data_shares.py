@@ -57,8 +57,8 @@ def test_a_safety_size_that_leaves_the_search_too_few_rows_is_named_not_the_data
                                          r"limit demographic_parity<=0\.2\d+ the trials are "
                                          r"validated against \(demographic_parity<=0\.3 "
                                          r"tightened for `confidence`\) needs at least 5 "
-                                         r"rows of each group there: a smaller `safety_size`, a "
-                                         r"larger `validation_size`, more rows of the group"):
+                                         r"rows of each group there: a smaller `safety_size`, "
+                                         r"more rows of the group"):
         FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.999,
                       safety_size=0.99)
     with pytest.raises(ValueError, match=re.escape(
@@ -154,13 +154,13 @@ def test_a_label_held_out_in_the_test_split_is_said_to_be_there_with_what_would_
                       random_state=seed)
     message = str(caught.value)
     assert "group 'C' has no row labelled 1 (favourable)" in message
+    # One fix: the share that keeps the fewest of the validation rows, as the caller types it.
     assert ("The data has 2 favourable rows of the group. Give it favourable rows there "
-            "(another `random_state`, a larger `validation_size`, a smaller `test_size` or more "
-            "data)") in message
+            "(a larger `validation_size` or more data)") in message
     with argument_names({"test_size": "--test-size", "random_state": "--seed",
                          "dataset": "--data"}):
         with pytest.raises(ValueError, match=re.escape(
-                "(another --seed, a smaller --test-size or more data)")):
+                "(a smaller --test-size or more data)")):
             FairObjective(_few_favourable(), "linear", limits="eod<=0.3", test_size=0.25,
                           random_state=seed)
 
