@@ -50,10 +50,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
+from scipy import special
 
 from fairtune._gp.classifier import GPClassifier
-from fairtune._gp.gp import GPRegressor, KernelParams
+from fairtune._gp.gp import _MIN_VAR, GPRegressor, KernelParams
 
 __all__ = [
     "ConstrainedMES", "Constraints", "FeasibilityPhase", "LogConstrainedEI", "LogFeasibility",
@@ -82,15 +84,15 @@ def _log1mexp(w: torch.Tensor) -> torch.Tensor:
 class _LogH(torch.autograd.Function):
     """log h(z) with the analytic derivative d log h / dz = Phi(z) / h(z).
 
-    The forward value has three regimes of some 40 tensor operations; differentiating them by
-    autograd cost more than the rest of a cEI evaluation (the acquisition optimizer needs a
-    gradient at every step). Since h'(z) = Phi(z), the derivative is
+    The value has three regimes (:func:`_log_h_numpy`); differentiating them by autograd cost
+    more than the rest of a cEI evaluation (the acquisition optimizer needs a gradient at every
+    step). Since h'(z) = Phi(z), the derivative is
     exp(log Phi(z) - log h(z)), finite wherever both logs are (``log_ndtr`` does not underflow).
     """
 
     @staticmethod
     def forward(ctx: Any, z: torch.Tensor) -> torch.Tensor:
-        out = _log_h_value(z)
+        out = torch.from_numpy(_log_h_numpy(z.detach().numpy()))
         ctx.save_for_backward(z, out)
         return out
 
@@ -105,41 +107,23 @@ def log_h(z: torch.Tensor) -> torch.Tensor:
     return _LogH.apply(z)  # type: ignore[no-untyped-call]  # torch's Function.apply is untyped
 
 
-def _log_h_value(z: torch.Tensor) -> torch.Tensor:
-    """The value of :func:`log_h`: three regimes, each computed only if some z needs it."""
-    # Each regime is evaluated on a clamped copy of z so that the values torch.where does not
-    # select stay finite.
-    zero = torch.zeros_like(z)
-    if bool((z > -1.0).any()):
-        z_hi = z.clamp_min(-1.0)
-        direct = torch.log(
-            torch.exp(-0.5 * z_hi * z_hi - _LOG_SQRT_2PI) + z_hi * torch.special.ndtr(z_hi)
-        )
-    else:
-        direct = zero
-    if bool(((z <= -1.0) & (z > -_ASYMPTOTIC_FROM)).any()):
-        a = (-z).clamp(1.0, _ASYMPTOTIC_FROM)
-        tail = (
-            -0.5 * a * a
-            - _LOG_SQRT_2PI
-            + _log1mexp(torch.log(a * torch.special.erfcx(a / _SQRT2)) + _LOG_SQRT_PI_OVER_2)
-        )
-    else:
-        tail = zero
-    if bool((z <= -_ASYMPTOTIC_FROM).any()):
-        # 1 - sqrt(pi/2) a erfcx(a/sqrt2) = a^-2 - 3 a^-4 + 15 a^-6 - ..., whose direct
-        # evaluation loses all digits once a^-2 nears the float64 epsilon.
-        b = (-z).clamp(_ASYMPTOTIC_FROM, 1e150)
-        inv_b2 = 1.0 / (b * b)
-        asymptotic = (
-            -0.5 * b * b
-            - _LOG_SQRT_2PI
-            - 2.0 * torch.log(b)
-            + torch.log1p(-3.0 * inv_b2 + 15.0 * inv_b2 * inv_b2)
-        )
-    else:
-        asymptotic = zero
-    return torch.where(z > -1.0, direct, torch.where(z > -_ASYMPTOTIC_FROM, tail, asymptotic))
+def _log_h_numpy(z: np.ndarray) -> np.ndarray:
+    """The value of :func:`log_h`, in numpy: three regimes, each on the z that need it."""
+    out = np.empty_like(z)
+    direct, asymptotic = z > -1.0, z <= -_ASYMPTOTIC_FROM
+    tail = ~direct & ~asymptotic
+    a = z[direct]
+    out[direct] = np.log(np.exp(-0.5 * a * a - _LOG_SQRT_2PI) + a * special.ndtr(a))
+    a = -z[tail]
+    w = np.log(a * special.erfcx(a / _SQRT2)) + _LOG_SQRT_PI_OVER_2
+    log1mexp = np.where(w > -math.log(2.0), np.log(-np.expm1(np.maximum(w, -math.log(2.0)))),
+                        np.log1p(-np.exp(np.minimum(w, -math.log(2.0)))))
+    out[tail] = -0.5 * a * a - _LOG_SQRT_2PI + log1mexp
+    b = np.minimum(-z[asymptotic], 1e150)
+    inv_b2 = 1.0 / (b * b)
+    out[asymptotic] = (-0.5 * b * b - _LOG_SQRT_2PI - 2.0 * np.log(b)
+                       + np.log1p(-3.0 * inv_b2 + 15.0 * inv_b2 * inv_b2))
+    return out
 
 
 def log_ei(mean: torch.Tensor, var: torch.Tensor, best_f: float | torch.Tensor) -> torch.Tensor:
@@ -313,6 +297,37 @@ class LogConstrainedEI:
         mean, var = self.gp.posterior(x)
         return (log_ei(mean, var, self.best_f) + self.constraints.log_pof(x)
                 + self.repeat(x))
+
+    def value_and_grad(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The value (b,) and gradient (b, 1, d) at X (b, 1, d), in numpy; None where a
+        classifier (a binary constraint, the repeat penalty) needs torch's autograd."""
+        if self.constraints.classifiers or self.repeat.classifiers:
+            return None
+        x = X[:, 0, :]
+        mean, var, to_x = _floored(self.gp.posterior_numpy(x))
+        sigma = np.sqrt(var)
+        z = (mean - self.best_f) / sigma
+        log_h_z = _log_h_numpy(z)
+        ratio = np.exp(special.log_ndtr(z) - log_h_z)  # d log h / dz
+        value = np.log(sigma) + log_h_z
+        grad = to_x(ratio / sigma, (1.0 - ratio * z) / (2.0 * var))
+        for gp, threshold in self.constraints.regression:
+            mean, var, to_x = _floored(gp.posterior_numpy(x))
+            sigma = np.sqrt(var)
+            w = (threshold - mean) / sigma
+            log_p = special.log_ndtr(w)
+            hazard = np.exp(-0.5 * w * w - _LOG_SQRT_2PI - log_p)  # d log Phi / dw
+            value = value + log_p
+            grad = grad + to_x(-hazard / sigma, -hazard * w / (2.0 * var))
+        return value, grad[:, None, :]
+
+
+def _floored(posterior: tuple[np.ndarray, np.ndarray, Any]) -> tuple[np.ndarray, np.ndarray, Any]:
+    """A numpy posterior with the variance floored as :meth:`GPRegressor.posterior` floors it
+    (no gradient w.r.t. a floored variance)."""
+    mean, var, to_x = posterior
+    kept = var > _MIN_VAR
+    return mean, np.where(kept, var, _MIN_VAR), lambda gm, gv: to_x(gm, np.where(kept, gv, 0.0))
 
 
 @dataclass

@@ -26,6 +26,7 @@ Algorithm:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -99,6 +100,40 @@ def _local_continuous(
     X_fixed = torch.from_numpy(X0.copy())
     mask = torch.from_numpy(np.broadcast_to(cont, X0.shape).copy())
     z0 = X0[:, :, cont].ravel()
+    in_numpy = getattr(acqf, "value_and_grad", None)
+    f = (_numpy_value_and_grad(in_numpy, X0, cont)
+         if in_numpy is not None and in_numpy(X0) is not None
+         else _torch_value_and_grad(acqf, X_fixed, mask))
+    result = scipy.optimize.minimize(
+        f, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(z0),
+        options={"maxiter": max_iter},
+    )
+    X = X0.copy()
+    X[:, :, cont] = result.x.reshape(X0.shape[0], X0.shape[1], -1)
+    return X
+
+
+def _numpy_value_and_grad(
+    value_and_grad: Callable[[np.ndarray], Any], X0: np.ndarray, cont: np.ndarray
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """The loss of :func:`_local_continuous` and its gradient from an acquisition's own numpy
+    ``value_and_grad`` (e.g. :class:`~fairtune._gp.acquisition.LogConstrainedEI`'s)."""
+    X = X0.copy()
+
+    def f(z: np.ndarray) -> tuple[float, np.ndarray]:
+        X[:, :, cont] = z.reshape(X0.shape[0], X0.shape[1], -1)
+        values, grads = value_and_grad(X)
+        finite = np.isfinite(values)
+        grads = np.where(finite[:, None, None], grads, 0.0)[:, :, cont]
+        return -float(np.where(finite, values, 0.0).sum()), np.nan_to_num(-grads.ravel())
+
+    return f
+
+
+def _torch_value_and_grad(
+    acqf: AcqFunc, X_fixed: torch.Tensor, mask: torch.Tensor
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """The loss of :func:`_local_continuous` and its gradient by autograd."""
 
     def f(z: np.ndarray) -> tuple[float, np.ndarray]:
         zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
@@ -110,13 +145,7 @@ def _local_continuous(
         (grad,) = torch.autograd.grad(loss, zt)
         return loss.item(), np.nan_to_num(grad.numpy())
 
-    result = scipy.optimize.minimize(
-        f, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(z0),
-        options={"maxiter": max_iter},
-    )
-    X = X0.copy()
-    X[:, :, cont] = result.x.reshape(X0.shape[0], X0.shape[1], -1)
-    return X
+    return f
 
 
 def _coordinate_sweep(

@@ -221,6 +221,32 @@ def test_log_constrained_ei_is_log_ei_plus_the_log_probabilities() -> None:
     torch.testing.assert_close(got, expected)
 
 
+def test_log_constrained_ei_in_numpy_is_its_torch_value_and_autograd_gradient() -> None:
+    gen = torch.Generator().manual_seed(3)
+    X = torch.rand(25, 3, dtype=torch.float64, generator=gen)
+    X[:, 2] = torch.randint(0, 3, (25,), generator=gen) / 2.0  # a categorical dim (encoded)
+    categorical = np.array([False, False, True])
+    f = fit_gp(X, torch.sin(4 * X[:, 0]) + X[:, 2], categorical)
+    constraints = Constraints([(fit_gp(X, X[:, 0] + X[:, 1] - 1.0, categorical), 0.0),
+                               (fit_gp(X, X[:, 1] ** 2 - 0.3, categorical), 0.1)])
+    acqf = LogConstrainedEI(f, 1.5, constraints, RepeatPenalty())  # best_f far above: z << -1
+    x = torch.rand(64, 1, 3, dtype=torch.float64, generator=gen)
+    x[..., 2] = X[0, 2]  # an admissible category
+    x.requires_grad_(True)
+    value = acqf(x)
+    (grad,) = torch.autograd.grad(value.sum(), x)
+    got_value, got_grad = acqf.value_and_grad(x.detach().numpy())
+    np.testing.assert_allclose(got_value, value.detach().numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(got_grad, grad.numpy(), rtol=1e-5, atol=1e-7)
+    assert (got_grad[..., 2] == 0).all()  # a categorical dim has no gradient
+    # A classifier (a binary constraint or the repeat penalty) needs torch: no numpy path.
+    _, with_classifier, clf = models()
+    assert LogConstrainedEI(f, 0.5, with_classifier, RepeatPenalty()).value_and_grad(
+        x.detach().numpy()) is None
+    assert LogConstrainedEI(f, 0.5, constraints, RepeatPenalty([clf])).value_and_grad(
+        x.detach().numpy()) is None
+
+
 def test_repeat_penalty_is_log_min_1_2p() -> None:
     _, _, clf = models()
     x = torch.tensor([[0.1], [0.95]], dtype=torch.float64)
