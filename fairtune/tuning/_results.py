@@ -33,29 +33,22 @@ def results(trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit],
 
     n = len(trials)
     results: dict[str, Any] = {"params": [dict(t.params) for t in trials]}
-    names = list(dict.fromkeys(name for t in trials for name in t.params))
-    for name in names:
-        column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
-        for i, t in enumerate(trials):
-            if name in t.params:
-                column[i] = t.params[name]
-        results[f"param_{name}"] = column
+    for name in dict.fromkeys(name for t in trials for name in t.params):
+        results[f"param_{name}"] = np.ma.MaskedArray(
+            [t.params.get(name) for t in trials], mask=[name not in t.params for t in trials],
+            dtype=object)
 
     error = np.nan if error_score == "raise" else float(error_score)
 
-    def per_split(key: str, fill: float) -> np.ndarray:
+    def per_split(key: str) -> np.ndarray:
         table = np.full((n, n_splits), np.nan)
         for i, t in enumerate(trials):
             values = list(t.user_attrs.get(key) or [])[:n_splits]
             table[i, : len(values)] = values
-            if t.state == TrialState.FAIL:
-                table[i, len(values):] = fill
         return table
 
-    scores = per_split(SPLIT_SCORES_KEY, error)
-    for i, t in enumerate(trials):
-        if t.state == TrialState.FAIL:
-            scores[i] = error
+    scores = per_split(SPLIT_SCORES_KEY)
+    scores[[t.state == TrialState.FAIL for t in trials]] = error  # every split of a failure
     for k in range(n_splits):
         results[f"split{k}_test_score"] = scores[:, k]
     mean = np.array([
@@ -65,15 +58,14 @@ def results(trials: list[optuna.trial.FrozenTrial], limits: list[FairnessLimit],
     results["mean_test_score"] = mean
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of failed trials
-        results["std_test_score"] = np.nanstd(scores, axis=1) if n else np.empty(0)
+        results["std_test_score"] = np.nanstd(scores, axis=1)
         fair = np.array([is_fair(t, {lim.metric: lim for lim in limits}) for t in trials],
                         dtype=bool)
         results["rank_test_score"] = _rank(mean, fair, trials)
         for key, label in ((FIT_TIMES_KEY, "fit"), (SCORE_TIMES_KEY, "score")):
-            times = per_split(key, np.nan)
-            results[f"mean_{label}_time"] = (np.nanmean(times, axis=1) if n
-                                             else np.empty(0))
-            results[f"std_{label}_time"] = np.nanstd(times, axis=1) if n else np.empty(0)
+            times = per_split(key)
+            results[f"mean_{label}_time"] = np.nanmean(times, axis=1)
+            results[f"std_{label}_time"] = np.nanstd(times, axis=1)
     for limit in limits:
         results[limit.metric] = np.array(
             [fairness_values(t).get(limit.metric, np.nan) for t in trials], dtype=float
@@ -171,13 +163,9 @@ def _rank(mean: np.ndarray, fair: np.ndarray, trials: list[Any]) -> np.ndarray:
         0 if is_fair_ else 1 if t.state == TrialState.COMPLETE and np.isfinite(m) else 2
         for t, m, is_fair_ in zip(trials, mean, fair, strict=True)
     ])
-    key = np.where(tier < 2, -np.nan_to_num(mean, nan=0.0), 0.0)
-    order = np.lexsort((key, tier))
-    new = np.ones(len(order), dtype=bool)  # the first of each run of ties
-    new[1:] = (np.diff(tier[order]) != 0) | (np.diff(key[order]) != 0)
-    ranks = np.empty(len(mean), dtype=np.int32)
-    ranks[order] = np.maximum.accumulate(np.where(new, np.arange(1, len(order) + 1), 0))
-    return ranks
+    key = np.rec.fromarrays([tier, np.where(tier < 2, -np.nan_to_num(mean, nan=0.0), 0.0)])
+    # A trial's rank is 1 + the number of (tier, -score) keys sorted before its own.
+    return (np.searchsorted(np.sort(key), key) + 1).astype(np.int32)
 
 
 def warn_if_one_class(best: optuna.trial.FrozenTrial, scoring: str, labels: tuple[Any, Any]
