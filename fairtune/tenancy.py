@@ -233,14 +233,10 @@ def cumulative_utilities(
             other tenants are left out. Defaults to every tenant that has a COMPLETE trial.
     """
     sign = -1.0 if study.direction == StudyDirection.MINIMIZE else 1.0
-    totals = {str(t): 0.0 for t in tenants} if tenants is not None else {}
-    for tenant, trials in trials_by_tenant(study).items():
-        if tenants is not None and tenant not in totals:
-            continue
-        # COMPLETE trials of a single-objective study: each has a value.
-        utility = sum(sign * t.value for t in trials if t.value is not None)
-        totals[tenant] = totals.get(tenant, 0.0) + utility
-    return totals
+    by_tenant = trials_by_tenant(study)
+    names = by_tenant if tenants is None else dict.fromkeys(map(str, tenants))
+    return {name: sum((sign * t.value for t in by_tenant.get(name, []) if t.value is not None),
+                      0.0) for name in names}
 
 
 def study_tenants(study: optuna.Study) -> list[str]:
