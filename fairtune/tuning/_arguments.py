@@ -16,9 +16,9 @@ from fairtune.tuning.spaces import Space, get_space
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["check_budgets_objectives", "check_complete_rows", "check_resource", "check_validation",
-           "checked_tenant", "checked_mitigation", "chosen_trial", "completed_trial",
-           "parse_objectives", "space_of"]
+__all__ = ["check_budgets_objectives", "check_complete_rows", "check_metric_scores",
+           "check_resource", "check_validation", "checked_mitigation", "checked_tenant",
+           "chosen_trial", "completed_trial", "parse_objectives", "space_of"]
 
 
 def check_validation(
@@ -74,14 +74,21 @@ def checked_mitigation(mitigation: Any, limits: list[Any], metric: str, *,
             f"{arg('mitigation')} aims at a fairness limit, so {arg('limits')} must be given with "
             f"it, but got {got('limits', None)} and {got('mitigation', mitigation)}."
         )
+    check_metric_scores(names, mitigation, "metric", metric)
+    return names
+
+
+def check_metric_scores(names: Sequence[str], mitigation: Any, argument: str, metric: str
+                        ) -> None:
+    """Refuse 'roc_auc' (the caller's ``argument``) with a mitigation of ``names`` that
+    predicts randomized labels, not scores."""
     randomized = [m for m in names if m in ("threshold", "reduction")]
     if randomized and metric == "roc_auc":
         raise ValueError(
             f"{arg('mitigation')} {randomized[0]!r} predicts randomized labels, not scores: "
-            f"{arg('metric')} must not be 'roc_auc' with it, but got {got('metric', 'roc_auc')} "
+            f"{arg(argument)} must not be 'roc_auc' with it, but got {got(argument, 'roc_auc')} "
             f"and {got('mitigation', mitigation)}."
         )
-    return names
 
 
 def completed_trial(

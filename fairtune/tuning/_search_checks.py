@@ -12,6 +12,7 @@ import numpy as np
 from fairtune._names import check_choice
 from fairtune.fairness.constraints import FairnessLimit
 from fairtune.tuning import _trial as trial_path
+from fairtune.tuning._arguments import check_metric_scores
 from fairtune.tuning._estimators import _n_rows
 from fairtune.tuning.mitigation import MITIGATION_KEY, MITIGATION_PARAMS, parse_mitigation
 
@@ -75,12 +76,7 @@ def check_mitigation(mitigation: Any, scoring: str, fit_params: dict[str, Any]) 
             "CorrelationRemover is a step of a pipeline, so put it in `estimator` (and tune "
             f"its alpha in `param_distributions`), but got mitigation={mitigation!r}."
         )
-    if names and scoring == "roc_auc":
-        raise ValueError(
-            f"`mitigation` {names[0]!r} predicts randomized labels, not scores: `scoring` must "
-            "not be 'roc_auc' with it, but got scoring='roc_auc' and "
-            f"mitigation={mitigation!r}."
-        )
+    check_metric_scores(names, mitigation, "scoring", scoring)
     if names and fit_params:
         raise ValueError(
             f"`mitigation` {mitigation!r} fits fairlearn's mitigation with X, y and "
@@ -147,12 +143,10 @@ def check_sensitive(sensitive_features: Any, n: int) -> Any:
                          "group), but got sensitive_features=None.")
     from fairtune._validation import sensitive_groups
 
-    if _n_rows(sensitive_features) != n:
+    if (given := _n_rows(sensitive_features)) != n:
         raise ValueError(
-            f"`sensitive_features` must have one entry per row of X ({n}), but got "
-            f"{_n_rows(sensitive_features)}."
-        )
-    return sensitive_groups(sensitive_features, n, warn_twins=True, stacklevel=4)
+            f"`sensitive_features` must have one entry per row of X ({n}), but got {given}.")
+    return sensitive_groups(sensitive_features, warn_twins=True, stacklevel=4)
 
 
 def check_same_rows(X: Any, y: Any, sensitive_features: Any) -> None:
