@@ -369,14 +369,15 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         estimator = clone(self.estimator)
         if self.holdout > 0:
             from sklearn.model_selection import train_test_split
+            from sklearn.utils import _safe_indexing
 
             rows = np.arange(len(y))
             fit_rows, threshold_rows = train_test_split(
                 rows, test_size=self.holdout, stratify=y, random_state=self.random_state
             )
-            estimator.fit(_rows(X, fit_rows), y[fit_rows])
-            X_t, y_t = _rows(X, threshold_rows), y[threshold_rows]
-            s_t = _rows(sensitive, threshold_rows)
+            estimator.fit(_safe_indexing(X, fit_rows), y[fit_rows])
+            X_t, y_t = _safe_indexing(X, threshold_rows), y[threshold_rows]
+            s_t = sensitive[threshold_rows]
         else:
             estimator.fit(X, y)
             X_t, y_t, s_t = X, y, sensitive
@@ -675,9 +676,3 @@ class _Float64Probabilities(BaseEstimator):
 
 def _n_rows(X: Any) -> int:
     return X.shape[0] if hasattr(X, "shape") else len(X)
-
-
-def _rows(data: Any, rows: np.ndarray) -> Any:
-    if isinstance(data, (pd.DataFrame, pd.Series)):
-        return data.iloc[rows]
-    return np.asarray(data)[rows]
