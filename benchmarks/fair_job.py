@@ -1,0 +1,157 @@
+"""Which sampler for the fair-model job? The README's search under each sampler, on real data.
+
+The README's search (``FairObjective(dataset, "xgboost", limits="demographic_parity<=0.05",
+mitigation="threshold", test_size=0.25)``, ``create_study(sampler=..., seed=split)``) and the
+same search without the mitigation, run with FairBOSampler, Optuna's GPSampler, TPESampler and
+random search on the same splits of COMPAS, German credit and Adult. Every search starts, as
+``create_study`` prepares it, from the untuned model. After 10, 20 and 50 trials the best fair
+trial so far is refitted on the tuning rows (``refit_best(study, trial=...)``) and scored on
+the test split, which no sampler sees.
+
+A search's "fair accuracy" is its model's test accuracy when the model keeps the limit on the
+test split, and otherwise the accuracy of predicting the test split's majority class (what a
+reviewer falls back to); a search with no fair trial scores the majority class too. The split
+seeds start at 200, which no other benchmark uses. ``seconds`` is the wall time of the search
+up to that trial (fits, predictions and the sampler), as ``study.optimize`` runs it.
+
+Usage (rows already in ``--out`` are skipped, so a run can be resumed or extended)::
+
+    OMP_NUM_THREADS=1 python -m benchmarks.fair_job run --datasets compas german adult \\
+        --splits 20 --out benchmarks/results/fair_job.csv
+    python -m benchmarks.fair_job summarize benchmarks/results/fair_job.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import optuna
+
+from benchmarks._common import append_rows, done_keys, paired, read_rows
+from fairtune.fairness import is_fair, study_limits
+from fairtune.tuning import FairObjective
+
+LIMIT = "demographic_parity<=0.05"
+SAMPLERS = ("fairbo", "gp", "tpe", "random")
+MITIGATIONS = ("threshold", "none")
+CHECKPOINTS = (10, 20, 50)
+FIRST_SPLIT = 200
+FIELDS = ["dataset", "mitigation", "split", "sampler", "n_trials", "best_trial",
+          "valid_accuracy", "test_accuracy", "test_gap", "fair", "majority", "fair_accuracy",
+          "seconds"]
+KEY = ("dataset", "mitigation", "split", "sampler", "n_trials")
+
+
+def run_one(dataset: str, mitigation: str, split: int, sampler: str,
+            checkpoints: tuple[int, ...] = CHECKPOINTS) -> list[dict[str, Any]]:
+    """One search of ``max(checkpoints)`` trials: a row per checkpoint."""
+    objective = FairObjective(dataset, "xgboost", limits=LIMIT, test_size=0.25,
+                              mitigation=None if mitigation == "none" else mitigation,
+                              random_state=split)
+    study = objective.create_study(sampler=sampler, seed=split)
+    start = time.perf_counter()
+    finished: list[float] = []
+    study.optimize(objective, n_trials=max(checkpoints),
+                   callbacks=[lambda s, t: finished.append(time.perf_counter() - start)])
+    limits = study_limits(study)
+    y_test = np.asarray(objective.y_test)
+    majority = float(max(np.mean(y_test == 1), np.mean(y_test == 0)))
+    rows = []
+    for k in checkpoints:
+        trials = [t for t in study.trials[:k] if t.value is not None and is_fair(t, limits)]
+        row: dict[str, Any] = {"dataset": dataset, "mitigation": mitigation, "split": split,
+                               "sampler": sampler, "n_trials": k, "majority": round(majority, 5),
+                               "seconds": round(finished[k - 1], 2)}
+        if not trials:
+            rows.append({**dict.fromkeys(FIELDS, ""), **row, "fair": 0,
+                         "fair_accuracy": row["majority"]})
+            continue
+        best = max(trials, key=lambda t: (t.value, -t.number))
+        scores = objective.evaluate(objective.refit_best(study, trial=best))
+        accuracy = float(scores[objective.metric])
+        gap = float(scores["demographic_parity"])
+        rows.append({**row, "best_trial": best.number, "valid_accuracy": round(best.value, 5),
+                     "test_accuracy": round(accuracy, 5), "test_gap": round(gap, 5),
+                     "fair": int(scores["fair"]),
+                     "fair_accuracy": round(accuracy if scores["fair"] else majority, 5)})
+    return rows
+
+
+def run(args: argparse.Namespace) -> None:
+    done = done_keys(args.out, KEY)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for dataset in args.datasets:
+        for split in range(args.first_split, args.first_split + args.splits):
+            for mitigation in args.mitigations:
+                for sampler in args.samplers:
+                    if (dataset, mitigation, str(split), sampler,
+                            str(max(args.checkpoints))) in done:
+                        continue
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # dataset notes, xgboost chatter
+                        rows = run_one(dataset, mitigation, split, sampler,
+                                       tuple(args.checkpoints))
+                    append_rows(args.out, rows, FIELDS)
+                    last = rows[-1]
+                    print(f"{dataset} {mitigation:9s} split {split} {sampler:6s} "
+                          f"fair acc {last['fair_accuracy']} ({last['seconds']} s)", flush=True)
+
+
+def summarize(args: argparse.Namespace) -> None:
+    """A table per dataset and mitigation: per sampler and checkpoint the mean test accuracy,
+    the splits fair on test, the mean fair accuracy and seconds, and FairBOSampler's paired
+    wins / ties / losses in fair accuracy against each other sampler with the sign test."""
+    rows = read_rows(args.paths)
+    cells: dict[tuple, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        cells.setdefault((r["dataset"], r["mitigation"], int(r["n_trials"])), {}) \
+             .setdefault(r["sampler"], {})[r["split"]] = r
+    for (dataset, mitigation, k), by_sampler in sorted(cells.items()):
+        fairbo = by_sampler.get("fairbo", {})
+        print(f"\n{dataset}, mitigation {mitigation}, {k} trials")
+        print("| sampler | splits | test accuracy | fair on test | fair accuracy | seconds "
+              "| FairBO W/T/L (p) |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for sampler in SAMPLERS:
+            runs = by_sampler.get(sampler, {})
+            if not runs:
+                continue
+            accuracy = np.mean([float(r["test_accuracy"] or r["majority"]) for r in runs.values()])
+            fair = sum(int(r["fair"]) for r in runs.values())
+            fair_accuracy = np.mean([float(r["fair_accuracy"]) for r in runs.values()])
+            seconds = np.median([float(r["seconds"]) for r in runs.values()])
+            versus = ""
+            common = sorted(set(runs) & set(fairbo))
+            if sampler != "fairbo" and common:
+                w, t, lo, p = paired([float(fairbo[s]["fair_accuracy"]) for s in common],
+                                     [float(runs[s]["fair_accuracy"]) for s in common])
+                versus = f"{w}/{t}/{lo} ({p:.2g})"
+            print(f"| {sampler} | {len(runs)} | {accuracy:.4f} | {fair} of {len(runs)} | "
+                  f"{fair_accuracy:.4f} | {seconds:.1f} | {versus} |")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    go = commands.add_parser("run")
+    go.add_argument("--datasets", nargs="+", default=["compas", "german", "adult"])
+    go.add_argument("--mitigations", nargs="+", default=list(MITIGATIONS), choices=MITIGATIONS)
+    go.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    go.add_argument("--splits", type=int, default=20)
+    go.add_argument("--first-split", type=int, default=FIRST_SPLIT)
+    go.add_argument("--checkpoints", type=int, nargs="+", default=list(CHECKPOINTS))
+    go.add_argument("--out", default="benchmarks/results/fair_job.csv")
+    go.set_defaults(func=run)
+    show = commands.add_parser("summarize")
+    show.add_argument("paths", nargs="+")
+    show.set_defaults(func=summarize)
+    args = parser.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

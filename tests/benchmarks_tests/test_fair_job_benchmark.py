@@ -1,0 +1,41 @@
+"""benchmarks/fair_job.py on one split of German credit: each sampler's search is scored at
+every checkpoint on the test split, fair accuracy falls back to the majority class, a resumed
+run adds nothing, and the summary pairs FairBOSampler with each other sampler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import fair_job
+from benchmarks._common import read_rows
+
+
+def test_every_sampler_is_scored_at_each_checkpoint_and_summarized(tmp_path: Path,
+                                                                   capsys) -> None:
+    path = tmp_path / "j.csv"
+    command = ["run", "--datasets", "german", "--splits", "1", "--checkpoints", "2", "4",
+               "--samplers", "fairbo", "random", "--out", str(path)]
+    fair_job.main(command)
+    rows = read_rows(path)
+    assert [(r["mitigation"], r["sampler"], r["n_trials"]) for r in rows] == [
+        (m, s, k) for m in fair_job.MITIGATIONS for s in ("fairbo", "random") for k in "24"]
+    for row in rows:
+        assert row["split"] == str(fair_job.FIRST_SPLIT)
+        majority = float(row["majority"])
+        assert 0.5 <= majority < 1.0
+        if row["best_trial"] == "":  # no fair trial yet: the majority class
+            assert float(row["fair_accuracy"]) == majority and row["fair"] == "0"
+            continue
+        assert int(row["best_trial"]) < int(row["n_trials"])
+        accuracy, gap = float(row["test_accuracy"]), float(row["test_gap"])
+        assert row["fair"] == str(int(gap <= 0.05))
+        assert float(row["fair_accuracy"]) == (accuracy if gap <= 0.05 else majority)
+    for first, second in zip(rows[::2], rows[1::2], strict=True):  # the same search, later
+        assert 0 < float(first["seconds"]) <= float(second["seconds"])
+    fair_job.main(command)  # resumed: nothing to add
+    assert len(read_rows(path)) == len(rows)
+    capsys.readouterr()
+    fair_job.main(["summarize", str(path)])
+    out = capsys.readouterr().out
+    assert "german, mitigation threshold, 4 trials" in out
+    assert "| random | 1 |" in out and "/" in out.split("| random | 1 |")[1].splitlines()[0]
