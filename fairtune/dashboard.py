@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import html
 import io
 import uuid
 import warnings
@@ -107,7 +108,7 @@ def _modules() -> tuple[Any, Any]:
 def _plotly_text(value: Any) -> str:
     """``value`` for a plotly title or label: control characters escaped, and plotly's markup
     (``<b>``, ``<br>``, entities) shown as typed."""
-    return printable(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return html.escape(printable(value), quote=False)
 
 
 def tradeoff_figure(study: optuna.Study, metric: str | None = None, *,
@@ -160,7 +161,7 @@ def best_fair_figure(study: optuna.Study, *, tenant: str | None = None) -> Any:
     curve = _best_feasible_curve(study, len(study.trials), tenant)
     x = np.flatnonzero(~np.isnan(curve))  # the trial numbers from the first fair trial on
     whose = "" if tenant is None else f" (tenant {_plotly_text(tenant)})"
-    label = _plotly_text(_value_label([study], "objective value", tenant))
+    label = _plotly_text(_value_label([study], tenant))
     return go.Figure(go.Scatter(x=x.tolist(), y=curve[x].tolist(), mode="lines+markers",
                                 name="best fair value", line={"shape": "hv"}, marker={"size": 5}),
                      layout={"title": {"text": f"Best fair {label} after each trial{whose}"},
@@ -214,8 +215,8 @@ def publish(
         try:
             tradeoff = tradeoff_figure(study, tenant=tenant)
         except ValueError:  # no completed trial with fairness values yet: nothing to draw
-            tradeoff = None
-        if tradeoff is not None:
+            pass
+        else:
             dashboard.save_plotly_graph_object(study, tradeoff,
                                                graph_object_id=TRADEOFF_ID + suffix)
         dashboard.save_plotly_graph_object(study, best_fair_figure(study, tenant=tenant),

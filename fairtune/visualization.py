@@ -55,13 +55,13 @@ def _complete(study: optuna.Study, tenant: str | None = None) -> list[optuna.tri
             and (tenant is None or tenant_of(t) == tenant)]
 
 
-def _value_label(studies: Sequence[optuna.Study], default: str, tenant: str | None = None) -> str:
+def _value_label(studies: Sequence[optuna.Study], tenant: str | None = None) -> str:
     """The name of the metric the studies optimized (their setup records', ``tenant``'s of a
-    shared study), or ``default``; as stored (:func:`_literal` makes it matplotlib's)."""
+    shared study), or "objective value"; as stored (:func:`_literal` makes it matplotlib's)."""
     from fairtune.tuning._setup import read_setup
 
     names = {read_setup(s, tenant).get("metric") for s in studies}
-    return str(names.pop()) if len(names) == 1 and None not in names else default
+    return str(names.pop()) if len(names) == 1 and None not in names else "objective value"
 
 
 def _literal(text: Any) -> str:
@@ -70,13 +70,13 @@ def _literal(text: Any) -> str:
     return printable(text).replace("$", r"\$")
 
 
-def _title(text: Any, width: int = 40, lines: int = 3) -> str:
-    """A title as :func:`_literal` draws it, on at most ``lines`` lines of ``width``
-    characters (a long study name would run off both edges of the figure), cut with "..."."""
+def _title(text: Any) -> str:
+    """A title as :func:`_literal` draws it, on at most 3 lines of 40 characters (a long study
+    name would run off both edges of the figure), cut with "..."."""
     import textwrap
 
-    wrapped = textwrap.wrap(printable(text), width, max_lines=lines, placeholder=" ...") or [""]
-    return "\n".join(line.replace("$", r"\$") for line in wrapped)
+    wrapped = textwrap.wrap(printable(text), 40, max_lines=3, placeholder=" ...") or [""]
+    return "\n".join(map(_literal, wrapped))
 
 
 @dataclass
@@ -120,10 +120,10 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
 
     check_tenant(study, tenant, plots=True)  # one tenant's trials, never mixed
     trials = _complete(study, tenant)
+    limits = {m: limit for m, limit in study_limits(study, tenant).items()
+              if isinstance(limit, FairnessLimit)}  # not the constraints set by hand
     if metric is None:
-        limited = [m for m, limit in study_limits(study, tenant).items()
-                   if isinstance(limit, FairnessLimit)]
-        found = limited + [m for t in trials for m in fairness_values(t)]
+        found = [*limits, *(m for t in trials for m in fairness_values(t))]
         if not found:
             raise ValueError(
                 "`study` has no completed trial with fairness values (user attributes "
@@ -137,14 +137,13 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
     from fairtune.tuning._deployment import deployment
     from fairtune.tuning._setup import read_setup
 
-    limit = study_limits(study, tenant).get(name)
-    limit = limit if isinstance(limit, FairnessLimit) else None
+    limit = limits.get(name)
     stored = read_setup(study, tenant).get("limits_given")
     given = next((g for g in (parse_limits(stored) if stored else []) if g.metric == name),
                  limit)
-    limits = [] if given is None else [(given.bound, f"limit {given}")]
+    lines = [] if given is None else [(given.bound, f"limit {given}")]
     if given is not None and limit is not None and limit != given:
-        limits.append((limit.bound, f"validated against {limit.bound:g}"))
+        lines.append((limit.bound, f"validated against {limit.bound:g}"))
     record = deployment(study, tenant)
     best = record.trial if record.trial is not None else (
         record.best if record.why == "pending" else None)
@@ -154,11 +153,11 @@ def _tradeoff_data(study: optuna.Study, metric: str | None = None, *,
     return _TradeoffData(
         metric=name, x=np.array([fairness_values(t)[name] for t in points]),
         y=np.array([t.value for t in points]), numbers=np.array([t.number for t in points]),
-        limits=limits, star=None if best is None or name not in fairness_values(best) else (
+        limits=lines, star=None if best is None or name not in fairness_values(best) else (
             fairness_values(best)[name], best.value, f"{star} (#{best.number})"),
         title=f"Trade-off: {study.study_name}{whose}",
         x_label=f"{name} ({METRICS[name].description})",
-        y_label=_value_label([study], "objective value", tenant))
+        y_label=_value_label([study], tenant))
 
 
 def plot_tradeoff(
@@ -277,7 +276,7 @@ def plot_best_feasible(
         ax.set_xlim(-0.5, max(n - 0.5, 0.5))  # every trial's number, fair or not
     ax.set_xlabel("trial number")
     every = [s for group in groups.values() for s in group]
-    ax.set_ylabel(f"best fair {_literal(_value_label(every, 'objective value', tenant))}")
+    ax.set_ylabel(f"best fair {_literal(_value_label(every, tenant))}")
     if len(ax.get_lines()) > 1:  # a legend tells lines apart; one line is named in the title
         ax.legend(loc="best", fontsize="small")
     elif ax.get_lines():
