@@ -340,11 +340,7 @@ def load(dataset: Any) -> tuple[pd.DataFrame, Any, Any, str]:
     (:func:`aligned`), the column names of X as strings."""
     from fairtune import datasets
 
-    if isinstance(dataset, str):
-        if dataset not in BUNDLED:
-            raise ValueError(
-                f"{arg('dataset')} must be one of {list(BUNDLED)}, a FairDataset or an (X, y, "
-                f"sensitive) tuple, but got {got('dataset', dataset)}.")
+    if isinstance(dataset, str) and dataset in BUNDLED:
         # German and COMPAS warn (once per process) about their known issues, here too.
         bunch = getattr(datasets, f"load_{dataset}")()
         X, y, s, name = bunch.data, bunch.target, bunch.sensitive_features, dataset
@@ -354,9 +350,10 @@ def load(dataset: Any) -> tuple[pd.DataFrame, Any, Any, str]:
     elif isinstance(dataset, tuple) and len(dataset) == 3:
         (X, y, s), name = dataset, "data"
     else:
+        given = got("dataset", dataset) if isinstance(dataset, str) else type(dataset).__name__
         raise ValueError(
             f"{arg('dataset')} must be one of {list(BUNDLED)}, a FairDataset or an (X, y, "
-            f"sensitive) tuple, but got {type(dataset).__name__}.")
+            f"sensitive) tuple, but got {given}.")
     if isinstance(X, pd.DataFrame):
         X = X.copy()
     else:
@@ -628,10 +625,10 @@ def tuning_rows(
     # read_table for a file (its FairDataset), here for an (X, y, sensitive) tuple.
     groups = sensitive_groups(sensitive, len(sensitive), argument=argument,
                               warn_twins=isinstance(dataset, tuple), stacklevel=stacklevel + 1)
-    sensitive_names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
-                       else [sensitive.name])
-    sensitive_name = (", ".join(map(str, sensitive.columns)) if isinstance(sensitive, pd.DataFrame)
-                      else str(sensitive.name or "sensitive"))
+    several = isinstance(sensitive, pd.DataFrame)
+    sensitive_names = list(sensitive.columns) if several else [sensitive.name]
+    sensitive_name = ", ".join(map(str, sensitive_names)) if several else str(
+        sensitive.name or "sensitive")
     if not use_sensitive_feature:
         X = X.drop(columns=[c for c in sensitive_names if c in X.columns])
         warn_of_proxies(X, groups, sensitive_names, sensitive_name, stacklevel=stacklevel + 1)
@@ -652,13 +649,14 @@ def tuning_rows(
         test_size=test_size, safety_size=safety_size, cv=cv, validation_size=validation_size,
         limits=limits, margin=margin, confidence=confidence, argument=argument,
         budgets=budgets, resource=resource, bound=bound)
-    dev, test, safe, folds = split.dev, split.test, split.safe, split.splits.folds
-    X_dev, y_dev, s_dev = X.iloc[dev], y.iloc[dev], sensitive.iloc[dev]
-    X_test, y_test, s_test = (None, None, None) if test is None else (
-        X.iloc[test], y.iloc[test], sensitive.iloc[test])
-    X_safe, y_safe, s_safe = (None, None, None) if safe is None else (
-        X.iloc[safe], y.iloc[safe], sensitive.iloc[safe])
-    safety = () if safe is None else (X_safe, y_safe, s_safe)
+    def part(rows: np.ndarray | None) -> tuple[Any, Any, Any]:
+        return (None, None, None) if rows is None else (
+            X.iloc[rows], y.iloc[rows], sensitive.iloc[rows])
+
+    folds = split.splits.folds
+    (X_dev, y_dev, s_dev), (X_test, y_test, s_test) = part(split.dev), part(split.test)
+    X_safe, y_safe, s_safe = part(split.safe)
+    safety = () if split.safe is None else (X_safe, y_safe, s_safe)
     if cv is None:
         (fit, valid), = folds
         fingerprint = data_fingerprint(
