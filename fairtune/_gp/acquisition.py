@@ -309,9 +309,16 @@ class LogConstrainedEI:
         z = (mean - self.best_f) / sigma
         log_h_z = _log_h_numpy(z)
         ratio = np.exp(special.log_ndtr(z) - log_h_z)  # d log h / dz
-        value, grad = _sum_log_pof_numpy(self.constraints.regression, x)
-        value = value + np.log(sigma) + log_h_z
-        grad = grad + to_x(ratio / sigma, (1.0 - ratio * z) / (2.0 * var))
+        value = np.log(sigma) + log_h_z
+        grad = to_x(ratio / sigma, (1.0 - ratio * z) / (2.0 * var))
+        for gp, threshold in self.constraints.regression:
+            mean, var, to_x = _floored(gp.posterior_numpy(x))
+            sigma = np.sqrt(var)
+            w = (threshold - mean) / sigma
+            log_p = special.log_ndtr(w)
+            hazard = np.exp(-0.5 * w * w - _LOG_SQRT_2PI - log_p)  # d log Phi / dw
+            value = value + log_p
+            grad = grad + to_x(-hazard / sigma, -hazard * w / (2.0 * var))
         return value, grad[:, None, :]
 
 
@@ -321,22 +328,6 @@ def _floored(posterior: tuple[np.ndarray, np.ndarray, Any]) -> tuple[np.ndarray,
     mean, var, to_x = posterior
     kept = var > _MIN_VAR
     return mean, np.where(kept, var, _MIN_VAR), lambda gm, gv: to_x(gm, np.where(kept, gv, 0.0))
-
-
-def _sum_log_pof_numpy(
-    models: list[tuple[GPRegressor, float]], x: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The value (b,) of ``sum_j log P(c_j(x) <= t_j)`` at x (b, d) and its gradient (b, d)."""
-    value, grad = np.zeros(len(x)), np.zeros_like(x)
-    for gp, threshold in models:
-        mean, var, to_x = _floored(gp.posterior_numpy(x))
-        sigma = np.sqrt(var)
-        w = (threshold - mean) / sigma
-        log_p = special.log_ndtr(w)
-        hazard = np.exp(-0.5 * w * w - _LOG_SQRT_2PI - log_p)  # d log Phi / dw
-        value = value + log_p
-        grad = grad + to_x(-hazard / sigma, -hazard * w / (2.0 * var))
-    return value, grad
 
 
 @dataclass
@@ -407,18 +398,6 @@ class FeasibilityPhase:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.log_prob(x[..., 0, :])
-
-    def value_and_grad(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """As :meth:`LogConstrainedEI.value_and_grad`: the mixture's log probability and its
-        gradient in numpy, None with classifiers."""
-        if self.classifiers or not self.components[0]:
-            return None
-        parts = [_sum_log_pof_numpy(models, X[:, 0, :]) for models in self.components]
-        values = np.stack([value for value, _ in parts])  # (components, b)
-        value = special.logsumexp(values, 0)
-        weights = np.exp(values - value)  # each component's share of the mixture
-        grad = sum(w[:, None] * g for w, (_, g) in zip(weights, parts, strict=True))
-        return value - math.log(len(parts)), np.asarray(grad)[:, None, :]
 
 
 def shorten_lengthscales(gp: GPRegressor, factor: float) -> GPRegressor:

@@ -247,26 +247,6 @@ def test_log_constrained_ei_in_numpy_is_its_torch_value_and_autograd_gradient() 
         x.detach().numpy()) is None
 
 
-def test_feasibility_phase_in_numpy_is_its_torch_value_and_autograd_gradient() -> None:
-    gen = torch.Generator().manual_seed(5)
-    X = torch.rand(20, 2, dtype=torch.float64, generator=gen)
-    continuous = np.array([False, False])
-    constraints = Constraints([(fit_gp(X, X[:, 0] + X[:, 1] - 1.0, continuous), 0.0),
-                               (fit_gp(X, X[:, 1] ** 2 - 0.3, continuous), 0.1)])
-    x = torch.rand(32, 1, 2, dtype=torch.float64, generator=gen, requires_grad=True)
-    for factors in ([], [0.5, 0.25]):  # the fitted models alone, and the mixture
-        phase = FeasibilityPhase.of(constraints, X, factors, trust_level=1.1)
-        assert len(phase.components) == 1 + len(factors)
-        value = phase(x)
-        (grad,) = torch.autograd.grad(value.sum(), x)
-        got_value, got_grad = phase.value_and_grad(x.detach().numpy())
-        np.testing.assert_allclose(got_value, value.detach().numpy(), rtol=1e-7, atol=1e-9)
-        np.testing.assert_allclose(got_grad, grad.numpy(), rtol=1e-5, atol=1e-7)
-    _, with_classifier, _ = models()  # a binary constraint needs torch: no numpy path
-    assert FeasibilityPhase.of(with_classifier, X[:, :1], [], trust_level=1.1).value_and_grad(
-        x.detach().numpy()[..., :1]) is None
-
-
 def test_repeat_penalty_is_log_min_1_2p() -> None:
     _, _, clf = models()
     x = torch.tensor([[0.1], [0.95]], dtype=torch.float64)
