@@ -269,19 +269,6 @@ def fail_stale_trials(study: optuna.Study) -> list[int]:
     return [t.number for t in failed]
 
 
-def running_trials(study: optuna.Study) -> list[tuple[int, float]]:
-    """``(number, seconds since it started)`` of every RUNNING trial of ``study``."""
-    import datetime
-
-    from optuna.trial import TrialState
-
-    now = datetime.datetime.now()
-    return [
-        (t.number, (now - t.datetime_start).total_seconds() if t.datetime_start else 0.0)
-        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    ]
-
-
 # -- opening and checking a storage named by a URL ------------------------------------------------
 
 SQLITE_HEADER = b"SQLite format 3\x00"

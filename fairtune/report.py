@@ -100,16 +100,20 @@ def render_test_scores(trial: int, fits: Sequence[ScoresOnTest], *,
 
 def _running(study: optuna.Study) -> str:
     """The RUNNING trials and how long ago they started ('' if none)."""
-    from fairtune._storage import running_trials
+    import datetime
 
-    def age(s: float) -> str:
+    from optuna.trial import TrialState
+
+    def age(t: optuna.trial.FrozenTrial) -> str:
+        s = (now - t.datetime_start).total_seconds() if t.datetime_start else 0.0
         if s < 120:
             return f"{s:.0f} s"
         return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
-    running = running_trials(study)
+    now = datetime.datetime.now()
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     more = f" and {len(running) - 10} more" if len(running) > 10 else ""
-    return (", ".join(f"#{n} (started {age(s)} ago)" for n, s in running[:10]) + more
+    return (", ".join(f"#{t.number} (started {age(t)} ago)" for t in running[:10]) + more
             + ": still in progress, or their worker died (a storage with a heartbeat fails "
             "those; see --heartbeat).") if running else ""
 
@@ -229,10 +233,6 @@ class Row(NamedTuple):
     status: str = ""
     kind: Literal["score", "group", "param"] = "score"
     ok: bool | None = None
-
-    def cells(self) -> tuple[str, str, str]:
-        """The row as the text table prints it: a group's name indented."""
-        return ("  " * (self.kind == "group") + self.name, self.value, self.status)
 
 
 Finding = tuple[Literal["warning", "note"], str]
@@ -421,8 +421,9 @@ class StudyReport:
         else:
             lines.append(parts["headline"])
         if self.best is not None:
-            lines += format_table(["", "value", ""], [row.cells() for row in self.rows],
-                                  right_aligned={1}).splitlines()
+            cells = [("  " * (row.kind == "group") + row.name, row.value, row.status)
+                     for row in self.rows]  # a group's name indented
+            lines += format_table(["", "value", ""], cells, right_aligned={1}).splitlines()
             lines += parts["deployment"] + [line for _, line in parts["findings"]]
             if parts["test"]:
                 lines.append(f"Test scores for trial #{self.test_trial}{self._not_deployed()}:")
@@ -643,7 +644,7 @@ def _counts(trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
     from fairtune.fairness import is_fair
 
     states = [t.state for t in trials]
-    fair = sum(is_fair(t, limits) for t in trials if t.state == TrialState.COMPLETE)
+    fair = sum(is_fair(t, limits) for t in trials)  # only COMPLETE trials can be fair
     return ((len(trials), states.count(TrialState.COMPLETE), states.count(TrialState.FAIL), fair),
             states.count(TrialState.PRUNED))
 
