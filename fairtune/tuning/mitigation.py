@@ -361,10 +361,7 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"`tolerance` must be None or >= 0, but got tolerance={self.tolerance!r}."
             )
-        if sensitive_features is None:
-            raise ValueError("`sensitive_features` must be given to fit, but got None.")
-        y, self.classes_ = _fit_labels(y, self.pos_label)
-        sensitive = _as_sensitive(sensitive_features, X, predicting=False)
+        y, self.classes_, sensitive = _fit_inputs(y, self.pos_label, sensitive_features)
         self._fit_layout = _sensitive_layout(sensitive_features)
         estimator = clone(self.estimator)
         if self.holdout > 0:
@@ -547,10 +544,7 @@ class ReductionClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "`difference='between_groups'` bounds a difference, but got ratio=True."
             )
-        if sensitive_features is None:
-            raise ValueError("`sensitive_features` must be given to fit, but got None.")
-        y, classes = _fit_labels(y, self.pos_label)
-        groups = _as_sensitive(sensitive_features, X, predicting=False)
+        y, classes, groups = _fit_inputs(y, self.pos_label, sensitive_features)
         self.moment_bound_ = float(self.bound) * (
             _between_groups_factor(self.constraint, y, groups)
             if self.difference == "between_groups" else 1.0
@@ -624,18 +618,22 @@ def _between_groups_factor(constraint: str, y: np.ndarray, groups: np.ndarray) -
     return factor
 
 
-def _fit_labels(y: Any, pos_label: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(0/1 labels, ``classes_``): with ``pos_label``, 1 marks it and ``classes_`` are the two
-    labels sorted; without, the labels must be 0/1 or booleans and ``classes_`` is [0, 1]."""
+def _fit_inputs(y: Any, pos_label: Any, sensitive_features: Any
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(0/1 labels, ``classes_``, each row's group) of a mitigation's fit: with ``pos_label``,
+    1 marks it and ``classes_`` are the two labels sorted; without, the labels must be 0/1 or
+    booleans and ``classes_`` is [0, 1]."""
     from fairtune._validation import favourable_labels
 
+    if sensitive_features is None:
+        raise ValueError("`sensitive_features` must be given to fit, but got None.")
     y01, classes = favourable_labels(y, pos_label)
     if pos_label is not None and len(classes) != 2:
         raise ValueError(
             f"`y` must hold both labels to fit with pos_label={pos_label!r}, but got only "
             f"{classes.tolist()}."
         )
-    return y01, classes
+    return y01, classes, _as_sensitive(sensitive_features, None, predicting=False)
 
 
 def _labels_of(predicted: np.ndarray, classes: np.ndarray, pos_label: Any) -> np.ndarray:
