@@ -102,16 +102,15 @@ Share = tuple[str, Any, str]
 0.9, "a smaller")``: a message names ``test_size=0.9`` and suggests "a smaller `test_size`"."""
 
 
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def shown(values: Iterable[Any], limit: int = 10) -> str:
     """Up to ``limit`` values as a sorted list for a message (``...`` when there are more)."""
     values = list(values)
-    text = ", ".join(repr(v.item() if isinstance(v, np.generic) else v)
-                     for v in sorted(values[:limit], key=repr))
+    text = ", ".join(repr(_plain(v)) for v in sorted(values[:limit], key=repr))
     return f"[{text}{', ...' if len(values) > limit else ''}]"
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _key(value: Any) -> str:
@@ -389,10 +388,9 @@ def check_groups_are_not_labels(groups: pd.Series, y01: Any, *, argument: str) -
     determine the labels (most often they *are* the target column, passed twice), and every
     gap measures the labels rather than the model."""
     labels = np.asarray(y01).ravel()
-    frame = pd.DataFrame({"group": np.asarray(groups, dtype=object), "label": labels})
-    outcomes = frame.groupby("group", sort=False)["label"].nunique()
+    by_group = pd.Series(labels).groupby(np.asarray(groups, dtype=object), sort=False)
+    outcomes, first = by_group.nunique(), by_group.first()
     if len(outcomes) >= 2 and (outcomes == 1).all() and len(np.unique(labels)) == 2:
-        first = frame.groupby("group", sort=False)["label"].first()
         listed = ", ".join(f"{_plain(g)!r}: every row {'favourable' if v == 1 else 'unfavourable'}"
                            for g, v in list(first.items())[:5])
         raise ValueError(
