@@ -59,6 +59,12 @@ def _typed(frame: pd.DataFrame, numeric: Sequence[str],
     return frame
 
 
+def _two_groups(first: pd.Series, name: str, other: str) -> pd.Series:
+    """``name`` where ``first`` holds, else ``other``: a categorical of these two, in order."""
+    return pd.Series(pd.Categorical(np.where(first, name, other), categories=[name, other]),
+                     index=first.index)
+
+
 def _load(spec: _Spec, sensitive: Sensitive, return_X_y: bool, *, drop_missing: bool = False
           ) -> FairDataset | XYS:
     names = [sensitive] if isinstance(sensitive, str) else list(sensitive)
@@ -196,9 +202,7 @@ _GERMAN = _Spec(
     sensitive={
         "sex": lambda f: f["sex"],
         "age": lambda f: f["age"],
-        "age_group": lambda f: pd.Series(pd.Categorical(
-            np.where(f["age"] > AGE_GROUP_THRESHOLD, ">25", "<=25"), categories=["<=25", ">25"]
-        ), index=f.index),
+        "age_group": lambda f: _two_groups(f["age"] <= AGE_GROUP_THRESHOLD, "<=25", ">25"),
         "foreign_worker": lambda f: f["foreign_worker"],
     },
     warning=(
@@ -294,10 +298,7 @@ _COMPAS = _Spec(
     name="compas", parse=_parse_compas, feature_names=_COMPAS_FEATURES,
     target=lambda f: 1 - f["two_year_recid"], target_name="no_two_year_recid",
     sensitive={
-        "race": lambda f: pd.Series(pd.Categorical(
-            np.where(f["race"] == PRIVILEGED_RACE, PRIVILEGED_RACE, "Other"),
-            categories=[PRIVILEGED_RACE, "Other"],
-        ), index=f.index),
+        "race": lambda f: _two_groups(f["race"] == PRIVILEGED_RACE, PRIVILEGED_RACE, "Other"),
         "race_all": lambda f: f["race"],
         "sex": lambda f: f["sex"],
         "age_cat": lambda f: f["age_cat"],

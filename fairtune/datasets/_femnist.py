@@ -452,11 +452,8 @@ def _download_tff(folder: Path, only_digits: bool, *, progress: bool) -> None:
     try:
         try:
             with tarfile.open(archive, "r:*") as tar:
-                members = {}
-                for member in tar.getmembers():
-                    base = os.path.basename(member.name)
-                    if base in wanted and member.isfile():
-                        members[base] = member
+                members = {os.path.basename(m.name): m for m in tar.getmembers()
+                           if os.path.basename(m.name) in wanted and m.isfile()}
                 if set(members) != wanted:
                     raise ValueError(
                         f"{archive}: the archive must hold {sorted(wanted)}, but holds "
@@ -568,16 +565,12 @@ def federated_digits(*, n_writers: int = 100, seed: int = 0) -> FederatedDataset
         raise ValueError(f"`n_writers` must be in 1..{n}, but got n_writers={n_writers!r}.")
     images = (digits.images / 16.0).astype(np.float32)
     order = np.random.RandomState(seed).permutation(n)
-    width = len(str(n_writers - 1))
-    writer_images, writer_labels = {}, {}
-    for i, idx in enumerate(np.array_split(order, n_writers)):
-        writer = f"w{i:0{max(width, 3)}d}"
-        writer_images[writer] = images[idx]
-        writer_labels[writer] = digits.target[idx]
+    width = max(len(str(n_writers - 1)), 3)
+    rows = {f"w{i:0{width}d}": idx for i, idx in enumerate(np.array_split(order, n_writers))}
     return FederatedDataset(
         name="digits",
-        images=writer_images,
-        labels=writer_labels,
+        images={writer: images[idx] for writer, idx in rows.items()},
+        labels={writer: digits.target[idx] for writer, idx in rows.items()},
         label_names=[str(i) for i in range(10)],
         DESCR=(
             "scikit-learn's bundled digits (UCI optdigits test set: 1,797 images of 8 x 8, "
