@@ -37,18 +37,14 @@ MAX_VALUE_LENGTH = 2000
 _CHUNK_MARK = "chunks:"
 
 
-def _encoded_length(text: str) -> int:
-    return len(json.dumps(text))
-
-
 def _chunks(text: str) -> list[str]:
     """Pieces of ``text`` whose JSON encodings (what an RDB storage stores, quotes and
     backslashes escaped) are at most ``MAX_VALUE_LENGTH`` characters long."""
-    if _encoded_length(text) <= MAX_VALUE_LENGTH:
+    if len(json.dumps(text)) <= MAX_VALUE_LENGTH:
         return [text]
     chunks, start, size = [], 0, 0
     for i, char in enumerate(text):
-        cost = _encoded_length(char) - 2
+        cost = len(json.dumps(char)) - 2
         if size + cost > MAX_VALUE_LENGTH - 2:
             chunks.append(text[start:i])
             start, size = i, 0
@@ -59,10 +55,10 @@ def _chunks(text: str) -> list[str]:
 
 def write_study_text(storage: BaseStorage, study_id: int, key: str, text: str) -> None:
     """Store ``text`` under the study system attribute ``key``, in chunks if it is long."""
-    if _encoded_length(text) <= MAX_VALUE_LENGTH and not text.startswith(_CHUNK_MARK):
+    chunks = _chunks(text)
+    if len(chunks) == 1 and not text.startswith(_CHUNK_MARK):
         storage.set_study_system_attr(study_id, key, text)
         return
-    chunks = _chunks(text)
     for j, chunk in enumerate(chunks):
         storage.set_study_system_attr(study_id, f"{key}:{j}", chunk)
     # The header goes last, so a reader never sees a header with missing chunks.

@@ -18,7 +18,7 @@ The rule, for a single-objective study (a tenant's trials in a shared study):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from fairtune import _keys
@@ -228,8 +228,6 @@ def store_test_fits(study: Any, trial: int, fits: list[ScoresOnTest],
                     tenant: str | None = None) -> None:
     """Record trial ``trial``'s scores on the test split with ``study`` (a tenant's under its
     own key), for every later report."""
-    from dataclasses import asdict
-
     study.set_user_attr(_test_key(tenant),
                         {"trial": int(trial), "fits": [asdict(fit) for fit in fits]})
 
