@@ -694,7 +694,7 @@ def _report_of(study: optuna.Study, tenant: str | None = None) -> StudyReport:
     """The report of ``study``'s trials (of ``tenant``'s only, under its own setup record)."""
     from optuna.trial import TrialState
 
-    from fairtune.fairness import best_fair_trial, study_limits
+    from fairtune.fairness import study_limits
     from fairtune.tenancy import tenant_of
     from fairtune.tuning import predicts_one_class
     from fairtune.tuning._deployment import deployment, read_test_fits
@@ -711,10 +711,9 @@ def _report_of(study: optuna.Study, tenant: str | None = None) -> StudyReport:
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if not complete:
         return page
-    best = best_fair_trial(study, limits, tenant=tenant)
-    page.best_is_fair = best is not None
-    page.best = best if best is not None else least_unfair_trial(complete, limits)
-    page.deploy = deploy = deployment(study, tenant)
+    page.deploy = deploy = deployment(study, tenant)  # its best: the best fair trial, or None
+    page.best_is_fair = deploy.best is not None
+    page.best = deploy.best if page.best_is_fair else least_unfair_trial(complete, limits)
     shown = page._subject  # the model to deploy's facts
     page.rows = _best_rows(shown, limits, page.metric)
     # A refusal is the answer itself; a certificate and a pending verdict are about the model.
