@@ -199,40 +199,33 @@ def _parts(stored: Mapping[str, Any], record: Mapping[str, Any], entry: str
     return (old, new) if isinstance(old, dict) and isinstance(new, dict) else None
 
 
-def _dataset_items(stored: Mapping[str, Any], record: Mapping[str, Any]
-                   ) -> list[tuple[str, str, str]] | None:
-    """``(argument, stored, this run's)`` for each part of the ``dataset`` entries that
-    differs, or None without the parts of both."""
-    both = _parts(stored, record, "dataset")
+def _items(stored: Mapping[str, Any], record: Mapping[str, Any], entry: str
+           ) -> list[tuple[str, str, str]] | None:
+    """``(argument, stored, this run's)`` for each part of the ``entry`` (``"dataset"`` or
+    ``"validation"``) that differs, with the values as typed; None without the parts of both."""
+    both = _parts(stored, record, entry)
     if both is None:
         return None
     old, new = both
-    # The command line names the sensitive features with a flag; Python with the data (whose
-    # sensitive features are another data set's own).
-    own = renamed() and has_name("sensitive")
-    sensitive = arg("sensitive") if own else f"the sensitive features of {arg('dataset')}"
-    said = {True: "'on'", False: "'off'"} if renamed() else {True: "False", False: "True"}
-    spelled: dict[str, tuple[str, Callable[[Any], Any]]] = {
-        "name": (arg("dataset"), repr), "sensitive": (sensitive, repr),
-        "hidden": (arg("use_sensitive_feature"), said.get),
-        "dropped": (arg("drop_columns"), lambda v: repr(", ".join(v) or "none"))}
-    return [(name, show(old[part]), show(new[part]))
-            for part, (name, show) in spelled.items() if old[part] != new[part]
-            and not (part == "sensitive" and not own and old["name"] != new["name"])] or None
-
-
-def _validation_items(stored: Mapping[str, Any], record: Mapping[str, Any]
-                      ) -> list[tuple[str, str, str]] | None:
-    """``(argument, stored, this run's)`` for each part of the ``validation`` entries that
-    differs, with the values as typed; None without the parts of both."""
-    both = _parts(stored, record, "validation")
-    if both is None:
-        return None
-    old, new = both
-    # A change to or from folds is named as `cv`, not as `validation_size`.
-    return [(arg(n), _show(old[n]), _show(new[n]))
-            for n in ("cv", "validation_size", "test_size", "random_state") if old[n] != new[n]
-            and not (n == "validation_size" and (old["cv"] or new["cv"]))] or None
+    spelled: dict[str, tuple[str, Callable[[Any], Any]]]
+    if entry == "validation":
+        spelled = {n: (arg(n), _show) for n in ("cv", "validation_size", "test_size",
+                                                "random_state")}
+        # A change to or from folds is named as `cv`, not as `validation_size`.
+        skip = "validation_size" if old["cv"] or new["cv"] else None
+    else:
+        # The command line names the sensitive features with a flag; Python with the data
+        # (whose sensitive features are another data set's own).
+        own = renamed() and has_name("sensitive")
+        sensitive = arg("sensitive") if own else f"the sensitive features of {arg('dataset')}"
+        said = {True: "'on'", False: "'off'"} if renamed() else {True: "False", False: "True"}
+        spelled = {
+            "name": (arg("dataset"), repr), "sensitive": (sensitive, repr),
+            "hidden": (arg("use_sensitive_feature"), said.get),
+            "dropped": (arg("drop_columns"), lambda v: repr(", ".join(v) or "none"))}
+        skip = "sensitive" if not own and old["name"] != new["name"] else None
+    return [(name, show(old[part]), show(new[part])) for part, (name, show) in spelled.items()
+            if old[part] != new[part] and part != skip] or None
 
 
 def _listed(words: list[str]) -> str:
@@ -303,11 +296,8 @@ def setup_message(study: optuna.Study, stored: Mapping[str, Any], record: Mappin
 
     items: list[tuple[str, str, str]] = []
     for n in named:
-        parts = None
-        if n == "dataset":
-            parts = _dataset_items(stored, record)
-        elif n == "validation" and not (arguments or {}).get("validation"):
-            parts = _validation_items(stored, record)
+        parts = _items(stored, record, n) if n == "dataset" or (
+            n == "validation" and not (arguments or {}).get("validation")) else None
         old, new = kinds if n == "pruner" and kinds[0] != kinds[1] else (stored[n], record[n])
         items += parts or [(argument(n), _show(old), _show(new))]
     what = "; ".join(f"{a} {old}, but this run asks for {new}" for a, old, new in items)
