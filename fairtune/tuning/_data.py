@@ -534,27 +534,26 @@ def _search_folds(dev: np.ndarray, y_dev: np.ndarray, cv: int | None,
             held="the validation split", rest="the training split",
             rows="search rows" if before else "rows of the data",
             left_by=before and before[1:3]), guard)]
-        (fit, valid), = folds
-        size = validation_size
-        parts += [("the training split", dev[fit],
-                   _fewest(before, (1 - size, "validation_size", size, "a smaller"))),
-                  ("the validation split", dev[valid],
-                   _fewest(before, (size, "validation_size", size, "a larger")))]
-        return folds
-    smallest_class = int(np.bincount(y_dev, minlength=2).min())
-    if cv > smallest_class:
-        raise ValueError(
-            f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
-            f"({smallest_class}), but got {got('cv', cv)}.")
-    splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
-    folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(y_dev, y_dev)]
-    _check_folds_keep_values(folds, guard)
-    for k, (fit, valid) in enumerate(folds):
-        parts += [(f"the training rows of fold {k + 1}", dev[fit],
-                   _fewest(before, (1 - 1 / cv, "cv", cv, "a smaller"))),
-                  (f"the validation rows of fold {k + 1}", dev[valid],
-                   _fewest(before, (1 / cv, "cv", cv, "a smaller")))]
-    parts.append(("the cross-validation folds", dev, before))
+        argument, value, share, remedy = ("validation_size", validation_size, validation_size,
+                                          "a larger")
+        names = [("the training split", "the validation split")]
+    else:
+        smallest_class = int(np.bincount(y_dev, minlength=2).min())
+        if cv > smallest_class:
+            raise ValueError(
+                f"{arg('cv')} must be at most the number of tuning rows of the smaller class "
+                f"({smallest_class}), but got {got('cv', cv)}.")
+        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+        folds = [(np.asarray(a), np.asarray(b)) for a, b in splitter.split(y_dev, y_dev)]
+        _check_folds_keep_values(folds, guard)
+        argument, value, share, remedy = "cv", cv, 1 / cv, "a smaller"
+        names = [(f"the training rows of fold {k}", f"the validation rows of fold {k}")
+                 for k in range(1, cv + 1)]
+    for (fit, valid), (fit_name, valid_name) in zip(folds, names, strict=True):
+        parts += [(fit_name, dev[fit], _fewest(before, (1 - share, argument, value, "a smaller"))),
+                  (valid_name, dev[valid], _fewest(before, (share, argument, value, remedy)))]
+    if cv is not None:
+        parts.append(("the cross-validation folds", dev, before))
     return folds
 
 
