@@ -135,11 +135,8 @@ class FairDataset(Bunch):
 
 def _sha256(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK_SIZE), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _checksum_message(name: str | os.PathLike[str], expected: str, actual: str) -> str:

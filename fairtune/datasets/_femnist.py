@@ -311,11 +311,9 @@ def _read_tff(
                 files.setdefault(writer, []).append(path)
                 keep.setdefault(writer, []).append(mask)
                 labels.setdefault(writer, []).append(y if mask is None else y[mask])
-    merged = {w: np.concatenate(v) for w, v in labels.items()}
-    empty = [w for w, y in merged.items() if len(y) == 0]
-    for w in empty:
-        del merged[w], files[w], keep[w]
-    return _LazyH5Pixels(files, keep), merged, "tff: " + ", ".join(p.name for p in paths)
+    merged = {w: y for w, v in labels.items() if len(y := np.concatenate(v))}
+    return (_LazyH5Pixels({w: files[w] for w in merged}, keep), merged,
+            "tff: " + ", ".join(p.name for p in paths))
 
 
 def _read_leaf(
