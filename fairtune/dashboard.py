@@ -188,7 +188,7 @@ def publish(
         ImportError: Without optuna-dashboard or plotly (the ``dashboard`` extra).
         ValueError: If the study has several objectives.
     """
-    from fairtune.report import report, study_tenants
+    from fairtune.report import report
 
     dashboard, _ = _modules()
     _check_study(study)
@@ -209,8 +209,7 @@ def publish(
         + when + "\n"
     )
     dashboard.save_note(study, note)
-    tenants = study_tenants(study)
-    for i, tenant in enumerate(tenants or [None]):
+    for i, tenant in enumerate([row.tenant for row in page.tenants] or [None]):
         suffix = "" if tenant is None else f"-{i}"
         try:
             tradeoff = tradeoff_figure(study, tenant=tenant)
