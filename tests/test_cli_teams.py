@@ -98,7 +98,8 @@ def test_three_tenants_and_three_agents_share_one_postgresql_server(
     (["--tenant", "a", "--tenants", "a,,b", "--storage", "sqlite:///x.db"],
      "argument --tenants: expected tenant names separated by commas, but got 'a,,b'"),
     (["--tenant", "a", "--tenants", "a,b,a", "--storage", "sqlite:///x.db"],
-     "--tenants must be distinct names (at least one), but got --tenants ['a', 'b', 'a']."),
+     "--tenants must be a number of tenants (at least 1) or distinct names (strings, at least "
+     "one), but got --tenants ['a', 'b', 'a']."),
     (["--agent", "lab-a"], "--agent with --board"),
     (["--agent", "lab-a", "--board", "nosuch://x"], "--board 'nosuch://x' has an unknown scheme"),
 ])

@@ -209,23 +209,16 @@ class CollaborativeUCBSampler(GPSamplerBase):
         seed: int | None = None,
     ) -> None:
         if isinstance(tenants, (int, np.integer)) and not isinstance(tenants, bool):
-            if tenants < 1:
-                raise ValueError(f"`tenants` must be positive, but got tenants={tenants!r}.")
             names = [str(i) for i in range(int(tenants))]
         elif isinstance(tenants, Sequence) and not isinstance(tenants, str):
-            if not all(isinstance(t, str) for t in tenants):
-                raise ValueError(
-                    "`tenants` must be a list of names (strings) or a number, but got "
-                    f"tenants={tenants!r}."
-                )
             names = list(tenants)
-            if not names or len(set(names)) != len(names):
-                raise ValueError(f"{arg('tenants')} must be distinct names (at least one), but "
-                                 f"got {got('tenants', tenants)}.")
         else:
-            raise ValueError(
-                f"`tenants` must be a list of names or a number, but got tenants={tenants!r}."
-            )
+            names = []
+        if (not names or len(set(names)) != len(names)
+                or not all(isinstance(t, str) for t in names)):
+            raise ValueError(f"{arg('tenants')} must be a number of tenants (at least 1) or "
+                             f"distinct names (strings, at least one), but got "
+                             f"{got('tenants', tenants)}.")
         if not (isinstance(rho, (int, float)) and 0.0 < rho <= 1.0):
             raise ValueError(f"`rho` must be in (0, 1], but got rho={rho!r}.")
         for name, value in (("c1", c1), ("c2", c2)):

@@ -342,9 +342,10 @@ def test_failed_trials_do_not_stall_rounds() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"tenants": 0}, "`tenants` must be positive, but got tenants=0"),
-        ({"tenants": ["a", "a"]}, "`tenants` must be distinct"),
-        ({"tenants": "abc"}, "`tenants` must be a list"),
+        ({"tenants": 0}, r"`tenants` must be a number of tenants \(at least 1\) or distinct "
+                          r"names \(strings, at least one\), but got tenants=0\."),
+        ({"tenants": ["a", "a"]}, r"distinct names .*, but got tenants=\['a', 'a'\]\."),
+        ({"tenants": "abc"}, "distinct names .*, but got tenants='abc'."),
         ({"tenants": 2, "rho": 0.0}, r"`rho` must be in \(0, 1\], but got rho=0.0"),
         ({"tenants": 2, "rho": 1.5}, r"`rho` must be in \(0, 1\], but got rho=1.5"),
         ({"tenants": 2, "rho": 0.5, "seed": "a"}, "`seed` must be None or an integer"),

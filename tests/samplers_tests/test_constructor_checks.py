@@ -13,7 +13,8 @@ from fairtune.samplers import CollaborativeUCBSampler, FairBOSampler
 @pytest.mark.parametrize("tenants", [["a", 1], [None, "b"], [1, 2]])
 def test_tenants_must_be_names(tenants: list) -> None:
     with pytest.raises(ValueError, match=re.escape(
-            f"`tenants` must be a list of names (strings) or a number, but got tenants={tenants!r}.")):
+            "`tenants` must be a number of tenants (at least 1) or distinct names (strings, at "
+            f"least one), but got tenants={tenants!r}.")):
         CollaborativeUCBSampler(tenants=tenants)
 
 
