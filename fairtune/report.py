@@ -37,6 +37,7 @@ from fairtune._text import (
     percent,
     printable,
 )
+from fairtune.fairness.constraints import least_unfair_trial
 from fairtune.tenancy import check_tenant, study_tenants
 from fairtune.tuning import _deployment
 from fairtune.tuning._deployment import ScoresOnTest
@@ -174,22 +175,6 @@ def _sensitive_line(trial: optuna.trial.FrozenTrial) -> list[str]:
     how = trial.user_attrs.get(_keys.SENSITIVE_AT_PREDICTION_KEY)
     needs = "not needed" if how == "no" else f"needed, as {how}"
     return [f"Sensitive feature at prediction: {needs}."] if how else []
-
-
-def least_unfair_trial(
-    trials: Sequence[optuna.trial.FrozenTrial], limits: dict[str, Any]
-) -> optuna.trial.FrozenTrial:
-    """The completed trial whose fairness values exceed the limits by the least in total (a
-    limit it has no value for counts as infinitely exceeded)."""
-    from fairtune.fairness import fairness_values
-
-    def excess(t: optuna.trial.FrozenTrial, name: str, limit: Any) -> float:
-        value = fairness_values(t).get(name)
-        if limit is not None and value is not None:
-            return max(limit.violation(value), 0.0)
-        return max(t.constraints[name], 0.0) if name in t.constraints else float("inf")
-
-    return min(trials, key=lambda t: sum(excess(t, name, bound) for name, bound in limits.items()))
 
 
 _NOT_COMPARABLE = ("Each tenant scores its trials on its own data, so the values of different "
@@ -672,16 +657,15 @@ def report(study: optuna.Study, *, tenant: str | None = None) -> StudyReport:
     tenants = check_tenant(study, tenant)
     if not tenants:
         return _report_of(study)
-    limits, trials = study_limits(study), study.get_trials(deepcopy=False)
-    by_tenant = trials_by_tenant(study, states=None)
+    trials, by_tenant = study.get_trials(deepcopy=False), trials_by_tenant(study, states=None)
     utilities = cumulative_utilities(study, tenants)
     rows = []
     for name in tenants:  # each tenant under its own limits (each may have others)
-        own = study_limits(study, name) or limits
+        own = study_limits(study, name)
         (count, _, _, fair), pruned = _counts(by_tenant.get(name, []), own)
         rows.append(TenantRow(name, count, pruned, fair, best_fair_trial(study, own, tenant=name),
                               utilities[name]))
-    (count, complete, failed, _), pruned = _counts(trials, limits)
+    (count, complete, failed, _), pruned = _counts(trials, {})
     return StudyReport(  # fair by each tenant's own limits
         study=study, counts=(count, complete, failed, sum(row.fair for row in rows)),
         pruned=pruned, setup=[*_setup(read_setup(study)), ("Tenants", ", ".join(tenants))],

@@ -171,6 +171,22 @@ def test_a_tenant_study_names_each_tenants_own_best_and_no_best_across_tenants()
         report(study, tenant="c")
 
 
+def test_a_tenant_without_limits_of_its_own_is_judged_by_the_studys_everywhere() -> None:
+    from fairtune._keys import SETUP_KEY
+    from fairtune.fairness import USER_ATTR_PREFIX
+    from fairtune.tenancy import ask
+
+    study = optuna.create_study(direction="maximize", study_name="shared")
+    study.set_user_attr(SETUP_KEY, {"tenants": ["a"], "limits": ["demographic_parity<=0.1"]})
+    for value, dsp in ((0.9, 0.3), (0.8, 0.05)):  # values recorded, no constraint set
+        trial = ask(study, "a")
+        trial.set_user_attr(USER_ATTR_PREFIX + "demographic_parity", dsp)
+        study.tell(trial, value)
+    page = report(study)
+    assert page.tenants[0].fair == page.sections[0].counts[3] == 1
+    assert page.tenants[0].best.number == page.sections[0].best.number == 1
+
+
 def test_pruned_trials_are_counted_and_a_multi_fidelity_setup_shown() -> None:
     from optuna.trial import TrialState
 

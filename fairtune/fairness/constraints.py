@@ -36,6 +36,7 @@ __all__ = [
     "fairness_values",
     "is_fair",
     "is_feasible",
+    "least_unfair_trial",
     "parse_limits",
     "record_fairness_values",
     "set_fairness_constraints",
@@ -388,7 +389,8 @@ def study_limits(study: optuna.Study, tenant: str | None = None
     Args:
         study: Any single-objective study.
         tenant: A tenant of a shared study: its own limits (each tenant may have others) and
-            the constraints of its own trials. Defaults to None: the study's.
+            the constraints of its own trials, or the study's when it has none of its own.
+            Defaults to None: the study's.
 
     Returns:
         ``{name: FairnessLimit or None}``, stored limits first; empty if the study has none.
@@ -421,7 +423,7 @@ def study_limits(study: optuna.Study, tenant: str | None = None
                 bound = float(np.median(bounds))
                 if _bound_problem(METRICS[name], bound) is None:
                     limits[name] = FairnessLimit(metric=name, bound=bound)
-    return limits
+    return limits if limits or tenant is None else study_limits(study)
 
 
 def is_fair(
@@ -456,6 +458,22 @@ def is_fair(
         elif name not in trial.constraints or not trial.constraints[name] <= 0:
             return False
     return True
+
+
+def least_unfair_trial(
+    trials: Sequence[optuna.trial.FrozenTrial], limits: Mapping[str, FairnessLimit | None]
+) -> optuna.trial.FrozenTrial:
+    """Of ``trials``, the one whose fairness values exceed ``limits`` by the least in total,
+    the first among ties (a limit it has no value for counts as infinitely exceeded; a NaN
+    excess as none, as :func:`is_fair` lets a NaN value pass)."""
+
+    def excess(t: optuna.trial.FrozenTrial, name: str, limit: FairnessLimit | None) -> float:
+        value = fairness_values(t).get(name)
+        if limit is not None and value is not None:
+            return max(0.0, limit.violation(value))
+        return max(0.0, t.constraints[name]) if name in t.constraints else math.inf
+
+    return min(trials, key=lambda t: sum(excess(t, name, bound) for name, bound in limits.items()))
 
 
 def best_fair_trial(

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
-from fairtune.fairness.constraints import FairnessLimit, fairness_values, is_fair
+from fairtune.fairness.constraints import (
+    FairnessLimit,
+    fairness_values,
+    is_fair,
+    least_unfair_trial,
+)
 from fairtune.tuning import _trial as trial_path
 
 if TYPE_CHECKING:
@@ -119,20 +124,15 @@ def no_fair_trial_message(trials: list[optuna.trial.FrozenTrial], limits: list[F
     elif margin:
         text += f" (the given limits less `margin`={margin:g})"
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
-
-    def excess(t: optuna.trial.FrozenTrial) -> float:
-        values = fairness_values(t)
-        if any(limit.metric not in values for limit in limits):
-            return np.inf
-        return sum(max(0.0, limit.violation(values[limit.metric])) for limit in limits)
-
     message = (
         f"No trial meets the fairness limit{'s' if len(limits) > 1 else ''} {text} on its "
         f"out-of-fold predictions ({len(completed)} completed trial"
         f"{'s' if len(completed) != 1 else ''})"
     )
     if completed:
-        closest = min(completed, key=lambda t: (excess(t), -(t.value or 0.0)))
+        closest = least_unfair_trial(  # the best scoring among ties
+            sorted(completed, key=lambda t: -(t.value or 0.0)),
+            {limit.metric: limit for limit in limits})
         values = fairness_values(closest)
         measured = ", ".join(
             f"{limit.metric}={values[limit.metric]:.4f}" for limit in limits
