@@ -300,19 +300,19 @@ def test_mitigation_labels_one_per_row_and_distinct_per_combination() -> None:
     from fairtune.tuning.mitigation import _as_sensitive
 
     one = pd.Series(["f", "m", "f"], index=[5, 6, 7])
-    assert _as_sensitive(one, None).tolist() == ["f", "m", "f"]
+    assert _as_sensitive(one).tolist() == ["f", "m", "f"]
     two = pd.DataFrame({"sex": ["f", "m", "f"], "age": [1, 1, 2]})
-    assert _as_sensitive(two, None).tolist() == ["f|1", "m|1", "f|2"]
+    assert _as_sensitive(two).tolist() == ["f|1", "m|1", "f|2"]
     # Escaped as fairlearn escapes its separator: two combinations never share a label.
     clash = pd.DataFrame({"a": ["x|y", "x"], "b": ["z", "y|z"]})
-    labels = _as_sensitive(clash, None, predicting=False)
+    labels = _as_sensitive(clash, predicting=False)
     assert labels.tolist() == ["x\\|y|z", "x|y\\|z"] and labels[0] != labels[1]
     # At fit, the checks of sensitive_groups; at prediction, any rows.
     with pytest.raises(ValueError, match="must define at least two groups"):
-        _as_sensitive(["f", "f"], None, predicting=False)
+        _as_sensitive(["f", "f"], predicting=False)
     with pytest.raises(ValueError, match="must not contain NaN"):
-        _as_sensitive(["f", None, "m"], None, predicting=False)
-    assert _as_sensitive(["f", None], None).tolist() == ["f", None]
+        _as_sensitive(["f", None, "m"], predicting=False)
+    assert _as_sensitive(["f", None]).tolist() == ["f", None]
 
 
 def test_a_mitigation_refuses_missing_groups_at_fit() -> None:

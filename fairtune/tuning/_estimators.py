@@ -420,7 +420,7 @@ def known_groups(X: Any, sensitive: Any) -> tuple[list[Any], dict[Any, list[Any]
 
     names = (list(sensitive.columns) if isinstance(sensitive, pd.DataFrame)
              else [sensitive.name] if isinstance(sensitive, pd.Series) else [])
-    return list(pd.unique(pd.Series(_as_sensitive(sensitive, X)))), {
+    return list(pd.unique(pd.Series(_as_sensitive(sensitive)))), {
         name: list(pd.unique(X[name])) for name in names
         if isinstance(X, pd.DataFrame) and name is not None and name in X.columns
     }
@@ -436,7 +436,7 @@ def check_groups_known(X: Any, params: dict[str, Any], method: str, groups: list
 
     given = params.get(_SENSITIVE)
     if given is not None and groups is not None:
-        check_known_groups(_as_sensitive(given, X), groups, argument=_SENSITIVE,
+        check_known_groups(_as_sensitive(given), groups, argument=_SENSITIVE,
                            where=f"FairSearchCV.{method}")
     for name, known in columns.items():
         if isinstance(X, pd.DataFrame) and name in X.columns:

@@ -218,7 +218,7 @@ def mitigated_estimator(
     )
 
 
-def _as_sensitive(sensitive_features: Any, X: Any, *, predicting: bool = True) -> np.ndarray:
+def _as_sensitive(sensitive_features: Any, *, predicting: bool = True) -> np.ndarray:
     """One group label per row (:func:`fairtune._validation.sensitive_groups`); several
     columns are joined with ``|``, escaped as fairlearn's ``_merge_columns`` escapes ``,``."""
     groups = sensitive_groups(sensitive_features, predicting=predicting)
@@ -411,7 +411,7 @@ class ThresholdClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"{f' {names_fit}' if names_fit else ''}, but got {n} column"
                 f"{'s' if n != 1 else ''}{f' {names}' if names else ''}."
             )
-        groups = _as_sensitive(sensitive_features, X)
+        groups = _as_sensitive(sensitive_features)
         if len(groups) != _n_rows(X):
             raise ValueError(
                 f"`sensitive_features` given to {where} must have one entry per row of X "
@@ -633,7 +633,7 @@ def _fit_inputs(y: Any, pos_label: Any, sensitive_features: Any
             f"`y` must hold both labels to fit with pos_label={pos_label!r}, but got only "
             f"{classes.tolist()}."
         )
-    return y01, classes, _as_sensitive(sensitive_features, None, predicting=False)
+    return y01, classes, _as_sensitive(sensitive_features, predicting=False)
 
 
 def _labels_of(predicted: np.ndarray, classes: np.ndarray, pos_label: Any) -> np.ndarray:
