@@ -236,7 +236,6 @@ class CollaborativeUCBSampler(GPSamplerBase):
         self._c2 = 2.0 if c2 is None else float(c2)
         self._vary_c1 = vary_c1
         self._n_startup_rounds = n_startup_rounds
-        self._seed = seed
         # Studies already told that their constraints are not modelled (one warning each).
         self._warned_constraints: set[str] = set()
         # Tuning knobs of the joint n x d search (tests shrink them).
@@ -305,16 +304,12 @@ class CollaborativeUCBSampler(GPSamplerBase):
         storage, study_id = storage_and_id(study)
         attrs = storage.get_study_system_attrs(study_id)
         if SEED_KEY not in attrs:
-            seed = self._seed if self._seed is not None else self._rng.rng.randint(0, 2**31 - 1)
+            seed = self._rng._seed
+            if seed is None:
+                seed = self._rng.rng.randint(0, 2**31 - 1)
             storage.set_study_system_attr(study_id, SEED_KEY, int(seed))
             attrs = storage.get_study_system_attrs(study_id)
         return int(attrs[SEED_KEY])
-
-    def reseed_rng(self) -> None:
-        """Forget ``seed``: studies that have no base seed yet get a fresh random one. A study
-        already under way keeps its stored seed, so its rounds stay the same in every process."""
-        super().reseed_rng()
-        self._seed = None
 
     def _startup_value(
         self, study: Study, trial: FrozenTrial | None, tenant: str, round_: int, name: str,
