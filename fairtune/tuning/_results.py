@@ -104,7 +104,7 @@ def report_failures(trials: list[optuna.trial.FrozenTrial], error_score: Any) ->
         f"error_score={error_score!r}; the first error (trial {first.number}, params "
         f"{first.params}): {reason}",
         FitFailedWarning,
-        stacklevel=5,  # fit -> _search -> _select -> here
+        stacklevel=4,  # fit -> _search -> here
     )
 
 
@@ -184,5 +184,5 @@ def warn_if_one_class(best: optuna.trial.FrozenTrial, scoring: str, labels: tupl
         "`mitigation` (e.g. 'threshold'), loosen `limits`, or run more trials; "
         "cv_results_['predicts_one_class'] marks such trials.",
         UserWarning,
-        stacklevel=5,  # fit -> _search -> _select -> here
+        stacklevel=4,  # fit -> _search -> here
     )

@@ -535,7 +535,21 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                        catch=(_TrialFailed,) if self.error_score != "raise" else (),
                        callbacks=list(self.callbacks) if self.callbacks else None)
         self.study_ = study
-        self._select(study, limits, numbers_before)
+        trials = finished_trials(study)
+        self.cv_results_ = results(trials, limits, error_score=self.error_score,
+                                   n_splits=self.n_splits_)
+        self.n_trials_ = len(trials)
+        report_failures([t for t in trials if t.number not in numbers_before], self.error_score)
+        best = best_fair_trial(study, {limit.metric: limit for limit in limits})
+        if best is not None:
+            warn_if_one_class(best, self.scoring, (self._other_label, self._positive_label))
+            return
+        message = no_fair_trial_message(trials, limits, scoring=self.scoring,
+                                        margin=self.margin, confidence=self.confidence,
+                                        study=study)
+        if self.refit:  # with confidence, a refusal like any other
+            raise (ValueError if self.confidence is None else NotCertifiedError)(message)
+        warnings.warn(message, UserWarning, stacklevel=3)  # fit -> _search
 
     def _deploy(self, study: Any, trials: list[optuna.trial.FrozenTrial]) -> None:
         """``best_*`` and ``cv_results_["rank_test_score"]`` of the study's model to deploy
@@ -554,25 +568,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         above[self.best_index_] = False
         ranks[above] += 1  # behind it now
         ranks[self.best_index_] = 1
-
-    def _select(self, study: Any, limits: list[FairnessLimit], numbers_before: set[int]) -> None:
-        """``cv_results_``; this fit's failures reported; when no trial is fair, an error (a
-        warning with ``refit=False``)."""
-        trials = finished_trials(study)
-        self.cv_results_ = results(trials, limits, error_score=self.error_score,
-                                   n_splits=self.n_splits_)
-        self.n_trials_ = len(trials)
-        report_failures([t for t in trials if t.number not in numbers_before], self.error_score)
-        best = best_fair_trial(study, {limit.metric: limit for limit in limits})
-        if best is not None:
-            warn_if_one_class(best, self.scoring, (self._other_label, self._positive_label))
-            return
-        message = no_fair_trial_message(trials, limits, scoring=self.scoring,
-                                        margin=self.margin, confidence=self.confidence,
-                                        study=study)
-        if self.refit:  # with confidence, a refusal like any other
-            raise (ValueError if self.confidence is None else NotCertifiedError)(message)
-        warnings.warn(message, UserWarning, stacklevel=4)  # fit -> _search -> _select
 
     def _favourable(self, y: np.ndarray) -> tuple[np.ndarray, Any]:
         """(0/1 labels with 1 = the favourable label, that label), remembered with the other
