@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -20,13 +19,14 @@ from fairtune._gp import acquisition
 from fairtune._gp.fantasy import FantasyModels, reject
 from fairtune._gp.gp import GPRegressor, fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune._names import check_choice
+from fairtune._names import check_choice, check_integer
 from fairtune._optuna_compat import storage_and_id, study_key
 from fairtune._threads import limit_threads
 from fairtune.collaboration import Board, check_agent, sliced_lhs_value, space_json
 from fairtune.samplers._base import (
     GPSamplerBase,
     _trial_key,
+    check_number,
     collect_trials,
     derived_seed,
     direction_signs,
@@ -208,7 +208,18 @@ class CGPSampler(GPSamplerBase):
                 raise ValueError("`agent` must be given when `board` is, but got agent=None.")
             agent = "agent"
         check_agent(agent)
-        _check_settings(acquisition, group_size, eta, beta, n_raw_samples, quorum, design_noise)
+        check_choice("acquisition", acquisition, _ACQUISITIONS)
+        for name, value in (("group_size", group_size), ("n_raw_samples", n_raw_samples),
+                            ("quorum", quorum)):
+            check_integer(name, value, minimum=1)
+        if quorum > n_raw_samples:
+            raise ValueError(
+                "`quorum <= n_raw_samples` must hold, but got "
+                f"(quorum={quorum}, n_raw_samples={n_raw_samples})."
+            )
+        check_number("eta", eta, low=0.0)
+        check_number("beta", beta, low=0.0)
+        check_number("design_noise", design_noise, low=0.0, strict=True, optional=True)
         super().__init__(seed=seed, independent_sampler=independent_sampler,
                          n_startup_trials=n_startup_trials,
                          warn_independent_sampling=warn_independent_sampling)
@@ -469,35 +480,3 @@ class CGPSampler(GPSamplerBase):
             candidates = candidates[allowed]
         draw = fantasies.sample_path(torch.from_numpy(candidates), s, generator)
         return candidates[int(torch.argmax(draw))]
-
-
-def _check_settings(
-    acquisition: Any, group_size: Any, eta: Any, beta: Any, n_raw_samples: Any, quorum: Any,
-    design_noise: Any,
-) -> None:
-    """CGPSampler's numeric and string settings, or a ValueError naming the bad one."""
-    check_choice("acquisition", acquisition, _ACQUISITIONS)
-    for name, value, low in (("group_size", group_size, 1), ("n_raw_samples", n_raw_samples, 1),
-                             ("quorum", quorum, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(
-                f"`{name}` must be an integer >= {low}, but got {name}={value!r}."
-            )
-    if quorum > n_raw_samples:
-        raise ValueError(
-            "`quorum <= n_raw_samples` must hold, but got "
-            f"(quorum={quorum}, n_raw_samples={n_raw_samples})."
-        )
-    for name, value in (("eta", eta), ("beta", beta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            math.isfinite(value) and value >= 0
-        ):
-            raise ValueError(f"`{name}` must be a finite number >= 0, but got {name}={value!r}.")
-    if design_noise is not None and (
-        isinstance(design_noise, bool) or not isinstance(design_noise, (int, float))
-        or not (math.isfinite(design_noise) and design_noise > 0)
-    ):
-        raise ValueError(
-            f"`design_noise` must be None or a positive number, but got "
-            f"design_noise={design_noise!r}."
-        )

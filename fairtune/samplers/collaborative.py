@@ -53,6 +53,7 @@ from fairtune._threads import limit_threads
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (
     GPSamplerBase,
+    check_number,
     derived_seed,
     direction_signs,
     encode_trials,
@@ -221,9 +222,8 @@ class CollaborativeUCBSampler(GPSamplerBase):
                              f"{got('tenants', tenants)}.")
         if not (isinstance(rho, (int, float)) and 0.0 < rho <= 1.0):
             raise ValueError(f"`rho` must be in (0, 1], but got rho={rho!r}.")
-        for name, value in (("c1", c1), ("c2", c2)):
-            if value is not None and not (isinstance(value, (int, float)) and value > 0):
-                raise ValueError(f"`{name}` must be positive, but got {name}={value!r}.")
+        check_number("c1", c1, low=0.0, strict=True, optional=True)
+        check_number("c2", c2, low=0.0, strict=True, optional=True)
         if n_startup_rounds is None:
             n_startup_rounds = max(1, math.ceil(10 / len(names)))
         check_integer("n_startup_rounds", n_startup_rounds)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +23,7 @@ from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.samplers._base import (
     GPSamplerBase,
+    check_number,
     collect_trials,
     direction_signs,
     encode_trials,
@@ -174,14 +174,8 @@ class MTKBSampler(GPSamplerBase):
         self._task_covariance = _checked_task_covariance(task_covariance)
         if not isinstance(budgeted, bool):
             raise ValueError(f"`budgeted` must be a bool, but got budgeted={budgeted!r}.")
-        if q is not None and not (isinstance(q, numbers.Real) and math.isfinite(q) and q >= 1.0):
-            raise ValueError(f"`q` must be None or a finite number >= 1, but got q={q!r}.")
-        if beta is not None and not (
-            isinstance(beta, numbers.Real) and math.isfinite(beta) and beta >= 0
-        ):
-            raise ValueError(
-                f"`beta` must be None or a finite number >= 0, but got beta={beta!r}."
-            )
+        check_number("q", q, low=1.0, optional=True)
+        check_number("beta", beta, low=0.0, optional=True)
         check_choice("width", width, mt.WIDTHS)
         check_choice("utility_units", utility_units, _UTILITY_UNITS)
         super().__init__(seed=seed, independent_sampler=independent_sampler,

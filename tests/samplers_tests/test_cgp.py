@@ -290,9 +290,9 @@ def test_bad_arguments_are_clear_errors() -> None:
         CGPSampler(board=board)
     with pytest.raises(ValueError, match=r"`quorum <= n_raw_samples` must hold"):
         CGPSampler(board=None, quorum=10, n_raw_samples=5)
-    with pytest.raises(ValueError, match=r"`group_size` must be an integer >= 1, but got group_size=0"):
+    with pytest.raises(ValueError, match=r"`group_size` must be a positive integer, but got group_size=0"):
         CGPSampler(board=None, group_size=0)
-    with pytest.raises(ValueError, match=r"`design_noise` must be None or a positive number"):
+    with pytest.raises(ValueError, match=r"`design_noise` must be None or a finite number > 0"):
         CGPSampler(board=None, design_noise=-1.0)
     with pytest.raises(ValueError, match=r"`eta` must be a finite number >= 0"):
         CGPSampler(board=None, eta=math.inf)
