@@ -133,16 +133,24 @@ def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
 
 
 def _validate(
-    y_true: Any, y_pred: Any, sensitive_features: Any, sample_weight: Any
+    y_true: Any, y_pred: Any, sensitive_features: Any, sample_weight: Any,
+    pred: Literal["y_pred", "probabilities"] = "y_pred",  # 0/1, or probabilities of 1
 ) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray | None]:
     y_true_ = _check_binary(y_true, "y_true")
     n = len(y_true_)
     if n == 0:
         raise ValueError(_MSG_EMPTY)
-    y_pred_ = _as_1d(y_pred, "y_pred")
+    y_pred_ = _as_1d(y_pred, pred)
     if len(y_pred_) != n:
-        raise ValueError(_MSG_LENGTH.format(name="y_pred", n=n, m=len(y_pred_)))
-    y_pred_ = _check_binary(y_pred_, "y_pred")
+        raise ValueError(_MSG_LENGTH.format(name=pred, n=n, m=len(y_pred_)))
+    if pred == "y_pred":
+        y_pred_ = _check_binary(y_pred_, pred)
+    else:
+        y_pred_ = np.asarray(y_pred_, dtype=float)  # no copy of floats
+        bad = ~((y_pred_ >= 0.0) & (y_pred_ <= 1.0))  # NaN too
+        if bad.any():
+            raise ValueError(f"`probabilities` must be in [0, 1], but got {int(bad.sum())} "
+                             f"value(s) outside, e.g. {y_pred_[bad][0]}.")
     # One group label per sample (tuples for intersectional groups); no warning about the
     # values here (a metric is computed for every trial): the entrances warn.
     groups = sensitive_groups(sensitive_features, n)
@@ -433,17 +441,8 @@ def expected_metric(
             probabilities outside [0, 1] or missing.
     """
     spec = METRICS[name]
-    y_true_ = _check_binary(y_true, "y_true")
-    if len(y_true_) == 0:
-        raise ValueError(_MSG_EMPTY)
-    p = np.asarray(_as_1d(probabilities, "probabilities"), dtype=float)  # no copy of floats
-    if len(p) != len(y_true_):
-        raise ValueError(_MSG_LENGTH.format(name="probabilities", n=len(y_true_), m=len(p)))
-    bad = ~((p >= 0.0) & (p <= 1.0))  # NaN too
-    if bad.any():
-        raise ValueError(f"`probabilities` must be in [0, 1], but got {int(bad.sum())} value(s) "
-                         f"outside, e.g. {p[bad][0]}.")
-    groups = sensitive_groups(sensitive_features, len(y_true_))
+    y_true_, p, groups, _ = _validate(y_true, probabilities, sensitive_features, None,
+                                      "probabilities")
     _check_rates_defined(spec.rates, y_true_, groups, None)
     rates, _ = _group_rates(spec.rates, y_true_, p, groups)
     return float(_aggregate(rates, spec.aggregate))
