@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from optuna.study import Study
 
 _logger = logging.getLogger("fairtune")
-_LOCK_TYPE = type(threading.Lock())
 _Model = TypeVar("_Model", GPRegressor, GPClassifier)
 
 # Trial system attribute where a sampler records the parameters it proposed, so that other
@@ -305,19 +304,14 @@ class GPSamplerBase(BaseSampler):
 
     def __getstate__(self) -> dict[str, Any]:
         # Locks cannot be pickled. Optuna's own samplers can, and users save a sampler with
-        # pickle to resume a study with its random state; the restored copy gets new locks.
+        # pickle to resume a study with its random state; the restored copy gets a new lock.
         state = self.__dict__.copy()
-        locks = [name for name, value in state.items() if isinstance(value, _LOCK_TYPE)]
-        for name in locks:
-            del state[name]
-        state["_unpickled_locks"] = locks
+        del state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        locks = state.pop("_unpickled_locks", [])
         self.__dict__.update(state)
-        for name in locks:
-            setattr(self, name, threading.Lock())
+        self._lock = threading.Lock()
 
     def reseed_rng(self) -> None:
         self._rng.reseed()
