@@ -41,13 +41,12 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from fairtune._gp.kernels import CrossKernel, matern52, squared_distance_per_dimension
+from fairtune._gp.kernels import _SQRT5, CrossKernel, matern52, squared_distance_per_dimension
 from fairtune._threads import with_thread_limit
 
 MIN_NOISE_VAR = 1e-6
 _JITTER = 1e-8
 _MIN_VAR = 1e-12
-_SQRT5 = math.sqrt(5.0)
 _ISL_PRIOR_WEIGHT = 0.1
 _MAX_ITER = 100
 _MAX_ITER_WARM = 10

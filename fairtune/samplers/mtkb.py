@@ -377,8 +377,7 @@ class MTKBSampler(GPSamplerBase):
                 f"least one non-fixed parameter) to fit a task correlation, but got "
                 f"{len(complete)}."
             )
-        ss = SearchSpace(search_space)
-        X = torch.from_numpy(ss.encode([t.params for t in complete]))
+        ss, _, X, _ = encode_trials(search_space, complete, [])
         Y, _, _, _ = self._targets(study, complete)
         with limit_threads(len(complete)):
             params = self._fit_model(study, X, Y, ss)
