@@ -47,6 +47,7 @@ import numpy as np
 from sklearn.base import clone
 
 from fairtune._keys import ERROR_KEY, FIT_TIMES_KEY, SCORE_TIMES_KEY, SPLIT_SCORES_KEY
+from fairtune._optuna_compat import suggest
 from fairtune._threads import limit_training_threads
 from fairtune.fairness.constraints import FairnessLimit
 from fairtune.tuning import _trial as trial_path
@@ -151,25 +152,6 @@ def _routing_knows_sensitive(estimator: Any, method: str) -> bool:
     return requests is None or _SENSITIVE in requests
 
 
-def _suggest(trial: Any, name: str, distribution: Any) -> Any:
-    from optuna.distributions import (
-        CategoricalDistribution,
-        FloatDistribution,
-        IntDistribution,
-    )
-
-    if isinstance(distribution, FloatDistribution):
-        return trial.suggest_float(
-            name, distribution.low, distribution.high, step=distribution.step, log=distribution.log
-        )
-    if isinstance(distribution, IntDistribution):
-        return trial.suggest_int(
-            name, distribution.low, distribution.high, step=distribution.step, log=distribution.log
-        )
-    assert isinstance(distribution, CategoricalDistribution)
-    return trial.suggest_categorical(name, distribution.choices)
-
-
 def _positive_scores(model: Any, X: Any, positive: Any, params: dict[str, Any]) -> np.ndarray:
     """Scores of the positive class (for roc_auc): ``predict_proba``, else
     ``decision_function``."""
@@ -191,7 +173,7 @@ def builder(estimator: Any, space_or_distributions: Any, mitigation: list[str],
 
     def build(trial: Any) -> Any:
         if isinstance(space_or_distributions, dict):
-            params = {name: _suggest(trial, name, distribution)
+            params = {name: suggest(trial, name, distribution)
                       for name, distribution in space_or_distributions.items()}
             estimator = clone(given).set_params(**params)
         else:
