@@ -82,14 +82,9 @@ class FantasyModels:
         E[n_plus - m :, :] = torch.eye(m, dtype=torch.float64)
         with torch.no_grad():
             self._M = torch.cholesky_solve(E, self.base._L)  # (n + m, m) = K+^-1 [0; I]
-        if m > 0:
-            self.sample_mean = self.samples.mean(0)  # (m,)
-            centered = self.samples - self.sample_mean
-            S = self.samples.shape[0]
-            self.sample_cov = centered.T @ centered / max(S - 1, 1)  # (m, m)
-        else:
-            self.sample_mean = torch.zeros(0, dtype=torch.float64)
-            self.sample_cov = torch.zeros(0, 0, dtype=torch.float64)
+        self.sample_mean = self.samples.mean(0)  # (m,)
+        centered = self.samples - self.sample_mean
+        self.sample_cov = centered.T @ centered / max(self.samples.shape[0] - 1, 1)  # (m, m)
 
     @property
     def n_models(self) -> int:

@@ -74,9 +74,6 @@ def _step_out(X: np.ndarray, boxes: np.ndarray, search_space: SearchSpace) -> np
     point moved just outside one face of its (first) box along one dim searched continuously;
     shape (c, q, d), rounded (a rounded dim's box is half a cell wide: the move lands on the
     neighbouring admissible value). Faces outside the cube are skipped."""
-    d = X.shape[-1]
-    if len(boxes) == 0 or not len(X):
-        return np.empty((0, *X.shape[1:]))
     inside = _inside(X, boxes)  # (b, q, k)
     dims = np.flatnonzero(~search_space.is_discrete)
     out = []
@@ -90,7 +87,7 @@ def _step_out(X: np.ndarray, boxes: np.ndarray, search_space: SearchSpace) -> np
                     out.append(moved)
     if not out:
         return np.empty((0, *X.shape[1:]))
-    return search_space.round(np.stack(out)).reshape(-1, X.shape[1], d)
+    return search_space.round(np.stack(out)).reshape(-1, *X.shape[1:])
 
 
 def _local_continuous(
