@@ -276,8 +276,6 @@ class RepeatPenalty:
     classifiers: list[GPClassifier] = field(default_factory=list)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:  # x (..., d) -> (...)
-        if not self.classifiers:
-            return torch.zeros(x.shape[:-1], dtype=torch.float64)
         return (_sum_log_prob_positive(self.classifiers, x) + math.log(2.0)).clamp(max=0.0)
 
 

@@ -52,8 +52,6 @@ def _evaluate(acqf: AcqFunc, X: np.ndarray) -> np.ndarray:
 def _excluded(X: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """(b,) mask of candidate sets having a point inside one of the boxes (k, 2, d) of
     [low, high] corners (an excluded point is a box with low = high)."""
-    if len(boxes) == 0:
-        return np.zeros(len(X), dtype=bool)
     return np.asarray(_inside(X, boxes).any(-1).any(-1))
 
 

@@ -151,8 +151,6 @@ class SearchSpace:
             return (dist.to_internal_repr(value) + 0.5) / self.n_grid[j]
         if kind == _GRID:
             index = round((float(value) - dist.low) / dist.step)  # type: ignore[attr-defined]
-            if self.n_grid[j] == 1:
-                return 0.5
             return (min(max(index, 0), self.n_grid[j] - 1) + 0.5) / self.n_grid[j]
         assert isinstance(dist, (IntDistribution, FloatDistribution))
         v = math.log(value) if kind == _LOG_INT or dist.log else float(value)
