@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fairtune._names import arg, check_choice, got
 from fairtune.samplers.cgp import CGPSampler
 from fairtune.samplers.collaborative import CollaborativeUCBSampler
 from fairtune.samplers.fairbo import FairBOSampler
@@ -36,8 +37,7 @@ def make_sampler(name: str, *, seed: int) -> Any:
 
     from fairtune.samplers._base import TrialSeededRandomSampler
 
-    if name not in SAMPLER_NAMES:
-        raise ValueError(f"`sampler` must be one of {list(SAMPLER_NAMES)}, but got {name!r}.")
+    check_choice("sampler", name, SAMPLER_NAMES)
     startup = TrialSeededRandomSampler(seed)
     if name == "fairbo":
         return FairBOSampler(seed=seed, independent_sampler=startup)
@@ -68,8 +68,6 @@ def team_sampler(
             kinds at once, a tenant not among the tenants, a shared study without a storage,
             or another sampler asked for beside.
     """
-    from fairtune._names import arg, got
-
     if (tenant is None) != (tenants is None) or (agent is None) != (board is None):
         raise ValueError(f"{arg('tenant')} goes with {arg('tenants')}, and {arg('agent')} with "
                          f"{arg('board')}.")
