@@ -242,6 +242,7 @@ def collect_trials(
     """
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     names = search_space.keys()
+    seen = {} if seen is None else seen
     complete, pending = [], []
     for t in trials:
         if t.state == TrialState.COMPLETE:
@@ -249,14 +250,12 @@ def collect_trials(
                 continue
             if names <= t.params.keys():
                 complete.append(t)
-                if seen is not None:
-                    seen[t.number] = t.params
+                seen[t.number] = t.params
         elif current is None or trial_id(t) != trial_id(current):
             params = pending_params(t)
             if names <= params.keys():
                 pending.append(params)
-                if seen is not None:
-                    seen[t.number] = params
+                seen[t.number] = params
     return complete, pending
 
 
