@@ -130,8 +130,6 @@ class GPClassifier:
         L: np.ndarray, y: np.ndarray, prior_mean: float,
     ) -> float:
         """The EP approximation of log p(t | X) (R&W eq. 3.65, algorithm 3.5)."""
-        if len(y) == 0:
-            return 0.0
         diag = np.diag(Sigma)
         tau_cav = np.maximum(1.0 / diag - tau, _MIN_SITE_PRECISION)
         nu_cav = mu / diag - nu
