@@ -19,7 +19,7 @@ from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._names import check_choice, check_integer
 from fairtune._optuna_compat import storage_and_id
-from fairtune._storage import TASK_CORRELATION_KEY, write_study_text
+from fairtune._storage import TASK_CORRELATION_KEY, stored_task_correlation, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.samplers._base import (
     GPSamplerBase,
@@ -352,8 +352,6 @@ class MTKBSampler(GPSamplerBase):
         loaded from its storage in another process has it. The sign convention is that of
         :meth:`task_correlation`: the objectives as the study defines them.
         """
-        from fairtune._storage import stored_task_correlation
-
         return stored_task_correlation(study)
 
     def task_correlation(self, study: Study) -> np.ndarray:
