@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import optuna
+
 from fairtune._names import arg, check_choice, got
+from fairtune.collaboration import Board
+from fairtune.samplers._base import TrialSeededRandomSampler
 from fairtune.samplers.cgp import CGPSampler
 from fairtune.samplers.collaborative import CollaborativeUCBSampler
 from fairtune.samplers.fairbo import FairBOSampler
@@ -33,10 +37,6 @@ def make_sampler(name: str, *, seed: int) -> Any:
     Raises:
         ValueError: For an unknown name (the message lists :data:`SAMPLER_NAMES`).
     """
-    import optuna
-
-    from fairtune.samplers._base import TrialSeededRandomSampler
-
     check_choice("sampler", name, SAMPLER_NAMES)
     startup = TrialSeededRandomSampler(seed)
     if name == "fairbo":
@@ -84,7 +84,5 @@ def team_sampler(
                              f"tenants, which needs {arg('storage')}, but got no "
                              f"{arg('storage')}.")
         return CollaborativeUCBSampler(tenants=list(tenants or ()), seed=seed)
-    from fairtune.collaboration import Board
-
     assert board is not None  # an agent comes with a board (checked first)
     return CGPSampler(board=Board(board, name=board_name), agent=agent, seed=seed)
