@@ -16,8 +16,8 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["TypedNumber", "arg", "argument_names", "check_choice", "check_integer", "got",
-           "has_name", "number", "renamed"]
+__all__ = ["TypedNumber", "arg", "argument_names", "check_choice", "check_integer",
+           "check_number", "got", "has_name", "number", "renamed"]
 
 # A read-only empty default: a ContextVar's default is shared by every context.
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar(
@@ -107,4 +107,17 @@ def check_integer(name: str, value: Any, *, minimum: int = 0, seed: bool = False
             or not minimum <= int(value) < (2**32 if seed else math.inf)):
         what = ("None or an integer in [0, 2**32)" if seed else
                 "a positive integer" if minimum == 1 else "a non-negative integer")
+        raise ValueError(f"`{name}` must be {what}, but got {name}={value!r}.")
+
+
+def check_number(name: str, value: Any, *, low: float, strict: bool = False,
+                 optional: bool = False) -> None:
+    """Refuse ``value`` for the argument ``name`` unless it is a finite number (never a bool)
+    of at least ``low`` (above ``low`` with ``strict``), or with ``optional``, None."""
+    if optional and value is None:
+        return
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    number = float(value) if real else math.nan
+    if not (math.isfinite(number) and (number > low if strict else number >= low)):
+        what = f"{'None or ' if optional else ''}a finite number {'>' if strict else '>='} {low:g}"
         raise ValueError(f"`{name}` must be {what}, but got {name}={value!r}.")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import numbers
 import threading
 import time
 import zlib
@@ -59,19 +58,6 @@ def direction_signs(study: Study) -> np.ndarray:
     """(n_objectives,): 1 for a maximized objective, -1 for a minimized one (the GP engine always
     maximizes, so minimized values enter negated)."""
     return np.array([1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions])
-
-
-def check_number(name: str, value: Any, *, low: float, strict: bool = False,
-                 optional: bool = False) -> None:
-    """Refuse ``value`` for the argument ``name`` unless it is a finite number (never a bool)
-    of at least ``low`` (above ``low`` with ``strict``), or with ``optional``, None."""
-    if optional and value is None:
-        return
-    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    number = float(value) if real else math.nan
-    if not (math.isfinite(number) and (number > low if strict else number >= low)):
-        what = f"{'None or ' if optional else ''}a finite number {'>' if strict else '>='} {low:g}"
-        raise ValueError(f"`{name}` must be {what}, but got {name}={value!r}.")
 
 
 def derived_seed(*parts: int) -> int:

@@ -19,14 +19,13 @@ from fairtune._gp import acquisition
 from fairtune._gp.fantasy import FantasyModels, reject
 from fairtune._gp.gp import GPRegressor, fit_gp, standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune._names import check_choice, check_integer
+from fairtune._names import check_choice, check_integer, check_number
 from fairtune._optuna_compat import storage_and_id, study_key
 from fairtune._threads import limit_threads
 from fairtune.collaboration import Board, check_agent, sliced_lhs_value, space_json
 from fairtune.samplers._base import (
     GPSamplerBase,
     _trial_key,
-    check_number,
     collect_trials,
     derived_seed,
     direction_signs,

@@ -46,14 +46,13 @@ from optuna.trial import FrozenTrial, TrialState
 from fairtune import _keys
 from fairtune._gp.acquisition import information_gain
 from fairtune._gp.gp import fit_gp, standardize
-from fairtune._names import arg, check_integer, got
+from fairtune._names import arg, check_integer, check_number, got
 from fairtune._optuna_compat import contains, storage_and_id, study_system_attrs, trial_id
 from fairtune._storage import read_text, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.fairness.welfare import g2sf_weights
 from fairtune.samplers._base import (
     GPSamplerBase,
-    check_number,
     derived_seed,
     direction_signs,
     encode_trials,

@@ -17,13 +17,12 @@ from fairtune._gp import multitask as mt
 from fairtune._gp.acquisition import LogFeasibility, PenalizedUCB
 from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
-from fairtune._names import check_choice, check_integer
+from fairtune._names import check_choice, check_integer, check_number
 from fairtune._optuna_compat import storage_and_id
 from fairtune._storage import TASK_CORRELATION_KEY, stored_task_correlation, write_study_text
 from fairtune._threads import limit_threads
 from fairtune.samplers._base import (
     GPSamplerBase,
-    check_number,
     collect_trials,
     direction_signs,
     encode_trials,

@@ -19,14 +19,13 @@ network is built or trained.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fairtune._keys import CNN_DIVERGED_KEY
-from fairtune._names import check_integer
+from fairtune._names import check_integer, check_number
 from fairtune._threads import limit_training_threads
 
 if TYPE_CHECKING:
@@ -113,10 +112,7 @@ class CNNClassifier:
     ) -> None:
         for name, value in (("learning_rate", learning_rate), ("lr_decay", lr_decay),
                             ("l2", l2)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(
-                    f"`{name}` must be a finite number >= 0, but got {name}={value!r}."
-                )
+            check_number(name, value, low=0.0)
         for name, value in (("epochs", epochs), ("batch_size", batch_size), ("hidden", hidden)):
             check_integer(name, value, minimum=1)
         channels = tuple(channels)
