@@ -58,7 +58,7 @@ from fairtune._gp.classifier import GPClassifier
 from fairtune._gp.gp import _MIN_VAR, GPRegressor, KernelParams
 
 __all__ = [
-    "ConstrainedMES", "Constraints", "FeasibilityPhase", "LogConstrainedEI", "LogFeasibility",
+    "ConstrainedMES", "Constraints", "FeasibilityPhase", "LogConstrainedEI",
     "PenalizedUCB", "RepeatPenalty", "cgp_log_ei", "cgp_ucb", "cmes", "incumbent",
     "information_gain", "lcb", "log_ei", "log_h", "log_pof", "sample_max_values",
     "shorten_lengthscales", "ucb",
@@ -446,16 +446,6 @@ def sample_max_values(
         # A draw without any feasible candidate (masked = -inf) gets the floor.
         y_star = torch.maximum(masked, torch.tensor(float(floor), dtype=torch.float64))
     return y_star + 1e-6
-
-
-@dataclass
-class LogFeasibility:
-    """``sum_j log P(c_j(x) <= t_j)``: MTKBSampler's acquisition until a trial is feasible."""
-
-    constraints: Constraints
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return _sum_log_pof(self.constraints.regression, x[..., 0, :])
 
 
 @dataclass

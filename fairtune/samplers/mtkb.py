@@ -14,7 +14,7 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 
 from fairtune._gp import multitask as mt
-from fairtune._gp.acquisition import LogFeasibility, PenalizedUCB
+from fairtune._gp.acquisition import FeasibilityPhase, PenalizedUCB
 from fairtune._gp.gp import standardize
 from fairtune._gp.search_space import SearchSpace
 from fairtune._names import check_choice, check_integer, check_number
@@ -316,7 +316,7 @@ class MTKBSampler(GPSamplerBase):
             constraints = constraints.condition_on(X_pending)
         ucb = mt.mtkb_ucb(model, weights, self._scalarization, beta, z, self._width)
         acqf: Callable[[torch.Tensor], torch.Tensor] = (
-            LogFeasibility(constraints) if names and not feasible.any()
+            FeasibilityPhase([constraints.regression], []) if names and not feasible.any()
             else PenalizedUCB(ucb, constraints, beta, _CONSTRAINT_PENALTY)
         )
         with torch.no_grad():

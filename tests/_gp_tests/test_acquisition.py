@@ -13,7 +13,6 @@ from fairtune._gp.acquisition import (
     Constraints,
     FeasibilityPhase,
     LogConstrainedEI,
-    LogFeasibility,
     PenalizedUCB,
     RepeatPenalty,
     cmes,
@@ -284,5 +283,6 @@ def test_mtkb_acquisitions_penalize_optimistic_violations_only() -> None:
     expected = mean(x[..., 0, :]) - 10.0 * (c_mean - threshold).clamp_min(0.0)
     torch.testing.assert_close(penalized, expected)
     assert penalized[0] == mean(x[..., 0, :])[0]  # no violation: the UCB itself
-    torch.testing.assert_close(LogFeasibility(regression_only)(x),
-                               regression_only.log_pof(x[..., 0, :]))
+    # One component without classifiers: the log probability of feasibility, to the last bit.
+    assert torch.equal(FeasibilityPhase([regression_only.regression], [])(x),
+                       regression_only.log_pof(x[..., 0, :]))
