@@ -108,21 +108,26 @@ def log_h(z: torch.Tensor) -> torch.Tensor:
 
 
 def _log_h_numpy(z: np.ndarray) -> np.ndarray:
-    """The value of :func:`log_h`, in numpy: three regimes, each on the z that need it."""
+    """The value of :func:`log_h`, in numpy: three regimes, each on the z that need it (and
+    only where some do: the optimizer calls this on a few points at a time)."""
     out = np.empty_like(z)
     direct, asymptotic = z > -1.0, z <= -_ASYMPTOTIC_FROM
     tail = ~direct & ~asymptotic
-    a = z[direct]
-    out[direct] = np.log(np.exp(-0.5 * a * a - _LOG_SQRT_2PI) + a * special.ndtr(a))
-    a = -z[tail]
-    w = np.log(a * special.erfcx(a / _SQRT2)) + _LOG_SQRT_PI_OVER_2
-    log1mexp = np.where(w > -math.log(2.0), np.log(-np.expm1(np.maximum(w, -math.log(2.0)))),
-                        np.log1p(-np.exp(np.minimum(w, -math.log(2.0)))))
-    out[tail] = -0.5 * a * a - _LOG_SQRT_2PI + log1mexp
-    b = np.minimum(-z[asymptotic], 1e150)
-    inv_b2 = 1.0 / (b * b)
-    out[asymptotic] = (-0.5 * b * b - _LOG_SQRT_2PI - 2.0 * np.log(b)
-                       + np.log1p(-3.0 * inv_b2 + 15.0 * inv_b2 * inv_b2))
+    if direct.any():
+        a = z[direct]
+        out[direct] = np.log(np.exp(-0.5 * a * a - _LOG_SQRT_2PI) + a * special.ndtr(a))
+    if tail.any():
+        a = -z[tail]
+        w = np.log(a * special.erfcx(a / _SQRT2)) + _LOG_SQRT_PI_OVER_2
+        log1mexp = np.where(w > -math.log(2.0),
+                            np.log(-np.expm1(np.maximum(w, -math.log(2.0)))),
+                            np.log1p(-np.exp(np.minimum(w, -math.log(2.0)))))
+        out[tail] = -0.5 * a * a - _LOG_SQRT_2PI + log1mexp
+    if asymptotic.any():
+        b = np.minimum(-z[asymptotic], 1e150)
+        inv_b2 = 1.0 / (b * b)
+        out[asymptotic] = (-0.5 * b * b - _LOG_SQRT_2PI - 2.0 * np.log(b)
+                           + np.log1p(-3.0 * inv_b2 + 15.0 * inv_b2 * inv_b2))
     return out
 
 

@@ -119,8 +119,10 @@ def _numpy_value_and_grad(
         X[:, :, cont] = z.reshape(X0.shape[0], X0.shape[1], -1)
         values, grads = value_and_grad(X)
         finite = np.isfinite(values)
-        grads = np.where(finite[:, None, None], grads, 0.0)[:, :, cont]
-        return -float(np.where(finite, values, 0.0).sum()), np.nan_to_num(-grads.ravel())
+        if not finite.all():
+            values = np.where(finite, values, 0.0)
+            grads = np.where(finite[:, None, None], grads, 0.0)
+        return -float(values.sum()), np.nan_to_num(-grads[:, :, cont].ravel())
 
     return f
 
