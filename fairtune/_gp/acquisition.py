@@ -108,8 +108,7 @@ def log_h(z: torch.Tensor) -> torch.Tensor:
 
 
 def _log_h_numpy(z: np.ndarray) -> np.ndarray:
-    """The value of :func:`log_h`, in numpy: three regimes, each on the z that need it (and
-    only where some do: the optimizer calls this on a few points at a time)."""
+    """The value of :func:`log_h` in numpy: each of three regimes on the z (if any) needing it."""
     out = np.empty_like(z)
     direct, asymptotic = z > -1.0, z <= -_ASYMPTOTIC_FROM
     tail = ~direct & ~asymptotic
