@@ -19,6 +19,7 @@ Usage (rows already in ``--out`` are skipped, so a run can be resumed or extende
     OMP_NUM_THREADS=1 python -m benchmarks.fair_job run --datasets compas german adult \\
         --splits 20 --out benchmarks/results/fair_job.csv
     python -m benchmarks.fair_job summarize benchmarks/results/fair_job.csv
+    python -m benchmarks.fair_job headline benchmarks/results/fair_job.csv.gz  # the page's table
 """
 
 from __future__ import annotations
@@ -134,6 +135,48 @@ def summarize(args: argparse.Namespace) -> None:
                   f"{fair_accuracy:.4f} | {seconds:.1f} | {versus} |")
 
 
+_NAMES = {"fairbo": "FairBOSampler", "gp": "GPSampler", "tpe": "TPESampler",
+          "random": "random search"}
+_DATASETS = {"compas": "COMPAS", "german": "German credit", "adult": "Adult"}
+
+
+def headline_rows(paths: list[str]) -> list[list[str]]:
+    """The page's table: per dataset and sampler, the mean fair accuracy with the threshold
+    inside the search after 10, 20 and 50 trials, the splits fair on test and the median
+    seconds at 50, the mean fair accuracy at 50 without the mitigation (blank where not run),
+    and the number of splits."""
+    runs: dict[tuple, list[dict[str, str]]] = {}
+    for r in read_rows(paths):
+        runs.setdefault((r["dataset"], r["sampler"], r["mitigation"], r["n_trials"]), []).append(r)
+
+    def mean(key: tuple) -> str:
+        return f"{np.mean([float(r['fair_accuracy']) for r in runs[key]]):.3f}" \
+            if key in runs else ""
+
+    table = []
+    for dataset in _DATASETS:
+        for sampler in SAMPLERS:
+            last = runs.get((dataset, sampler, "threshold", "50"))
+            if not last:
+                continue
+            table.append([
+                _DATASETS[dataset], _NAMES[sampler],
+                *(mean((dataset, sampler, "threshold", k)) for k in ("10", "20", "50")),
+                f"{sum(int(r['fair']) for r in last)} of {len(last)}",
+                f"{np.median([float(r['seconds']) for r in last]):.1f}",
+                mean((dataset, sampler, "none", "50")),
+            ])
+    return table
+
+
+def headline(args: argparse.Namespace) -> None:
+    print("| dataset | sampler | fair accuracy @10 | @20 | @50 | fair on test @50 | seconds @50 "
+          "| without mitigation @50 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for row in headline_rows(args.paths):
+        print("| " + " | ".join(row) + " |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -149,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
     show = commands.add_parser("summarize")
     show.add_argument("paths", nargs="+")
     show.set_defaults(func=summarize)
+    page = commands.add_parser("headline")
+    page.add_argument("paths", nargs="+")
+    page.set_defaults(func=headline)
     args = parser.parse_args(argv)
     args.func(args)
 

@@ -39,3 +39,5 @@ def test_every_sampler_is_scored_at_each_checkpoint_and_summarized(tmp_path: Pat
     out = capsys.readouterr().out
     assert "german, mitigation threshold, 4 trials" in out
     assert "| random | 1 |" in out and "/" in out.split("| random | 1 |")[1].splitlines()[0]
+    # The page's table: no 10-, 20- or 50-trial checkpoints here, so no row.
+    assert fair_job.headline_rows([str(path)]) == []
