@@ -526,19 +526,18 @@ def _refusal(ranked: Sequence[Any], limits: Sequence[Any], confidence: float,
              ) -> NotCertifiedError:
     """Why no model is certified: no fair trial, or the bounds of the candidate that failed
     (the smallest limits that would have passed), tested in this run or an earlier one."""
-    passed: list[int] = []
     if not ranked or not failed:
         return NotCertifiedError(
             f"No model could be certified: the search found no fair trial to test on the "
             f"safety rows (under the limits tightened for {arg('confidence')} "
             f"{confidence:g}). Run more trials, loosen the limits or lower "
-            f"{arg('confidence')}.", tested, passed, failure)
+            f"{arg('confidence')}.", tested, (), failure)
     if failure is None or failure.get("trial") != failed[0]:  # a record of an older version
         return NotCertifiedError(
             f"No model could be certified: the sequence of tests on these safety rows stopped "
             f"at trial #{failed[0]}, which failed, so none of the study's fair trials can be "
             f"tested on them. New safety rows (another study, or more data) are needed.",
-            tested, passed, failure)
+            tested, (), failure)
     shown = bounds_text(failure["bounds"])
     advice = (f"More safety rows (a larger {arg('safety_size')} in a new study, or more data) "
               f"narrow the bounds; a looser limit or a lower {arg('confidence')} asks less.")
@@ -552,4 +551,4 @@ def _refusal(ranked: Sequence[Any], limits: Sequence[Any], confidence: float,
         f"tests stopped at trial #{failed[0]}, which would pass only {shown} on "
         f"{failure['rows']} safety rows (by {TEST_NAMES[failure['method']]}), beyond "
         f"{', '.join(str(limit) for limit in limits)}. The safety rows are spent: no other "
-        f"trial is tested on them. {advice}", tested, passed, failure)
+        f"trial is tested on them. {advice}", tested, (), failure)
