@@ -137,3 +137,8 @@ def test_a_tenants_html_report_shows_its_own_best_fair_trial_and_plots(
     assert f"Best fair trial: #{best['b'].number}</h3>" in html
     assert "b.csv" in html and "a.csv" not in html  # b's setup; a's file only a's business
     assert "tenant b&#x27;s trials only" in html and html.count("data:image/png;base64,") == 2
+    # Another team list on the same study: the tenant and the list this run gave are named.
+    assert main(_command(files["a"], 1, "--tenant", "c", "--tenants", "c,d", "--storage",
+                         storage, "--study-name", "shared")[3:]) == 2
+    assert ("--tenant must be one of ['a', 'b'] (the tenants of study 'shared'), but got "
+            "--tenant 'c', and --tenants ['c', 'd'].") in capsys.readouterr().err

@@ -219,7 +219,7 @@ class CollaborativeUCBSampler(GPSamplerBase):
             raise ValueError(f"{arg('tenants')} must be a number of tenants (at least 1) or "
                              f"distinct names (strings, at least one), but got "
                              f"{got('tenants', tenants)}.")
-        if not (isinstance(rho, (int, float)) and 0.0 < rho <= 1.0):
+        if isinstance(rho, bool) or not (isinstance(rho, (int, float)) and 0.0 < rho <= 1.0):
             raise ValueError(f"`rho` must be in (0, 1], but got rho={rho!r}.")
         check_number("c1", c1, low=0.0, strict=True, optional=True)
         check_number("c2", c2, low=0.0, strict=True, optional=True)

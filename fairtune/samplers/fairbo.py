@@ -189,9 +189,8 @@ class FairBOSampler(GPSamplerBase):
         self._feasibility_trust_level = 0.01
         # An outcome reported by this many trials is a repeated model (step 7); None disables.
         self._repeat_min_count: int | None = 3
-        # The acquisition's local searches run long (their numpy gradient makes the iterations
-        # cheap): a constrained optimum's last digits are won there
-        # (docs/benchmarks/fairbo.md, "Against Optuna 5.1's GPSampler").
+        # Long local searches (cheap on the numpy gradient) win a constrained optimum's last
+        # digits (docs/benchmarks/fairbo.md, "Against Optuna 5.1's GPSampler").
         self._optim_max_iter = 100
 
     def _is_binary(self, name: str) -> bool:

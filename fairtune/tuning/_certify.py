@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from fairtune._keys import CERTIFICATE_KEY
-from fairtune._names import arg, got
+from fairtune._names import arg, check_fraction, got
 from fairtune._text import percent
 
 __all__ = ["CANDIDATES", "SAFETY_SIZE", "TEST_NAMES", "Certificate", "NotCertifiedError",
@@ -172,10 +172,7 @@ def check_confidence(confidence: Any, safety_size: Any, limits: Sequence[Any],
                          f"single-objective search; a multi-objective study has no single best "
                          f"model, but got {got('objectives', list(objectives))}.")
     share = SAFETY_SIZE if safety_size is None else safety_size
-    if isinstance(share, bool) or not isinstance(share, (float, np.floating)) or not (
-            0.0 < float(share) < 1.0):
-        raise ValueError(f"{arg('safety_size')} must be a float in (0, 1), but got "
-                         f"{got('safety_size', safety_size)}.")
+    check_fraction("safety_size", share)
     # A float32 0.95 is 0.949999988...: read numpy's floats as the number they print.
     return float(str(confidence)), float(str(share))
 
@@ -302,16 +299,17 @@ def _too_few(limit: Any, confidence: float, width: float, room: float, y: np.nda
     # validation rows can measure (at the full room it would aim at a gap of 0).
     needed = rows_needed(limit.metric, sizes, rates, 1.0 - confidence, room / 2, len(y),
                          method)
-    estimate = (f"{limit} needs about {needed:,} safety rows, to leave the search half of it"
-                if needed is not None else
-                "a limit that leaves no room is certified by no number of rows")
+    estimate, fixes = ((
+        f"{limit} needs about {needed:,} safety rows, to leave the search half of it",
+        f"Give more rows ({arg('safety_size')}, or more data), a lower {arg('confidence')}, "
+        "or a looser limit") if needed is not None else (
+        "a limit that leaves no room is certified by no number of rows", "Give a looser limit"))
     return (f"{arg('confidence')} {confidence:g} cannot be reached for {limit}{less} on "
             f"{len(y)} safety rows (the smallest group has {int(sizes.min())} of the rows a "
             f"rate is measured on): even a perfectly fair model would be certified no "
-            f"tighter than {smallest} by {TEST_NAMES[method]} ({estimate}). Give more rows "
-            f"({arg('safety_size')}, or more data), a lower {arg('confidence')}, or a looser "
-            "limit" + (f" (or a smaller {arg('margin')}: the certificate needs none)."
-                       if margin else "."))
+            f"tighter than {smallest} by {TEST_NAMES[method]} ({estimate}). {fixes}"
+            + (f" (or a smaller {arg('margin')}: the certificate needs none)." if margin
+               else "."))
 
 
 def aimed_text(given: Sequence[Any], validated: Sequence[Any], margin: float,

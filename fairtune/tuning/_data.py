@@ -309,6 +309,8 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
         validated = limits_for_search(validated, confidence, *safety, margin=margin,
                                       method=bound or "exact")
     where, rows, share = parts[-1]
+    if confidence is not None and share and share[1] == "safety_size":
+        share = None  # it sets these rows and the tightening too: neither way is sure to help
     minimum = minimum_group_rows(validated)
     upper = [limit for limit in validated if limit.sense == "upper" and limit.bound > 0]
     tightest = min(upper, key=lambda limit: limit.bound) if upper else None

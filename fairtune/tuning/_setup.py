@@ -322,9 +322,11 @@ def check_tenant(study: optuna.Study, record: Mapping[str, Any], tenant: str | N
             f"data with its own setup, so a run without a tenant would mix its trials into "
             f"theirs, but got {got('tenant', None)}.")
     if tenant is not None and tenants and tenant not in tenants:
+        asked = record.get("tenants")  # this run's, when they differ: the likelier mistake
+        also = f", and {got('tenants', asked)}" if asked and asked != tenants else ""
         raise ValueError(
             f"{arg('tenant')} must be one of {list(tenants)} (the tenants of {arg('study')} "
-            f"{study.study_name!r}), but got {got('tenant', tenant)}.")
+            f"{study.study_name!r}), but got {got('tenant', tenant)}{also}.")
     if tenant is None or trial is None:
         return
     if owner is None:

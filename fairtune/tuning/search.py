@@ -547,7 +547,8 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         message = no_fair_trial_message(trials, limits, scoring=self.scoring,
                                         margin=self.margin, confidence=self.confidence,
                                         study=study)
-        if self.refit:  # with confidence, a refusal like any other
+        if self.refit:  # with confidence, a refusal like any other; none ranks first
+            self._deploy(study, trials)
             raise (ValueError if self.confidence is None else NotCertifiedError)(message)
         warnings.warn(message, UserWarning, stacklevel=3)  # fit -> _search
 

@@ -348,6 +348,7 @@ def test_failed_trials_do_not_stall_rounds() -> None:
         ({"tenants": "abc"}, "distinct names .*, but got tenants='abc'."),
         ({"tenants": 2, "rho": 0.0}, r"`rho` must be in \(0, 1\], but got rho=0.0"),
         ({"tenants": 2, "rho": 1.5}, r"`rho` must be in \(0, 1\], but got rho=1.5"),
+        ({"tenants": 2, "rho": True}, r"`rho` must be in \(0, 1\], but got rho=True"),
         ({"tenants": 2, "rho": 0.5, "seed": "a"}, "`seed` must be None or an integer"),
         ({"tenants": 2, "c1": -1.0}, "`c1` must be None or a finite number > 0, but got c1=-1.0"),
         ({"tenants": 2, "c2": 0}, "`c2` must be None or a finite number > 0"),

@@ -106,6 +106,10 @@ def test_too_few_safety_rows_for_the_limit_are_refused_before_any_trial() -> Non
                                          r"demographic_parity<=0.05 on \d+ safety rows.*"
                                          r"`safety_size`"):
         _objective(n=1000, limits="demographic_parity<=0.05", confidence=0.99)
+    # A limit of 0 leaves no room: neither rows nor a lower level help, only a looser limit.
+    with pytest.raises(ValueError, match=r"certified by no number of rows\)\. Give a looser "
+                                         r"limit\.$"):
+        _objective(n=1000, limits="demographic_parity<=0", confidence=0.95)
     with pytest.raises(ValueError, match=r"`safety_size` holds out rows for the safety test"):
         FairObjective(_population(1000, 0), "linear", limits="dsp<=0.1", safety_size=0.2)
     with pytest.raises(ValueError, match=r"`confidence` must be a level in \(0\.5, 1\)"):

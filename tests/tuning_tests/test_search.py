@@ -543,11 +543,13 @@ def test_no_fair_trial_names_the_limit_and_the_closest_trial() -> None:
     gaps = model.cv_results_["demographic_parity"]
     assert closest == model.cv_results_["trial_number"][np.argmin(gaps)]
     assert f"demographic_parity={gaps.min():.4f}" in str(info.value)
+    assert 1 not in model.cv_results_["rank_test_score"]  # nothing to deploy ranks first
     # refit=False keeps the results, warns, and has no best estimator.
     kept = clone(model).set_params(refit=False)
     with pytest.warns(UserWarning, match="No trial meets the fairness limit"):
         kept.fit(X, y, sensitive_features=group)
     assert not kept.cv_results_["fair"].any() and not hasattr(kept, "best_params_")
+    assert 1 not in kept.cv_results_["rank_test_score"]
     with pytest.raises(AttributeError, match="has no attribute 'predict'") as info:
         kept.predict(X)
     assert "refit=False" in str(info.value.__cause__)
