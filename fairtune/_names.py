@@ -16,8 +16,8 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["TypedNumber", "arg", "argument_names", "check_choice", "check_integer",
-           "check_number", "got", "has_name", "number", "renamed"]
+__all__ = ["TypedNumber", "arg", "argument_names", "check_choice", "check_fraction",
+           "check_integer", "check_number", "got", "has_name", "number", "renamed"]
 
 # A read-only empty default: a ContextVar's default is shared by every context.
 _NAMES: ContextVar[Mapping[str, str]] = ContextVar(
@@ -108,6 +108,13 @@ def check_integer(name: str, value: Any, *, minimum: int = 0, seed: bool = False
         what = ("None or an integer in [0, 2**32)" if seed else
                 "a positive integer" if minimum == 1 else "a non-negative integer")
         raise ValueError(f"`{name}` must be {what}, but got {name}={value!r}.")
+
+
+def check_fraction(name: str, value: Any) -> None:
+    """Refuse ``value`` for the argument ``name`` unless it is a float (numpy's too) in (0, 1)."""
+    if not (isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
+            and 0.0 < float(value) < 1.0):
+        raise ValueError(f"{arg(name)} must be a float in (0, 1), but got {got(name, value)}.")
 
 
 def check_number(name: str, value: Any, *, low: float, strict: bool = False,

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fairtune._names import check_choice, check_integer
+from fairtune._names import check_choice, check_fraction, check_integer
 from fairtune.datasets._base import (
     ChecksumError,
     _checksum_message,
@@ -202,9 +202,7 @@ class FederatedDataset:
         """
         check_integer("n_tenants", n_tenants, minimum=1)
         check_integer("writers_per_tenant", writers_per_tenant, minimum=1)
-        if not 0.0 < validation_fraction < 1.0:
-            raise ValueError("`validation_fraction` must be in (0, 1), but got "
-                             f"validation_fraction={validation_fraction!r}.")
+        check_fraction("validation_fraction", validation_fraction)
         needed = n_tenants * writers_per_tenant
         if needed > len(self.writers):
             raise ValueError(

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from fairtune._names import got
+from fairtune._names import check_fraction, got
 from fairtune._validation import sensitive_groups
 from fairtune.fairness.metrics import METRICS, _aggregate, _check_binary, _group_rates
 
@@ -60,8 +60,7 @@ def _check(alpha: float, method: str) -> None:
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {list(METHODS)}, but got "
                          f"{got('method', method)}.")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"`alpha` must be in (0, 1), but got {got('alpha', alpha)}.")
+    check_fraction("alpha", alpha)
 
 
 def _restricted(x1: Any, n1: Any, x0: Any, n0: Any, theta: Any, ratio: bool

@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from fairtune._names import arg
+from fairtune._names import arg, check_fraction
 from fairtune._validation import sensitive_groups
 
 __all__ = [
@@ -398,13 +398,7 @@ def get_metric(name: str) -> MetricSpec:
 
 
 def check_confidence_level(confidence_level: Any) -> None:
-    if isinstance(confidence_level, bool) or not isinstance(
-        confidence_level, (int, float, np.integer, np.floating)
-    ) or not 0.0 < float(confidence_level) < 1.0:
-        raise ValueError(
-            f"`confidence_level` must be a number in (0, 1), e.g. 0.95, but got "
-            f"confidence_level={confidence_level!r}."
-        )
+    check_fraction("confidence_level", confidence_level)
 
 
 def _group_rates(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fairtune._names import arg, check_choice, got
+from fairtune._names import arg, check_choice, check_fraction, got
 from fairtune.fairness.constraints import LimitsLike
 from fairtune.tuning._trial import METRIC_NAMES
 from fairtune.tuning.mitigation import MITIGATIONS, parse_mitigation
@@ -27,10 +27,8 @@ def check_validation(
     """The metric and the validation options, or a ValueError naming the bad one."""
     check_choice("metric", metric, METRIC_NAMES)
     for name, fraction in (("validation_size", validation_size), ("test_size", test_size)):
-        if fraction is not None and not (isinstance(fraction, float) and 0.0 < fraction < 1.0):
-            raise ValueError(
-                f"{arg(name)} must be a float in (0, 1), but got {got(name, fraction)}."
-            )
+        if fraction is not None:
+            check_fraction(name, fraction)
     if cv is not None:
         if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
             raise ValueError(

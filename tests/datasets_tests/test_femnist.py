@@ -455,7 +455,7 @@ def test_partition_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="`n_tenants` must be a positive integer, but got "
                                          "n_tenants=0"):
         data.partition(n_tenants=0)
-    with pytest.raises(ValueError, match="`validation_fraction` must be in"):
+    with pytest.raises(ValueError, match=r"`validation_fraction` must be a float in \(0, 1\)"):
         data.partition(n_tenants=1, writers_per_tenant=1, validation_fraction=1.0)
 
 

@@ -220,11 +220,11 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"`method` must be one of .*method='kl'"):
         metric_bound_width("demographic_parity", [[30], [30]], 0.5, alpha=0.05, method="kl")
     for alpha in (0.0, 1.0, -0.1, 1.5):
-        with pytest.raises(ValueError, match=rf"`alpha` must be in \(0, 1\), but got "
+        with pytest.raises(ValueError, match=rf"`alpha` must be a float in \(0, 1\), but got "
                                              rf"alpha={alpha}\."):
             metric_bound("demographic_parity", y_pred, y_pred, sensitive_features=group,
                          alpha=alpha)
-        with pytest.raises(ValueError, match=r"`alpha` must be in \(0, 1\)"):
+        with pytest.raises(ValueError, match=r"`alpha` must be a float in \(0, 1\)"):
             metric_bound_width("disparate_impact", [[30], [30]], 0.5, alpha=alpha)
 
 

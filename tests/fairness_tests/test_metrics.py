@@ -409,7 +409,7 @@ def test_interval_is_reproducible_and_contains_a_clear_gap() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"confidence_level": 1.0}, r"`confidence_level` must be a number in \(0, 1\).*got confidence_level=1\.0"),
+        ({"confidence_level": 1.0}, r"`confidence_level` must be a float in \(0, 1\), but got confidence_level=1\.0\."),
         ({"confidence_level": 0}, r"`confidence_level` must .*got confidence_level=0\."),
         ({"confidence_level": True}, r"`confidence_level` must .*got confidence_level=True"),
         ({"confidence_level": "0.95"}, r"`confidence_level` must .*got confidence_level='0.95'"),

@@ -315,7 +315,7 @@ def test_test_split_is_never_used_for_tuning_and_evaluate_scores_it() -> None:
     assert {k: v for k, v in with_intervals.items() if k != "intervals"} == report
     low, high = with_intervals["intervals"]["demographic_parity"]
     assert low < high and high - low > 0.05  # 200 test rows
-    with pytest.raises(ValueError, match=r"`confidence_level` must be a number in \(0, 1\).*got "
+    with pytest.raises(ValueError, match=r"`confidence_level` must be a float in \(0, 1\).*got "
                                          r"confidence_level=95"):
         objective.evaluate(pipeline, confidence_level=95)
 
