@@ -137,7 +137,10 @@ def _setup(setup: dict[str, Any]) -> list[tuple[str, str]]:
                   + (f" ({'; '.join(how)})" if how else ""))
     elif limits and how:  # a record of an older version: the validated limits only
         limits += f" (the limits the trials were validated against: {'; '.join(how)})"
-    rows = [("dataset", setup.get("dataset")), ("model", setup.get("model")),
+    target, positive = setup.get("target"), setup.get("pos_label")  # what a positive rate counts
+    rows = [("dataset", setup.get("dataset")),
+            ("favourable", f"{target} = {positive}" if target is not None else positive),
+            ("model", setup.get("model")),
             ("metric", setup.get("metric")), ("limits", limits),
             ("validation", setup.get("validation")),
             ("mitigation", listed(setup.get("mitigation")))]
