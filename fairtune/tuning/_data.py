@@ -310,7 +310,7 @@ def validated_limits(limits: Sequence[Any], *, margin: float, confidence: float 
                                       method=bound or "exact")
     where, rows, share = parts[-1]
     if confidence is not None and share and share[1] == "safety_size":
-        share = None  # it sets these rows and the tightening too: neither way is sure to help
+        share = (*share[:3], "a different")  # it sets the tightening too: either way may help
     minimum = minimum_group_rows(validated)
     upper = [limit for limit in validated if limit.sense == "upper" and limit.bound > 0]
     tightest = min(upper, key=lambda limit: limit.bound) if upper else None

@@ -57,7 +57,7 @@ def test_a_safety_size_that_leaves_the_search_too_few_rows_is_named_not_the_data
                                          r"limit demographic_parity<=0\.2\d+ the trials are "
                                          r"validated against \(demographic_parity<=0\.3 "
                                          r"tightened for `confidence`\) needs at least 5 "
-                                         r"rows of each group there: a smaller `safety_size`, "
+                                         r"rows of each group there: a different `safety_size`, "
                                          r"more rows of the group"):
         FairObjective(_rows(2000), "linear", limits="dsp<=0.3", confidence=0.999,
                       safety_size=0.99)
@@ -88,7 +88,7 @@ def test_group_sizes_are_checked_against_the_limit_the_trials_are_validated_agai
                                          r"demographic_parity<=0\.2\d+ the trials are "
                                          r"validated against \(demographic_parity<=0\.3 "
                                          r"tightened for `confidence`\) needs at least 5 rows of "
-                                         r"each group there: a smaller `safety_size`"):
+                                         r"each group there: a different `safety_size`"):
         objective(300)
     # With more rows of 'B', the objective validates against the limit whose minimum it checked.
     checked = objective(400)
