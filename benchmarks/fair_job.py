@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,13 +48,30 @@ FIELDS = ["dataset", "mitigation", "split", "sampler", "n_trials", "best_trial",
 KEY = ("dataset", "mitigation", "split", "sampler", "n_trials")
 
 
+def job_objective(dataset: str, mitigation: str, split: int) -> FairObjective:
+    """The README's search (without the mitigation when ``mitigation == "none"``) on a split."""
+    return FairObjective(dataset, "xgboost", limits=LIMIT, test_size=0.25,
+                         mitigation=None if mitigation == "none" else mitigation,
+                         random_state=split)
+
+
 def run_one(dataset: str, mitigation: str, split: int, sampler: str,
-            checkpoints: tuple[int, ...] = CHECKPOINTS) -> list[dict[str, Any]]:
-    """One search of ``max(checkpoints)`` trials: a row per checkpoint."""
-    objective = FairObjective(dataset, "xgboost", limits=LIMIT, test_size=0.25,
-                              mitigation=None if mitigation == "none" else mitigation,
-                              random_state=split)
-    study = objective.create_study(sampler=sampler, seed=split)
+            checkpoints: tuple[int, ...] = CHECKPOINTS,
+            studies: str | None = None) -> list[dict[str, Any]]:
+    """One search of ``max(checkpoints)`` trials: a row per checkpoint. With ``studies`` (a
+    folder) the study is kept there as an Optuna journal file, so that other choices of the
+    trial to deploy can be scored later without searching again."""
+    objective = job_objective(dataset, mitigation, split)
+    storage = None
+    if studies is not None:
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        path = Path(studies) / f"{dataset}-{mitigation}-{split}-{sampler}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)  # a search cut off earlier starts again
+        storage = JournalStorage(JournalFileBackend(str(path)))
+    study = objective.create_study(sampler=sampler, seed=split, storage=storage)
     start = time.perf_counter()
     finished: list[float] = []
     study.optimize(objective, n_trials=max(checkpoints),
@@ -95,11 +113,94 @@ def run(args: argparse.Namespace) -> None:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # dataset notes, xgboost chatter
                         rows = run_one(dataset, mitigation, split, sampler,
-                                       tuple(args.checkpoints))
+                                       tuple(args.checkpoints), args.studies)
                     append_rows(args.out, rows, FIELDS)
                     last = rows[-1]
                     print(f"{dataset} {mitigation:9s} split {split} {sampler:6s} "
                           f"fair acc {last['fair_accuracy']} ({last['seconds']} s)", flush=True)
+
+
+SPREADS = (0.0, 0.5, 1.0, 2.0)
+CHOICE_FIELDS = ["dataset", "mitigation", "split", "sampler", "n_trials", "spread", "trial",
+                 "valid_accuracy", "valid_gap", "test_accuracy", "test_gap", "fair",
+                 "fair_accuracy"]
+
+
+def choose(args: argparse.Namespace) -> None:
+    """Score a choice of the trial that allows for the validation rows' noise, on the studies
+    kept by ``run --studies``: of the fair trials whose validation accuracy is within
+    ``spread`` standard errors (sqrt(a (1 - a) / validation rows)) of the best one's, the one
+    with the smallest gap. A spread of 0 is the best fair trial (the smallest gap among ties)."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    done = done_keys(args.out, ("dataset", "mitigation", "split", "sampler"))
+    for path in sorted(Path(args.studies).glob("*.log")):
+        dataset, mitigation, split, sampler = path.stem.split("-")
+        if (dataset, mitigation, split, sampler) in done:
+            continue
+        storage = JournalStorage(JournalFileBackend(str(path)))
+        study = optuna.load_study(study_name=None, storage=storage)
+        if len(study.trials) < max(args.checkpoints):
+            continue  # a search still running, or cut off
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            objective = job_objective(dataset, mitigation, int(split))
+            rows, scored = [], {}
+            majority = float(np.max(np.bincount(np.asarray(objective.y_test, dtype=int),
+                                                minlength=2)) / len(objective.y_test))
+            rows_valid = len(objective.y_valid)
+            for k, spread in ((k, s) for k in args.checkpoints for s in SPREADS):
+                key = {"dataset": dataset, "mitigation": mitigation, "split": split,
+                       "sampler": sampler, "n_trials": k, "spread": spread}
+                fair = [t for t in study.trials[:k]
+                        if t.value is not None and is_fair(t, study_limits(study))]
+                if not fair:
+                    rows.append({**dict.fromkeys(CHOICE_FIELDS, ""), **key, "fair": 0,
+                                 "fair_accuracy": round(majority, 5)})
+                    continue
+                best = max(t.value for t in fair)
+                floor = best - spread * np.sqrt(best * (1 - best) / rows_valid)
+                pick = min((t for t in fair if t.value >= floor), key=lambda t: (
+                    abs(t.user_attrs["fairtune:demographic_parity"]), -t.value, t.number))
+                if pick.number not in scored:
+                    scored[pick.number] = objective.evaluate(
+                        objective.refit_best(study, trial=pick))
+                scores = scored[pick.number]
+                accuracy = float(scores[objective.metric])
+                rows.append({**key, "trial": pick.number, "valid_accuracy": round(pick.value, 5),
+                             "valid_gap": round(pick.user_attrs["fairtune:demographic_parity"], 5),
+                             "test_accuracy": round(accuracy, 5),
+                             "test_gap": round(float(scores["demographic_parity"]), 5),
+                             "fair": int(scores["fair"]),
+                             "fair_accuracy": round(accuracy if scores["fair"] else majority, 5)})
+        append_rows(args.out, rows, CHOICE_FIELDS)
+        print(path.stem, flush=True)
+
+
+def summarize_choice(args: argparse.Namespace) -> None:
+    """Per dataset, mitigation and checkpoint: each spread's mean fair accuracy and splits
+    fair on test over the samplers' searches, with its paired wins / ties / losses against the
+    best fair trial (spread 0)."""
+    cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
+    fair: dict[tuple, int] = {}
+    for r in read_rows(args.paths):
+        cell = (r["dataset"], r["mitigation"], int(r["n_trials"]))
+        cells.setdefault(cell, {}).setdefault(r["spread"], {})[(r["split"], r["sampler"])] = \
+            float(r["fair_accuracy"])
+        fair[(*cell, r["spread"])] = fair.get((*cell, r["spread"]), 0) + int(r["fair"])
+    print("| dataset | mitigation | trials | spread | searches | fair on test | fair accuracy "
+          "| W/T/L against the best fair trial (p) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for cell, by_spread in sorted(cells.items()):
+        base = by_spread[str(SPREADS[0])]
+        for spread, runs in by_spread.items():
+            common = sorted(set(runs) & set(base))
+            w, t, lo, p = paired([runs[c] for c in common], [base[c] for c in common])
+            print(f"| {' | '.join(map(str, cell))} | {spread} | {len(runs)} | "
+                  f"{fair[(*cell, spread)]} | {np.mean(list(runs.values())):.4f} | "
+                  f"{w}/{t}/{lo} ({p:.2g}) |")
 
 
 def summarize(args: argparse.Namespace) -> None:
@@ -188,6 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     go.add_argument("--first-split", type=int, default=FIRST_SPLIT)
     go.add_argument("--checkpoints", type=int, nargs="+", default=list(CHECKPOINTS))
     go.add_argument("--out", default="benchmarks/results/fair_job.csv")
+    go.add_argument("--studies", default=None,
+                    help="a folder to keep each search's study in, as a journal file")
     go.set_defaults(func=run)
     show = commands.add_parser("summarize")
     show.add_argument("paths", nargs="+")
@@ -195,6 +298,14 @@ def main(argv: list[str] | None = None) -> None:
     page = commands.add_parser("headline")
     page.add_argument("paths", nargs="+")
     page.set_defaults(func=headline)
+    pick = commands.add_parser("choose")
+    pick.add_argument("studies")
+    pick.add_argument("--out", default="benchmarks/results/fair_job_choice.csv")
+    pick.add_argument("--checkpoints", type=int, nargs="+", default=list(CHECKPOINTS))
+    pick.set_defaults(func=choose)
+    picked = commands.add_parser("summarize-choice")
+    picked.add_argument("paths", nargs="+")
+    picked.set_defaults(func=summarize_choice)
     args = parser.parse_args(argv)
     args.func(args)
 

@@ -14,7 +14,8 @@ def test_every_sampler_is_scored_at_each_checkpoint_and_summarized(tmp_path: Pat
                                                                    capsys) -> None:
     path = tmp_path / "j.csv"
     command = ["run", "--datasets", "german", "--splits", "1", "--checkpoints", "2", "4",
-               "--samplers", "fairbo", "random", "--out", str(path)]
+               "--samplers", "fairbo", "random", "--out", str(path),
+               "--studies", str(tmp_path / "studies")]
     fair_job.main(command)
     rows = read_rows(path)
     assert [(r["mitigation"], r["sampler"], r["n_trials"]) for r in rows] == [
@@ -41,3 +42,22 @@ def test_every_sampler_is_scored_at_each_checkpoint_and_summarized(tmp_path: Pat
     assert "| random | 1 |" in out and "/" in out.split("| random | 1 |")[1].splitlines()[0]
     # The page's table: no 10-, 20- or 50-trial checkpoints here, so no row.
     assert fair_job.headline_rows([str(path)]) == []
+    # The kept studies: the choice that allows for noise, scored at each spread.
+    chosen = tmp_path / "c.csv"
+    fair_job.main(["choose", str(tmp_path / "studies"), "--out", str(chosen),
+                   "--checkpoints", "2", "4"])
+    picks = {(r["mitigation"], r["sampler"], r["n_trials"], r["spread"]): r
+             for r in read_rows(chosen)}
+    assert len(picks) == len(rows) * len(fair_job.SPREADS)
+    for row in rows:
+        key = (row["mitigation"], row["sampler"], row["n_trials"])
+        best = picks[(*key, "0.0")]
+        assert best["valid_accuracy"] == row["valid_accuracy"]  # the best fair trial's value
+        for spread in fair_job.SPREADS[1:]:
+            pick = picks[(*key, str(spread))]
+            assert (pick["trial"] == "") == (best["trial"] == "")
+            if pick["trial"]:  # never a larger gap, never a better validation accuracy
+                assert abs(float(pick["valid_gap"])) <= abs(float(best["valid_gap"]))
+                assert float(pick["valid_accuracy"]) <= float(best["valid_accuracy"])
+    fair_job.main(["summarize-choice", str(chosen)])
+    assert "| german | threshold | 4 | 2.0 | 2 |" in capsys.readouterr().out
