@@ -55,6 +55,30 @@ def job_objective(dataset: str, mitigation: str, split: int) -> FairObjective:
                          random_state=split)
 
 
+def _journal(path: Path) -> optuna.storages.BaseStorage:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str(path)))
+
+
+def _majority(objective: FairObjective) -> float:
+    """The accuracy of predicting the test split's majority class."""
+    y_test = np.asarray(objective.y_test)
+    return float(max(np.mean(y_test == 1), np.mean(y_test == 0)))
+
+
+def _on_test(objective: FairObjective, study: optuna.Study, trial: optuna.trial.FrozenTrial,
+             majority: float) -> dict[str, Any]:
+    """The trial refitted on the tuning rows and scored on the test split."""
+    scores = objective.evaluate(objective.refit_best(study, trial=trial))
+    accuracy = float(scores[objective.metric])
+    return {"test_accuracy": round(accuracy, 5),
+            "test_gap": round(float(scores["demographic_parity"]), 5),
+            "fair": int(scores["fair"]),
+            "fair_accuracy": round(accuracy if scores["fair"] else majority, 5)}
+
+
 def run_one(dataset: str, mitigation: str, split: int, sampler: str,
             checkpoints: tuple[int, ...] = CHECKPOINTS,
             studies: str | None = None) -> list[dict[str, Any]]:
@@ -64,21 +88,17 @@ def run_one(dataset: str, mitigation: str, split: int, sampler: str,
     objective = job_objective(dataset, mitigation, split)
     storage = None
     if studies is not None:
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-
         path = Path(studies) / f"{dataset}-{mitigation}-{split}-{sampler}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)  # a search cut off earlier starts again
-        storage = JournalStorage(JournalFileBackend(str(path)))
+        storage = _journal(path)
     study = objective.create_study(sampler=sampler, seed=split, storage=storage)
     start = time.perf_counter()
     finished: list[float] = []
     study.optimize(objective, n_trials=max(checkpoints),
                    callbacks=[lambda s, t: finished.append(time.perf_counter() - start)])
     limits = study_limits(study)
-    y_test = np.asarray(objective.y_test)
-    majority = float(max(np.mean(y_test == 1), np.mean(y_test == 0)))
+    majority = _majority(objective)
     rows = []
     for k in checkpoints:
         trials = [t for t in study.trials[:k] if t.value is not None and is_fair(t, limits)]
@@ -90,13 +110,8 @@ def run_one(dataset: str, mitigation: str, split: int, sampler: str,
                          "fair_accuracy": row["majority"]})
             continue
         best = max(trials, key=lambda t: (t.value, -t.number))
-        scores = objective.evaluate(objective.refit_best(study, trial=best))
-        accuracy = float(scores[objective.metric])
-        gap = float(scores["demographic_parity"])
         rows.append({**row, "best_trial": best.number, "valid_accuracy": round(best.value, 5),
-                     "test_accuracy": round(accuracy, 5), "test_gap": round(gap, 5),
-                     "fair": int(scores["fair"]),
-                     "fair_accuracy": round(accuracy if scores["fair"] else majority, 5)})
+                     **_on_test(objective, study, best, majority)})
     return rows
 
 
@@ -131,31 +146,25 @@ def choose(args: argparse.Namespace) -> None:
     kept by ``run --studies``: of the fair trials whose validation accuracy is within
     ``spread`` standard errors (sqrt(a (1 - a) / validation rows)) of the best one's, the one
     with the smallest gap. A spread of 0 is the best fair trial (the smallest gap among ties)."""
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     done = done_keys(args.out, ("dataset", "mitigation", "split", "sampler"))
     for path in sorted(Path(args.studies).glob("*.log")):
         dataset, mitigation, split, sampler = path.stem.split("-")
         if (dataset, mitigation, split, sampler) in done:
             continue
-        storage = JournalStorage(JournalFileBackend(str(path)))
-        study = optuna.load_study(study_name=None, storage=storage)
+        study = optuna.load_study(study_name=None, storage=_journal(path))
         if len(study.trials) < max(args.checkpoints):
             continue  # a search still running, or cut off
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             objective = job_objective(dataset, mitigation, int(split))
             rows, scored = [], {}
-            majority = float(np.max(np.bincount(np.asarray(objective.y_test, dtype=int),
-                                                minlength=2)) / len(objective.y_test))
+            majority, limits = _majority(objective), study_limits(study)
             rows_valid = len(objective.y_valid)
             for k, spread in ((k, s) for k in args.checkpoints for s in SPREADS):
                 key = {"dataset": dataset, "mitigation": mitigation, "split": split,
                        "sampler": sampler, "n_trials": k, "spread": spread}
-                fair = [t for t in study.trials[:k]
-                        if t.value is not None and is_fair(t, study_limits(study))]
+                fair = [t for t in study.trials[:k] if t.value is not None and is_fair(t, limits)]
                 if not fair:
                     rows.append({**dict.fromkeys(CHOICE_FIELDS, ""), **key, "fair": 0,
                                  "fair_accuracy": round(majority, 5)})
@@ -165,16 +174,10 @@ def choose(args: argparse.Namespace) -> None:
                 pick = min((t for t in fair if t.value >= floor), key=lambda t: (
                     abs(t.user_attrs["fairtune:demographic_parity"]), -t.value, t.number))
                 if pick.number not in scored:
-                    scored[pick.number] = objective.evaluate(
-                        objective.refit_best(study, trial=pick))
-                scores = scored[pick.number]
-                accuracy = float(scores[objective.metric])
+                    scored[pick.number] = _on_test(objective, study, pick, majority)
                 rows.append({**key, "trial": pick.number, "valid_accuracy": round(pick.value, 5),
                              "valid_gap": round(pick.user_attrs["fairtune:demographic_parity"], 5),
-                             "test_accuracy": round(accuracy, 5),
-                             "test_gap": round(float(scores["demographic_parity"]), 5),
-                             "fair": int(scores["fair"]),
-                             "fair_accuracy": round(accuracy if scores["fair"] else majority, 5)})
+                             **scored[pick.number]})
         append_rows(args.out, rows, CHOICE_FIELDS)
         print(path.stem, flush=True)
 
