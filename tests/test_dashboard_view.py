@@ -394,7 +394,8 @@ def test_fair_search_cv_publishes_its_certified_model_at_the_end() -> None:
     from tests.tuning_tests.test_certify import _population
 
     X, y, group = _population(8000, 2)
-    study = optuna.create_study(direction="maximize", storage="sqlite:///:memory:")
+    study = optuna.create_study(direction="maximize", storage="sqlite:///:memory:",
+                                sampler=optuna.samplers.RandomSampler(seed=0))
     search = FairSearchCV(LogisticRegression(), {"C": FloatDistribution(1e-3, 10, log=True)},
                           limits="demographic_parity<=0.15", mitigation="threshold", cv=3,
                           n_trials=3, random_state=0, confidence=0.9, study=study,
