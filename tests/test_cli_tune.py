@@ -859,6 +859,6 @@ def test_a_warning_of_the_safety_test_is_one_line_of_the_command_line(
 
     assert cli_confidence_sequence(tmp_path)["exit_code"] == 0
     err = capsys.readouterr().err
-    assert ("fairtune: warning: Trial #3, fair and ranked above the certified trial #1, was "
-            "never tested") in err
+    assert ("fairtune: warning: Never tested on the safety rows: trial #3, above the "
+            "certified trial") in err
     assert ".py:" not in err

@@ -13,14 +13,14 @@ biased. With ``confidence=`` an entrance works in the manner of the Seldonian fr
    at the full level ``1 - confidence`` shows the limit kept
    (:func:`fairtune.fairness.bounds.metric_bound`, ``bound=`` chooses the test). A conjunction
    needs no split of the error probability over its parts.
-4. Candidates in a fixed sequence (as in Learn then Test, Angelopoulos et al. 2021): the
-   :data:`CANDIDATES` most accurate fair trials, ordered on the tuning rows alone, the one
-   furthest inside its limits first, are tested at the full level until one fails; the most
-   accurate that passed is certified. The sequence runs across the study's life: a resumed
-   study tests its new candidates after the earlier ones, and once a candidate has failed, the
-   safety rows are spent and nothing more is tested on them. Whatever the sequence, the
-   probability that the certified model breaks a limit on the population is at most
-   ``1 - confidence``.
+4. Candidates in a fixed sequence (Learn then Test, Angelopoulos et al. 2021; Pareto Testing,
+   Laufer-Goldshtein et al. 2023): the fair trials that no other beats both in accuracy and in
+   room under the limits on the tuning rows, the furthest inside first, each next one more
+   accurate, are tested at the full level until one fails; the most accurate that passed is
+   certified. A resumed study tests its new candidates more accurate than those that passed;
+   once one has failed, the safety rows are spent. Until the first failure the sequence
+   depends on the tuning rows alone, so the certified model breaks a limit on the population
+   with probability at most ``1 - confidence``, whatever the sequence.
 5. Else a refusal that names, for the failed candidate, the smallest limit that would have
    passed.
 """
@@ -43,7 +43,7 @@ __all__ = ["CANDIDATES", "SAFETY_SIZE", "TEST_NAMES", "Certificate", "NotCertifi
            "forget_verdict", "limits_for_search", "one_class_text", "rate_labels",
            "record_refusal", "sequence", "store_verdict", "tested_before"]
 
-#: The most accurate fair trials a certification tests, in a fixed sequence.
+#: The most candidates a certification tests at once, spread along their front.
 CANDIDATES = 5
 
 #: The share of the tuning rows kept for the safety test by default: the best of 0.3, 0.5 and
@@ -363,14 +363,22 @@ def slack(trial: Any, limits: Sequence[Any], validated: Sequence[Any]) -> float:
 
 def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequence[int]
              ) -> list[Any]:
-    """The next candidates of ``study``'s fixed sequence: of its :data:`CANDIDATES` most
-    accurate fair trials not yet ``tested``, the one furthest inside its limits first (decided
-    on the tuning rows alone)."""
+    """The next candidates of ``study``'s fixed sequence (see the module docstring), of its
+    fair trials not yet ``tested``: at most :data:`CANDIDATES`, spread along their front."""
     from fairtune.fairness import study_limits
 
     validated = [v for v in study_limits(study, tenant).values() if v is not None]
-    fresh = [t for t in candidates(study, tenant) if t.number not in set(tested)]
-    return sorted(fresh[:CANDIDATES], key=lambda t: (-slack(t, limits, validated), t.number))
+    ranked = candidates(study, tenant)
+    done = set(tested)
+    fresh = [(slack(t, limits, validated), t) for t in ranked if t.number not in done]
+    front: list[Any] = []
+    best = max((t.value for t in ranked if t.number in done), default=-np.inf)
+    for _, trial in sorted(fresh, key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
+        if trial.value > best:
+            front.append(trial)
+            best = trial.value
+    keep = np.unique(np.linspace(0, len(front) - 1, min(CANDIDATES, len(front))).round())
+    return [front[int(i)] for i in keep]
 
 
 def _verdict_key(tenant: str | None) -> str:
@@ -500,23 +508,13 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
         limits=[str(limit) for limit in limits], rows=len(y_safe), method=method,
         tested=len(tested), values=values, tested_trials=tested, passed_trials=passed,
         positive_rate=float(np.mean(predicted)), one_class=_one_class(predicted))
-    _warn_untested(ranked, best, failed)
     model.certificate_ = certificate
     store_verdict(study, certificate, tenant)
+    from fairtune.tuning._deployment import deployment
+
+    if untested := deployment(study, tenant).untested_text():  # the safety rows are spent
+        warnings.warn(untested, UserWarning, stacklevel=3)
     return model, certificate
-
-
-def _warn_untested(ranked: Sequence[Any], best: Any, failed: Sequence[int]) -> None:
-    """Warn of fair trials ranked above the certified one that the sequence never reached."""
-    above = [t.number for t in ranked[:[t.number for t in ranked].index(best.number)]
-             if t.number not in failed]
-    if failed and above:
-        warnings.warn(
-            f"Trial{'s' if len(above) > 1 else ''} {', '.join(f'#{n}' for n in above)}, fair "
-            f"and ranked above the certified trial #{best.number}, "
-            f"{'were' if len(above) > 1 else 'was'} never tested: the sequence of tests stopped "
-            f"at trial #{failed[0]}, which failed, and spent the safety rows (new safety rows, "
-            "another study or more data, would test them).", UserWarning, stacklevel=4)
 
 
 def _refusal(ranked: Sequence[Any], limits: Sequence[Any], confidence: float,

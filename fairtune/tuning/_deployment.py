@@ -9,7 +9,7 @@ The rule, for a single-objective study (a tenant's trials in a shared study):
    (:func:`fairtune.fairness.best_fair_trial`), or none when no trial is fair.
 2. With ``confidence`` only a certified model is deployed: the trial of the safety test's
    certificate, as long as the certificate speaks for the trials as they stand. A fair trial
-   that ranks above the certified one (above none after a refusal) and that the safety test
+   more accurate than the certified one (any after a refusal) and that the safety test
    never tried makes the verdict outdated while the safety rows are not spent (no candidate
    of their fixed sequence has failed): nothing is deployed until the test runs again. Once
    they are spent no new trial can be tried, the verdict stands, and the record names the
@@ -48,9 +48,9 @@ class Deployment:
         confidence: The level the study was set up with, or None.
         certificate: The safety test's stored verdict (``{"certified": True, "trial": ...}`` or
             ``{"certified": False, "message": ...}``) when it speaks for the trials; else empty.
-        failed: The fair trials ranked above ``trial`` (every fair one after a refusal) that
+        failed: The fair trials more accurate than ``trial`` (every fair one after a refusal) that
             the safety test tried and did not certify.
-        untested: The fair trials ranked above ``trial`` that the safety test never tried.
+        untested: The fair trials more accurate than ``trial`` that the safety test never tried.
         spent: Whether the safety rows are spent: a candidate of their sequence failed.
     """
 
@@ -66,8 +66,8 @@ class Deployment:
     @property
     def passed_over(self) -> str:
         """Why the best fair trial is not the model to deploy ('' when it is, or none is)."""
-        if self.why != "certified" or self.best is None or self.best.number == self.trial.number:
-            return ""
+        if self.why != "certified" or self.best is None or self.best.value <= self.trial.value:
+            return ""  # a tie is no better a model
         number = self.best.number
         if number in self.failed:
             return f"the best fair trial, #{number}, did not pass the safety test"
@@ -157,12 +157,13 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
         if confidence is None:
             return Deployment(best, "best_fair" if limits else "best", best)
         return Deployment(None, "pending", best, confidence)
-    ranked = [t.number for t in candidates(study, tenant)]
+    ranked = candidates(study, tenant)
     certified = next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                       if record["certified"] and t.number == record.get("trial")), None)
-    above = ranked
-    if certified is not None:
-        above = ranked[:ranked.index(certified.number)] if certified.number in ranked else []
+    # The fair trials strictly more accurate than the certified one (a tie is no better).
+    above = [t.number for t in ranked if certified is None or t.value > certified.value]
+    if certified is not None and certified.number not in [t.number for t in ranked]:
+        above = []
     tested, passed = tested_before(study, tenant)
     if record.get("tested_trials") is None:  # an older record: it stands, as a test of all
         tested = above

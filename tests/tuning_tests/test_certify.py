@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -340,26 +341,32 @@ def _certified(study, bounds, limit="demographic_parity<=0.1", monkeypatch=None)
 
 def test_candidates_are_tested_in_a_fixed_sequence_furthest_inside_first(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CANDIDATES most accurate fair trials, the one with most room under the limit on the
-    tuning rows first; the most accurate that passed is certified; the first failure ends the
+    """The fair trials that no other is both more accurate than and further inside the limit
+    than, the one with most room under the limit on the tuning rows first, each more accurate
+    than the one before; the most accurate that passed is certified; the first failure ends the
     sequence."""
-    # Fair (gap <= 0.05): 1-7. Most accurate five: 7, 6, 5, 4, 3; by room: 3 (0.0), 5, 7, ...
+    # Fair (gap <= 0.05): 1-7. By room: 3 (0.0), then 5 and 1 (0.01), 7 and 2 (0.02), 6, 4;
+    # each more accurate than those before it: 3, 5, 7 (1, 2, 6 and 4 are dominated).
     gaps = {1: (0.60, 0.01), 2: (0.61, 0.02), 3: (0.70, 0.0), 4: (0.71, 0.045),
             5: (0.72, 0.01), 6: (0.73, 0.04), 7: (0.74, 0.02), 8: (0.99, 0.3)}
     study = _study(gaps)
     assert [t.number for t in _certify.sequence(
-        study, parse_limits("demographic_parity<=0.1"), None, [])] == [3, 5, 7, 6, 4]
+        study, parse_limits("demographic_parity<=0.1"), None, [])] == [3, 5, 7]
+    # A front longer than CANDIDATES is thinned evenly, keeping its safest and most accurate.
+    front = _study({n: (0.6 + n / 100, n / 200) for n in range(9)})
+    assert [t.number for t in _certify.sequence(
+        front, parse_limits("demographic_parity<=0.1"), None, [])] == [0, 2, 4, 6, 8]
     seen, run = _certified(study, {3: 0.08, 5: 0.09, 7: 0.2, 6: 0.05, 4: 0.05},
                            monkeypatch=monkeypatch)
-    with pytest.warns(UserWarning, match=r"Trial #6, fair and ranked above the certified trial "
-                                         r"#5, was never tested: the sequence of tests stopped "
-                                         r"at trial #7"):
+    with pytest.warns(UserWarning, match=r"^Never tested on the safety rows: trial #6, above "
+                                         r"the certified trial: the sequence of tests stopped "
+                                         r"at a candidate that failed"):
         model, certificate = run()
     assert seen == [3, 5, 7] and model.number == 5 and certificate.trial == 5
     assert certificate.tested_trials == [3, 5, 7] and certificate.passed_trials == [3, 5]
     # A later certification tests nothing more: the failure spent the safety rows.
     seen.clear()
-    with pytest.warns(UserWarning, match=r"Trial #6, fair"):
+    with pytest.warns(UserWarning, match=r"trial #6, above the certified trial"):
         model, again = run()
     assert (model.number, again.trial, again.tested_trials) == (5, 5, [3, 5, 7])
     assert seen == [5]
@@ -371,7 +378,9 @@ def test_a_sequence_that_passed_goes_on_with_new_trials_after_a_resume(
     seen, run = _certified(study, {0: 0.05, 1: 0.06, 2: 0.07, 3: 0.5},
                            monkeypatch=monkeypatch)
     assert run()[1].trial == 1 and seen == [0, 1]
-    for value, gap in ((0.8, 0.02), (0.9, 0.03)):  # two better fair trials, #2 and #3
+    # Two better fair trials, #2 and #3, and #4, fair and furthest inside but no more accurate
+    # than the certified #1: testing it could only stop the sequence.
+    for value, gap in ((0.8, 0.02), (0.9, 0.03), (0.71, 0.0)):
         study.add_trial(optuna.trial.create_trial(
             value=value, user_attrs={"fairtune:demographic_parity": gap}))
     seen.clear()
@@ -564,3 +573,19 @@ def test_a_trial_tied_with_the_model_to_deploy_ranks_behind_it(
     search._deploy(None, trials)
     assert list(search.cv_results_["rank_test_score"]) == [2, 3, 1]
     assert search.best_index_ == 2
+
+
+def test_a_trial_as_accurate_as_the_certified_one_is_not_a_better_model_passed_over(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairtune.tuning._deployment import deployment
+
+    # #0 ranks first by number; #1, as accurate and further inside, dominates it: only #1 is
+    # tested, and the certificate speaks for the trials as they stand.
+    study = _study({0: (0.7, 0.04), 1: (0.7, 0.0)})
+    seen, run = _certified(study, {0: 0.2, 1: 0.05}, monkeypatch=monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run()[1].trial == 1 and seen == [1]
+    record = deployment(study)
+    assert (record.why, record.trial.number, record.best.number) == ("certified", 1, 0)
+    assert (record.untested, record.passed_over) == ((), "")
