@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from fairtune._keys import CERTIFICATE_KEY
+from fairtune._keys import CERTIFICATE_KEY, POSITIVE_RATE_KEY
 from fairtune._names import arg, check_fraction, got
 from fairtune._text import percent
 
@@ -351,6 +351,9 @@ def slack(trial: Any, limits: Sequence[Any], validated: Sequence[Any]) -> float:
     from fairtune.fairness import fairness_values
 
     values = fairness_values(trial)
+    if trial.user_attrs.get(POSITIVE_RATE_KEY) == 0 and any(
+            limit.metric == "disparate_impact" for limit in limits):
+        return -np.inf  # it selected no one: a ratio of two rates of 0 has no known room
     aimed = {limit.metric: limit.bound for limit in validated}
     room = []
     for limit in limits:

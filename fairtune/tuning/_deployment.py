@@ -66,12 +66,13 @@ class Deployment:
     @property
     def passed_over(self) -> str:
         """Why the best fair trial is not the model to deploy ('' when it is, or none is)."""
-        if self.why != "certified" or self.best is None or self.best.value <= self.trial.value:
-            return ""  # a tie is no better a model
-        number = self.best.number
-        if number in self.failed:
-            return f"the best fair trial, #{number}, did not pass the safety test"
-        return (f"the best fair trial, #{number}, was never tested: {_SPENT}")
+        if self.why != "certified" or self.best is None or self.best.number == self.trial.number:
+            return ""
+        best = f"the best fair trial, #{self.best.number}"
+        if self.best.value <= self.trial.value:  # a tie: the sequence took the one further inside
+            return f"as accurate as {best}, and further inside the limits on the tuning rows"
+        return f"{best}, " + ("did not pass the safety test" if self.best.number in self.failed
+                              else f"was never tested: {_SPENT}")
 
     def pending_text(self) -> str:
         """Of a ``"pending"`` deployment, the line saying that no model is certified for the
@@ -102,7 +103,7 @@ class Deployment:
         plural, shown = self._untested_trials()
         where = "above the certified trial" if self.why == "certified" else "fair"
         return (f"Never tested on the safety rows: trial{plural} {shown}, {where}: {_SPENT} "
-                "(new safety rows, another study or more data, would test them).")
+                "(only new safety rows, in another study or with more data, could test them).")
 
     def _untested_trials(self) -> tuple[str, str]:
         """``("s" or "", "#3, #5")``: the plural's ending and the untested trials, ten at most."""

@@ -467,9 +467,11 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             resource=resource)
 
         def refit(params: dict[str, Any]) -> Any:  # a configuration on every search row
-            model = build(optuna.trial.FixedTrial(params))
-            self._refit(model, X, y, with_sensitive(
-                model, "fit", fit_all, sensitive_features, bool(mitigation), routing=routing))
+            model, start = build(optuna.trial.FixedTrial(params)), time.perf_counter()
+            with limit_training_threads():
+                model.fit(X, y, **with_sensitive(model, "fit", fit_all, sensitive_features,
+                                                 bool(mitigation), routing=routing))
+            self.refit_time_ = time.perf_counter() - start
             return model
 
         def predict(model: Any, X_rows: Any, s_rows: Any) -> Any:
@@ -488,6 +490,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         (``refit(params) -> model`` on the search rows, ``predict(model, X, s)``), the model
         to deploy as ``best_*`` (:meth:`_deploy`), refitted, and the views told."""
         study = self.study_
+        for name in ("best_estimator_", "certificate_", "best_trial_", "best_params_",
+                     "best_score_", "best_index_"):  # an earlier fit's, or a candidate's
+            self.__dict__.pop(name, None)
         try:
             if safe is not None:
                 assert confidence is not None  # safety rows are kept for a confidence only
@@ -503,7 +508,7 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         finally:  # a refusal too: then no trial ranks first
             self._deploy(study, trials=finished_trials(study))
         if safe is None and self.refit and getattr(self, "best_trial_", None) is not None:
-            refit(self.best_params_)
+            self.best_estimator_ = refit(self.best_params_)
         for callback in self.callbacks or ():  # a view of the study, e.g. DashboardCallback
             after_search = getattr(callback, "after_search", None)
             if callable(after_search):
@@ -579,14 +584,6 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         others = [v for v in np.unique(y) if v != positive]
         self._other_label = others[0] if others else 0
         return y01, positive
-
-    def _refit(self, estimator: Any, X: Any, y: Any, fit_params: dict[str, Any]) -> None:
-        """Fit the best configuration on all the rows as ``best_estimator_``."""
-        start = time.perf_counter()
-        with limit_training_threads():
-            estimator.fit(X, y, **fit_params)
-        self.refit_time_ = time.perf_counter() - start
-        self.best_estimator_ = estimator
 
     # ------------------------------------------------------------------ delegation
 

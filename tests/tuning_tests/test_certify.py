@@ -302,7 +302,8 @@ def test_fair_search_cv_ranks_the_certified_trial_first(monkeypatch: pytest.Monk
     with pytest.raises(NotCertifiedError):
         refused.fit(X, y, sensitive_features=group)
     assert 1 not in refused.cv_results_["rank_test_score"]
-    assert not hasattr(refused, "best_index_")
+    # Nor is the candidate that failed left to predict with.
+    assert not hasattr(refused, "best_index_") and not hasattr(refused, "best_estimator_")
 
 
 def _study(gaps: dict[int, tuple[float, float]], limit: str = "demographic_parity<=0.1"
@@ -588,4 +589,21 @@ def test_a_trial_as_accurate_as_the_certified_one_is_not_a_better_model_passed_o
         assert run()[1].trial == 1 and seen == [1]
     record = deployment(study)
     assert (record.why, record.trial.number, record.best.number) == ("certified", 1, 0)
-    assert (record.untested, record.passed_over) == ((), "")
+    assert record.untested == () and record.passed_over == (
+        "as accurate as the best fair trial, #0, and further inside the limits on the tuning rows")
+
+
+def test_under_disparate_impact_a_model_that_selected_no_one_is_tested_last() -> None:
+    # Selecting no one validates as a ratio of 1 (the furthest inside), but the ratio of two
+    # rates of 0 can be anything on new data: the sequence must not start, and stop, there.
+    from fairtune.fairness import FairnessLimit
+    from fairtune.fairness.constraints import LIMITS_KEY
+
+    study = optuna.create_study(direction="maximize")
+    study.set_user_attr(LIMITS_KEY, ["disparate_impact>=0.85"])
+    for value, ratio, rate in ((0.70, 1.0, 0.0), (0.72, 0.95, 0.3), (0.75, 0.9, 0.4),
+                               (0.76, 1.0, 0.0)):
+        study.add_trial(optuna.trial.create_trial(value=value, user_attrs={
+            "fairtune:disparate_impact": ratio, "fairtune:positive_rate": rate}))
+    limits = [FairnessLimit.parse("disparate_impact>=0.8")]
+    assert [t.number for t in _certify.sequence(study, limits, None, [])] == [1, 2, 3]
