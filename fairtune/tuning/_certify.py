@@ -14,13 +14,14 @@ biased. With ``confidence=`` an entrance works in the manner of the Seldonian fr
    (:func:`fairtune.fairness.bounds.metric_bound`, ``bound=`` chooses the test). A conjunction
    needs no split of the error probability over its parts.
 4. Candidates in a fixed sequence (Learn then Test, Angelopoulos et al. 2021; Pareto Testing,
-   Laufer-Goldshtein et al. 2023): the fair trials that no other beats both in accuracy and in
-   room under the limits on the tuning rows, the furthest inside first, each next one more
-   accurate, are tested at the full level until one fails; the most accurate that passed is
-   certified. A resumed study tests its new candidates more accurate than those that passed;
-   once one has failed, the safety rows are spent. Until the first failure the sequence
-   depends on the tuning rows alone, so the certified model breaks a limit on the population
-   with probability at most ``1 - confidence``, whatever the sequence.
+   Laufer-Goldshtein et al. 2023): of the :data:`CANDIDATES` most accurate fair trials and the
+   one furthest inside its limits on the tuning rows, those that no other beats both in
+   accuracy and in room, the furthest inside first, each next one more accurate, are tested at
+   the full level until one fails; the most accurate that passed is certified. A resumed
+   study tests its new candidates more accurate than those that passed; once one has failed,
+   the safety rows are spent. Until the first failure the sequence depends on the tuning rows
+   alone, so the certified model breaks a limit on the population with probability at most
+   ``1 - confidence``, whatever the sequence.
 5. Else a refusal that names, for the failed candidate, the smallest limit that would have
    passed.
 """
@@ -43,7 +44,7 @@ __all__ = ["CANDIDATES", "SAFETY_SIZE", "TEST_NAMES", "Certificate", "NotCertifi
            "forget_verdict", "limits_for_search", "one_class_text", "rate_labels",
            "record_refusal", "sequence", "store_verdict", "tested_before"]
 
-#: The most candidates a certification tests at once, spread along their front.
+#: The most accurate fair trials a certification tests (with the one furthest inside).
 CANDIDATES = 5
 
 #: The share of the tuning rows kept for the safety test by default: the best of 0.3, 0.5 and
@@ -366,22 +367,21 @@ def slack(trial: Any, limits: Sequence[Any], validated: Sequence[Any]) -> float:
 
 def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequence[int]
              ) -> list[Any]:
-    """The next candidates of ``study``'s fixed sequence (see the module docstring), of its
-    fair trials not yet ``tested``: at most :data:`CANDIDATES`, spread along their front."""
+    """The next candidates of ``study``'s fixed sequence (see the module docstring): of its
+    fair trials not yet ``tested`` and more accurate than those that were, the
+    :data:`CANDIDATES` most accurate and the one furthest inside its limits."""
     from fairtune.fairness import study_limits
 
     validated = [v for v in study_limits(study, tenant).values() if v is not None]
-    ranked = candidates(study, tenant)
-    done = set(tested)
-    fresh = [(slack(t, limits, validated), t) for t in ranked if t.number not in done]
+    ranked = candidates(study, tenant)  # the most accurate first
+    best = max((t.value for t in ranked if t.number in set(tested)), default=-np.inf)
+    fresh = [(slack(t, limits, validated), t) for t in ranked if t.value > best]
+    pool = fresh[:CANDIDATES] + ([max(fresh, key=lambda pair: pair[0])] if fresh else [])
     front: list[Any] = []
-    best = max((t.value for t in ranked if t.number in done), default=-np.inf)
-    for _, trial in sorted(fresh, key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
-        if trial.value > best:
+    for _, trial in sorted(pool, key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
+        if not front or trial.value > front[-1].value:
             front.append(trial)
-            best = trial.value
-    keep = np.unique(np.linspace(0, len(front) - 1, min(CANDIDATES, len(front))).round())
-    return [front[int(i)] for i in keep]
+    return front
 
 
 def _verdict_key(tenant: str | None) -> str:
