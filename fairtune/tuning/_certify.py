@@ -15,8 +15,8 @@ biased. With ``confidence=`` an entrance works in the manner of the Seldonian fr
    needs no split of the error probability over its parts.
 4. Candidates in a fixed sequence (Learn then Test, Angelopoulos et al. 2021; Pareto Testing,
    Laufer-Goldshtein et al. 2023): of the :data:`CANDIDATES` most accurate fair trials and the
-   one furthest inside its limits on the tuning rows, those that no other beats both in
-   accuracy and in room, the furthest inside first, each next one more accurate, are tested at
+   non-constant one furthest inside its limits on the tuning rows, those no other beats in
+   accuracy and room, the furthest inside first, each next one more accurate, are tested at
    the full level until one fails; the most accurate that passed is certified. A resumed
    study tests its new candidates more accurate than those that passed; once one has failed,
    the safety rows are spent. Until the first failure the sequence depends on the tuning rows
@@ -369,18 +369,18 @@ def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequ
              ) -> list[Any]:
     """The next candidates of ``study``'s fixed sequence (see the module docstring): of its
     fair trials not yet ``tested`` and more accurate than those that were, the
-    :data:`CANDIDATES` most accurate and the one furthest inside its limits."""
+    :data:`CANDIDATES` most accurate and the one furthest inside its limits (not constant)."""
     from fairtune.fairness import study_limits
 
     validated = [v for v in study_limits(study, tenant).values() if v is not None]
     ranked = candidates(study, tenant)  # the most accurate first
     best = max((t.value for t in ranked if t.number in set(tested)), default=-np.inf)
     fresh = [(slack(t, limits, validated), t) for t in ranked if t.value > best]
-    pool = fresh[:CANDIDATES] + ([max(fresh, key=lambda pair: pair[0])] if fresh else [])
+    useful = [pair for pair in fresh if pair[1].user_attrs.get(POSITIVE_RATE_KEY) not in (0, 1)]
+    pool = fresh[:CANDIDATES] + ([max(useful, key=lambda pair: pair[0])] if useful else [])
     front: list[Any] = []
     for _, trial in sorted(pool, key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
-        if not front or trial.value > front[-1].value:
-            front.append(trial)
+        front += [trial] if not front or trial.value > front[-1].value else []
     return front
 
 

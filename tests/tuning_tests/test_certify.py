@@ -357,6 +357,15 @@ def test_candidates_are_tested_in_a_fixed_sequence_furthest_inside_first(
     front = _study({n: (0.6 + n / 100, n / 200) for n in range(9)})
     assert [t.number for t in _certify.sequence(
         front, parse_limits("demographic_parity<=0.1"), None, [])] == [0, 4, 5, 6, 7, 8]
+    # A constant model (everyone selected on validation) is no fallback worth deploying.
+    constant = optuna.create_study(direction="maximize")
+    for key, value in front.user_attrs.items():
+        constant.set_user_attr(key, value)
+    for number, trial in enumerate(front.trials):
+        constant.add_trial(optuna.trial.create_trial(value=trial.value, user_attrs={
+            **trial.user_attrs, "fairtune:positive_rate": 1.0 if number == 0 else 0.5}))
+    assert [t.number for t in _certify.sequence(
+        constant, parse_limits("demographic_parity<=0.1"), None, [])] == [1, 4, 5, 6, 7, 8]
     seen, run = _certified(study, {3: 0.08, 5: 0.09, 7: 0.2, 6: 0.05, 4: 0.05},
                            monkeypatch=monkeypatch)
     with pytest.warns(UserWarning, match=r"^Never tested on the safety rows: trial #6, above "
