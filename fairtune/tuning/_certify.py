@@ -14,14 +14,14 @@ biased. With ``confidence=`` an entrance works in the manner of the Seldonian fr
    (:func:`fairtune.fairness.bounds.metric_bound`, ``bound=`` chooses the test). A conjunction
    needs no split of the error probability over its parts.
 4. Candidates in a fixed sequence (Learn then Test, Angelopoulos et al. 2021; Pareto Testing,
-   Laufer-Goldshtein et al. 2023): of the :data:`CANDIDATES` most accurate fair trials and the
-   non-constant one furthest inside its limits on the tuning rows, those no other beats in
-   accuracy and room, the furthest inside first, each next one more accurate, are tested at
-   the full level until one fails; the most accurate that passed is certified. A resumed
-   study tests its new candidates more accurate than those that passed; once one has failed,
-   the safety rows are spent. Until the first failure the sequence depends on the tuning rows
-   alone, so the certified model breaks a limit on the population with probability at most
-   ``1 - confidence``, whatever the sequence.
+   Laufer-Goldshtein et al. 2023): of the :data:`CANDIDATES` most accurate fair trials, those
+   that no other of them beats both in accuracy and in room under the limits on the tuning
+   rows, the furthest inside first, each next one more accurate, are tested at the full level
+   until one fails; the most accurate that passed is certified (a dominated candidate could
+   only stop the sequence). A resumed study tests its new candidates more accurate than those
+   that passed; once one has failed, the safety rows are spent. Until the first failure the
+   sequence depends on the tuning rows alone, so the certified model breaks a limit on the
+   population with probability at most ``1 - confidence``, whatever the sequence.
 5. Else a refusal that names, for the failed candidate, the smallest limit that would have
    passed.
 """
@@ -44,7 +44,7 @@ __all__ = ["CANDIDATES", "SAFETY_SIZE", "TEST_NAMES", "Certificate", "NotCertifi
            "forget_verdict", "limits_for_search", "one_class_text", "rate_labels",
            "record_refusal", "sequence", "store_verdict", "tested_before"]
 
-#: The most accurate fair trials a certification tests (with the one furthest inside).
+#: The most accurate fair trials a certification considers, in a fixed sequence.
 CANDIDATES = 5
 
 #: The share of the tuning rows kept for the safety test by default: the best of 0.3, 0.5 and
@@ -369,17 +369,16 @@ def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequ
              ) -> list[Any]:
     """The next candidates of ``study``'s fixed sequence (see the module docstring): of its
     fair trials not yet ``tested`` and more accurate than those that were, the
-    :data:`CANDIDATES` most accurate and the one furthest inside its limits (not constant)."""
+    :data:`CANDIDATES` most accurate, less those another of them beats in accuracy and room."""
     from fairtune.fairness import study_limits
 
     validated = [v for v in study_limits(study, tenant).values() if v is not None]
     ranked = candidates(study, tenant)  # the most accurate first
     best = max((t.value for t in ranked if t.number in set(tested)), default=-np.inf)
     fresh = [(slack(t, limits, validated), t) for t in ranked if t.value > best]
-    useful = [pair for pair in fresh if pair[1].user_attrs.get(POSITIVE_RATE_KEY) not in (0, 1)]
-    pool = fresh[:CANDIDATES] + ([max(useful, key=lambda pair: pair[0])] if useful else [])
     front: list[Any] = []
-    for _, trial in sorted(pool, key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
+    for _, trial in sorted(fresh[:CANDIDATES],
+                           key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
         front += [trial] if not front or trial.value > front[-1].value else []
     return front
 
