@@ -177,8 +177,9 @@ def test_read_table_keeps_the_callers_values_and_records_the_file(tmp_path: Path
     assert data.name.startswith("applicants.csv, 400 rows, sha256 ")
     # 0/1 targets need no positive value; 1 is the favourable outcome.
     frame.assign(decision=(frame["decision"] == "approved").astype(int)).to_csv(path, index=False)
-    assert read_table(path, target="decision", sensitive="gender").target.sum() == \
-        (frame["decision"] == "approved").sum()
+    zero_one = read_table(path, target="decision", sensitive="gender")
+    assert zero_one.target.sum() == (frame["decision"] == "approved").sum()
+    assert zero_one["favourable"] == 1  # what the study's setup and report name
     with pytest.raises(ValueError, match="`sensitive` must not include the `target` column"):
         read_table(path, target="decision", sensitive="decision")
 

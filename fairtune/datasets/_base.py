@@ -95,8 +95,8 @@ class FairDataset(Bunch):
     * ``target_name``: name of the ``target`` series (says what 1 means).
     * ``DESCR``: description of the dataset, its provenance, license and known issues.
     * ``name``: short name of the dataset (``"adult"``, ``"german"``, ``"compas"``).
-    * ``favourable`` (a file read by :func:`~fairtune.datasets.read_table` with ``positive=``):
-      the value of the file's target that became 1, which a study records with its setup.
+    * ``favourable`` (a file read by :func:`~fairtune.datasets.read_table`): the value of the
+      file's target that became 1 (``positive=``, or 1), which a study records with its setup.
 
     Example:
         >>> from fairtune.datasets import load_adult

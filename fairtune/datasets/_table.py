@@ -197,7 +197,7 @@ def read_table(
     return FairDataset(
         data=X, target=y, sensitive_features=groups, frame=X.assign(**{target: y}),
         feature_names=list(map(str, X.columns)), target_name=target, name=name,
-        **({} if positive is None else {"favourable": positive}),
+        favourable=1 if positive is None else positive,  # a 0/1 target: 1
         DESCR=(f"{path.name}: {len(frame)} rows read from {str(path)!r} (SHA-256 {checksum}); "
                f"target {target!r} (favourable: {favourable!r}), sensitive "
                f"{', '.join(sensitive_columns)}."),
