@@ -477,10 +477,14 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
     results: dict[int, tuple[Any, dict[str, float], dict[str, float], Any]] = {}
 
     def test(trial: Any) -> bool:
-        model, predicted = fit_predict(trial)
+        try:
+            model, predicted = fit_predict(trial)
+        except Exception as error:  # the model's own error, with the trial it came from
+            error.add_note(f"fairtune: refitting trial #{trial.number} for the safety test "
+                           f"failed (nothing recorded; refit_best(study, trial={trial.number})).")
+            raise
         bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe, method)
-        values = {limit.metric: fairness_value(limit.metric, y_safe, predicted, s_safe)
-                  for limit in limits}
+        values = {m.metric: fairness_value(m.metric, y_safe, predicted, s_safe) for m in limits}
         results[trial.number] = (model, bounds, values, predicted)
         return all(limit.violation(bounds[limit.metric]) <= 0 for limit in limits)
 
@@ -495,10 +499,9 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
     if best is None:
         failure = _failure(study, tenant)
         if failed and failed[0] in results:
-            _, bounds, _, _ = results[failed[0]]
+            _, bounds, _, predicted = results[failed[0]]
             failure = {"trial": failed[0], "bounds": bounds, "rows": len(y_safe),
-                       "method": method,
-                       "one_class": _one_class(results[failed[0]][3])}
+                       "method": method, "one_class": _one_class(predicted)}
         refusal = _refusal(ranked, limits, confidence, tested, failed, failure)
         store_verdict(study, refusal, tenant)
         raise refusal
@@ -513,7 +516,6 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
     model.certificate_ = certificate
     store_verdict(study, certificate, tenant)
     from fairtune.tuning._deployment import deployment
-
     if untested := deployment(study, tenant).untested_text():  # the safety rows are spent
         warnings.warn(untested, UserWarning, stacklevel=3)
     return model, certificate

@@ -27,8 +27,7 @@ from fairtune.tuning._certify import _verdict_key, candidates, tested_before
 __all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "conclude", "deployment",
            "read_test_fits", "store_test_fits"]
 
-_SPENT = ("the sequence of tests stopped at a candidate that failed, which spent the safety "
-          "rows")
+_SPENT = "the sequence of tests stopped at a candidate that failed, which spent the safety rows"
 
 Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
 
@@ -162,9 +161,9 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
     certified = next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                       if record["certified"] and t.number == record.get("trial")), None)
     # The fair trials strictly more accurate than the certified one (a tie is no better).
-    above = [t.number for t in ranked if certified is None or t.value > certified.value]
-    if certified is not None and certified.number not in [t.number for t in ranked]:
-        above = []
+    above = [] if certified is not None and certified.number not in {
+        t.number for t in ranked} else [t.number for t in ranked
+                                        if certified is None or t.value > certified.value]
     tested, passed = tested_before(study, tenant)
     if record.get("tested_trials") is None:  # an older record: it stands, as a test of all
         tested = above

@@ -607,3 +607,16 @@ def test_under_disparate_impact_a_model_that_selected_no_one_is_tested_last() ->
             "fairtune:disparate_impact": ratio, "fairtune:positive_rate": rate}))
     limits = [FairnessLimit.parse("disparate_impact>=0.8")]
     assert [t.number for t in _certify.sequence(study, limits, None, [])] == [1, 2, 3]
+
+
+def test_a_candidate_that_cannot_be_refitted_is_named_and_nothing_is_recorded() -> None:
+    study = _study({0: (0.7, 0.0)})
+
+    def fit_predict(trial):
+        raise RuntimeError("cannot fit on these rows")
+
+    with pytest.raises(RuntimeError, match="cannot fit on these rows") as caught:
+        _certify.certify(study, fit_predict, parse_limits("demographic_parity<=0.1"), 0.9,
+                         np.tile([0, 1], 20), np.repeat(["a", "b"], 20))
+    assert "refitting trial #0 for the safety test failed" in " ".join(caught.value.__notes__)
+    assert "fairtune:certificate" not in study.user_attrs  # a fixed model can be concluded
