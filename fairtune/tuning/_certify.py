@@ -39,13 +39,17 @@ from fairtune._keys import CERTIFICATE_KEY, POSITIVE_RATE_KEY
 from fairtune._names import arg, check_fraction, got
 from fairtune._text import percent
 
-__all__ = ["CANDIDATES", "SAFETY_SIZE", "TEST_NAMES", "Certificate", "NotCertifiedError",
+__all__ = ["CANDIDATES", "SAFETY_SIZE", "SPENT", "TEST_NAMES", "Certificate", "NotCertifiedError",
            "aimed_text", "candidates", "certify", "check_bound", "check_confidence",
            "forget_verdict", "limits_for_search", "one_class_text", "rate_labels",
-           "record_refusal", "sequence", "store_verdict", "tested_before"]
+           "record_refusal", "sequence", "store_verdict", "tested_before", "trials_text",
+           "untested_text"]
 
 #: The most accurate fair trials a certification considers, in a fixed sequence.
 CANDIDATES = 5
+
+#: Why a verdict stands although better fair trials were never tested.
+SPENT = "the sequence of tests stopped at a candidate that failed, which spent the safety rows"
 
 #: The share of the tuning rows kept for the safety test by default: the best of 0.3, 0.5 and
 #: 0.6 in certified accuracy on 5,000-row samples of Adult (benchmarks/certified_real.py).
@@ -347,8 +351,7 @@ def safety_bounds(limits: Sequence[Any], confidence: float, y_safe: Any, predict
 
 def slack(trial: Any, limits: Sequence[Any], validated: Sequence[Any]) -> float:
     """How far ``trial`` lies inside its limits on the tuning rows, in units of each limit's
-    predicted width (the limit as given less the one the search validated against): the key
-    of the fixed sequence, furthest inside first."""
+    predicted width (the limit as given less the one validated against): the sequence's key."""
     from fairtune.fairness import fairness_values
 
     values = fairness_values(trial)
@@ -367,9 +370,8 @@ def slack(trial: Any, limits: Sequence[Any], validated: Sequence[Any]) -> float:
 
 def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequence[int]
              ) -> list[Any]:
-    """The next candidates of ``study``'s fixed sequence (see the module docstring): of its
-    fair trials not yet ``tested`` and more accurate than those that were, the
-    :data:`CANDIDATES` most accurate, less those another of them beats in accuracy and room."""
+    """The next candidates of ``study``'s fixed sequence (see the module docstring), of its fair
+    trials more accurate than those ``tested``."""
     from fairtune.fairness import study_limits
 
     validated = [v for v in study_limits(study, tenant).values() if v is not None]
@@ -417,8 +419,7 @@ def store_verdict(study: Any, verdict: Certificate | NotCertifiedError,
 
 
 def record_refusal(study: Any, message: str, tenant: str | None = None) -> NotCertifiedError:
-    """A refusal before any candidate was tested (no fair trial), recorded with ``study`` like
-    every other verdict and returned to be raised."""
+    """A refusal before any candidate was tested (no fair trial), recorded, to be raised."""
     refusal = NotCertifiedError(message, *tested_before(study, tenant),
                                 failure=_failure(study, tenant))
     store_verdict(study, refusal, tenant)
@@ -426,8 +427,7 @@ def record_refusal(study: Any, message: str, tenant: str | None = None) -> NotCe
 
 
 def forget_verdict(study: Any, tenant: str | None = None) -> None:
-    """Before a new certification of ``study`` (a resumed search): drop the earlier verdict,
-    which no longer speaks for the study's trials, but keep the sequence tested so far."""
+    """Before a new certification of ``study``: drop the verdict, keep the sequence so far."""
     key = _verdict_key(tenant)
     if "message" in (study.user_attrs.get(key) or {}):
         tested, passed = tested_before(study, tenant)
@@ -437,17 +437,15 @@ def forget_verdict(study: Any, tenant: str | None = None) -> None:
 
 
 def _failure(study: Any, tenant: str | None) -> dict[str, Any] | None:
-    """The stored test of the candidate that failed (its trial, bounds, rows and test), or
-    None: what a later refusal on the spent safety rows names."""
+    """The stored test of the candidate that failed (its trial, bounds, rows and test), or None."""
     record = study.user_attrs.get(_verdict_key(tenant))
     failure = record.get("failure") if isinstance(record, dict) else None
     return failure if isinstance(failure, dict) else None
 
 
 def tested_before(study: Any, tenant: str | None = None) -> tuple[list[int], list[int]]:
-    """``(tested, passed)``: the trials earlier certifications of ``study`` tested on its
-    safety rows, in order, and those that passed (a record of an older version, which kept
-    no passes, passed its certified trial only)."""
+    """``(tested, passed)``: the trials earlier certifications of ``study`` tested, in order,
+    and those that passed (an older version's record: its certified trial only)."""
     record = study.user_attrs.get(_verdict_key(tenant)) or {}
     if not isinstance(record, dict):
         return [], []
@@ -480,8 +478,8 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
         try:
             model, predicted = fit_predict(trial)
         except Exception as error:  # the model's own error, with the trial it came from
-            error.add_note(f"fairtune: refitting trial #{trial.number} for the safety test "
-                           f"failed (nothing recorded; refit_best(study, trial={trial.number})).")
+            error.add_note(f"Refitting trial #{trial.number} for the safety test failed "
+                           f"(nothing recorded; refit_best(study, trial={trial.number})).")
             raise
         bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe, method)
         values = {m.metric: fairness_value(m.metric, y_safe, predicted, s_safe) for m in limits}
@@ -515,10 +513,27 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
         positive_rate=float(np.mean(predicted)), one_class=_one_class(predicted))
     model.certificate_ = certificate
     store_verdict(study, certificate, tenant)
-    from fairtune.tuning._deployment import deployment
-    if untested := deployment(study, tenant).untested_text():  # the safety rows are spent
-        warnings.warn(untested, UserWarning, stacklevel=3)
+    above = [t.number for t in ranked if t.value > best.value and t.number not in tested]
+    if failed and above:  # the safety rows are spent
+        warnings.warn(untested_text(above, True), UserWarning, stacklevel=3)
     return model, certificate
+
+
+def trials_text(numbers: Sequence[int]) -> tuple[str, str]:
+    """``("s" or "", "#3, #5")``: the plural's ending and the trials, ten at most."""
+    numbers = sorted(numbers)
+    return "s" if len(numbers) > 1 else "", ", ".join(f"#{n}" for n in numbers[:10]) + (
+        f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+
+
+def untested_text(untested: Sequence[int], certified: bool) -> str:
+    """The fair trials above the certified one (any, after a refusal) never tested, or ''."""
+    if not untested:
+        return ""
+    plural, shown = trials_text(untested)
+    where = "above the certified trial" if certified else "fair"
+    return (f"Never tested on the safety rows: trial{plural} {shown}, {where}: {SPENT} "
+            "(only new safety rows, in another study or with more data, could test them).")
 
 
 def _refusal(ranked: Sequence[Any], limits: Sequence[Any], confidence: float,

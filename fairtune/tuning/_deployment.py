@@ -22,12 +22,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from fairtune import _keys
-from fairtune.tuning._certify import _verdict_key, candidates, tested_before
+from fairtune.tuning import _certify
 
 __all__ = ["TEST_CONFIDENCE", "Deployment", "ScoresOnTest", "conclude", "deployment",
            "read_test_fits", "store_test_fits"]
-
-_SPENT = "the sequence of tests stopped at a candidate that failed, which spent the safety rows"
 
 Why = Literal["certified", "best_fair", "best", "refused", "pending", "no_fair", "empty"]
 
@@ -71,11 +69,10 @@ class Deployment:
         if self.best.value <= self.trial.value:  # a tie: the sequence took the one further inside
             return f"as accurate as {best}, and further inside the limits on the tuning rows"
         return f"{best}, " + ("did not pass the safety test" if self.best.number in self.failed
-                              else f"was never tested: {_SPENT}")
+                              else f"was never tested: {_certify.SPENT}")
 
     def pending_text(self) -> str:
-        """Of a ``"pending"`` deployment, the line saying that no model is certified for the
-        trials as they stand, and where the safety test runs; '' otherwise."""
+        """Of a ``"pending"`` deployment, why no model is certified and where the test runs."""
         if self.why != "pending":
             return ""
         where = ("the safety test runs{} at the end of `fairtune tune --confidence` (in "
@@ -83,7 +80,7 @@ class Deployment:
         if not self.certificate:
             return ("No model is certified yet: with confidence only a certified model is "
                     f"deployed, and {where.format('')}.")
-        plural, shown = self._untested_trials()
+        plural, shown = _certify.trials_text(self.untested)
         if self.certificate.get("certified"):
             was = (f"the certificate of trial #{self.certificate.get('trial')} was recorded "
                    f"before trial{plural} {shown}, fair, ranked above it and not tested on the "
@@ -95,20 +92,10 @@ class Deployment:
                 f"{where.format(' again')}.")
 
     def untested_text(self) -> str:
-        """Of a standing verdict whose safety rows are spent, the fair trials above the
-        deployed one that no safety test tried; '' otherwise."""
-        if self.why not in ("certified", "refused") or not self.untested:
+        """Of a standing verdict on spent safety rows, the trials it never tried; else ''."""
+        if self.why not in ("certified", "refused"):
             return ""
-        plural, shown = self._untested_trials()
-        where = "above the certified trial" if self.why == "certified" else "fair"
-        return (f"Never tested on the safety rows: trial{plural} {shown}, {where}: {_SPENT} "
-                "(only new safety rows, in another study or with more data, could test them).")
-
-    def _untested_trials(self) -> tuple[str, str]:
-        """``("s" or "", "#3, #5")``: the plural's ending and the untested trials, ten at most."""
-        numbers = sorted(self.untested)
-        return "s" if len(numbers) > 1 else "", ", ".join(f"#{n}" for n in numbers[:10]) + (
-            f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+        return _certify.untested_text(self.untested, self.why == "certified")
 
 
 def conclude(study: Any, tenant: str | None, *, certify: Any = None,
@@ -147,7 +134,7 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
                for t in study.get_trials(deepcopy=False)):
         return Deployment(None, "empty", confidence=confidence)
     best = best_fair_trial(study, limits, tenant=tenant)
-    record = study.user_attrs.get(_verdict_key(tenant))
+    record = study.user_attrs.get(_certify._verdict_key(tenant))
     record = dict(record) if isinstance(record, dict) else {}
     if best is None:  # a refusal for want of a fair trial is still the safety test's word
         refused = record.get("certified") is False and "message" in record
@@ -157,14 +144,14 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
         if confidence is None:
             return Deployment(best, "best_fair" if limits else "best", best)
         return Deployment(None, "pending", best, confidence)
-    ranked = candidates(study, tenant)
+    ranked = _certify.candidates(study, tenant)
     certified = next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                       if record["certified"] and t.number == record.get("trial")), None)
     # The fair trials strictly more accurate than the certified one (a tie is no better).
     above = [] if certified is not None and certified.number not in {
         t.number for t in ranked} else [t.number for t in ranked
                                         if certified is None or t.value > certified.value]
-    tested, passed = tested_before(study, tenant)
+    tested, passed = _certify.tested_before(study, tenant)
     if record.get("tested_trials") is None:  # an older record: it stands, as a test of all
         tested = above
     spent = bool(set(tested) - set(passed))

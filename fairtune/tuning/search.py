@@ -402,16 +402,14 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None, *, sensitive_features: Any = None,
             **fit_params: Any) -> FairSearchCV:
-        """Run the search, then (``refit=True``) fit the model to deploy on all rows; returns
-        the fitted search, raises ValueError as the class docstring says.
+        """Run the search, then (``refit=True``) fit the model to deploy on all rows.
 
         Args:
             X: The rows, any input ``estimator`` accepts.
             y: Binary labels, one per row.
             sensitive_features: The group of each row: a 1-d array-like, or a DataFrame whose
                 columns define intersectional groups. Required.
-            **fit_params: Parameters of ``estimator.fit`` (or metadata, with routing enabled),
-                each fold's rows of the per-row ones; ``groups`` goes to ``cv.split``.
+            **fit_params: ``estimator.fit``'s (or routed metadata); ``groups`` goes to ``cv``.
         """
         import optuna
         from sklearn.utils import indexable

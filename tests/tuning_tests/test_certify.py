@@ -618,5 +618,5 @@ def test_a_candidate_that_cannot_be_refitted_is_named_and_nothing_is_recorded() 
     with pytest.raises(RuntimeError, match="cannot fit on these rows") as caught:
         _certify.certify(study, fit_predict, parse_limits("demographic_parity<=0.1"), 0.9,
                          np.tile([0, 1], 20), np.repeat(["a", "b"], 20))
-    assert "refitting trial #0 for the safety test failed" in " ".join(caught.value.__notes__)
+    assert "Refitting trial #0 for the safety test failed" in " ".join(caught.value.__notes__)
     assert "fairtune:certificate" not in study.user_attrs  # a fixed model can be concluded

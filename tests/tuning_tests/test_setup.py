@@ -172,7 +172,7 @@ def _file(tmp_path: Path) -> Path:
     (["--sensitive", "group,sex"], "--sensitive 'group', but this run asks for 'group, sex'"),
     (["--hide-sensitive"], "--hide-sensitive 'off', but this run asks for 'on'"),
     (["--target", "y2", "--drop-columns", "y"], "--target 'y', but this run asks for 'y2'"),
-    (["--positive", "0"], "--positive none, but this run asks for '0'"),
+    (["--positive", "0"], "--positive 1, but this run asks for '0'"),
 ])
 def test_the_command_line_names_the_flag_of_each_part_of_the_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], changed: list[str], named: str
@@ -202,7 +202,7 @@ def test_read_tables_positive_is_named_as_typed(tmp_path: Path) -> None:
     plain = read_table(path, target="y", sensitive="group")
     FairObjective(plain, "linear", limits="dsp<=0.5", drop_columns=["y2"]).prepare(study)
     positive = read_table(path, target="y", sensitive="group", positive=0)
-    with pytest.raises(ValueError, match=r"was tuned with `positive` none, but this run asks "
+    with pytest.raises(ValueError, match=r"was tuned with `positive` 1, but this run asks "
                                          r"for 0: .*use the same `positive` as before"):
         FairObjective(positive, "linear", limits="dsp<=0.5", drop_columns=["y2"]).prepare(study)
 
