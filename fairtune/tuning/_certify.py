@@ -479,7 +479,7 @@ def certify(study: Any, fit_predict: Any, limits: Sequence[Any], confidence: flo
             model, predicted = fit_predict(trial)
         except Exception as error:  # the model's own error, with the trial it came from
             error.add_note(f"Refitting trial #{trial.number} for the safety test failed "
-                           f"(nothing recorded; refit_best(study, trial={trial.number})).")
+                           "(nothing was recorded).")
             raise
         bounds = safety_bounds(limits, confidence, y_safe, predicted, s_safe, method)
         values = {m.metric: fairness_value(m.metric, y_safe, predicted, s_safe) for m in limits}

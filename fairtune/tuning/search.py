@@ -605,9 +605,9 @@ class FairSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if not hasattr(self, "best_estimator_"):
             from sklearn.exceptions import NotFittedError
 
-            raise NotFittedError(
-                f"This FairSearchCV found no fair trial, so it has no best estimator for {method}."
-            )
+            why = "found no fair trial" if self.confidence is None else "certified no model"
+            raise NotFittedError(f"This FairSearchCV {why}, so it has no best estimator for "
+                                 f"{method}.")
         if X is not None:
             check_groups_known(X, params or {}, method, getattr(self, "_known_groups", None),
                                getattr(self, "_group_columns", {}))

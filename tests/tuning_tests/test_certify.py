@@ -302,8 +302,12 @@ def test_fair_search_cv_ranks_the_certified_trial_first(monkeypatch: pytest.Monk
     with pytest.raises(NotCertifiedError):
         refused.fit(X, y, sensitive_features=group)
     assert 1 not in refused.cv_results_["rank_test_score"]
-    # Nor is the candidate that failed left to predict with.
+    # Nor is the candidate that failed left to predict with; the error says why.
     assert not hasattr(refused, "best_index_") and not hasattr(refused, "best_estimator_")
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match=r"certified no model, so it has no best estimator"):
+        refused.predict(X, sensitive_features=group)
 
 
 def _study(gaps: dict[int, tuple[float, float]], limit: str = "demographic_parity<=0.1"
