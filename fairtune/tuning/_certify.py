@@ -376,11 +376,10 @@ def sequence(study: Any, limits: Sequence[Any], tenant: str | None, tested: Sequ
 
     validated = [v for v in study_limits(study, tenant).values() if v is not None]
     ranked = candidates(study, tenant)  # the most accurate first
-    best = max((t.value for t in ranked if t.number in set(tested)), default=-np.inf)
-    fresh = [(slack(t, limits, validated), t) for t in ranked if t.value > best]
+    best = max((t.value for t in ranked if t.number in tested), default=-np.inf)
+    fresh = [t for t in ranked if t.value > best][:CANDIDATES]  # the room of these only
     front: list[Any] = []
-    for _, trial in sorted(fresh[:CANDIDATES],
-                           key=lambda pair: (-pair[0], -pair[1].value, pair[1].number)):
+    for trial in sorted(fresh, key=lambda t: (-slack(t, limits, validated), -t.value, t.number)):
         front += [trial] if not front or trial.value > front[-1].value else []
     return front
 

@@ -148,9 +148,9 @@ def deployment(study: Any, tenant: str | None = None) -> Deployment:
     certified = next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                       if record["certified"] and t.number == record.get("trial")), None)
     # The fair trials strictly more accurate than the certified one (a tie is no better).
-    above = [] if certified is not None and certified.number not in {
-        t.number for t in ranked} else [t.number for t in ranked
-                                        if certified is None or t.value > certified.value]
+    above = [t.number for t in ranked if certified is None or t.value > certified.value]
+    if certified is not None and certified.number not in {t.number for t in ranked}:
+        above = []  # no longer fair: nothing ranks above it
     tested, passed = _certify.tested_before(study, tenant)
     if record.get("tested_trials") is None:  # an older record: it stands, as a test of all
         tested = above
