@@ -12,8 +12,8 @@ Algorithm:
     1. Evaluate scrambled-Sobol candidate sets (and warm starts, e.g. the best observed point)
        without gradients; refine every warm start and the best of the others, up to
        ``n_local_search`` starts in all (at least one quasi-random one).
-    2. Refine the continuous dims of all starts at once with L-BFGS-B (gradients by autograd on
-       the sum over starts; the starts do not interact, so the sum's gradient is each one's).
+    2. Refine the continuous dims of the starts with L-BFGS-B, each on its own or all at once
+       (on the sum over starts, whose gradient is each one's: the starts do not interact).
     3. Improve the discrete dims by a coordinate sweep over their admissible values.
     4. Round, re-evaluate, and return the best candidate set that is not excluded. A point to
        exclude excludes its neighbourhood (``SearchSpace.neighbourhood``: the same value of a
@@ -91,20 +91,22 @@ def _step_out(X: np.ndarray, boxes: np.ndarray, search_space: SearchSpace) -> np
 def _local_continuous(
     acqf: AcqFunc, X0: np.ndarray, cont: np.ndarray, max_iter: int
 ) -> np.ndarray:
-    """L-BFGS-B on the continuous dims of every start at once; X0 (k, q, d)."""
-    X_fixed = torch.from_numpy(X0.copy())
-    mask = torch.from_numpy(np.broadcast_to(cont, X0.shape).copy())
-    z0 = X0[:, :, cont].ravel()
+    """L-BFGS-B on the continuous dims of the starts X0 (k, q, d): each on its own through an
+    acquisition's numpy gradient, where a call costs microseconds and a joint search, which
+    stops only when every start has converged, would take more calls (docs/benchmarks/fairbo.md);
+    all at once through autograd, where a call's fixed cost outweighs its points."""
     in_numpy = getattr(acqf, "value_and_grad", None)
-    f = (_numpy_value_and_grad(in_numpy, X0, cont)
-         if in_numpy is not None and in_numpy(X0) is not None
-         else _torch_value_and_grad(acqf, X_fixed, mask))
-    result = scipy.optimize.minimize(
-        f, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(z0),
-        options={"maxiter": max_iter},
-    )
+    in_numpy = None if in_numpy is None or in_numpy(X0) is None else in_numpy
     X = X0.copy()
-    X[:, :, cont] = result.x.reshape(X0.shape[0], X0.shape[1], -1)
+    for starts in [X] if in_numpy is None else [X[i : i + 1] for i in range(len(X))]:  # views
+        f = (_torch_value_and_grad(acqf, starts, cont) if in_numpy is None
+             else _numpy_value_and_grad(in_numpy, starts, cont))
+        z0 = starts[:, :, cont].ravel()
+        result = scipy.optimize.minimize(
+            f, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(z0),
+            options={"maxiter": max_iter},
+        )
+        starts[:, :, cont] = result.x.reshape(starts.shape[0], starts.shape[1], -1)
     return X
 
 
@@ -119,18 +121,18 @@ def _numpy_value_and_grad(
         X[:, :, cont] = z.reshape(X0.shape[0], X0.shape[1], -1)
         values, grads = value_and_grad(X)
         finite = np.isfinite(values)
-        if not finite.all():
-            values = np.where(finite, values, 0.0)
-            grads = np.where(finite[:, None, None], grads, 0.0)
+        values, grads = np.where(finite, values, 0.0), np.where(finite[:, None, None], grads, 0.0)
         return -float(values.sum()), np.nan_to_num(-grads[:, :, cont].ravel())
 
     return f
 
 
 def _torch_value_and_grad(
-    acqf: AcqFunc, X_fixed: torch.Tensor, mask: torch.Tensor
+    acqf: AcqFunc, X0: np.ndarray, cont: np.ndarray
 ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """The loss of :func:`_local_continuous` and its gradient by autograd."""
+    X_fixed = torch.from_numpy(X0.copy())
+    mask = torch.from_numpy(np.broadcast_to(cont, X0.shape).copy())
 
     def f(z: np.ndarray) -> tuple[float, np.ndarray]:
         zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
@@ -165,8 +167,7 @@ def _coordinate_sweep(
 
 def _n_points(*args: object, exclude: np.ndarray | None = None,
               exclude_boxes: np.ndarray | None = None, **kwargs: object) -> int:
-    """The problem's size: the points and boxes it excludes are the model's points (trials,
-    pending ones)."""
+    """The problem's size: the points and boxes it excludes (the trials, pending ones)."""
     return sum(0 if a is None else len(a) for a in (exclude, exclude_boxes))
 
 

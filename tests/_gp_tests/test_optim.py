@@ -148,22 +148,26 @@ def test_an_excluded_point_excludes_its_neighbourhood_and_the_best_point_next_to
     assert ss_int.decode(x_int[0])["n"] in (39, 41)
 
 
-def test_an_acquisition_with_a_numpy_gradient_is_refined_with_it() -> None:
+def test_an_acquisition_with_a_numpy_gradient_is_refined_with_it_one_start_at_a_time() -> None:
     ss = SearchSpace({"x": FloatDistribution(0.0, 1.0), "y": FloatDistribution(0.0, 1.0)})
     target = np.array([0.3137, 0.8512])
 
+    batch_sizes: list[int] = []
+
     class Quadratic:
-        calls = 0
 
         def __call__(self, X: torch.Tensor) -> torch.Tensor:
             return -((X[:, 0, :] - torch.from_numpy(target)) ** 2).sum(-1)
 
         def value_and_grad(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            Quadratic.calls += 1
+            batch_sizes.append(len(X))
             return -((X[:, 0, :] - target) ** 2).sum(-1), -2.0 * (X - target)
 
     x, value = maximize_acqf(Quadratic(), ss, rng=np.random.RandomState(0),
                              n_preliminary_samples=16, n_local_search=3)
-    assert Quadratic.calls > 2  # the local search ran on the numpy gradient
+    # The local search ran on the numpy gradient: after one call on all three starts, which
+    # asks whether it can, each start was refined in a search of its own.
+    assert batch_sizes[0] == 3 and len(batch_sizes) > 3
+    assert set(batch_sizes[1:]) == {1}
     np.testing.assert_allclose(x[0], target, atol=1e-6)
     assert value == -((x[0] - target) ** 2).sum()
