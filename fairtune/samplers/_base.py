@@ -30,7 +30,7 @@ from fairtune._gp.classifier import GPClassifier, fit_gp_classifier
 from fairtune._gp.gp import GPRegressor, fit_gp, impute_violations, standardize
 from fairtune._gp.optim import AcqFunc, maximize_acqf
 from fairtune._gp.search_space import SearchSpace
-from fairtune._names import check_integer
+from fairtune._names import check_choice, check_integer
 from fairtune._optuna_compat import storage_and_id, study_key, trial_id
 from fairtune._storage import fail_stale_trials, read_trial_text, write_trial_text
 from fairtune._threads import limit_threads
@@ -272,6 +272,7 @@ class GPSamplerBase(BaseSampler):
             optuna.samplers.RandomSampler() if seed is None else TrialSeededRandomSampler(seed)
         )
         self._n_startup_trials = n_startup_trials
+        check_choice("warn_independent_sampling", warn_independent_sampling, (False, True))
         self._warn_independent_sampling = warn_independent_sampling
         self._intersection_search_space = IntersectionSearchSpace()
         # Warm starts of the model fits and other per-study state, keyed by (study name, name).

@@ -169,10 +169,9 @@ class FairBOSampler(GPSamplerBase):
             isinstance(n, str) for n in binary_constraints)
         if isinstance(binary_constraints, str) or not (
                 isinstance(binary_constraints, bool) or names_ok):
-            raise ValueError(
-                "`binary_constraints` must be a bool or a list of constraint names, but got "
-                f"binary_constraints={binary_constraints!r}."
-            )
+            raise ValueError("`binary_constraints` must be a bool or a list of constraint "
+                             f"names, but got binary_constraints={binary_constraints!r}.")
+        check_choice("deterministic_objective", deterministic_objective, (False, True))
         super().__init__(seed=seed, independent_sampler=independent_sampler,
                          n_startup_trials=n_startup_trials,
                          warn_independent_sampling=warn_independent_sampling)
