@@ -393,9 +393,7 @@ def test_fairbo_answer_quotes_the_table() -> None:
     assert rows["the same after 40 trials"][0] > rows["the same after 40 trials"][3]
     # "With 6 to 16 parameters it stays level with GPSampler seed by seed, though GPSampler's
     # medians after 40 trials are lower." (the table: Levy-10 and the 16-d quadratic)
-    _says(_FAIRBO, "though GPSampler's medians after 40 trials are lower",
-          "GPSampler's median after 40 trials is lower than FairBOSampler's on all four problems "
-          "measured", "by 4 % to 29 %")
+    _says(_FAIRBO, "though GPSampler's medians after 40 trials are lower")
     many = [rows["Levy's function, 10 parameters: best value after 40 trials, median of 10 seeds "
                  "(minimum 0)"], rows["a 16-d quadratic, 1 linear constraint: the same (minimum "
                                       "0.03)"]]
@@ -673,14 +671,15 @@ def test_fairbo_answer_against_optuna_5_1_quotes_its_table() -> None:
         return "level" if not significant else "ahead" if wins > losses else "behind"
 
     table = {name: [outcome(cell) for cell in cells[:3]] for name, cells in rows.items()}
-    mixed = "int, log int, categorical and float (1 constraint)"
-    _says(_FAIRBO, "FairBOSampler is level at 20, 40 and 80 trials on six problems and ahead at "
-                   "40 and 80 on a mixed space of integers, a categorical and a float")
-    assert table.pop(mixed) == ["level", "ahead", "ahead"]
-    assert all(at == ["level"] * 3 for at in table.values())
-    _says(_FAIRBO, "It takes 0.18-0.51 of GPSampler's time per trial")
+    _says(_FAIRBO, "FairBOSampler is significantly behind on none at 20, 40 or 80 trials, and "
+                   "ahead at 80 on Branin's function in a disk and on a mixed space of integers, "
+                   "a categorical and a float, at 0.16-0.38 of GPSampler's time per trial")
+    assert all("behind" not in at for at in table.values())
+    ahead_at_80 = {name for name, at in table.items() if at[2] == "ahead"}
+    assert ahead_at_80 == {"Branin in a disk (2-d, 1 constraint)",
+                           "int, log int, categorical and float (1 constraint)"}
     ratios = [float(a) / float(b) for a, b in (r[3].split(" / ") for r in rows.values())]
-    assert round(min(ratios), 2) == 0.18 and round(max(ratios), 2) == 0.51
+    assert round(min(ratios), 2) == 0.16 and round(max(ratios), 2) == 0.38
     # The same problems at default thread settings, as users run them.
     seconds: dict[tuple[str, str], list[float]] = {}
     for r in _common.read_rows(ROOT / "benchmarks" / "results"
